@@ -1,0 +1,1 @@
+//! etvk C ABI.
