@@ -37,7 +37,10 @@ pub struct Error {
 impl Error {
     /// Build an error.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error { kind, message: message.into() }
+        Error {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -151,55 +154,101 @@ impl RuntimeOptions {
     pub fn from_env() -> RuntimeOptions {
         RuntimeOptions {
             device: std::env::var("ETVK_DEVICE").ok().filter(|s| !s.is_empty()),
-            validation: std::env::var("ETVK_VALIDATION").map(|v| v == "1").unwrap_or(false),
+            validation: std::env::var("ETVK_VALIDATION")
+                .map(|v| v == "1")
+                .unwrap_or(false),
         }
     }
 }
 
 /// A backend context: one Vulkan device, shared by all delegates created on it.
 pub struct Backend {
-    // implementation-defined
-    _private: (),
+    inner: Arc<crate::backend::BackendInner>,
 }
 
 /// A loaded delegate (one VkGraph on the GPU).
 pub struct Delegate {
-    // implementation-defined
-    _private: (),
+    graph: crate::exec::ComputeGraph,
+    _backend: Arc<Backend>,
 }
 
 impl Backend {
     /// Open the Vulkan device chosen by `options`.
-    pub fn new(_options: &RuntimeOptions) -> Result<Arc<Backend>> {
-        Err(Error::new(ErrorKind::Internal, "etvk-runtime: Backend::new not implemented yet"))
+    pub fn new(options: &RuntimeOptions) -> Result<Arc<Backend>> {
+        let ctx = etvk_vulkan::Context::new(&etvk_vulkan::ContextOptions {
+            device: options.device.clone(),
+            validation: options.validation,
+        })?;
+        let inner = Arc::new(crate::backend::BackendInner::new(ctx));
+        inner.check_validation("while opening the device")?;
+        Ok(Arc::new(Backend { inner }))
     }
     /// One line describing the device (name, type, driver).
     pub fn device_description(&self) -> String {
-        String::new()
+        self.inner.ctx.description()
+    }
+    /// Validation error messages counted so far (0 without validation).
+    pub fn validation_error_count(&self) -> u64 {
+        self.inner.ctx.validation_error_count()
     }
 }
 
 impl Delegate {
     /// Parse, validate and build a delegate blob (`VH00` + `VK00`), prepacking constants.
     pub fn init(
-        _backend: &Arc<Backend>,
-        _blob: &[u8],
-        _compile_specs: &[(String, Vec<u8>)],
-        _named_data: &dyn NamedData,
+        backend: &Arc<Backend>,
+        blob: &[u8],
+        compile_specs: &[(String, Vec<u8>)],
+        named_data: &dyn NamedData,
     ) -> Result<Delegate> {
-        Err(Error::new(ErrorKind::Internal, "etvk-runtime: Delegate::init not implemented yet"))
+        let parsed = etvk_format::vkgraph::parse_delegate(blob)?;
+        Delegate::from_ir(backend, &parsed, compile_specs, named_data)
+    }
+    /// Build from an already parsed delegate (tests and tools that construct IR directly).
+    pub fn from_ir(
+        backend: &Arc<Backend>,
+        delegate: &etvk_format::ir::VulkanDelegate,
+        compile_specs: &[(String, Vec<u8>)],
+        named_data: &dyn NamedData,
+    ) -> Result<Delegate> {
+        let dynamic = compile_specs
+            .iter()
+            .any(|(k, v)| k == "require_dynamic_shapes" && v.iter().any(|b| *b != 0));
+        let builder = crate::builder::GraphBuilder::new(
+            &backend.inner,
+            &delegate.graph,
+            &delegate.constant_region,
+            named_data,
+            dynamic,
+        )?;
+        let graph = builder.build()?;
+        backend.inner.check_validation("during delegate init")?;
+        Ok(Delegate {
+            graph,
+            _backend: backend.clone(),
+        })
     }
     /// Number of graph inputs (the first arguments of `execute`).
     pub fn num_inputs(&self) -> usize {
-        0
+        self.graph.num_inputs()
     }
     /// Number of graph outputs (the last arguments of `execute`).
     pub fn num_outputs(&self) -> usize {
-        0
+        self.graph.num_outputs()
     }
     /// Run once. `args.len()` must be `num_inputs() + num_outputs()`.
-    pub fn execute(&mut self, _args: &mut [DelegateArg]) -> Result<()> {
-        Err(Error::new(ErrorKind::Internal, "etvk-runtime: Delegate::execute not implemented yet"))
+    pub fn execute(&mut self, args: &mut [DelegateArg]) -> Result<()> {
+        self.graph.execute(args)
+    }
+    /// Per-dispatch GPU time of the last execute: (op name, microseconds), in execution
+    /// order. Empty when the queue has no timestamp support.
+    pub fn profile(&self) -> Vec<(String, f64)> {
+        self.graph.profile().to_vec()
+    }
+    /// Set a runtime scalar (a SymInt, or an Int/Double value an op made GPU-visible, e.g.
+    /// a learning rate) by VkGraph value id; takes effect at the next execute.
+    pub fn set_scalar(&mut self, value_id: usize, value: f64) -> Result<()> {
+        self.graph.set_scalar(value_id, value)
     }
 }
 
@@ -219,8 +268,25 @@ pub struct DeviceInfo {
 }
 
 /// Enumerate Vulkan devices.
-pub fn list_devices(_options: &RuntimeOptions) -> Result<Vec<DeviceInfo>> {
-    Err(Error::new(ErrorKind::Internal, "etvk-runtime: list_devices not implemented yet"))
+pub fn list_devices(options: &RuntimeOptions) -> Result<Vec<DeviceInfo>> {
+    let devs = etvk_vulkan::list_physical_devices(options.device.as_deref())?;
+    Ok(devs
+        .into_iter()
+        .map(|d| {
+            let mut properties = vec![("driver".to_string(), d.driver.clone())];
+            if let Some(why) = &d.unusable {
+                properties.push(("unusable".to_string(), why.clone()));
+            }
+            properties.extend(d.caps.properties());
+            DeviceInfo {
+                index: d.index,
+                name: d.name,
+                device_type: d.device_type.name().to_string(),
+                selected: d.selected,
+                properties,
+            }
+        })
+        .collect())
 }
 
 /// One registry entry as `etvk ops` and `docs/ops.md` show it.
@@ -238,5 +304,5 @@ pub struct OpInfo {
 
 /// All registered ops, sorted by name.
 pub fn registered_ops() -> Vec<OpInfo> {
-    Vec::new()
+    crate::registry::op_infos()
 }

@@ -1,0 +1,118 @@
+//! The device context shared by delegates: the Vulkan context and a pipeline cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use etvk_shaders::{Feature, ShaderId};
+use etvk_vulkan::{ComputePipeline, Context, DeviceCaps};
+
+use crate::api::{Error, ErrorKind, Result};
+use crate::error::{internal, unsupported};
+
+/// Key of a compiled pipeline: shader variant, local size, extra specialization constants.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PipelineKey {
+    shader: ShaderId,
+    local: [u32; 3],
+    spec: Vec<u32>,
+}
+
+/// Backend internals: one device, pipelines shared by every delegate on it.
+pub(crate) struct BackendInner {
+    pub(crate) ctx: Arc<Context>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
+}
+
+fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
+    match f {
+        Feature::Float16 => (caps.shader_float16, "shaderFloat16"),
+        Feature::Int8 => (caps.shader_int8, "shaderInt8"),
+        Feature::Int16 => (caps.shader_int16, "shaderInt16"),
+        Feature::Int64 => (caps.shader_int64, "shaderInt64"),
+        Feature::Storage16Bit => (caps.storage_buffer_16bit, "storageBuffer16BitAccess"),
+        Feature::Storage8Bit => (caps.storage_buffer_8bit, "storageBuffer8BitAccess"),
+        Feature::IntegerDotProduct => (
+            caps.integer_dot_product,
+            "VK_KHR_shader_integer_dot_product",
+        ),
+        // Detected but not enabled yet: shaders using them are refused.
+        Feature::CooperativeMatrixKhr => (false, "VK_KHR_cooperative_matrix"),
+        Feature::CooperativeMatrixNv => (false, "VK_NV_cooperative_matrix"),
+    }
+}
+
+impl BackendInner {
+    pub(crate) fn new(ctx: Arc<Context>) -> BackendInner {
+        BackendInner {
+            ctx,
+            pipelines: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the device has every feature `shader` needs.
+    pub(crate) fn shader_supported(&self, shader: ShaderId) -> bool {
+        shader
+            .info()
+            .features
+            .iter()
+            .all(|f| feature_supported(self.ctx.caps(), *f).0)
+    }
+
+    /// The pipeline for `(shader, local, spec)`, compiled once per backend.
+    pub(crate) fn pipeline(
+        &self,
+        shader: ShaderId,
+        local: [u32; 3],
+        spec: &[u32],
+    ) -> Result<Arc<ComputePipeline>> {
+        let info = shader.info();
+        for f in info.features {
+            let (ok, name) = feature_supported(self.ctx.caps(), *f);
+            if !ok {
+                return Err(unsupported(format!(
+                    "shader {} needs device feature {name}, which {} lacks",
+                    info.name,
+                    self.ctx.info().name
+                )));
+            }
+        }
+        let key = PipelineKey {
+            shader,
+            local,
+            spec: spec.to_vec(),
+        };
+        let mut cache = self
+            .pipelines
+            .lock()
+            .map_err(|_| internal("pipeline cache mutex poisoned"))?;
+        if let Some(p) = cache.get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(ComputePipeline::new(
+            &self.ctx,
+            info.name,
+            info.spirv,
+            info.num_bindings,
+            info.push_constant_bytes,
+            local,
+            spec,
+        )?);
+        cache.insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// Error when validation reported any error message so far.
+    pub(crate) fn check_validation(&self, when: &str) -> Result<()> {
+        let n = self.ctx.validation_error_count();
+        if n > 0 {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "{n} Vulkan validation error(s) {when}; last: {}",
+                    self.ctx.last_validation_error().unwrap_or_default()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,677 @@
+//! Building a compute graph from a VkGraph: values, tensors, memory objects, constants,
+//! prepacked weights, dispatch nodes. Op builders (in `ops/`) talk to [`GraphBuilder`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use etvk_format::ir::{ConstantSource, DataType, Value, VkGraph};
+use etvk_shaders::ShaderId;
+
+use crate::api::{NamedData, Result};
+use crate::backend::BackendInner;
+use crate::error::{internal, invalid_program, unsupported};
+use crate::exec::{ComputeGraph, InputSlot, OutputSlot, PendingPack};
+use crate::graph::{Binding, DispatchNode, Launch, MemId, ResizeFn, Shapes, TensorId, TensorShape};
+use crate::registry;
+
+/// A VkGraph value as the builder sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GValue {
+    /// Null / None / dtype / device / layout.
+    Null,
+    /// Int.
+    Int(i64),
+    /// Double.
+    Double(f64),
+    /// Bool.
+    Bool(bool),
+    /// A GPU tensor.
+    Tensor(TensorId),
+    /// A constant tensor not yet on the GPU: ops upload it through [`GraphBuilder::prepack`].
+    TensorRef(ConstantInfo),
+    /// IntList.
+    IntList(Vec<i64>),
+    /// DoubleList.
+    DoubleList(Vec<f64>),
+    /// BoolList.
+    BoolList(Vec<bool>),
+    /// ValueList (value ids).
+    ValueList(Vec<usize>),
+    /// String.
+    String(String),
+    /// SymInt: its current value lives in `Shapes::scalar(value_id)`.
+    SymInt,
+}
+
+/// A constant tensor's description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstantInfo {
+    /// VkGraph value id.
+    pub value: usize,
+    /// `VkGraph.constants` index.
+    pub constant_id: usize,
+    /// Element type of the serialized bytes.
+    pub dtype: DataType,
+    /// Sizes.
+    pub dims: Vec<usize>,
+}
+
+/// A packed GPU form of a constant, produced by a [`Layout`]'s pack function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Packed {
+    /// Element type of `bytes` on the GPU.
+    pub dtype: DataType,
+    /// Logical sizes of the packed tensor.
+    pub dims: Vec<usize>,
+    /// The bytes to upload (`numel(dims) * dtype.size_bytes()` at most).
+    pub bytes: Vec<u8>,
+}
+
+/// Pack function: serialized constant bytes -> packed bytes (CPU reference = load path).
+pub type PackFn = Box<dyn Fn(&ConstantInfo, &[u8]) -> Result<Packed>>;
+
+/// A packed layout. Two ops asking for the same `(constant, layout name)` share one GPU
+/// buffer, so the name must encode every parameter of the transform (`q4gsw_g32`).
+pub struct Layout {
+    /// Cache key part.
+    pub name: String,
+    /// The transform.
+    pub pack: PackFn,
+}
+
+impl Layout {
+    /// The constant's bytes as they are (row-major, serialized dtype).
+    pub fn contiguous() -> Layout {
+        Layout {
+            name: "contiguous".to_string(),
+            pack: Box::new(|c, bytes| {
+                Ok(Packed {
+                    dtype: c.dtype,
+                    dims: c.dims.clone(),
+                    bytes: bytes.to_vec(),
+                })
+            }),
+        }
+    }
+}
+
+/// One `OperatorCall`, as op builders receive it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpCall<'a> {
+    /// Exact op name.
+    pub name: &'a str,
+    /// Debug handle.
+    pub node_id: u32,
+    /// Value ids; the last is the output.
+    pub args: &'a [usize],
+}
+
+impl OpCall<'_> {
+    /// Fail unless there are exactly `n` args.
+    pub fn expect_args(&self, n: usize) -> Result<()> {
+        if self.args.len() != n {
+            return Err(invalid_program(format!(
+                "op {} (node {}): expected {n} args, got {}",
+                self.name,
+                self.node_id,
+                self.args.len()
+            )));
+        }
+        Ok(())
+    }
+    /// Value id of arg `i`.
+    pub fn arg(&self, i: usize) -> Result<usize> {
+        self.args.get(i).copied().ok_or_else(|| {
+            invalid_program(format!(
+                "op {} (node {}): missing arg {i}",
+                self.name, self.node_id
+            ))
+        })
+    }
+    /// `op NAME (node N)` prefix for messages.
+    pub fn what(&self) -> String {
+        format!("op {} (node {})", self.name, self.node_id)
+    }
+}
+
+/// How a dispatch is bound and specialized.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    /// Shader variant.
+    pub shader: ShaderId,
+    /// Bindings 0..n, in the shader's order.
+    pub bindings: Vec<Binding>,
+    /// Local size override (default: the manifest's).
+    pub local: Option<[u32; 3]>,
+    /// Extra specialization constants (ids 3..).
+    pub spec: Vec<u32>,
+}
+
+impl Dispatch {
+    /// A dispatch of `shader` over `bindings` with the default local size.
+    pub fn new<B: Into<Binding>>(
+        shader: ShaderId,
+        bindings: impl IntoIterator<Item = B>,
+    ) -> Dispatch {
+        Dispatch {
+            shader,
+            bindings: bindings.into_iter().map(Into::into).collect(),
+            local: None,
+            spec: Vec::new(),
+        }
+    }
+}
+
+pub(crate) struct MemSpec {
+    pub(crate) bytes: u64,
+    pub(crate) label: String,
+}
+
+/// Builds the compute graph of one delegate; op builders call its methods.
+pub struct GraphBuilder<'a> {
+    pub(crate) be: &'a Arc<BackendInner>,
+    graph: &'a VkGraph,
+    constant_region: &'a [u8],
+    named: &'a dyn NamedData,
+    pub(crate) values: Vec<GValue>,
+    /// Staging dtype of tensor values (by value id).
+    staging: HashMap<usize, DataType>,
+    pub(crate) shapes: Shapes,
+    pub(crate) tensor_mem: Vec<MemId>,
+    pub(crate) mems: Vec<MemSpec>,
+    shared: HashMap<usize, MemId>,
+    pub(crate) nodes: Vec<DispatchNode>,
+    pub(crate) pipelines: Vec<Arc<etvk_vulkan::ComputePipeline>>,
+    pub(crate) packs: Vec<PendingPack>,
+    pack_cache: HashMap<(usize, String), TensorId>,
+    pub(crate) scalar_slots: BTreeMap<usize, u32>,
+    dummy: Option<TensorId>,
+    /// Compile spec `require_dynamic_shapes`.
+    pub dynamic: bool,
+}
+
+impl<'a> GraphBuilder<'a> {
+    pub(crate) fn new(
+        be: &'a Arc<BackendInner>,
+        graph: &'a VkGraph,
+        constant_region: &'a [u8],
+        named: &'a dyn NamedData,
+        dynamic: bool,
+    ) -> Result<GraphBuilder<'a>> {
+        let mut b = GraphBuilder {
+            be,
+            graph,
+            constant_region,
+            named,
+            values: Vec::with_capacity(graph.values.len()),
+            staging: HashMap::new(),
+            shapes: Shapes {
+                max_groups: be.ctx.caps().max_workgroup_count,
+                ..Default::default()
+            },
+            tensor_mem: Vec::new(),
+            mems: Vec::new(),
+            shared: HashMap::new(),
+            nodes: Vec::new(),
+            pipelines: Vec::new(),
+            packs: Vec::new(),
+            pack_cache: HashMap::new(),
+            scalar_slots: BTreeMap::new(),
+            dummy: None,
+            dynamic,
+        };
+        for (id, v) in graph.values.iter().enumerate() {
+            let gv = match v {
+                Value::Null => GValue::Null,
+                Value::Int(i) => GValue::Int(*i),
+                Value::Double(d) => GValue::Double(*d),
+                Value::Bool(x) => GValue::Bool(*x),
+                Value::IntList(l) => GValue::IntList(l.clone()),
+                Value::DoubleList(l) => GValue::DoubleList(l.clone()),
+                Value::BoolList(l) => GValue::BoolList(l.clone()),
+                Value::ValueList(l) => GValue::ValueList(l.clone()),
+                Value::String(s) => GValue::String(s.clone()),
+                Value::SymInt(s) => {
+                    b.shapes.scalars.insert(id, *s as f64);
+                    GValue::SymInt
+                }
+                Value::Tensor(t) => match t.constant_id {
+                    Some(cid) => GValue::TensorRef(ConstantInfo {
+                        value: id,
+                        constant_id: cid,
+                        dtype: t.dtype,
+                        dims: t.dims.clone(),
+                    }),
+                    None => {
+                        b.staging.insert(id, t.staging_dtype);
+                        let tid = b.new_tensor(
+                            t.dtype,
+                            t.dims.clone(),
+                            t.mem_obj_id,
+                            format!("value {id}"),
+                        )?;
+                        GValue::Tensor(tid)
+                    }
+                },
+            };
+            b.values.push(gv);
+        }
+        Ok(b)
+    }
+
+    /// A new tensor; `mem_obj` shares one allocation per id (sized to its largest user).
+    pub fn new_tensor(
+        &mut self,
+        dtype: DataType,
+        dims: Vec<usize>,
+        mem_obj: Option<usize>,
+        label: String,
+    ) -> Result<TensorId> {
+        let bytes = dims
+            .iter()
+            .try_fold(dtype.size_bytes(), |a, &d| a.checked_mul(d))
+            .ok_or_else(|| invalid_program(format!("{label}: sizes {dims:?} overflow")))?
+            as u64;
+        let mem = match mem_obj {
+            Some(id) => match self.shared.get(&id) {
+                Some(m) => {
+                    let spec = &mut self.mems[m.0];
+                    spec.bytes = spec.bytes.max(bytes);
+                    *m
+                }
+                None => {
+                    let m = MemId(self.mems.len());
+                    self.mems.push(MemSpec {
+                        bytes,
+                        label: format!("mem_obj {id}"),
+                    });
+                    self.shared.insert(id, m);
+                    m
+                }
+            },
+            None => {
+                let m = MemId(self.mems.len());
+                self.mems.push(MemSpec {
+                    bytes,
+                    label: label.clone(),
+                });
+                m
+            }
+        };
+        let t = TensorId(self.shapes.tensors.len());
+        self.shapes.tensors.push(TensorShape {
+            dtype,
+            max_dims: dims.clone(),
+            dims,
+            label,
+        });
+        self.tensor_mem.push(mem);
+        Ok(t)
+    }
+
+    /// Shapes (serialized sizes at build time).
+    pub fn shapes(&self) -> &Shapes {
+        &self.shapes
+    }
+
+    /// The device's capabilities (to pick kernels).
+    pub fn caps(&self) -> &etvk_vulkan::DeviceCaps {
+        self.be.ctx.caps()
+    }
+
+    /// Whether every device feature `shader` needs is present (to choose a fallback).
+    pub fn shader_supported(&self, shader: ShaderId) -> bool {
+        self.be.shader_supported(shader)
+    }
+
+    /// The value with id `v`.
+    pub fn value(&self, v: usize) -> Result<&GValue> {
+        self.values
+            .get(v)
+            .ok_or_else(|| internal(format!("value id {v} out of range")))
+    }
+
+    /// Make value `v` refer to tensor `t` (used by ops whose output aliases another tensor,
+    /// like `et_vk.prepack`, or by view ops that share storage).
+    pub fn alias_value(&mut self, v: usize, t: TensorId) -> Result<()> {
+        match self.values.get_mut(v) {
+            Some(slot) => {
+                *slot = GValue::Tensor(t);
+                Ok(())
+            }
+            None => Err(internal(format!("value id {v} out of range"))),
+        }
+    }
+
+    /// Arg `i` as a GPU tensor (a constant is an error: use [`Self::tensor_or_prepack`]).
+    pub fn tensor_arg(&self, call: &OpCall, i: usize) -> Result<TensorId> {
+        let v = call.arg(i)?;
+        match self.value(v)? {
+            GValue::Tensor(t) => Ok(*t),
+            other => Err(invalid_program(format!(
+                "{} arg {i} (value {v}): expected a tensor, got {}",
+                call.what(),
+                gvalue_kind(other)
+            ))),
+        }
+    }
+
+    /// Arg `i` as a GPU tensor, prepacking a constant contiguously.
+    pub fn tensor_or_prepack(&mut self, call: &OpCall, i: usize) -> Result<TensorId> {
+        let v = call.arg(i)?;
+        if let GValue::TensorRef(_) = self.value(v)? {
+            return self.prepack(v, &Layout::contiguous());
+        }
+        self.tensor_arg(call, i)
+    }
+
+    /// Arg `i` as an optional tensor (`Null` -> None), prepacking a constant contiguously.
+    pub fn opt_tensor_or_prepack(&mut self, call: &OpCall, i: usize) -> Result<Option<TensorId>> {
+        let v = call.arg(i)?;
+        if let GValue::Null = self.value(v)? {
+            return Ok(None);
+        }
+        self.tensor_or_prepack(call, i).map(Some)
+    }
+
+    /// Arg `i` as an integer (Int, Bool, or a SymInt's current value).
+    pub fn int_arg(&self, call: &OpCall, i: usize) -> Result<i64> {
+        let v = call.arg(i)?;
+        match self.value(v)? {
+            GValue::Int(x) => Ok(*x),
+            GValue::Bool(x) => Ok(*x as i64),
+            GValue::SymInt => Ok(self.shapes.scalar(v)? as i64),
+            other => Err(invalid_program(format!(
+                "{} arg {i} (value {v}): expected an int, got {}",
+                call.what(),
+                gvalue_kind(other)
+            ))),
+        }
+    }
+
+    /// Arg `i` as a float (Double or Int); `Null` gives `default`.
+    pub fn double_arg_or(&self, call: &OpCall, i: usize, default: f64) -> Result<f64> {
+        let v = call.arg(i)?;
+        match self.value(v)? {
+            GValue::Double(x) => Ok(*x),
+            GValue::Int(x) => Ok(*x as f64),
+            GValue::Bool(x) => Ok(*x as i64 as f64),
+            GValue::Null => Ok(default),
+            other => Err(invalid_program(format!(
+                "{} arg {i} (value {v}): expected a number, got {}",
+                call.what(),
+                gvalue_kind(other)
+            ))),
+        }
+    }
+
+    /// Arg `i` as an int list (IntList, or a ValueList of Int/SymInt values).
+    pub fn int_list_arg(&self, call: &OpCall, i: usize) -> Result<Vec<i64>> {
+        let v = call.arg(i)?;
+        match self.value(v)? {
+            GValue::IntList(l) => Ok(l.clone()),
+            GValue::ValueList(ids) => ids
+                .iter()
+                .map(|&id| match self.value(id)? {
+                    GValue::Int(x) => Ok(*x),
+                    GValue::SymInt => Ok(self.shapes.scalar(id)? as i64),
+                    other => Err(invalid_program(format!(
+                        "{} arg {i}: list item value {id} is {}, expected an int",
+                        call.what(),
+                        gvalue_kind(other)
+                    ))),
+                })
+                .collect(),
+            other => Err(invalid_program(format!(
+                "{} arg {i} (value {v}): expected an int list, got {}",
+                call.what(),
+                gvalue_kind(other)
+            ))),
+        }
+    }
+
+    /// The serialized bytes of constant `cid`, length-checked.
+    pub fn constant_bytes(&self, cid: usize) -> Result<&'a [u8]> {
+        let src = self
+            .graph
+            .constants
+            .get(cid)
+            .ok_or_else(|| invalid_program(format!("constant {cid} out of range")))?;
+        match src {
+            ConstantSource::Named { key, length } => {
+                let bytes = self.named.get(key).ok_or_else(|| {
+                    invalid_program(format!(
+                        "constant {cid}: named data key {key:?} not found in the program"
+                    ))
+                })?;
+                if bytes.len() < *length {
+                    return Err(invalid_program(format!(
+                        "constant {cid}: named data {key:?} has {} bytes, the graph declares {length}",
+                        bytes.len()
+                    )));
+                }
+                Ok(&bytes[..*length])
+            }
+            ConstantSource::Inline { offset, length } => {
+                let end = offset.checked_add(*length);
+                match end {
+                    Some(e) if e <= self.constant_region.len() => Ok(&self.constant_region[*offset..e]),
+                    _ => Err(invalid_program(format!(
+                        "constant {cid}: bytes [{offset}, +{length}) outside the {}-byte constant region",
+                        self.constant_region.len()
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Upload constant value `v` in `layout` (once per `(constant, layout.name)`), returning
+    /// the GPU tensor every op asking for the same pair shares. The upload happens at the end
+    /// of init; ops that mutate the tensor in place mutate the shared copy, which persists
+    /// across executes.
+    pub fn prepack(&mut self, v: usize, layout: &Layout) -> Result<TensorId> {
+        let info = match self.value(v)? {
+            GValue::TensorRef(c) => c.clone(),
+            other => {
+                return Err(invalid_program(format!(
+                    "prepack of value {v}: expected a constant tensor, got {}",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+        let key = (info.constant_id, layout.name.clone());
+        if let Some(t) = self.pack_cache.get(&key) {
+            return Ok(*t);
+        }
+        let bytes = self.constant_bytes(info.constant_id)?;
+        let need = info.dims.iter().product::<usize>() * info.dtype.size_bytes();
+        if bytes.len() < need {
+            return Err(invalid_program(format!(
+                "constant {} (value {v}): {} bytes for {} {:?} ({need} needed)",
+                info.constant_id,
+                bytes.len(),
+                info.dtype.name(),
+                info.dims
+            )));
+        }
+        let packed = (layout.pack)(&info, &bytes[..need])?;
+        let cap = packed.dims.iter().product::<usize>() * packed.dtype.size_bytes();
+        if packed.bytes.len() > cap.max(1) {
+            return Err(internal(format!(
+                "layout {}: packed {} bytes into a {cap}-byte tensor",
+                layout.name,
+                packed.bytes.len()
+            )));
+        }
+        let label = format!("constant {} ({})", info.constant_id, layout.name);
+        let t = self.new_tensor(packed.dtype, packed.dims, None, label)?;
+        self.packs.push(PendingPack {
+            tensor: t,
+            bytes: packed.bytes,
+        });
+        self.pack_cache.insert(key, t);
+        Ok(t)
+    }
+
+    /// A GPU-readable slot for SymInt / Int / Double value `v` in the graph's scalar
+    /// buffer (bind [`Binding::Scalars`], pass the slot in push constants). Ints are stored
+    /// as i32, doubles as f32. SymInts are refreshed at every execute.
+    pub fn scalar_slot(&mut self, v: usize) -> Result<u32> {
+        let init = match self.value(v)? {
+            GValue::SymInt => self.shapes.scalar(v)?,
+            GValue::Int(x) => *x as f64,
+            GValue::Double(x) => *x,
+            other => {
+                return Err(invalid_program(format!(
+                    "value {v}: {} cannot be a GPU scalar",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+        self.shapes.scalars.entry(v).or_insert(init);
+        let n = self.scalar_slots.len() as u32;
+        Ok(*self.scalar_slots.entry(v).or_insert(n))
+    }
+
+    /// A 16-byte placeholder tensor for optional bindings the shader does not read.
+    pub fn dummy(&mut self) -> Result<TensorId> {
+        if let Some(t) = self.dummy {
+            return Ok(t);
+        }
+        let t = self.new_tensor(DataType::Float32, vec![4], None, "placeholder".into())?;
+        self.dummy = Some(t);
+        Ok(t)
+    }
+
+    /// Add a dispatch whose launch (and output sizes) `resize` computes; it runs now with
+    /// the serialized sizes and again after every input resize / scalar change.
+    pub fn dispatch(
+        &mut self,
+        call: &OpCall,
+        d: Dispatch,
+        resize: impl Fn(&mut Shapes) -> Result<Launch> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let f: ResizeFn = Box::new(resize);
+        let launch = f(&mut self.shapes).map_err(|e| {
+            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+        })?;
+        self.push_node(call, d, launch, Some(f))
+    }
+
+    /// Add a dispatch with a fixed launch (the op cannot run in a resized graph).
+    pub fn dispatch_static(&mut self, call: &OpCall, d: Dispatch, launch: Launch) -> Result<()> {
+        self.push_node(call, d, launch, None)
+    }
+
+    fn push_node(
+        &mut self,
+        call: &OpCall,
+        d: Dispatch,
+        launch: Launch,
+        resize: Option<ResizeFn>,
+    ) -> Result<()> {
+        let info = d.shader.info();
+        if d.bindings.len() != info.num_bindings as usize {
+            return Err(internal(format!(
+                "{}: shader {} has {} bindings, {} given",
+                call.what(),
+                info.name,
+                info.num_bindings,
+                d.bindings.len()
+            )));
+        }
+        if launch.push.len() != info.push_constant_bytes as usize {
+            return Err(internal(format!(
+                "{}: shader {} takes {} push-constant bytes, {} given",
+                call.what(),
+                info.name,
+                info.push_constant_bytes,
+                launch.push.len()
+            )));
+        }
+        let local = d.local.unwrap_or(info.local_size);
+        let pipeline = self.be.pipeline(d.shader, local, &d.spec).map_err(|e| {
+            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+        })?;
+        self.pipelines.push(pipeline);
+        self.nodes.push(DispatchNode {
+            op: call.name.to_string(),
+            node_id: call.node_id,
+            shader: d.shader,
+            local,
+            spec: d.spec,
+            bindings: d.bindings,
+            launch,
+            resize,
+        });
+        Ok(())
+    }
+
+    /// Run every op of the chain through the registry, then create the IO slots.
+    pub(crate) fn build(mut self) -> Result<ComputeGraph> {
+        let reg = registry::registry()?;
+        let graph = self.graph;
+        for op in &graph.chain {
+            let entry = reg.get(&op.name).ok_or_else(|| {
+                unsupported(format!(
+                    "op {} (node {}) is not supported by etvk",
+                    op.name, op.node_id
+                ))
+            })?;
+            let call = OpCall {
+                name: &op.name,
+                node_id: op.node_id,
+                args: &op.args,
+            };
+            (entry.build)(&mut self, &call)?;
+        }
+        let mut inputs = Vec::new();
+        for (i, &v) in graph.input_ids.iter().enumerate() {
+            inputs.push(match self.value(v)? {
+                GValue::Tensor(t) => InputSlot::Tensor { tensor: *t },
+                GValue::SymInt => InputSlot::SymInt(v),
+                GValue::TensorRef(_) => {
+                    return Err(invalid_program(format!(
+                        "input {i} (value {v}) is a constant tensor"
+                    )))
+                }
+                _ => InputSlot::Ignored,
+            });
+        }
+        let mut outputs = Vec::new();
+        for &v in &graph.output_ids {
+            outputs.push(match self.value(v)? {
+                GValue::Tensor(t) => OutputSlot::Tensor {
+                    tensor: *t,
+                    staging_dtype: self
+                        .staging
+                        .get(&v)
+                        .copied()
+                        .unwrap_or(self.shapes.dtype(*t)),
+                },
+                GValue::SymInt => OutputSlot::SymInt(v),
+                GValue::Int(x) => OutputSlot::Int(*x),
+                _ => OutputSlot::Ignored,
+            });
+        }
+        ComputeGraph::finalize(self, inputs, outputs)
+    }
+}
+
+/// Variant name of a value, for errors.
+pub fn gvalue_kind(v: &GValue) -> &'static str {
+    match v {
+        GValue::Null => "Null",
+        GValue::Int(_) => "Int",
+        GValue::Double(_) => "Double",
+        GValue::Bool(_) => "Bool",
+        GValue::Tensor(_) => "Tensor",
+        GValue::TensorRef(_) => "constant Tensor",
+        GValue::IntList(_) => "IntList",
+        GValue::DoubleList(_) => "DoubleList",
+        GValue::BoolList(_) => "BoolList",
+        GValue::ValueList(_) => "ValueList",
+        GValue::String(_) => "String",
+        GValue::SymInt => "SymInt",
+    }
+}

@@ -1,0 +1,614 @@
+//! The built graph: allocation, prepack upload, command recording, execute, resize.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etvk_format::ir::DataType;
+use etvk_vulkan::{
+    Access, Buffer, CommandBuffer, ComputePipeline, DescriptorPool, DescriptorSet, Fence,
+    MemoryKind, QueryPool,
+};
+
+use crate::api::{DelegateArg, HostDType, HostTensor, Result};
+use crate::backend::BackendInner;
+use crate::builder::GraphBuilder;
+use crate::dtype::{gpu_to_host, host_of, host_to_gpu};
+use crate::error::{internal, invalid_arg, unsupported};
+use crate::graph::{Binding, DispatchNode, Global, MemId, Shapes, TensorId};
+
+/// Bound on every fence wait (lavapipe is slow; real GPUs finish far sooner).
+const FENCE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A constant waiting for upload at the end of init.
+pub(crate) struct PendingPack {
+    pub(crate) tensor: TensorId,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// A graph input.
+pub(crate) enum InputSlot {
+    /// Copied from a host tensor through `staging` (GPU dtype bytes).
+    Tensor { tensor: TensorId },
+    /// Updates the SymInt value (by value id).
+    SymInt(usize),
+    /// Anything else (ignored).
+    Ignored,
+}
+
+/// A graph output.
+pub(crate) enum OutputSlot {
+    /// Read back into a host tensor.
+    Tensor {
+        tensor: TensorId,
+        staging_dtype: DataType,
+    },
+    /// A SymInt's current value.
+    SymInt(usize),
+    /// A constant int.
+    Int(i64),
+    /// Ignored (constant tensors, lists).
+    Ignored,
+}
+
+/// A built, allocated, prepacked graph ready to execute.
+pub(crate) struct ComputeGraph {
+    be: Arc<BackendInner>,
+    shapes: Shapes,
+    tensor_mem: Vec<MemId>,
+    mems: Vec<Option<Buffer>>,
+    nodes: Vec<DispatchNode>,
+    pipelines: Vec<Arc<ComputePipeline>>,
+    sets: Vec<DescriptorSet>,
+    _pool: DescriptorPool,
+    inputs: Vec<InputSlot>,
+    outputs: Vec<OutputSlot>,
+    in_staging: Vec<Option<Buffer>>,
+    out_staging: Vec<Option<Buffer>>,
+    scalar_slots: BTreeMap<usize, u32>,
+    scalar_buf: Buffer,
+    /// The reusable execute command buffer (taken out while recording).
+    cmd: Option<CommandBuffer>,
+    fence: Fence,
+    queries: Option<QueryPool>,
+    needs_record: bool,
+    /// A resize failed part-way: shapes/launches may be inconsistent until one succeeds.
+    resize_dirty: bool,
+    in_flight: bool,
+    dynamic: bool,
+    profile: Vec<(String, f64)>,
+    scratch: Vec<u8>,
+}
+
+impl ComputeGraph {
+    pub(crate) fn finalize(
+        b: GraphBuilder<'_>,
+        inputs: Vec<InputSlot>,
+        outputs: Vec<OutputSlot>,
+    ) -> Result<ComputeGraph> {
+        let ctx = b.be.ctx.clone();
+        let max_range = ctx.caps().max_storage_buffer_range as u64;
+        // Which memory objects are used at all (bound, IO, or prepacked).
+        let mut used = vec![false; b.mems.len()];
+        let mut bound = vec![false; b.mems.len()];
+        for n in &b.nodes {
+            for bd in &n.bindings {
+                if let Binding::Tensor(t) = bd {
+                    used[b.tensor_mem[t.0].0] = true;
+                    bound[b.tensor_mem[t.0].0] = true;
+                }
+            }
+        }
+        for s in &inputs {
+            if let InputSlot::Tensor { tensor, .. } = s {
+                used[b.tensor_mem[tensor.0].0] = true;
+            }
+        }
+        for s in &outputs {
+            if let OutputSlot::Tensor { tensor, .. } = s {
+                used[b.tensor_mem[tensor.0].0] = true;
+            }
+        }
+        for p in &b.packs {
+            used[b.tensor_mem[p.tensor.0].0] = true;
+        }
+        let mut mems = Vec::with_capacity(b.mems.len());
+        for (i, spec) in b.mems.iter().enumerate() {
+            if bound[i] && spec.bytes > max_range {
+                return Err(unsupported(format!(
+                    "{}: {} bytes exceed the device's maxStorageBufferRange ({max_range})",
+                    spec.label, spec.bytes
+                )));
+            }
+            mems.push(if used[i] {
+                Some(Buffer::new(&ctx, spec.bytes, MemoryKind::DeviceLocal)?)
+            } else {
+                None
+            });
+        }
+        let mem_of = |t: TensorId| -> Result<&Buffer> {
+            mems[b.tensor_mem[t.0].0]
+                .as_ref()
+                .ok_or_else(|| internal(format!("tensor {} has no memory", t.0)))
+        };
+
+        // Host-shared scalars (SymInts and runtime-settable scalars), one 4-byte slot each.
+        let scalar_buf = Buffer::new(
+            &ctx,
+            (b.scalar_slots.len() as u64 * 4).max(16),
+            MemoryKind::HostShared,
+        )?;
+
+        // Descriptor sets, one per node.
+        let total_bindings: usize = b.nodes.iter().map(|n| n.bindings.len()).sum();
+        let mut pool = DescriptorPool::new(&ctx, b.nodes.len() as u32, total_bindings as u32)?;
+        let mut sets = Vec::with_capacity(b.nodes.len());
+        for (n, p) in b.nodes.iter().zip(&b.pipelines) {
+            let bufs: Vec<&Buffer> = n
+                .bindings
+                .iter()
+                .map(|bd| match bd {
+                    Binding::Tensor(t) => mem_of(*t),
+                    Binding::Scalars => Ok(&scalar_buf),
+                })
+                .collect::<Result<_>>()?;
+            sets.push(pool.allocate(p, &bufs)?);
+        }
+
+        // Staging buffers sized for the serialized maxima, in the GPU dtype.
+        let mut in_staging = Vec::new();
+        for s in &inputs {
+            in_staging.push(match s {
+                InputSlot::Tensor { tensor, .. } => Some(Buffer::new(
+                    &ctx,
+                    tensor_bytes(&b.shapes, *tensor, true),
+                    MemoryKind::Upload,
+                )?),
+                _ => None,
+            });
+        }
+        let mut out_staging = Vec::new();
+        for s in &outputs {
+            out_staging.push(match s {
+                OutputSlot::Tensor { tensor, .. } => Some(Buffer::new(
+                    &ctx,
+                    tensor_bytes(&b.shapes, *tensor, true),
+                    MemoryKind::Readback,
+                )?),
+                _ => None,
+            });
+        }
+
+        // Prepack: upload every packed constant once, through temporary staging.
+        let fence = Fence::new(&ctx)?;
+        if !b.packs.is_empty() {
+            let mut cmd = CommandBuffer::new(&ctx)?;
+            let mut temps = Vec::with_capacity(b.packs.len());
+            cmd.begin()?;
+            for p in &b.packs {
+                let dst = mem_of(p.tensor)?;
+                if p.bytes.is_empty() {
+                    continue;
+                }
+                let st = Buffer::new(&ctx, p.bytes.len() as u64, MemoryKind::Upload)?;
+                st.write(0, &p.bytes)?;
+                cmd.copy(&st, 0, dst, 0, p.bytes.len() as u64)?;
+                temps.push(st);
+            }
+            cmd.barrier(Access::Transfer, Access::All)?;
+            cmd.end()?;
+            cmd.submit(&fence)?;
+            fence.wait_and_reset(FENCE_TIMEOUT, "prepack upload")?;
+            drop(temps);
+        }
+
+        let queries = if ctx.caps().timestamps && !b.nodes.is_empty() {
+            Some(QueryPool::new(&ctx, b.nodes.len() as u32 + 1)?)
+        } else {
+            None
+        };
+        let mut g = ComputeGraph {
+            be: b.be.clone(),
+            shapes: b.shapes,
+            tensor_mem: b.tensor_mem,
+            mems,
+            nodes: b.nodes,
+            pipelines: b.pipelines,
+            sets,
+            _pool: pool,
+            inputs,
+            outputs,
+            in_staging,
+            out_staging,
+            scalar_slots: b.scalar_slots,
+            scalar_buf,
+            cmd: Some(CommandBuffer::new(&ctx)?),
+            fence,
+            queries,
+            needs_record: true,
+            resize_dirty: false,
+            in_flight: false,
+            dynamic: b.dynamic,
+            profile: Vec::new(),
+            scratch: Vec::new(),
+        };
+        g.write_scalars()?;
+        Ok(g)
+    }
+
+    pub(crate) fn num_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+    pub(crate) fn num_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+    pub(crate) fn profile(&self) -> &[(String, f64)] {
+        &self.profile
+    }
+
+    fn mem(&self, t: TensorId) -> Result<&Buffer> {
+        self.mems[self.tensor_mem[t.0].0]
+            .as_ref()
+            .ok_or_else(|| internal(format!("tensor {} has no memory", t.0)))
+    }
+
+    fn write_scalars(&mut self) -> Result<()> {
+        if self.scalar_slots.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = vec![0u8; self.scalar_slots.len() * 4];
+        for (v, slot) in &self.scalar_slots {
+            let x = self.shapes.scalar(*v)?;
+            let word = if x.fract() == 0.0 && x.abs() < 2_147_483_648.0 {
+                (x as i32).to_le_bytes()
+            } else {
+                (x as f32).to_le_bytes()
+            };
+            bytes[*slot as usize * 4..*slot as usize * 4 + 4].copy_from_slice(&word);
+        }
+        self.scalar_buf.write(0, &bytes)?;
+        Ok(())
+    }
+
+    /// Set a runtime scalar (SymInt / Int / Double value made GPU-visible) between executes.
+    pub(crate) fn set_scalar(&mut self, value: usize, x: f64) -> Result<()> {
+        match self.shapes.scalars.get_mut(&value) {
+            Some(s) => {
+                *s = x;
+            }
+            None => {
+                return Err(invalid_arg(format!(
+                    "value {value} is not a runtime scalar of this graph"
+                )))
+            }
+        }
+        self.resize_dirty = true;
+        self.propagate_resize()?;
+        self.resize_dirty = false;
+        self.write_scalars()
+    }
+
+    fn groups(&self, n: &DispatchNode) -> Result<[u32; 3]> {
+        let max = self.shapes.max_groups;
+        let l = n.local;
+        let g = match n.launch.global {
+            Global::Linear(count) => {
+                let total = count.div_ceil(l[0] as u64);
+                let x = total.min(max[0] as u64).max(1);
+                let y = total.div_ceil(x);
+                if count == 0 {
+                    [0, 1, 1]
+                } else {
+                    [x as u32, u32::try_from(y).unwrap_or(u32::MAX), 1]
+                }
+            }
+            Global::Grid(g) => [
+                g[0].div_ceil(l[0]),
+                g[1].div_ceil(l[1]),
+                g[2].div_ceil(l[2]),
+            ],
+        };
+        if g.iter().zip(max.iter()).any(|(a, b)| a > b) {
+            return Err(unsupported(format!(
+                "op {} (node {}): dispatch of {g:?} workgroups exceeds the device limit {max:?}",
+                n.op, n.node_id
+            )));
+        }
+        Ok(g)
+    }
+
+    fn record(&mut self) -> Result<()> {
+        let mut groups = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            groups.push(self.groups(n)?);
+        }
+        let mut cmd = self
+            .cmd
+            .take()
+            .ok_or_else(|| internal("command buffer missing"))?;
+        let r = self.record_into(&mut cmd, &groups);
+        self.cmd = Some(cmd);
+        r?;
+        self.needs_record = false;
+        Ok(())
+    }
+
+    fn record_into(&self, cmd: &mut CommandBuffer, groups: &[[u32; 3]]) -> Result<()> {
+        cmd.begin()?;
+        cmd.barrier(Access::All, Access::Transfer)?;
+        if let Some(q) = &self.queries {
+            cmd.reset_queries(q, 0, q.count())?;
+        }
+        for (slot, st) in self.inputs.iter().zip(&self.in_staging) {
+            if let (InputSlot::Tensor { tensor, .. }, Some(st)) = (slot, st) {
+                cmd.copy(
+                    st,
+                    0,
+                    self.mem(*tensor)?,
+                    0,
+                    tensor_bytes(&self.shapes, *tensor, false),
+                )?;
+            }
+        }
+        cmd.barrier(Access::Transfer, Access::Compute)?;
+        if let Some(q) = &self.queries {
+            cmd.timestamp(q, 0)?;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            cmd.dispatch(&self.pipelines[i], self.sets[i], &n.launch.push, groups[i])?;
+            cmd.barrier(Access::Compute, Access::Compute)?;
+            if let Some(q) = &self.queries {
+                cmd.timestamp(q, i as u32 + 1)?;
+            }
+        }
+        cmd.barrier(Access::Compute, Access::Transfer)?;
+        for (slot, st) in self.outputs.iter().zip(&self.out_staging) {
+            if let (OutputSlot::Tensor { tensor, .. }, Some(st)) = (slot, st) {
+                cmd.copy(
+                    self.mem(*tensor)?,
+                    0,
+                    st,
+                    0,
+                    tensor_bytes(&self.shapes, *tensor, false),
+                )?;
+            }
+        }
+        cmd.barrier(Access::Transfer, Access::Host)?;
+        cmd.end()?;
+        Ok(())
+    }
+
+    /// Re-run every node's resize function in chain order; re-record when a launch changed.
+    fn propagate_resize(&mut self) -> Result<()> {
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            match &n.resize {
+                Some(f) => {
+                    let launch = f(&mut self.shapes).map_err(|e| {
+                        crate::api::Error::new(
+                            e.kind,
+                            format!("op {} (node {}) resize: {}", n.op, n.node_id, e.message),
+                        )
+                    })?;
+                    if launch.push.len() != n.launch.push.len() {
+                        return Err(internal(format!(
+                            "op {} resize changed the push-constant size",
+                            n.op
+                        )));
+                    }
+                    if launch != n.launch {
+                        self.nodes[i].launch = launch;
+                        self.needs_record = true;
+                    }
+                }
+                None => {
+                    let resized = n.bindings.iter().any(|b| match b {
+                        Binding::Tensor(t) => {
+                            let s = &self.shapes.tensors[t.0];
+                            s.dims != s.max_dims
+                        }
+                        Binding::Scalars => false,
+                    });
+                    if resized {
+                        return Err(unsupported(format!(
+                            "op {} (node {}) has no resize function, so it cannot run with inputs smaller than the exported sizes",
+                            n.op, n.node_id
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn execute(&mut self, args: &mut [DelegateArg]) -> Result<()> {
+        self.be.ctx.ensure_alive()?;
+        if self.in_flight {
+            // A previous execute timed out: wait for it before touching shared buffers.
+            self.fence
+                .wait_and_reset(FENCE_TIMEOUT, "previous execute")?;
+            self.in_flight = false;
+        }
+        let (ni, no) = (self.inputs.len(), self.outputs.len());
+        if args.len() != ni + no {
+            return Err(invalid_arg(format!(
+                "execute: {} args given, the delegate takes {ni} inputs + {no} outputs",
+                args.len()
+            )));
+        }
+        let mut changed = false;
+        let mut scalars_changed = false;
+        for i in 0..ni {
+            match (&self.inputs[i], &args[i]) {
+                (InputSlot::Tensor { tensor, .. }, DelegateArg::Tensor(ht)) => {
+                    let t = *tensor;
+                    let cur = self.shapes.dims(t).to_vec();
+                    if ht.sizes != cur {
+                        let max = self.shapes.max_dims(t).to_vec();
+                        if !self.dynamic && ht.sizes != max {
+                            return Err(invalid_arg(format!(
+                                "input {i}: sizes {:?} differ from the program's {max:?} and the program was not exported with dynamic shapes",
+                                ht.sizes
+                            )));
+                        }
+                        if ht.sizes.len() != max.len()
+                            || ht.sizes.iter().zip(&max).any(|(a, b)| a > b)
+                        {
+                            return Err(invalid_arg(format!(
+                                "input {i}: sizes {:?} exceed the exported upper bound {max:?}",
+                                ht.sizes
+                            )));
+                        }
+                        self.shapes.set_dims(t, ht.sizes.clone())?;
+                        changed = true;
+                    }
+                    let numel: usize = ht.sizes.iter().product();
+                    if ht.data.len() != numel * ht.dtype.size_bytes() {
+                        return Err(invalid_arg(format!(
+                            "input {i}: {} data bytes for {:?} {:?} ({} expected)",
+                            ht.data.len(),
+                            ht.dtype,
+                            ht.sizes,
+                            numel * ht.dtype.size_bytes()
+                        )));
+                    }
+                    let gpu = self.shapes.dtype(t);
+                    host_to_gpu(
+                        &ht.data,
+                        ht.dtype,
+                        gpu,
+                        &mut self.scratch,
+                        &format!("input {i}"),
+                    )?;
+                    if let Some(st) = &self.in_staging[i] {
+                        st.write(0, &self.scratch)?;
+                    }
+                }
+                (InputSlot::Tensor { .. }, other) => {
+                    return Err(invalid_arg(format!(
+                        "input {i}: expected a tensor, got {other:?}"
+                    )));
+                }
+                (InputSlot::SymInt(v), arg) => {
+                    let x = match arg {
+                        DelegateArg::Int(x) => *x,
+                        DelegateArg::Tensor(ht) if ht.sizes.iter().product::<usize>() == 1 => {
+                            match ht.dtype {
+                                HostDType::Long => {
+                                    i64::from_le_bytes(ht.data[..8].try_into().map_err(|_| {
+                                        invalid_arg(format!("input {i}: short int64 scalar"))
+                                    })?)
+                                }
+                                HostDType::Int => {
+                                    i32::from_le_bytes(ht.data[..4].try_into().map_err(|_| {
+                                        invalid_arg(format!("input {i}: short int32 scalar"))
+                                    })?) as i64
+                                }
+                                d => {
+                                    return Err(invalid_arg(format!(
+                                        "input {i}: SymInt input given a {d:?} tensor"
+                                    )))
+                                }
+                            }
+                        }
+                        other => {
+                            return Err(invalid_arg(format!(
+                                "input {i}: SymInt input given {other:?}"
+                            )))
+                        }
+                    };
+                    let v = *v;
+                    if self.shapes.scalar(v)? != x as f64 {
+                        self.shapes.scalars.insert(v, x as f64);
+                        changed = true;
+                        scalars_changed = true;
+                    }
+                }
+                (InputSlot::Ignored, _) => {}
+            }
+        }
+        if changed || self.resize_dirty {
+            self.resize_dirty = true;
+            self.propagate_resize()?;
+            self.resize_dirty = false;
+            // Staging copies are sized by the current element counts.
+            self.needs_record = true;
+        }
+        if scalars_changed {
+            self.write_scalars()?;
+        }
+        if self.needs_record {
+            self.record()?;
+        }
+        self.cmd
+            .as_ref()
+            .ok_or_else(|| internal("command buffer missing"))?
+            .submit(&self.fence)?;
+        self.in_flight = true;
+        self.fence.wait_and_reset(FENCE_TIMEOUT, "execute")?;
+        self.in_flight = false;
+        self.read_profile()?;
+        for j in 0..no {
+            let arg = &mut args[ni + j];
+            match &self.outputs[j] {
+                OutputSlot::Tensor {
+                    tensor,
+                    staging_dtype,
+                } => {
+                    let t = *tensor;
+                    let gpu = self.shapes.dtype(t);
+                    let nbytes = tensor_bytes(&self.shapes, t, false) as usize;
+                    let mut raw = vec![0u8; nbytes];
+                    if let Some(st) = &self.out_staging[j] {
+                        st.read(0, &mut raw)?;
+                    }
+                    let host_dtype = match arg {
+                        DelegateArg::Tensor(ht) => ht.dtype,
+                        _ => host_of(*staging_dtype).ok_or_else(|| internal("no host dtype"))?,
+                    };
+                    let mut data = Vec::new();
+                    gpu_to_host(&raw, gpu, host_dtype, &mut data, &format!("output {j}"))?;
+                    *arg = DelegateArg::Tensor(HostTensor {
+                        dtype: host_dtype,
+                        sizes: self.shapes.dims(t).to_vec(),
+                        data,
+                    });
+                }
+                OutputSlot::SymInt(v) => *arg = DelegateArg::Int(self.shapes.scalar(*v)? as i64),
+                OutputSlot::Int(x) => *arg = DelegateArg::Int(*x),
+                OutputSlot::Ignored => {}
+            }
+        }
+        self.be.check_validation("during execute")
+    }
+
+    fn read_profile(&mut self) -> Result<()> {
+        self.profile.clear();
+        let Some(q) = &self.queries else {
+            return Ok(());
+        };
+        let ticks = q.read(0, q.count())?;
+        let period = self.be.ctx.caps().timestamp_period_ns as f64;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let dt = ticks[i + 1].saturating_sub(ticks[i]) as f64 * period / 1000.0;
+            self.profile.push((n.op.clone(), dt));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ComputeGraph {
+    fn drop(&mut self) {
+        if self.in_flight {
+            // Resources must outlive a submission that timed out; wait (bounded) before freeing.
+            let _ = self.fence.wait_and_reset(FENCE_TIMEOUT, "teardown");
+        }
+    }
+}
+
+/// Bytes of `t` at its maximum (`max = true`) or current sizes.
+fn tensor_bytes(shapes: &Shapes, t: TensorId, max: bool) -> u64 {
+    let s = &shapes.tensors[t.0];
+    let n = if max { s.max_numel() } else { s.numel() };
+    (n * s.dtype.size_bytes()) as u64
+}

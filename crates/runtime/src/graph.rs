@@ -1,0 +1,272 @@
+//! Graph data structures shared by the builder, the op builders and the executor:
+//! tensors and their shapes, memory objects, dispatch nodes, launches, push constants.
+
+use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
+
+use crate::api::Result;
+use crate::error::{internal, invalid_arg, unsupported};
+
+/// Index of a GPU tensor in the graph (not a VkGraph value id: several values may alias one
+/// tensor, e.g. `et_vk.prepack` outputs alias the packed constant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(pub usize);
+
+/// Index of a memory object (one device allocation shared by one or more tensors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemId(pub usize);
+
+/// Shape state of one tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorShape {
+    /// GPU element type.
+    pub dtype: DataType,
+    /// Serialized (maximum) sizes; the allocation is sized for these.
+    pub max_dims: Vec<usize>,
+    /// Current sizes (equal to `max_dims` until a dynamic resize).
+    pub dims: Vec<usize>,
+    /// A label for errors (`value 12`, `packed const 3 (contiguous)`).
+    pub label: String,
+}
+
+impl TensorShape {
+    /// Elements at the current sizes.
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+    /// Elements at the maximum sizes.
+    pub fn max_numel(&self) -> usize {
+        self.max_dims.iter().product()
+    }
+}
+
+/// Shapes and scalar values visible to resize functions. Op builders get it at build time
+/// (with the serialized sizes) and resize functions get it at every resize.
+#[derive(Debug, Clone, Default)]
+pub struct Shapes {
+    pub(crate) tensors: Vec<TensorShape>,
+    /// Current values of SymInt / runtime-settable scalar values, by VkGraph value id.
+    pub(crate) scalars: std::collections::BTreeMap<usize, f64>,
+    /// `maxComputeWorkGroupCount`, used to spill 1-D launches into y.
+    pub(crate) max_groups: [u32; 3],
+}
+
+impl Shapes {
+    /// Current sizes of `t`.
+    pub fn dims(&self, t: TensorId) -> &[usize] {
+        &self.tensors[t.0].dims
+    }
+    /// Serialized (maximum) sizes of `t`.
+    pub fn max_dims(&self, t: TensorId) -> &[usize] {
+        &self.tensors[t.0].max_dims
+    }
+    /// Element type of `t`.
+    pub fn dtype(&self, t: TensorId) -> DataType {
+        self.tensors[t.0].dtype
+    }
+    /// Current element count of `t`.
+    pub fn numel(&self, t: TensorId) -> usize {
+        self.tensors[t.0].numel()
+    }
+    /// Set the current sizes of an op's output. Fails when the element count exceeds the
+    /// allocation (the serialized maximum), since buffers never grow.
+    pub fn set_dims(&mut self, t: TensorId, dims: Vec<usize>) -> Result<()> {
+        let ts = &mut self.tensors[t.0];
+        let numel = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        match numel {
+            Some(n) if n <= ts.max_numel() => {
+                ts.dims = dims;
+                Ok(())
+            }
+            _ => Err(invalid_arg(format!(
+                "{}: sizes {dims:?} exceed its serialized maximum {:?}",
+                ts.label, ts.max_dims
+            ))),
+        }
+    }
+    /// Current value of a SymInt / scalar value (by VkGraph value id).
+    pub fn scalar(&self, value: usize) -> Result<f64> {
+        self.scalars
+            .get(&value)
+            .copied()
+            .ok_or_else(|| internal(format!("value {value} is not a runtime scalar")))
+    }
+}
+
+/// How many invocations a dispatch needs; the runtime divides by the local size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Global {
+    /// `n` invocations along x; spills into y beyond `maxComputeWorkGroupCount.x` groups
+    /// (shaders index with `linear_id()` from `common.glsl`). Local size must be (lx, 1, 1).
+    Linear(u64),
+    /// A 3-D invocation grid.
+    Grid([u32; 3]),
+}
+
+/// What one dispatch needs per execute: push-constant bytes and the invocation count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// Push-constant bytes (exactly the shader's push-constant block size).
+    pub push: Vec<u8>,
+    /// Invocations.
+    pub global: Global,
+}
+
+/// A resize function: reads input shapes, sets output shapes, returns the launch. Called
+/// once at build (serialized sizes) and again whenever inputs or scalars change.
+pub type ResizeFn = Box<dyn Fn(&mut Shapes) -> Result<Launch> + Send + Sync>;
+
+/// A buffer bound to a dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// A tensor's storage.
+    Tensor(TensorId),
+    /// The graph's host-shared scalar buffer (`int`/`float` slots; see
+    /// `GraphBuilder::scalar_slot`).
+    Scalars,
+}
+
+impl From<TensorId> for Binding {
+    fn from(t: TensorId) -> Binding {
+        Binding::Tensor(t)
+    }
+}
+
+/// One compute dispatch of the execute sequence.
+pub struct DispatchNode {
+    /// Op name (for errors and profiles).
+    pub op: String,
+    /// `OperatorCall.node_id`.
+    pub node_id: u32,
+    /// Shader variant.
+    pub shader: ShaderId,
+    /// Local size used.
+    pub local: [u32; 3],
+    /// Extra specialization constants (ids 3..).
+    pub spec: Vec<u32>,
+    /// Bindings 0..n.
+    pub bindings: Vec<Binding>,
+    /// Current launch.
+    pub launch: Launch,
+    /// Resize function (None: static op; a resized graph touching it is an error).
+    pub resize: Option<ResizeFn>,
+}
+
+/// Little-endian push-constant builder: `Push::new().u32(m).u32(n).f32(alpha).finish()`.
+/// Values are appended in declaration order; std430 scalar/uvec4 alignment is the caller's
+/// job (keep blocks to 4-byte scalars and uvec4 arrays, padded like the GLSL).
+#[derive(Debug, Clone, Default)]
+pub struct Push(Vec<u8>);
+
+impl Push {
+    /// Empty.
+    pub fn new() -> Push {
+        Push(Vec::with_capacity(64))
+    }
+    /// Append a u32.
+    pub fn u32(mut self, v: u32) -> Push {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an i32.
+    pub fn i32(mut self, v: i32) -> Push {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an f32.
+    pub fn f32(mut self, v: f32) -> Push {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append `values` padded with `fill` to `len` u32s (e.g. a `uvec4[2]` of sizes).
+    pub fn u32_array(mut self, values: &[u32], len: usize, fill: u32) -> Push {
+        for i in 0..len {
+            self = self.u32(values.get(i).copied().unwrap_or(fill));
+        }
+        self
+    }
+    /// The bytes.
+    pub fn finish(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+/// Convert a size to u32 for a shader, failing with a clear message when it does not fit.
+pub fn to_u32(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| {
+        unsupported(format!(
+            "{what} = {v} exceeds the 32-bit shader index range"
+        ))
+    })
+}
+
+/// Contiguous (row-major) element strides of `dims`.
+pub fn contiguous_strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// PyTorch broadcasting of two shapes; `what` names the op for errors.
+pub fn broadcast_shapes(a: &[usize], b: &[usize], what: &str) -> Result<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i < rank - a.len() {
+            1
+        } else {
+            a[i - (rank - a.len())]
+        };
+        let db = if i < rank - b.len() {
+            1
+        } else {
+            b[i - (rank - b.len())]
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(invalid_arg(format!(
+                "{what}: shapes {a:?} and {b:?} do not broadcast"
+            )));
+        };
+    }
+    Ok(out)
+}
+
+/// Strides of `input` (contiguous) viewed as broadcast to `out` (0 on broadcast dims),
+/// aligned to the right like PyTorch.
+pub fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
+    let strides = contiguous_strides(input);
+    let off = out.len() - input.len();
+    (0..out.len())
+        .map(|i| {
+            if i < off || input[i - off] == 1 {
+                0
+            } else {
+                strides[i - off]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(
+            broadcast_shapes(&[4, 1, 3], &[5, 1], "t").unwrap(),
+            vec![4, 5, 3]
+        );
+        assert_eq!(broadcast_strides(&[5, 1], &[4, 5, 3]), vec![0, 1, 0]);
+        assert_eq!(broadcast_strides(&[4, 1, 3], &[4, 5, 3]), vec![3, 0, 1]);
+        assert!(broadcast_shapes(&[2, 3], &[4, 3], "t").is_err());
+        assert_eq!(broadcast_shapes(&[], &[2], "t").unwrap(), vec![2]);
+        assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
+    }
+}

@@ -1,0 +1,66 @@
+//! Op builders, one module per family. Each family has a `register_all(&mut Registry)`;
+//! [`register_all`] below is the one place that calls them.
+
+use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
+
+use crate::api::Result;
+use crate::builder::OpCall;
+use crate::error::{internal, unsupported};
+use crate::registry::Registry;
+
+pub mod binary;
+pub mod matmul;
+pub mod prepack;
+
+/// Register every op family. Add new families here (and nowhere else).
+pub fn register_all(r: &mut Registry) -> Result<()> {
+    binary::register_all(r)?;
+    matmul::register_all(r)?;
+    prepack::register_all(r)?;
+    Ok(())
+}
+
+/// Manifest tag of a float dtype (`f32`, `f16`), the suffix of float shader variants.
+pub fn float_tag(dt: DataType) -> Option<&'static str> {
+    match dt {
+        DataType::Float32 => Some("f32"),
+        DataType::Float16 => Some("f16"),
+        _ => None,
+    }
+}
+
+/// The `{prefix}_{f32|f16}` shader variant for `dt`, or `Unsupported` naming the op.
+pub fn float_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
+    let tag = float_tag(dt).ok_or_else(|| {
+        unsupported(format!(
+            "{}: dtype {} is not supported",
+            call.what(),
+            dt.name()
+        ))
+    })?;
+    let name = format!("{prefix}_{tag}");
+    ShaderId::from_name(&name).ok_or_else(|| {
+        internal(format!(
+            "{}: shader variant {name} missing from the manifest",
+            call.what()
+        ))
+    })
+}
+
+/// Fail unless every tensor dtype in `dts` equals the first.
+pub fn same_dtype(call: &OpCall, dts: &[DataType]) -> Result<DataType> {
+    let first = dts
+        .first()
+        .copied()
+        .ok_or_else(|| internal("same_dtype of nothing"))?;
+    if let Some(d) = dts.iter().find(|d| **d != first) {
+        return Err(unsupported(format!(
+            "{}: mixed dtypes {} and {} are not supported",
+            call.what(),
+            first.name(),
+            d.name()
+        )));
+    }
+    Ok(first)
+}

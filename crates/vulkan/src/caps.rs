@@ -1,0 +1,164 @@
+//! Device capabilities discovered once at device selection.
+
+use ash::vk;
+
+/// Physical device type, in etvk's preference order (discrete first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    /// A discrete GPU.
+    Discrete,
+    /// An integrated GPU.
+    Integrated,
+    /// A virtual GPU.
+    Virtual,
+    /// A CPU implementation (lavapipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceType {
+    pub(crate) fn from_vk(t: vk::PhysicalDeviceType) -> DeviceType {
+        match t {
+            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::Discrete,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::Integrated,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::Virtual,
+            vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+            _ => DeviceType::Other,
+        }
+    }
+    /// Lower number = preferred.
+    pub fn preference(self) -> u8 {
+        match self {
+            DeviceType::Discrete => 0,
+            DeviceType::Integrated => 1,
+            DeviceType::Virtual => 2,
+            DeviceType::Cpu => 3,
+            DeviceType::Other => 4,
+        }
+    }
+    /// "discrete", "integrated", "virtual", "cpu", "other".
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceType::Discrete => "discrete",
+            DeviceType::Integrated => "integrated",
+            DeviceType::Virtual => "virtual",
+            DeviceType::Cpu => "cpu",
+            DeviceType::Other => "other",
+        }
+    }
+}
+
+/// Features (all enabled on the device when present) and limits that kernels care about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceCaps {
+    /// Device API version (`VK_MAKE_API_VERSION`).
+    pub api_version: u32,
+    /// `shaderFloat16`: fp16 arithmetic in shaders.
+    pub shader_float16: bool,
+    /// `shaderInt8`: int8 arithmetic in shaders.
+    pub shader_int8: bool,
+    /// `shaderInt16`.
+    pub shader_int16: bool,
+    /// `shaderInt64`.
+    pub shader_int64: bool,
+    /// `storageBuffer16BitAccess`: fp16/int16 storage-buffer loads and stores.
+    pub storage_buffer_16bit: bool,
+    /// `storageBuffer8BitAccess`: int8/uint8 storage-buffer loads and stores.
+    pub storage_buffer_8bit: bool,
+    /// Default subgroup size (shaders must not assume 32).
+    pub subgroup_size: u32,
+    /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
+    pub cooperative_matrix_khr: bool,
+    /// `VK_NV_cooperative_matrix` is available (detected; not enabled yet).
+    pub cooperative_matrix_nv: bool,
+    /// `VK_KHR_shader_integer_dot_product` available and enabled.
+    pub integer_dot_product: bool,
+    /// `maxComputeWorkGroupCount`.
+    pub max_workgroup_count: [u32; 3],
+    /// `maxComputeWorkGroupSize`.
+    pub max_workgroup_size: [u32; 3],
+    /// `maxComputeWorkGroupInvocations`.
+    pub max_workgroup_invocations: u32,
+    /// `maxStorageBufferRange` in bytes (bindings larger than this are refused).
+    pub max_storage_buffer_range: u32,
+    /// `maxPushConstantsSize` in bytes.
+    pub max_push_constants_size: u32,
+    /// `maxComputeSharedMemorySize` in bytes.
+    pub max_shared_memory_size: u32,
+    /// `maxBoundDescriptorSets`.
+    pub max_bound_descriptor_sets: u32,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period_ns: f32,
+    /// Whether the compute queue supports timestamps (`timestampValidBits > 0`).
+    pub timestamps: bool,
+    /// `nonCoherentAtomSize`.
+    pub non_coherent_atom_size: u64,
+}
+
+impl DeviceCaps {
+    /// `(name, value)` lines for `etvk devices`.
+    pub fn properties(&self) -> Vec<(String, String)> {
+        let v = |b: bool| {
+            if b {
+                "yes".to_string()
+            } else {
+                "no".to_string()
+            }
+        };
+        vec![
+            (
+                "api_version".into(),
+                format!(
+                    "{}.{}.{}",
+                    vk::api_version_major(self.api_version),
+                    vk::api_version_minor(self.api_version),
+                    vk::api_version_patch(self.api_version)
+                ),
+            ),
+            ("shader_float16".into(), v(self.shader_float16)),
+            ("shader_int8".into(), v(self.shader_int8)),
+            ("storage_buffer_16bit".into(), v(self.storage_buffer_16bit)),
+            ("storage_buffer_8bit".into(), v(self.storage_buffer_8bit)),
+            ("integer_dot_product".into(), v(self.integer_dot_product)),
+            (
+                "cooperative_matrix_khr".into(),
+                v(self.cooperative_matrix_khr),
+            ),
+            (
+                "cooperative_matrix_nv".into(),
+                v(self.cooperative_matrix_nv),
+            ),
+            ("subgroup_size".into(), self.subgroup_size.to_string()),
+            (
+                "max_workgroup_count".into(),
+                format!("{:?}", self.max_workgroup_count),
+            ),
+            (
+                "max_workgroup_size".into(),
+                format!("{:?}", self.max_workgroup_size),
+            ),
+            (
+                "max_workgroup_invocations".into(),
+                self.max_workgroup_invocations.to_string(),
+            ),
+            (
+                "max_storage_buffer_range".into(),
+                self.max_storage_buffer_range.to_string(),
+            ),
+            (
+                "max_push_constants_size".into(),
+                self.max_push_constants_size.to_string(),
+            ),
+            (
+                "max_shared_memory_size".into(),
+                self.max_shared_memory_size.to_string(),
+            ),
+            (
+                "timestamp_period_ns".into(),
+                self.timestamp_period_ns.to_string(),
+            ),
+            ("timestamps".into(), v(self.timestamps)),
+        ]
+    }
+}
