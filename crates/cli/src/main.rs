@@ -13,6 +13,7 @@ macro_rules! outln {
     }};
 }
 
+mod check;
 mod devices;
 mod error;
 mod inspect;
@@ -47,6 +48,8 @@ enum Command {
         /// The `.pte` file.
         model: PathBuf,
     },
+    /// Run fixture directories (model.pte + io.json) and compare with their expected outputs.
+    Check(check::CheckArgs),
     /// List the operators the Vulkan runtime implements.
     Ops,
     /// List the Vulkan devices (ETVK_DEVICE selects one).
@@ -66,6 +69,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Inspect { model } => inspect::inspect(&model),
+        Command::Check(args) => check::check(&args),
         Command::Ops => ops::ops(),
         Command::Devices => devices::devices(),
     }
