@@ -13,6 +13,7 @@ macro_rules! outln {
     }};
 }
 
+mod bench;
 mod check;
 mod devices;
 mod error;
@@ -50,6 +51,8 @@ enum Command {
     },
     /// Run fixture directories (model.pte + io.json) and compare with their expected outputs.
     Check(check::CheckArgs),
+    /// Time a kernel with GPU timestamps against the memory ceilings measured in the same run.
+    Bench(bench::BenchArgs),
     /// List the operators the Vulkan runtime implements.
     Ops,
     /// List the Vulkan devices (ETVK_DEVICE selects one).
@@ -70,6 +73,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::run(&args),
         Command::Inspect { model } => inspect::inspect(&model),
         Command::Check(args) => check::check(&args),
+        Command::Bench(args) => bench::bench(&args),
         Command::Ops => ops::ops(),
         Command::Devices => devices::devices(),
     }

@@ -187,6 +187,10 @@ impl Backend {
     pub fn device_description(&self) -> String {
         self.inner.ctx.description()
     }
+    /// Backend internals (benchmarks drive the device directly).
+    pub(crate) fn inner(&self) -> &Arc<crate::backend::BackendInner> {
+        &self.inner
+    }
     /// Validation error messages counted so far (0 without validation).
     pub fn validation_error_count(&self) -> u64 {
         self.inner.ctx.validation_error_count()

@@ -10,6 +10,7 @@
 //! input sizes or SymInts change.
 
 pub mod api;
+pub mod bench;
 pub mod builder;
 pub mod dtype;
 pub mod graph;

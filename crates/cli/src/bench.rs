@@ -1,0 +1,391 @@
+//! `etvk bench`: kernel timings with GPU timestamps, reported against ceilings measured in the
+//! same run (method: docs/performance.md).
+//!
+//! An op benchmark builds a graph holding `copies` instances of the op, each reading its own
+//! weights (so the working set exceeds the GPU's L2 and nothing is served from cache), executes
+//! it `iters` times, and takes the median per-instance GPU time. The runtime records a barrier
+//! between dispatches, so instances do not overlap. Before timing, sampled outputs of the first
+//! instance are checked against an f64 CPU reference.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use clap::Args;
+use etvk_format::ir::DataType;
+use etvk_format::writer::{named_key, GraphBuilder};
+use etvk_runtime::bench::{copy_ceiling, median, read_ceiling, Bandwidth};
+use etvk_runtime::{
+    Backend, Delegate, DelegateArg, HostDType, HostTensor, NamedData, RuntimeOptions,
+};
+
+use crate::error::CliError;
+
+/// Arguments of `etvk bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
+    /// `linear` (fp32 reference GEMM), `adamw_step`.
+    pub op: String,
+    /// Activation rows.
+    #[arg(long, default_value_t = 1)]
+    pub m: usize,
+    /// Input features.
+    #[arg(long, default_value_t = 4096)]
+    pub k: usize,
+    /// Output features.
+    #[arg(long, default_value_t = 4096)]
+    pub n: usize,
+    /// Group size of q4gsw weights.
+    #[arg(long, default_value_t = 32)]
+    pub group_size: usize,
+    /// Elements for `adamw_step`.
+    #[arg(long, default_value_t = 1 << 24)]
+    pub numel: usize,
+    /// Timed executes (after one warm-up).
+    #[arg(long, default_value_t = 20)]
+    pub iters: usize,
+    /// Weight copies; default: enough for a 256 MiB working set (1 on a CPU device).
+    #[arg(long)]
+    pub copies: Option<usize>,
+    /// Bytes for the ceiling measurements, MiB (default 2048, capped by the device).
+    #[arg(long, default_value_t = 2048)]
+    pub ceiling_mib: u64,
+}
+
+/// Deterministic xorshift64* stream (no dependency; reproducible benchmark data).
+struct Rng(u64);
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+    }
+}
+
+struct Named(HashMap<String, Vec<u8>>);
+impl NamedData for Named {
+    fn get(&self, key: &str) -> Option<&[u8]> {
+        self.0.get(key).map(Vec::as_slice)
+    }
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// One op instance's host-side data, kept for the reference check.
+struct Instance {
+    weights: Vec<u8>,
+    scales: Vec<f32>,
+}
+
+/// What a benchmark graph computes, for byte/FLOP accounting and the reference check.
+struct Plan {
+    name: &'static str,
+    bytes_per_instance: u64,
+    flops_per_instance: f64,
+}
+
+fn err(e: impl std::fmt::Display) -> CliError {
+    CliError(e.to_string())
+}
+
+fn print_ceiling(label: &str, b: &Bandwidth) {
+    outln!(
+        "{label:<14} {:>10.1} MiB  {:>10.1} us  {:>8.1} GB/s",
+        b.bytes as f64 / (1 << 20) as f64,
+        b.median_us,
+        b.gbps
+    );
+}
+
+/// Run `etvk bench`.
+pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    let backend = Backend::new(&RuntimeOptions::from_env())?;
+    outln!("device: {}", backend.device_description());
+    let ceiling_bytes = args.ceiling_mib << 20;
+    let read = read_ceiling(&backend, ceiling_bytes, 20)?;
+    print_ceiling("read ceiling", &read);
+    if args.op == "read" {
+        let copy = copy_ceiling(&backend, ceiling_bytes, 20)?;
+        print_ceiling("copy rate", &copy);
+        return Ok(());
+    }
+    match args.op.as_str() {
+        "linear_q4gsw" | "linear_q4gsw_backward" | "linear_qcs4w" | "linear" => {
+            bench_linear(&backend, args, &read)
+        }
+        "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
+        other => Err(CliError(format!(
+            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step)"
+        ))),
+    }
+}
+
+fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> Result<(), CliError> {
+    let (m, k, n, gs) = (args.m, args.k, args.n, args.group_size);
+    if m == 0 || k == 0 || n == 0 {
+        return Err(CliError("bench: --m, --k, --n must be positive".into()));
+    }
+    let q4gsw = args.op != "linear_qcs4w" && args.op != "linear";
+    let backward = args.op == "linear_q4gsw_backward";
+    let fp32 = args.op == "linear";
+    let kp = if q4gsw { k.div_ceil(8) * 8 } else { k.div_ceil(2) * 2 };
+    if q4gsw && (gs == 0 || kp % gs != 0) {
+        return Err(CliError(format!(
+            "bench: group size {gs} must divide K padded to 8 ({kp})"
+        )));
+    }
+    let groups = if q4gsw { kp / gs } else { 1 };
+    let w_bytes = if fp32 { n * k * 4 } else { n * kp / 2 };
+    let s_count = if fp32 { 0 } else if q4gsw { groups * n } else { n };
+    let per_copy = (w_bytes + 4 * s_count) as u64;
+    let copies = args.copies.unwrap_or_else(|| {
+        let cpu = backend.device_description().to_lowercase().contains("cpu");
+        if cpu { 1 } else { ((256u64 << 20) / per_copy.max(1) + 1).clamp(1, 64) as usize }
+    });
+    let (in_feat, out_feat) = if backward { (n, kp) } else { (k, n) };
+    let act_bytes = (m * in_feat * 4) as u64;
+    let out_bytes = (m * out_feat * 4) as u64;
+    let plan = Plan {
+        name: match args.op.as_str() {
+            "linear_q4gsw" => "et_vk.linear_q4gsw.default",
+            "linear_q4gsw_backward" => "et_vk.linear_q4gsw_backward.default",
+            "linear_qcs4w" => "et_vk.linear_qcs4w.default",
+            _ => "aten.linear.default",
+        },
+        bytes_per_instance: per_copy + act_bytes + out_bytes,
+        flops_per_instance: 2.0 * m as f64 * n as f64 * (if backward { kp } else { k }) as f64,
+    };
+
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut g = GraphBuilder::new();
+    let mut named = HashMap::new();
+    let x_vals: Vec<f32> = (0..m * in_feat).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let x = g.add_tensor(DataType::Float32, &[m, in_feat]);
+    g.mark_input(x);
+    let mut instances = Vec::new();
+    let mut first_out = None;
+    for c in 0..copies {
+        let weights: Vec<u8> = if fp32 {
+            f32_bytes(&(0..n * k).map(|_| rng.uniform(-0.05, 0.05)).collect::<Vec<_>>())
+        } else {
+            (0..w_bytes).map(|_| rng.next_u64() as u8).collect()
+        };
+        let scales: Vec<f32> = (0..s_count).map(|_| rng.uniform(0.005, 0.015)).collect();
+        let wkey = named_key(&weights);
+        let w = if fp32 {
+            g.add_constant_named(DataType::Float32, &[n, k], &wkey)
+        } else {
+            g.add_constant_named(DataType::Uint8, &[n, kp / 2], &wkey)
+        };
+        named.insert(wkey, weights.clone());
+        let out = g.add_tensor(DataType::Float32, &[m, out_feat]);
+        if fp32 {
+            let null = g.add_null();
+            g.add_op(plan.name, &[x, w, null, out]);
+        } else {
+            let sb = f32_bytes(&scales);
+            let skey = named_key(&sb);
+            named.insert(skey.clone(), sb);
+            let s = if q4gsw {
+                g.add_constant_named(DataType::Float32, &[groups, n], &skey)
+            } else {
+                g.add_constant_named(DataType::Float32, &[n], &skey)
+            };
+            if q4gsw {
+                let gsv = g.add_int(gs as i64);
+                if backward {
+                    g.add_op(plan.name, &[x, w, s, gsv, out]);
+                } else {
+                    let null = g.add_null();
+                    g.add_op(plan.name, &[x, w, s, gsv, null, out]);
+                }
+            } else {
+                g.add_op(plan.name, &[x, w, s, out]);
+            }
+        }
+        if c == 0 {
+            g.mark_output(out);
+            first_out = Some(());
+        }
+        instances.push(Instance { weights, scales });
+    }
+    debug_assert!(first_out.is_some());
+    let blob = g.finish_delegate();
+    let t0 = std::time::Instant::now();
+    let mut delegate = Delegate::init(backend, &blob, &[], &Named(named)).map_err(err)?;
+    let load_ms = t0.elapsed().as_secs_f64() * 1e3;
+
+    let input = HostTensor {
+        dtype: HostDType::Float,
+        sizes: vec![m, in_feat],
+        data: f32_bytes(&x_vals),
+    };
+    let mut args_v = vec![
+        DelegateArg::Tensor(input),
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![m, out_feat],
+            data: vec![0; m * out_feat * 4],
+        }),
+    ];
+    delegate.execute(&mut args_v).map_err(err)?;
+    let DelegateArg::Tensor(out) = &args_v[1] else {
+        return Err(CliError("bench: output missing".into()));
+    };
+    let got: Vec<f32> = out
+        .data
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let inst = &instances[0];
+    // Dequantized weight element (n, k) of instance 0.
+    let wq = |row: usize, col: usize| -> f64 {
+        if fp32 {
+            let o = 4 * (row * k + col);
+            f64::from(f32::from_le_bytes([
+                inst.weights[o],
+                inst.weights[o + 1],
+                inst.weights[o + 2],
+                inst.weights[o + 3],
+            ]))
+        } else {
+            let b = inst.weights[row * (kp / 2) + col / 2];
+            let code = if q4gsw == (col % 2 == 0) { b & 0xF } else { b >> 4 };
+            let s = if q4gsw { inst.scales[(col / gs) * n + row] } else { inst.scales[row] };
+            (f64::from(code) - 8.0) * f64::from(s)
+        }
+    };
+    let mut worst = 0f64;
+    let samples = 48.min(m * out_feat);
+    for i in 0..samples {
+        let idx = (rng.next_u64() as usize) % (m * out_feat);
+        let (row, col) = (idx / out_feat, idx % out_feat);
+        let mut acc = 0f64;
+        let mut mag = 0f64;
+        for r in 0..in_feat {
+            let term = f64::from(x_vals[row * in_feat + r])
+                * if backward { wq(r, col) } else { wq(col, r) };
+            acc += term;
+            mag += term.abs();
+        }
+        let e = (f64::from(got[idx]) - acc).abs() / mag.max(1e-30);
+        worst = worst.max(e);
+        let _ = i;
+    }
+    let check = if worst <= 1e-5 { "ok" } else { "MISMATCH" };
+
+    let mut per_instance = Vec::with_capacity(args.iters);
+    for _ in 0..args.iters.max(1) {
+        delegate.execute(&mut args_v).map_err(err)?;
+        let total: f64 = delegate
+            .profile()
+            .iter()
+            .filter(|(name, _)| name == plan.name)
+            .map(|(_, us)| us)
+            .sum();
+        per_instance.push(total / copies as f64);
+    }
+    let us = median(&per_instance);
+    let gbps = plan.bytes_per_instance as f64 / (us * 1e-6) / 1e9;
+    let tflops = plan.flops_per_instance / (us * 1e-6) / 1e12;
+    outln!(
+        "{} M={m} K={k} N={n} gs={gs}: {copies} copies ({:.1} MiB working set), load {load_ms:.0} ms, check {check} (worst sampled rel err {worst:.2e})",
+        args.op,
+        (per_copy * copies as u64) as f64 / (1 << 20) as f64
+    );
+    outln!(
+        "| op | M | K | N | median us | GB/s eff | TFLOP/s | read ceiling GB/s | fraction |"
+    );
+    outln!(
+        "| {} | {m} | {k} | {n} | {us:.1} | {gbps:.0} | {tflops:.2} | {:.0} | {:.2} |",
+        args.op,
+        read.gbps,
+        gbps / read.gbps
+    );
+    if check != "ok" {
+        return Err(CliError(format!(
+            "bench {}: sampled outputs differ from the f64 reference (worst relative error {worst:.2e})",
+            args.op
+        )));
+    }
+    Ok(())
+}
+
+fn bench_adamw(backend: &Arc<Backend>, args: &BenchArgs, ceiling_bytes: u64) -> Result<(), CliError> {
+    let numel = args.numel;
+    let copy = copy_ceiling(backend, ceiling_bytes, 20)?;
+    print_ceiling("copy rate", &copy);
+    let mut g = GraphBuilder::new();
+    let mut named = HashMap::new();
+    let mut rng = Rng(7);
+    let mut constant = |g: &mut GraphBuilder, rng: &mut Rng, lo: f32, hi: f32| {
+        let v: Vec<f32> = (0..numel).map(|_| rng.uniform(lo, hi)).collect();
+        let b = f32_bytes(&v);
+        let key = named_key(&b);
+        named.insert(key.clone(), b);
+        g.add_constant_named(DataType::Float32, &[numel], &key)
+    };
+    let p = constant(&mut g, &mut rng, -1.0, 1.0);
+    let mo = constant(&mut g, &mut rng, -0.1, 0.1);
+    let v = constant(&mut g, &mut rng, 0.0, 0.01);
+    let grad = g.add_tensor(DataType::Float32, &[numel]);
+    g.mark_input(grad);
+    let scalars: Vec<usize> = [1e-3, 0.9, 0.999, 1e-8, 0.01, 0.1, 0.001]
+        .iter()
+        .map(|x| g.add_double(*x))
+        .collect();
+    let out = g.add_null();
+    let mut op_args = vec![p, mo, v, grad];
+    op_args.extend(&scalars);
+    op_args.push(out);
+    g.add_op("et_vk.adamw_step.default", &op_args);
+    // A graph needs an output: a tiny tensor produced from grad keeps the graph valid.
+    let probe = g.add_tensor(DataType::Float32, &[numel]);
+    let alpha = g.add_int(1);
+    g.add_op("aten.add.Tensor", &[grad, grad, alpha, probe]);
+    g.mark_output(probe);
+    let blob = g.finish_delegate();
+    let mut delegate = Delegate::init(backend, &blob, &[], &Named(named)).map_err(err)?;
+    let grad_data: Vec<f32> = (0..numel).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let mut a = vec![
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![numel],
+            data: f32_bytes(&grad_data),
+        }),
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![numel],
+            data: vec![0; numel * 4],
+        }),
+    ];
+    delegate.execute(&mut a).map_err(err)?;
+    let mut times = Vec::new();
+    for _ in 0..args.iters.max(1) {
+        delegate.execute(&mut a).map_err(err)?;
+        times.push(
+            delegate
+                .profile()
+                .iter()
+                .filter(|(n, _)| n == "et_vk.adamw_step.default")
+                .map(|(_, us)| us)
+                .sum::<f64>(),
+        );
+    }
+    let us = median(&times);
+    let bytes = 28.0 * numel as f64;
+    let gbps = bytes / (us * 1e-6) / 1e9;
+    outln!("| op | numel | median us | GB/s eff (28 B/param) | copy rate GB/s | fraction |");
+    outln!(
+        "| adamw_step | {numel} | {us:.1} | {gbps:.0} | {:.0} | {:.2} |",
+        copy.gbps,
+        gbps / copy.gbps
+    );
+    Ok(())
+}

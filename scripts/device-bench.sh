@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Two halves of an H200 benchmark run (docs/performance.md, "Running on the H200").
+#   scripts/device-bench.sh prepare   # here: release build + Vulkan loader into .gl/ (git-ignored)
+#   .gl/device-bench.sh [quick]       # there (device tool, carry [".gl"]): the full table to $OUT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "prepare" ]; then
+    cargo build --release -p etvk-cli -p etvk-ffi
+    mkdir -p .gl/bin
+    cp ../shared/device/libvulkan1_*.deb .gl/
+    cp target/release/etvk target/release/libetvk.so .gl/bin/
+    cp scripts/device-bench.sh .gl/device-bench.sh
+    exit 0
+fi
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+if ! .gl/bin/etvk devices >/dev/null 2>&1; then
+    export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json
+fi
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+etvk=.gl/bin/etvk
+{
+    $etvk devices
+    $etvk bench read
+    for op in linear_q4gsw linear_q4gsw_backward linear_qcs4w; do
+        for shape in "8192 8192" "28672 8192" "8192 28672"; do
+            set -- $shape
+            for m in 1 8 32 512 2048; do
+                [ "${QUICK:-}" = 1 ] && [ "$m" != 1 ] && [ "$m" != 512 ] && continue
+                $etvk bench $op --m $m --n $1 --k $2 --iters 20 --ceiling-mib 2048 2>&1 | tail -1 || true
+            done
+        done
+    done
+    $etvk bench adamw_step --numel $((1 << 26)) 2>&1 || true
+} 2>&1 | tee "$OUT/bench.txt"
