@@ -8,6 +8,9 @@ if [ "${1:-}" = "prepare" ]; then
     cargo build --release -p etvk-cli -p etvk-ffi
     mkdir -p .gl/bin
     cp ../shared/device/libvulkan1_*.deb .gl/
+    # The NVIDIA ICD (libGLX_nvidia) needs glvnd, which the lent machine lacks.
+    (cd .gl && for p in libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0; do
+        ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq "$p"; done)
     cp target/release/etvk target/release/libetvk.so .gl/bin/
     cp scripts/device-bench.sh .gl/device-bench.sh
     exit 0
@@ -26,7 +29,7 @@ etvk=.gl/bin/etvk
             set -- $shape
             for m in 1 8 32 512 2048; do
                 [ "${QUICK:-}" = 1 ] && [ "$m" != 1 ] && [ "$m" != 512 ] && continue
-                $etvk bench $op --m $m --n $1 --k $2 --iters 20 --ceiling-mib 2048 2>&1 | tail -1 || true
+                $etvk bench $op --m $m --n $1 --k $2 --iters 20 --ceiling-mib 2048 2>&1 | tail -2 || true
             done
         done
     done

@@ -269,6 +269,49 @@ enum EtvkStatus etvk_delegate_execute(EtvkDelegate *delegate,
                                       size_t num_args);
 
 /*
+ Copy the GPU-resident tensor of VkGraph value `value_id` into `*inout`: a graph tensor,
+ or a constant's contiguous GPU copy (the one in-place ops such as `adamw_step` update,
+ which persists across executes). `inout->dtype` must be the value's host dtype (its
+ staging dtype; the GPU dtype for constants), `inout->data` must hold `inout->nbytes`
+ writable bytes; on success the bytes are written and `ndim` / `sizes` set to the
+ tensor's current sizes. On failure nothing is written.
+
+ # Safety
+ `delegate` must be null or live; `inout` must be null or point to a valid tensor whose
+ non-null `data` holds `nbytes` writable bytes.
+ */
+enum EtvkStatus etvk_delegate_read_tensor(EtvkDelegate *delegate,
+                                          size_t value_id,
+                                          struct EtvkTensor *inout);
+
+/*
+ Overwrite the GPU-resident tensor of VkGraph value `value_id` (see
+ [`etvk_delegate_read_tensor`]) with `*tensor`, e.g. to restore saved adapters or
+ optimizer state. Its sizes must equal the tensor's current sizes, `nbytes` must be
+ numel * element size, and its dtype must convert to the GPU dtype as execute's inputs
+ do (same dtype, int64 -> int32, float64 -> float32, float16 <-> float32).
+
+ # Safety
+ `delegate` must be null or live; `tensor` must be null or point to a valid tensor whose
+ `data` holds `nbytes` readable bytes.
+ */
+enum EtvkStatus etvk_delegate_write_tensor(EtvkDelegate *delegate,
+                                           size_t value_id,
+                                           const struct EtvkTensor *tensor);
+
+/*
+ Set a runtime scalar by VkGraph value id: a SymInt, or an Int/Double value that an op
+ reads at execute time (`adamw_step`'s learning rate, betas, eps, weight decay and bias
+ corrections, `fused_ce`'s n_valid). Takes effect at the next execute, without a rebuild
+ or any re-upload. A value that is not a runtime scalar of the graph is an
+ `InvalidArgument` error.
+
+ # Safety
+ `delegate` must be null or a live handle from `etvk_delegate_init`.
+ */
+enum EtvkStatus etvk_delegate_set_scalar(EtvkDelegate *delegate, size_t value_id, double value);
+
+/*
  Destroy a delegate (and release its hold on the backend). A NULL handle is an
  `InvalidArgument` error.
 

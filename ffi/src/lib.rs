@@ -37,6 +37,9 @@ const _: etvk_abi::FnBackendDestroy = etvk_backend_destroy;
 const _: etvk_abi::FnDelegateInit = etvk_delegate_init;
 const _: etvk_abi::FnDelegateExecute = etvk_delegate_execute;
 const _: etvk_abi::FnDelegateDestroy = etvk_delegate_destroy;
+const _: etvk_abi::FnDelegateReadTensor = etvk_delegate_read_tensor;
+const _: etvk_abi::FnDelegateWriteTensor = etvk_delegate_write_tensor;
+const _: etvk_abi::FnDelegateSetScalar = etvk_delegate_set_scalar;
 
 // C mirrors of the etvk-abi constants. cbindgen emits constants only from the crate it
 // generates bindings for, so the header's `#define`s come from these; the asserts below keep
@@ -484,22 +487,27 @@ pub unsafe extern "C" fn etvk_delegate_init(
 
 /// Element count and byte size of a C tensor, checking dtype, rank and sizes.
 fn tensor_layout(t: &EtvkTensor, i: usize) -> Result<(HostDType, Vec<usize>, usize), Error> {
+    tensor_layout_of(t, &format!("args[{i}]"))
+}
+
+/// [`tensor_layout`] with errors prefixed by `what` (the argument's name).
+fn tensor_layout_of(t: &EtvkTensor, what: &str) -> Result<(HostDType, Vec<usize>, usize), Error> {
     let dtype = HostDType::from_code(t.dtype)
-        .ok_or_else(|| invalid(format!("args[{i}]: unknown dtype code {}", t.dtype)))?;
+        .ok_or_else(|| invalid(format!("{what}: unknown dtype code {}", t.dtype)))?;
     let ndim = t.ndim as usize;
     if ndim > ETVK_MAX_DIMS {
         return Err(invalid(format!(
-            "args[{i}]: ndim {ndim} exceeds ETVK_MAX_DIMS ({ETVK_MAX_DIMS})"
+            "{what}: ndim {ndim} exceeds ETVK_MAX_DIMS ({ETVK_MAX_DIMS})"
         )));
     }
     let mut sizes = Vec::with_capacity(ndim);
     let mut nbytes = dtype.size_bytes();
     for (d, &s) in t.sizes[..ndim].iter().enumerate() {
         let s = usize::try_from(s)
-            .map_err(|_| invalid(format!("args[{i}]: sizes[{d}] is negative ({s})")))?;
+            .map_err(|_| invalid(format!("{what}: sizes[{d}] is negative ({s})")))?;
         nbytes = nbytes
             .checked_mul(s)
-            .ok_or_else(|| invalid(format!("args[{i}]: byte size of shape overflows")))?;
+            .ok_or_else(|| invalid(format!("{what}: byte size of shape overflows")))?;
         sizes.push(s);
     }
     Ok((dtype, sizes, nbytes))
@@ -713,6 +721,147 @@ fn check_output(i: usize, dst: &EtvkTensor, t: &HostTensor) -> Result<(), Error>
         return Err(invalid(format!("args[{i}].tensor.data is null")));
     }
     Ok(())
+}
+
+/// Lock the delegate behind a checked handle (a poisoned lock means an earlier call panicked).
+fn lock_delegate(handle: &DelegateHandle) -> Result<std::sync::MutexGuard<'_, Delegate>, Error> {
+    handle.delegate.lock().map_err(|_| {
+        Error::new(
+            ErrorKind::Internal,
+            "the delegate is unusable after a panic in an earlier call",
+        )
+    })
+}
+
+/// Copy the GPU-resident tensor of VkGraph value `value_id` into `*inout`: a graph tensor,
+/// or a constant's contiguous GPU copy (the one in-place ops such as `adamw_step` update,
+/// which persists across executes). `inout->dtype` must be the value's host dtype (its
+/// staging dtype; the GPU dtype for constants), `inout->data` must hold `inout->nbytes`
+/// writable bytes; on success the bytes are written and `ndim` / `sizes` set to the
+/// tensor's current sizes. On failure nothing is written.
+///
+/// # Safety
+/// `delegate` must be null or live; `inout` must be null or point to a valid tensor whose
+/// non-null `data` holds `nbytes` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn etvk_delegate_read_tensor(
+    delegate: *mut EtvkDelegate,
+    value_id: usize,
+    inout: *mut EtvkTensor,
+) -> EtvkStatus {
+    guard("etvk_delegate_read_tensor", || {
+        // SAFETY: forwarded contract of this function.
+        let handle = unsafe { delegate_ref(delegate) }?;
+        if inout.is_null() {
+            return Err(invalid("inout is null"));
+        }
+        // SAFETY: non-null and, per the contract, a valid tensor.
+        let dst = unsafe { &mut *inout };
+        let want = HostDType::from_code(dst.dtype)
+            .ok_or_else(|| invalid(format!("inout: unknown dtype code {}", dst.dtype)))?;
+        let t = lock_delegate(handle)?.read_tensor(value_id)?;
+        if t.dtype != want {
+            return Err(invalid(format!(
+                "inout->dtype is {want:?} but value {value_id} is stored as {:?} (dtype code {})",
+                t.dtype,
+                t.dtype.code()
+            )));
+        }
+        if t.sizes.len() > ETVK_MAX_DIMS {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "value {value_id} has rank {} (ETVK_MAX_DIMS is {ETVK_MAX_DIMS})",
+                    t.sizes.len()
+                ),
+            ));
+        }
+        if t.data.len() > dst.nbytes {
+            return Err(invalid(format!(
+                "value {value_id} has shape {:?} ({} bytes) but inout->nbytes is only {}",
+                t.sizes,
+                t.data.len(),
+                dst.nbytes
+            )));
+        }
+        if !t.data.is_empty() {
+            if dst.data.is_null() {
+                return Err(invalid("inout->data is null"));
+            }
+            // SAFETY: `dst.data` is non-null with `nbytes >= t.data.len()` writable bytes
+            // per the contract; `t.data` is our own buffer, so the ranges cannot overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(t.data.as_ptr(), dst.data as *mut u8, t.data.len())
+            };
+        }
+        dst.ndim = t.sizes.len() as u32;
+        dst.sizes = [0; ETVK_MAX_DIMS];
+        for (d, &s) in dst.sizes.iter_mut().zip(&t.sizes) {
+            *d = s as i64;
+        }
+        Ok(())
+    })
+}
+
+/// Overwrite the GPU-resident tensor of VkGraph value `value_id` (see
+/// [`etvk_delegate_read_tensor`]) with `*tensor`, e.g. to restore saved adapters or
+/// optimizer state. Its sizes must equal the tensor's current sizes, `nbytes` must be
+/// numel * element size, and its dtype must convert to the GPU dtype as execute's inputs
+/// do (same dtype, int64 -> int32, float64 -> float32, float16 <-> float32).
+///
+/// # Safety
+/// `delegate` must be null or live; `tensor` must be null or point to a valid tensor whose
+/// `data` holds `nbytes` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn etvk_delegate_write_tensor(
+    delegate: *mut EtvkDelegate,
+    value_id: usize,
+    tensor: *const EtvkTensor,
+) -> EtvkStatus {
+    guard("etvk_delegate_write_tensor", || {
+        // SAFETY: forwarded contract of this function.
+        let handle = unsafe { delegate_ref(delegate) }?;
+        if tensor.is_null() {
+            return Err(invalid("tensor is null"));
+        }
+        // SAFETY: non-null and, per the contract, a valid tensor.
+        let t = unsafe { &*tensor };
+        let (dtype, sizes, nbytes) = tensor_layout_of(t, "tensor")?;
+        if t.nbytes != nbytes {
+            return Err(invalid(format!(
+                "tensor: nbytes is {} but its shape {sizes:?} of {dtype:?} needs {nbytes}",
+                t.nbytes
+            )));
+        }
+        if t.data.is_null() && nbytes > 0 {
+            return Err(invalid("tensor->data is null"));
+        }
+        // SAFETY: per the contract `nbytes` readable bytes at `data`.
+        let data = unsafe { bytes_ref(t.data as *const u8, nbytes, "tensor->data") }?.to_vec();
+        let host = HostTensor { dtype, sizes, data };
+        lock_delegate(handle)?.write_tensor(value_id, &host)
+    })
+}
+
+/// Set a runtime scalar by VkGraph value id: a SymInt, or an Int/Double value that an op
+/// reads at execute time (`adamw_step`'s learning rate, betas, eps, weight decay and bias
+/// corrections, `fused_ce`'s n_valid). Takes effect at the next execute, without a rebuild
+/// or any re-upload. A value that is not a runtime scalar of the graph is an
+/// `InvalidArgument` error.
+///
+/// # Safety
+/// `delegate` must be null or a live handle from `etvk_delegate_init`.
+#[no_mangle]
+pub unsafe extern "C" fn etvk_delegate_set_scalar(
+    delegate: *mut EtvkDelegate,
+    value_id: usize,
+    value: f64,
+) -> EtvkStatus {
+    guard("etvk_delegate_set_scalar", || {
+        // SAFETY: forwarded contract of this function.
+        let handle = unsafe { delegate_ref(delegate) }?;
+        lock_delegate(handle)?.set_scalar(value_id, value)
+    })
 }
 
 /// Destroy a delegate (and release its hold on the backend). A NULL handle is an

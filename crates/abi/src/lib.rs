@@ -162,7 +162,36 @@ pub type FnDelegateInit = unsafe extern "C" fn(
     out: *mut *mut EtvkDelegate,
 ) -> EtvkStatus;
 /// `EtvkStatus etvk_delegate_execute(EtvkDelegate*, EtvkArg* args, size_t num_args)`
-pub type FnDelegateExecute =
-    unsafe extern "C" fn(delegate: *mut EtvkDelegate, args: *mut EtvkArg, num_args: usize) -> EtvkStatus;
+pub type FnDelegateExecute = unsafe extern "C" fn(
+    delegate: *mut EtvkDelegate,
+    args: *mut EtvkArg,
+    num_args: usize,
+) -> EtvkStatus;
 /// `EtvkStatus etvk_delegate_destroy(EtvkDelegate*)`
 pub type FnDelegateDestroy = unsafe extern "C" fn(delegate: *mut EtvkDelegate) -> EtvkStatus;
+/// `EtvkStatus etvk_delegate_read_tensor(EtvkDelegate*, size_t value_id, EtvkTensor* inout)`:
+/// copy the GPU-resident tensor of VkGraph value `value_id` (a graph tensor, or a constant's
+/// contiguous GPU copy, e.g. a parameter or optimizer moment that `adamw_step` updates in
+/// place) into `inout`. `inout->dtype` must be the value's host dtype, `inout->data` /
+/// `inout->nbytes` the destination and its capacity; on success `ndim` / `sizes` are set to
+/// the tensor's current sizes. Nothing is written on failure.
+pub type FnDelegateReadTensor = unsafe extern "C" fn(
+    delegate: *mut EtvkDelegate,
+    value_id: usize,
+    inout: *mut EtvkTensor,
+) -> EtvkStatus;
+/// `EtvkStatus etvk_delegate_write_tensor(EtvkDelegate*, size_t value_id, const EtvkTensor*)`:
+/// overwrite the GPU-resident tensor of value `value_id` (see [`FnDelegateReadTensor`])
+/// with `tensor`, whose sizes must equal the tensor's current sizes and whose dtype must
+/// convert to the GPU dtype as execute's inputs do (`nbytes` = numel * element size).
+pub type FnDelegateWriteTensor = unsafe extern "C" fn(
+    delegate: *mut EtvkDelegate,
+    value_id: usize,
+    tensor: *const EtvkTensor,
+) -> EtvkStatus;
+/// `EtvkStatus etvk_delegate_set_scalar(EtvkDelegate*, size_t value_id, double value)`: set
+/// a runtime scalar (a SymInt, or an Int/Double value an op reads at execute time, such as
+/// a learning rate or a bias correction) by value id; takes effect at the next execute
+/// without a rebuild or any re-upload.
+pub type FnDelegateSetScalar =
+    unsafe extern "C" fn(delegate: *mut EtvkDelegate, value_id: usize, value: f64) -> EtvkStatus;

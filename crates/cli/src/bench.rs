@@ -90,6 +90,14 @@ struct Plan {
     flops_per_instance: f64,
 }
 
+/// Profile entries are named after their op, or `op/kernel` when an op picks among kernels.
+fn is_node_of(node: &str, op: &str) -> bool {
+    node == op
+        || node
+            .strip_prefix(op)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
 fn err(e: impl std::fmt::Display) -> CliError {
     CliError(e.to_string())
 }
@@ -126,7 +134,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     }
 }
 
-fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> Result<(), CliError> {
+fn bench_linear(
+    backend: &Arc<Backend>,
+    args: &BenchArgs,
+    read: &Bandwidth,
+) -> Result<(), CliError> {
     let (m, k, n, gs) = (args.m, args.k, args.n, args.group_size);
     if m == 0 || k == 0 || n == 0 {
         return Err(CliError("bench: --m, --k, --n must be positive".into()));
@@ -134,7 +146,11 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
     let q4gsw = args.op != "linear_qcs4w" && args.op != "linear";
     let backward = args.op == "linear_q4gsw_backward";
     let fp32 = args.op == "linear";
-    let kp = if q4gsw { k.div_ceil(8) * 8 } else { k.div_ceil(2) * 2 };
+    let kp = if q4gsw {
+        k.div_ceil(8) * 8
+    } else {
+        k.div_ceil(2) * 2
+    };
     if q4gsw && (gs == 0 || kp % gs != 0) {
         return Err(CliError(format!(
             "bench: group size {gs} must divide K padded to 8 ({kp})"
@@ -142,11 +158,21 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
     }
     let groups = if q4gsw { kp / gs } else { 1 };
     let w_bytes = if fp32 { n * k * 4 } else { n * kp / 2 };
-    let s_count = if fp32 { 0 } else if q4gsw { groups * n } else { n };
+    let s_count = if fp32 {
+        0
+    } else if q4gsw {
+        groups * n
+    } else {
+        n
+    };
     let per_copy = (w_bytes + 4 * s_count) as u64;
     let copies = args.copies.unwrap_or_else(|| {
         let cpu = backend.device_description().to_lowercase().contains("cpu");
-        if cpu { 1 } else { ((256u64 << 20) / per_copy.max(1) + 1).clamp(1, 64) as usize }
+        if cpu {
+            1
+        } else {
+            ((256u64 << 20) / per_copy.max(1) + 1).clamp(1, 64) as usize
+        }
     });
     let (in_feat, out_feat) = if backward { (n, kp) } else { (k, n) };
     let act_bytes = (m * in_feat * 4) as u64;
@@ -172,7 +198,11 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
     let mut first_out = None;
     for c in 0..copies {
         let weights: Vec<u8> = if fp32 {
-            f32_bytes(&(0..n * k).map(|_| rng.uniform(-0.05, 0.05)).collect::<Vec<_>>())
+            f32_bytes(
+                &(0..n * k)
+                    .map(|_| rng.uniform(-0.05, 0.05))
+                    .collect::<Vec<_>>(),
+            )
         } else {
             (0..w_bytes).map(|_| rng.next_u64() as u8).collect()
         };
@@ -256,8 +286,16 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
             ]))
         } else {
             let b = inst.weights[row * (kp / 2) + col / 2];
-            let code = if q4gsw == (col % 2 == 0) { b & 0xF } else { b >> 4 };
-            let s = if q4gsw { inst.scales[(col / gs) * n + row] } else { inst.scales[row] };
+            let code = if q4gsw == col.is_multiple_of(2) {
+                b & 0xF
+            } else {
+                b >> 4
+            };
+            let s = if q4gsw {
+                inst.scales[(col / gs) * n + row]
+            } else {
+                inst.scales[row]
+            };
             (f64::from(code) - 8.0) * f64::from(s)
         }
     };
@@ -286,10 +324,15 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
         let total: f64 = delegate
             .profile()
             .iter()
-            .filter(|(name, _)| name == plan.name)
+            .filter(|(name, _)| is_node_of(name, plan.name))
             .map(|(_, us)| us)
             .sum();
         per_instance.push(total / copies as f64);
+    }
+    if std::env::var_os("ETVK_BENCH_PROFILE").is_some() {
+        for (name, us) in delegate.profile() {
+            outln!("  node {name}: {us:.1} us");
+        }
     }
     let us = median(&per_instance);
     let gbps = plan.bytes_per_instance as f64 / (us * 1e-6) / 1e9;
@@ -299,9 +342,7 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
         args.op,
         (per_copy * copies as u64) as f64 / (1 << 20) as f64
     );
-    outln!(
-        "| op | M | K | N | median us | GB/s eff | TFLOP/s | read ceiling GB/s | fraction |"
-    );
+    outln!("| op | M | K | N | median us | GB/s eff | TFLOP/s | read ceiling GB/s | fraction |");
     outln!(
         "| {} | {m} | {k} | {n} | {us:.1} | {gbps:.0} | {tflops:.2} | {:.0} | {:.2} |",
         args.op,
@@ -317,7 +358,11 @@ fn bench_linear(backend: &Arc<Backend>, args: &BenchArgs, read: &Bandwidth) -> R
     Ok(())
 }
 
-fn bench_adamw(backend: &Arc<Backend>, args: &BenchArgs, ceiling_bytes: u64) -> Result<(), CliError> {
+fn bench_adamw(
+    backend: &Arc<Backend>,
+    args: &BenchArgs,
+    ceiling_bytes: u64,
+) -> Result<(), CliError> {
     let numel = args.numel;
     let copy = copy_ceiling(backend, ceiling_bytes, 20)?;
     print_ceiling("copy rate", &copy);
@@ -373,7 +418,7 @@ fn bench_adamw(backend: &Arc<Backend>, args: &BenchArgs, ceiling_bytes: u64) -> 
             delegate
                 .profile()
                 .iter()
-                .filter(|(n, _)| n == "et_vk.adamw_step.default")
+                .filter(|(n, _)| is_node_of(n, "et_vk.adamw_step.default"))
                 .map(|(_, us)| us)
                 .sum::<f64>(),
         );

@@ -47,8 +47,12 @@ fn check_dir(dir: &Path, options: &HostOptions) -> Result<bool, CliError> {
         .map_err(|e| CliError(format!("{}: {e}", dir.join("io.json").display())))?;
     let io: serde_json::Value =
         serde_json::from_str(&io_text).map_err(|e| json_err(dir, &e.to_string()))?;
-    let atol = io["atol"].as_f64().ok_or_else(|| json_err(dir, "no atol"))?;
-    let rtol = io["rtol"].as_f64().ok_or_else(|| json_err(dir, "no rtol"))?;
+    let atol = io["atol"]
+        .as_f64()
+        .ok_or_else(|| json_err(dir, "no atol"))?;
+    let rtol = io["rtol"]
+        .as_f64()
+        .ok_or_else(|| json_err(dir, "no rtol"))?;
     let method_name = io["method"].as_str().unwrap_or("forward");
     let cases = io["cases"]
         .as_array()
@@ -118,9 +122,15 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
         }
     }
     if failed.is_empty() {
-        outln!("all {} fixture(s) match their expected outputs", args.dirs.len());
+        outln!(
+            "all {} fixture(s) match their expected outputs",
+            args.dirs.len()
+        );
         Ok(())
     } else {
-        Err(CliError(format!("outputs differ from the expected ones: {}", failed.join(", "))))
+        Err(CliError(format!(
+            "outputs differ from the expected ones: {}",
+            failed.join(", ")
+        )))
     }
 }

@@ -17,6 +17,7 @@ mod bench;
 mod check;
 mod devices;
 mod error;
+mod finetune;
 mod inspect;
 mod ops;
 mod run;
@@ -53,6 +54,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Time a kernel with GPU timestamps against the memory ceilings measured in the same run.
     Bench(bench::BenchArgs),
+    /// LoRA fine-tuning on a frozen 4-bit base, on the GPU, checked against a reference.
+    Finetune(finetune::FinetuneArgs),
     /// List the operators the Vulkan runtime implements.
     Ops,
     /// List the Vulkan devices (ETVK_DEVICE selects one).
@@ -74,6 +77,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Inspect { model } => inspect::inspect(&model),
         Command::Check(args) => check::check(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Finetune(args) => finetune::finetune(&args),
         Command::Ops => ops::ops(),
         Command::Devices => devices::devices(),
     }

@@ -218,13 +218,16 @@ impl Delegate {
         let dynamic = compile_specs
             .iter()
             .any(|(k, v)| k == "require_dynamic_shapes" && v.iter().any(|b| *b != 0));
-        let builder = crate::builder::GraphBuilder::new(
+        let mut builder = crate::builder::GraphBuilder::new(
             &backend.inner,
             &delegate.graph,
             &delegate.constant_region,
             named_data,
             dynamic,
         )?;
+        builder.cpu_prepack = compile_specs
+            .iter()
+            .any(|(k, v)| k == crate::builder::CPU_PREPACK_SPEC && v.iter().any(|b| *b != 0));
         let graph = builder.build()?;
         backend.inner.check_validation("during delegate init")?;
         Ok(Delegate {
@@ -254,6 +257,64 @@ impl Delegate {
     pub fn set_scalar(&mut self, value_id: usize, value: f64) -> Result<()> {
         self.graph.set_scalar(value_id, value)
     }
+    /// Copy the GPU-resident tensor of VkGraph value `value_id` to the host, at its current
+    /// sizes, in the value's host dtype (its `staging_dtype`, e.g. int64 for an int32 GPU
+    /// tensor; the GPU dtype for constants).
+    ///
+    /// Reaches graph tensors and constants. A constant maps to its contiguous GPU copy:
+    /// the one that ops using it contiguously share and that in-place ops (`adamw_step`,
+    /// KV-cache updates) mutate, which persists across executes. So after training steps
+    /// this reads the updated parameter / optimizer moment. A constant that is only on the
+    /// GPU in a packed layout, or not at all, is `Unsupported`; a non-tensor value is
+    /// `InvalidArgument`. Graph tensors sharing a `mem_obj_id` share storage, so a value
+    /// read after its storage was reused shows the later tensor's bytes, and a graph tensor
+    /// that no execute and no [`Delegate::write_tensor`] has filled yet holds undefined bytes.
+    ///
+    /// VkGraph values have no names: a host that wants names keeps its own name -> value
+    /// id map (e.g. the graph builder that wrote the training graph), so there is no
+    /// lookup by name here.
+    pub fn read_tensor(&mut self, value_id: usize) -> Result<HostTensor> {
+        self.graph.read_tensor(value_id)
+    }
+    /// Overwrite the GPU-resident tensor of VkGraph value `value_id` (see
+    /// [`Delegate::read_tensor`] for what is reachable), e.g. to restore saved adapters or
+    /// optimizer state. `tensor.sizes` must equal the tensor's current sizes and its dtype
+    /// must convert to the GPU dtype the way execute's inputs do (same dtype, int64 ->
+    /// int32, float64 -> float32, float16 <-> float32); otherwise `InvalidArgument`. Takes
+    /// effect for the next execute; nothing else is re-uploaded. A graph input tensor is
+    /// overwritten by the next execute's input copy, as usual.
+    pub fn write_tensor(&mut self, value_id: usize, tensor: &HostTensor) -> Result<()> {
+        self.graph.write_tensor(value_id, tensor)
+    }
+    /// The prepacked constants of this delegate, one per distinct `(constant, layout)` (so
+    /// one per GPU buffer): what ops packed and whether a GPU transform produced it.
+    pub fn prepacked(&self) -> Vec<PrepackedInfo> {
+        self.graph.prepacked()
+    }
+    /// The GPU bytes of prepacked constant `index` (an index into [`Delegate::prepacked`]),
+    /// read back through a staging buffer: tests compare the CPU and GPU packers with it.
+    pub fn read_prepacked(&self, index: usize) -> Result<Vec<u8>> {
+        self.graph.read_prepacked(index)
+    }
+}
+
+/// One prepacked constant of a loaded delegate (see [`Delegate::prepacked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepackedInfo {
+    /// `constant C (layout)`.
+    pub label: String,
+    /// `VkGraph.constants` index.
+    pub constant_id: usize,
+    /// Layout name (the cache key with the constant).
+    pub layout: String,
+    /// GPU element type of the packed tensor.
+    pub dtype: etvk_format::ir::DataType,
+    /// Packed sizes.
+    pub dims: Vec<usize>,
+    /// GPU bytes.
+    pub bytes: u64,
+    /// Whether a GPU pack shader produced it (else the CPU packer's bytes were uploaded).
+    pub on_gpu: bool,
 }
 
 /// A Vulkan physical device as `etvk devices` shows it.

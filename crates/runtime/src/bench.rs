@@ -52,7 +52,9 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
     let mut pool = DescriptorPool::new(ctx, 1, 2)?;
     let set = pool.allocate(&pipeline, &[&dst, &src])?;
     // Enough invocations to fill any GPU, few enough to stay in range everywhere.
-    let groups = (caps.max_workgroup_count[0]).min(65535).min(n_vec4.div_ceil(256).max(1));
+    let groups = (caps.max_workgroup_count[0])
+        .min(65535)
+        .min(n_vec4.div_ceil(256).max(1));
     let stride = groups * 256;
     let mut push = Vec::with_capacity(8);
     push.extend_from_slice(&n_vec4.to_le_bytes());

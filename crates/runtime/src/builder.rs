@@ -2,6 +2,7 @@
 //! prepacked weights, dispatch nodes. Op builders (in `ops/`) talk to [`GraphBuilder`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use etvk_format::ir::{ConstantSource, DataType, Value, VkGraph};
@@ -10,8 +11,11 @@ use etvk_shaders::ShaderId;
 use crate::api::{NamedData, Result};
 use crate::backend::BackendInner;
 use crate::error::{internal, invalid_program, unsupported};
-use crate::exec::{ComputeGraph, InputSlot, OutputSlot, PendingPack};
-use crate::graph::{Binding, DispatchNode, Launch, MemId, ResizeFn, Shapes, TensorId, TensorShape};
+use crate::exec::{workgroups, ComputeGraph, GpuPackJob, InputSlot, OutputSlot, PendingPack};
+use crate::graph::{
+    Binding, DispatchNode, Global, HostFn, HostStep, Launch, MemId, ResizeFn, Shapes, TensorId,
+    TensorShape,
+};
 use crate::registry;
 
 /// A VkGraph value as the builder sees it.
@@ -93,6 +97,40 @@ impl Layout {
             }),
         }
     }
+}
+
+/// The GPU form of a layout's transform: the constant's serialized bytes are uploaded as
+/// they are (padded to 4 bytes) and `shader` turns them into the packed tensor once, at init.
+/// The shader binds the packed tensor at binding 0 and the raw bytes (as `uint[]`) at
+/// binding 1, and must produce exactly the bytes of the layout's CPU `pack` function (the
+/// reference; tests compare them bit for bit).
+#[derive(Debug, Clone)]
+pub struct GpuTransform {
+    /// Element type of the packed tensor.
+    pub dtype: DataType,
+    /// Logical sizes of the packed tensor.
+    pub dims: Vec<usize>,
+    /// The pack shader (2 bindings: packed out, raw in).
+    pub shader: ShaderId,
+    /// Its push constants.
+    pub push: Vec<u8>,
+    /// Its invocations (default local size).
+    pub global: Global,
+}
+
+/// Describes the GPU transform of a constant (from its description alone: the bytes stay
+/// raw until the shader runs).
+pub type GpuPackFn = Box<dyn Fn(&ConstantInfo) -> Result<GpuTransform>>;
+
+/// Compile spec that forces every prepack onto the CPU reference path (value != 0).
+pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
+
+/// A dispatch with alternative kernels: the resize fn picks one per launch.
+pub(crate) struct Alternatives {
+    /// Each variant's dispatch description and pipeline.
+    pub(crate) variants: Vec<(Dispatch, [u32; 3], Arc<etvk_vulkan::ComputePipeline>)>,
+    /// Index of the variant the last resize chose.
+    pub(crate) selected: Arc<AtomicUsize>,
 }
 
 /// One `OperatorCall`, as op builders receive it.
@@ -181,13 +219,22 @@ pub struct GraphBuilder<'a> {
     pub(crate) mems: Vec<MemSpec>,
     shared: HashMap<usize, MemId>,
     pub(crate) nodes: Vec<DispatchNode>,
+    pub(crate) host_steps: Vec<HostStep>,
     pub(crate) pipelines: Vec<Arc<etvk_vulkan::ComputePipeline>>,
     pub(crate) packs: Vec<PendingPack>,
     pack_cache: HashMap<(usize, String), TensorId>,
     pub(crate) scalar_slots: BTreeMap<usize, u32>,
+    /// Scalar slots always stored as f32 (see [`GraphBuilder::scalar_slot_f32`]); they
+    /// share the slot numbering with `scalar_slots`.
+    pub(crate) scalar_f32_slots: BTreeMap<usize, u32>,
     dummy: Option<TensorId>,
+    /// Kernel alternatives of `nodes[i]` (None: a plain dispatch).
+    pub(crate) alternatives: Vec<Option<Alternatives>>,
     /// Compile spec `require_dynamic_shapes`.
     pub dynamic: bool,
+    /// Compile spec [`CPU_PREPACK_SPEC`]: run every layout's CPU packer even where a GPU
+    /// transform exists (tests compare both; a fallback for driver trouble).
+    pub cpu_prepack: bool,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -213,12 +260,16 @@ impl<'a> GraphBuilder<'a> {
             mems: Vec::new(),
             shared: HashMap::new(),
             nodes: Vec::new(),
+            host_steps: Vec::new(),
             pipelines: Vec::new(),
             packs: Vec::new(),
             pack_cache: HashMap::new(),
             scalar_slots: BTreeMap::new(),
+            scalar_f32_slots: BTreeMap::new(),
             dummy: None,
+            alternatives: Vec::new(),
             dynamic,
+            cpu_prepack: false,
         };
         for (id, v) in graph.values.iter().enumerate() {
             let gv = match v {
@@ -470,6 +521,28 @@ impl<'a> GraphBuilder<'a> {
     /// of init; ops that mutate the tensor in place mutate the shared copy, which persists
     /// across executes.
     pub fn prepack(&mut self, v: usize, layout: &Layout) -> Result<TensorId> {
+        self.prepack_impl(v, layout, None)
+    }
+
+    /// [`Self::prepack`] with a GPU transform: the constant's raw bytes are uploaded and
+    /// `gpu`'s shader packs them on the device at init (unless the compile spec
+    /// [`CPU_PREPACK_SPEC`] asks for the CPU path, or the raw bytes exceed one binding).
+    /// Both paths produce the same bytes, so the cache key stays `(constant, layout.name)`.
+    pub fn prepack_with_gpu(
+        &mut self,
+        v: usize,
+        layout: &Layout,
+        gpu: &GpuPackFn,
+    ) -> Result<TensorId> {
+        self.prepack_impl(v, layout, Some(gpu))
+    }
+
+    fn prepack_impl(
+        &mut self,
+        v: usize,
+        layout: &Layout,
+        gpu: Option<&GpuPackFn>,
+    ) -> Result<TensorId> {
         let info = match self.value(v)? {
             GValue::TensorRef(c) => c.clone(),
             other => {
@@ -494,20 +567,61 @@ impl<'a> GraphBuilder<'a> {
                 info.dims
             )));
         }
-        let packed = (layout.pack)(&info, &bytes[..need])?;
-        let cap = packed.dims.iter().product::<usize>() * packed.dtype.size_bytes();
-        if packed.bytes.len() > cap.max(1) {
+        let label = format!("constant {} ({})", info.constant_id, layout.name);
+        let max_range = self.caps().max_storage_buffer_range as usize;
+        let raw_fits = need.div_ceil(4) * 4 <= max_range;
+        let (dtype, dims, data, job) = match gpu {
+            Some(f) if !self.cpu_prepack && raw_fits && need > 0 => {
+                let tr = f(&info)?;
+                let info_sh = tr.shader.info();
+                if info_sh.num_bindings != 2
+                    || tr.push.len() != info_sh.push_constant_bytes as usize
+                {
+                    return Err(internal(format!(
+                        "layout {}: pack shader {} takes {} bindings / {} push bytes, expected 2 / {}",
+                        layout.name,
+                        info_sh.name,
+                        info_sh.num_bindings,
+                        info_sh.push_constant_bytes,
+                        tr.push.len()
+                    )));
+                }
+                let local = info_sh.local_size;
+                let groups = workgroups(tr.global, local, self.shapes.max_groups).map_err(|e| {
+                    crate::api::Error::new(e.kind, format!("{label}: {}", e.message))
+                })?;
+                let pipeline = self.be.pipeline(tr.shader, local, &[])?;
+                // The shader reads whole words: pad the raw bytes to a multiple of 4.
+                let mut raw = bytes[..need].to_vec();
+                raw.resize(need.div_ceil(4) * 4, 0);
+                let job = GpuPackJob {
+                    pipeline,
+                    push: tr.push,
+                    groups,
+                };
+                (tr.dtype, tr.dims, raw, Some(job))
+            }
+            _ => {
+                let packed = (layout.pack)(&info, &bytes[..need])?;
+                (packed.dtype, packed.dims, packed.bytes, None)
+            }
+        };
+        let cap = dims.iter().product::<usize>() * dtype.size_bytes();
+        if job.is_none() && data.len() > cap.max(1) {
             return Err(internal(format!(
                 "layout {}: packed {} bytes into a {cap}-byte tensor",
                 layout.name,
-                packed.bytes.len()
+                data.len()
             )));
         }
-        let label = format!("constant {} ({})", info.constant_id, layout.name);
-        let t = self.new_tensor(packed.dtype, packed.dims, None, label)?;
+        let t = self.new_tensor(dtype, dims, None, label.clone())?;
         self.packs.push(PendingPack {
             tensor: t,
-            bytes: packed.bytes,
+            bytes: data,
+            gpu: job,
+            label,
+            constant_id: info.constant_id,
+            layout: layout.name.clone(),
         });
         self.pack_cache.insert(key, t);
         Ok(t)
@@ -520,7 +634,9 @@ impl<'a> GraphBuilder<'a> {
         let init = match self.value(v)? {
             GValue::SymInt => self.shapes.scalar(v)?,
             GValue::Int(x) => *x as f64,
-            GValue::Double(x) => *x,
+            // A double must stay a float on the GPU even when its value is integral (an
+            // i32 1 read as a float is a denormal), so it gets an f32 slot.
+            GValue::Double(_) => return self.scalar_slot_f32(v),
             other => {
                 return Err(invalid_program(format!(
                     "value {v}: {} cannot be a GPU scalar",
@@ -529,8 +645,82 @@ impl<'a> GraphBuilder<'a> {
             }
         };
         self.shapes.scalars.entry(v).or_insert(init);
-        let n = self.scalar_slots.len() as u32;
+        let n = (self.scalar_slots.len() + self.scalar_f32_slots.len()) as u32;
         Ok(*self.scalar_slots.entry(v).or_insert(n))
+    }
+
+    /// A GPU-readable slot holding SymInt / Int / Double value `v` **as an f32** whatever
+    /// its type or current value (a shader declaring the scalar buffer as `float[]` reads
+    /// it directly). For runtime-settable float arguments such as a learning rate, a bias
+    /// correction or a loss normalizer that may arrive as an Int or a SymInt:
+    /// `Delegate::set_scalar(v, x)` changes it between executes without a rebuild, and a
+    /// SymInt graph input refreshes it at every execute. A value used both as an int slot
+    /// and as an f32 slot gets one slot of each kind.
+    pub fn scalar_slot_f32(&mut self, v: usize) -> Result<u32> {
+        let init = match self.value(v)? {
+            GValue::SymInt => self.shapes.scalar(v)?,
+            GValue::Int(x) => *x as f64,
+            GValue::Double(x) => *x,
+            other => {
+                return Err(invalid_program(format!(
+                    "value {v}: {} cannot be a GPU float scalar",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+        self.shapes.scalars.entry(v).or_insert(init);
+        let n = (self.scalar_slots.len() + self.scalar_f32_slots.len()) as u32;
+        Ok(*self.scalar_f32_slots.entry(v).or_insert(n))
+    }
+
+    /// What `Delegate::read_tensor` / `write_tensor` can reach, by VkGraph value id: graph
+    /// tensors (and values aliased to a tensor) map to their tensor; a constant maps to its
+    /// contiguous prepack (the copy that in-place ops such as `adamw_step` mutate and that
+    /// every op using the constant contiguously shares), or to the reason it cannot be
+    /// reached. Values that are not tensors are absent.
+    pub(crate) fn state_tensors(&self) -> BTreeMap<usize, std::result::Result<TensorId, String>> {
+        let mut out = BTreeMap::new();
+        for (v, gv) in self.values.iter().enumerate() {
+            match gv {
+                GValue::Tensor(t) => {
+                    out.insert(v, Ok(*t));
+                }
+                GValue::TensorRef(c) => {
+                    let contiguous = (c.constant_id, Layout::contiguous().name);
+                    let entry = match self.pack_cache.get(&contiguous) {
+                        Some(t) => Ok(*t),
+                        None => {
+                            let mut layouts: Vec<&str> = self
+                                .pack_cache
+                                .keys()
+                                .filter(|(cid, _)| *cid == c.constant_id)
+                                .map(|(_, name)| name.as_str())
+                                .collect();
+                            layouts.sort_unstable();
+                            Err(if layouts.is_empty() {
+                                format!(
+                                    "constant value {v} (constant {}) is not on the GPU: no op uses it",
+                                    c.constant_id
+                                )
+                            } else {
+                                format!(
+                                    "constant value {v} (constant {}) is only on the GPU in packed layout(s) {layouts:?}, not as a contiguous tensor",
+                                    c.constant_id
+                                )
+                            })
+                        }
+                    };
+                    out.insert(v, entry);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The host dtype a graph value is staged as (its VkGraph `staging_dtype`), if it has one.
+    pub(crate) fn staging_dtype(&self, v: usize) -> Option<DataType> {
+        self.staging.get(&v).copied()
     }
 
     /// A 16-byte placeholder tensor for optional bindings the shader does not read.
@@ -558,9 +748,100 @@ impl<'a> GraphBuilder<'a> {
         self.push_node(call, d, launch, Some(f))
     }
 
+    /// Add a host step: shape / scalar bookkeeping without GPU work (`sym_size.int` sets
+    /// its SymInt from a tensor's current sizes). It runs now and again at every resize,
+    /// in chain order, so later resize functions (and the GPU scalar buffer) see what it set.
+    pub fn host_step(
+        &mut self,
+        call: &OpCall,
+        step: impl Fn(&mut Shapes) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let f: HostFn = Box::new(step);
+        f(&mut self.shapes).map_err(|e| {
+            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+        })?;
+        self.host_steps.push(HostStep {
+            before_node: self.nodes.len(),
+            op: call.name.to_string(),
+            node_id: call.node_id,
+            run: f,
+        });
+        Ok(())
+    }
+
     /// Add a dispatch with a fixed launch (the op cannot run in a resized graph).
     pub fn dispatch_static(&mut self, call: &OpCall, d: Dispatch, launch: Launch) -> Result<()> {
         self.push_node(call, d, launch, None)
+    }
+
+    /// Add a dispatch with alternative kernels (e.g. GEMV for small M, tiled GEMM above):
+    /// `resize` returns `(variant index, launch)` at build and after every resize, so the
+    /// choice follows dynamic shapes. All variants must take the same push-constant size.
+    /// Profiles name such a node `op/kernel`.
+    pub fn dispatch_select(
+        &mut self,
+        call: &OpCall,
+        variants: Vec<Dispatch>,
+        resize: impl Fn(&mut Shapes) -> Result<(usize, Launch)> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let Some(first) = variants.first() else {
+            return Err(internal(format!(
+                "{}: dispatch_select without variants",
+                call.what()
+            )));
+        };
+        let push_bytes = first.shader.info().push_constant_bytes;
+        let mut alts = Vec::with_capacity(variants.len());
+        for d in &variants {
+            let info = d.shader.info();
+            if info.push_constant_bytes != push_bytes {
+                return Err(internal(format!(
+                    "{}: variants {} and {} differ in push-constant size",
+                    call.what(),
+                    first.shader.info().name,
+                    info.name
+                )));
+            }
+            if d.bindings.len() != info.num_bindings as usize {
+                return Err(internal(format!(
+                    "{}: shader {} has {} bindings, {} given",
+                    call.what(),
+                    info.name,
+                    info.num_bindings,
+                    d.bindings.len()
+                )));
+            }
+            let local = d.local.unwrap_or(info.local_size);
+            let pipeline = self.be.pipeline(d.shader, local, &d.spec).map_err(|e| {
+                crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+            })?;
+            alts.push((d.clone(), local, pipeline));
+        }
+        let count = alts.len();
+        let selected = Arc::new(AtomicUsize::new(0));
+        let sel = selected.clone();
+        let f: ResizeFn = Box::new(move |s: &mut Shapes| {
+            let (i, launch) = resize(s)?;
+            if i >= count {
+                return Err(internal(format!("variant {i} of {count} selected")));
+            }
+            sel.store(i, Ordering::Relaxed);
+            Ok(launch)
+        });
+        let launch = f(&mut self.shapes).map_err(|e| {
+            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+        })?;
+        let i = selected.load(Ordering::Relaxed);
+        let d = variants[i].clone();
+        self.push_node(call, d, launch, Some(f))?;
+        *self
+            .alternatives
+            .last_mut()
+            .ok_or_else(|| internal("node without alternatives slot"))? = Some(Alternatives {
+            variants: alts,
+            selected,
+        });
+        Ok(())
     }
 
     fn push_node(
@@ -594,6 +875,7 @@ impl<'a> GraphBuilder<'a> {
             crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
         })?;
         self.pipelines.push(pipeline);
+        self.alternatives.push(None);
         self.nodes.push(DispatchNode {
             op: call.name.to_string(),
             node_id: call.node_id,

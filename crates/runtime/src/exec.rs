@@ -1,6 +1,7 @@
 //! The built graph: allocation, prepack upload, command recording, execute, resize.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,20 +11,94 @@ use etvk_vulkan::{
     MemoryKind, QueryPool,
 };
 
-use crate::api::{DelegateArg, HostDType, HostTensor, Result};
+use crate::api::{DelegateArg, HostDType, HostTensor, PrepackedInfo, Result};
 use crate::backend::BackendInner;
 use crate::builder::GraphBuilder;
 use crate::dtype::{gpu_to_host, host_of, host_to_gpu};
 use crate::error::{internal, invalid_arg, unsupported};
-use crate::graph::{Binding, DispatchNode, Global, MemId, Shapes, TensorId};
+use crate::graph::{Binding, DispatchNode, Global, HostStep, MemId, Shapes, TensorId};
+use etvk_shaders::ShaderId;
+
+mod state;
 
 /// Bound on every fence wait (lavapipe is slow; real GPUs finish far sooner).
 const FENCE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Staged bytes per prepack submission: bounds host staging (and, for GPU transforms, the
+/// raw copies) while a large model loads.
+const PREPACK_BATCH_BYTES: u64 = 256 << 20;
+
 /// A constant waiting for upload at the end of init.
 pub(crate) struct PendingPack {
     pub(crate) tensor: TensorId,
+    /// CPU-packed bytes, or the raw serialized bytes (padded to 4) when `gpu` is set.
     pub(crate) bytes: Vec<u8>,
+    /// The GPU transform that turns `bytes` into the packed tensor.
+    pub(crate) gpu: Option<GpuPackJob>,
+    pub(crate) label: String,
+    pub(crate) constant_id: usize,
+    pub(crate) layout: String,
+}
+
+/// One pack-shader dispatch at init: binding 0 = packed tensor, binding 1 = raw bytes.
+pub(crate) struct GpuPackJob {
+    pub(crate) pipeline: Arc<ComputePipeline>,
+    pub(crate) push: Vec<u8>,
+    pub(crate) groups: [u32; 3],
+}
+
+/// Workgroup counts of a launch with local size `local`, checked against `max`
+/// (`maxComputeWorkGroupCount`). `Global::Linear` spills into y past `max[0]`.
+pub(crate) fn workgroups(global: Global, local: [u32; 3], max: [u32; 3]) -> Result<[u32; 3]> {
+    let g = match global {
+        Global::Linear(count) => {
+            let total = count.div_ceil(local[0] as u64);
+            let x = total.min(max[0] as u64).max(1);
+            let y = total.div_ceil(x);
+            if count == 0 {
+                [0, 1, 1]
+            } else {
+                [x as u32, u32::try_from(y).unwrap_or(u32::MAX), 1]
+            }
+        }
+        Global::Grid(g) => [
+            g[0].div_ceil(local[0]),
+            g[1].div_ceil(local[1]),
+            g[2].div_ceil(local[2]),
+        ],
+    };
+    if g.iter().zip(max.iter()).any(|(a, b)| a > b) {
+        return Err(unsupported(format!(
+            "dispatch of {g:?} workgroups exceeds the device limit {max:?}"
+        )));
+    }
+    Ok(g)
+}
+
+/// Per-node kernel choices: one for a plain dispatch, several for `dispatch_select`.
+struct NodeKernels {
+    /// (pipeline, descriptor set, what the node shows) per variant.
+    variants: Vec<(Arc<ComputePipeline>, DescriptorSet, NodeVariant)>,
+    /// The variant the resize fn chose (None: a plain dispatch, always variant 0).
+    selected: Option<Arc<AtomicUsize>>,
+}
+
+/// What a `DispatchNode` shows while a variant is selected.
+#[derive(Clone)]
+struct NodeVariant {
+    shader: ShaderId,
+    local: [u32; 3],
+    spec: Vec<u32>,
+    bindings: Vec<Binding>,
+}
+
+impl NodeKernels {
+    fn current(&self) -> usize {
+        self.selected
+            .as_ref()
+            .map(|s| s.load(Ordering::Relaxed))
+            .unwrap_or(0)
+    }
 }
 
 /// A graph input.
@@ -58,15 +133,24 @@ pub(crate) struct ComputeGraph {
     tensor_mem: Vec<MemId>,
     mems: Vec<Option<Buffer>>,
     nodes: Vec<DispatchNode>,
-    pipelines: Vec<Arc<ComputePipeline>>,
-    sets: Vec<DescriptorSet>,
+    /// Host steps (no GPU work), interleaved with `nodes` by `before_node`.
+    host_steps: Vec<HostStep>,
+    kernels: Vec<NodeKernels>,
     _pool: DescriptorPool,
+    /// Prepacked constants (for introspection / tests), in creation order.
+    prepacked: Vec<(TensorId, PrepackedInfo)>,
     inputs: Vec<InputSlot>,
     outputs: Vec<OutputSlot>,
     in_staging: Vec<Option<Buffer>>,
     out_staging: Vec<Option<Buffer>>,
     scalar_slots: BTreeMap<usize, u32>,
+    /// Slots stored as f32 whatever the value (see `GraphBuilder::scalar_slot_f32`).
+    scalar_f32_slots: BTreeMap<usize, u32>,
+    /// Tensors reachable by `read_tensor` / `write_tensor`, by value id (see `state`).
+    state: BTreeMap<usize, state::StateTensor>,
     scalar_buf: Buffer,
+    /// Device-local copy of `scalar_buf` that shaders bind (copied at each execute's start).
+    scalar_dev: Buffer,
     /// The reusable execute command buffer (taken out while recording).
     cmd: Option<CommandBuffer>,
     fence: Fence,
@@ -82,7 +166,7 @@ pub(crate) struct ComputeGraph {
 
 impl ComputeGraph {
     pub(crate) fn finalize(
-        b: GraphBuilder<'_>,
+        mut b: GraphBuilder<'_>,
         inputs: Vec<InputSlot>,
         outputs: Vec<OutputSlot>,
     ) -> Result<ComputeGraph> {
@@ -133,26 +217,89 @@ impl ComputeGraph {
         };
 
         // Host-shared scalars (SymInts and runtime-settable scalars), one 4-byte slot each.
+        let state = state::state_tensors(&b);
         let scalar_buf = Buffer::new(
             &ctx,
-            (b.scalar_slots.len() as u64 * 4).max(16),
+            ((b.scalar_slots.len() + b.scalar_f32_slots.len()) as u64 * 4).max(16),
             MemoryKind::HostShared,
         )?;
+        // Shaders read a device-local mirror, refreshed by a copy at the start of every
+        // execute: host-shared memory may live in system memory, where per-invocation reads
+        // (adamw_step reads seven scalars per element) would cross the bus.
+        let scalar_dev = Buffer::new(&ctx, scalar_buf.size(), MemoryKind::DeviceLocal)?;
 
-        // Descriptor sets, one per node.
-        let total_bindings: usize = b.nodes.iter().map(|n| n.bindings.len()).sum();
-        let mut pool = DescriptorPool::new(&ctx, b.nodes.len() as u32, total_bindings as u32)?;
-        let mut sets = Vec::with_capacity(b.nodes.len());
-        for (n, p) in b.nodes.iter().zip(&b.pipelines) {
-            let bufs: Vec<&Buffer> = n
-                .bindings
+        // Descriptor sets, one per node and kernel variant.
+        let mut alternatives = std::mem::take(&mut b.alternatives);
+        if alternatives.len() != b.nodes.len() || b.pipelines.len() != b.nodes.len() {
+            return Err(internal(format!(
+                "{} nodes, {} pipelines, {} kernel-alternative slots",
+                b.nodes.len(),
+                b.pipelines.len(),
+                alternatives.len()
+            )));
+        }
+        let total_sets: usize = alternatives
+            .iter()
+            .map(|a| a.as_ref().map(|a| a.variants.len()).unwrap_or(1))
+            .sum();
+        let total_bindings: usize = b
+            .nodes
+            .iter()
+            .zip(&alternatives)
+            .map(|(n, a)| match a {
+                Some(a) => a.variants.iter().map(|v| v.0.bindings.len()).sum(),
+                None => n.bindings.len(),
+            })
+            .sum();
+        let mut pool = DescriptorPool::new(&ctx, total_sets as u32, total_bindings as u32)?;
+        let bufs_of = |bindings: &[Binding]| -> Result<Vec<&Buffer>> {
+            bindings
                 .iter()
                 .map(|bd| match bd {
                     Binding::Tensor(t) => mem_of(*t),
-                    Binding::Scalars => Ok(&scalar_buf),
+                    Binding::Scalars => Ok(&scalar_dev),
                 })
-                .collect::<Result<_>>()?;
-            sets.push(pool.allocate(p, &bufs)?);
+                .collect()
+        };
+        let mut kernels = Vec::with_capacity(b.nodes.len());
+        for ((n, p), alt) in b
+            .nodes
+            .iter()
+            .zip(&b.pipelines)
+            .zip(alternatives.iter_mut())
+        {
+            match alt.take() {
+                None => {
+                    let set = pool.allocate(p, &bufs_of(&n.bindings)?)?;
+                    let v = NodeVariant {
+                        shader: n.shader,
+                        local: n.local,
+                        spec: n.spec.clone(),
+                        bindings: n.bindings.clone(),
+                    };
+                    kernels.push(NodeKernels {
+                        variants: vec![(p.clone(), set, v)],
+                        selected: None,
+                    });
+                }
+                Some(a) => {
+                    let mut variants = Vec::with_capacity(a.variants.len());
+                    for (d, local, pipe) in a.variants {
+                        let set = pool.allocate(&pipe, &bufs_of(&d.bindings)?)?;
+                        let v = NodeVariant {
+                            shader: d.shader,
+                            local,
+                            spec: d.spec,
+                            bindings: d.bindings,
+                        };
+                        variants.push((pipe, set, v));
+                    }
+                    kernels.push(NodeKernels {
+                        variants,
+                        selected: Some(a.selected),
+                    });
+                }
+            }
         }
 
         // Staging buffers sized for the serialized maxima, in the GPU dtype.
@@ -179,28 +326,82 @@ impl ComputeGraph {
             });
         }
 
-        // Prepack: upload every packed constant once, through temporary staging.
+        // Prepack: upload every packed constant once. CPU-packed bytes are copied into
+        // place; GPU transforms read their raw bytes straight from the upload buffer (bound
+        // as a storage buffer) and write the packed tensor, so no raw copy stays on the
+        // device. Batches bound the staging memory of large models.
         let fence = Fence::new(&ctx)?;
-        if !b.packs.is_empty() {
+        let gpu_jobs = b.packs.iter().filter(|p| p.gpu.is_some()).count() as u32;
+        let mut pack_pool = if gpu_jobs > 0 {
+            Some(DescriptorPool::new(&ctx, gpu_jobs, 2 * gpu_jobs)?)
+        } else {
+            None
+        };
+        let mut next = 0;
+        while next < b.packs.len() {
             let mut cmd = CommandBuffer::new(&ctx)?;
-            let mut temps = Vec::with_capacity(b.packs.len());
+            let mut temps = Vec::new();
+            let mut staged = 0u64;
+            let mut any_gpu = false;
             cmd.begin()?;
-            for p in &b.packs {
-                let dst = mem_of(p.tensor)?;
+            while next < b.packs.len() {
+                let p = &b.packs[next];
+                let len = p.bytes.len() as u64;
+                if staged > 0 && staged + len > PREPACK_BATCH_BYTES {
+                    break;
+                }
+                next += 1;
                 if p.bytes.is_empty() {
                     continue;
                 }
-                let st = Buffer::new(&ctx, p.bytes.len() as u64, MemoryKind::Upload)?;
+                let dst = mem_of(p.tensor)?;
+                let st = Buffer::new(&ctx, len, MemoryKind::Upload)?;
                 st.write(0, &p.bytes)?;
-                cmd.copy(&st, 0, dst, 0, p.bytes.len() as u64)?;
+                match &p.gpu {
+                    None => cmd.copy(&st, 0, dst, 0, len)?,
+                    Some(job) => {
+                        let pool = pack_pool
+                            .as_mut()
+                            .ok_or_else(|| internal("prepack descriptor pool missing"))?;
+                        let set = pool.allocate(&job.pipeline, &[dst, &st])?;
+                        cmd.dispatch(&job.pipeline, set, &job.push, job.groups)?;
+                        any_gpu = true;
+                    }
+                }
+                staged += len;
                 temps.push(st);
             }
             cmd.barrier(Access::Transfer, Access::All)?;
+            if any_gpu {
+                cmd.barrier(Access::Compute, Access::All)?;
+            }
             cmd.end()?;
             cmd.submit(&fence)?;
             fence.wait_and_reset(FENCE_TIMEOUT, "prepack upload")?;
+            // The command buffer references the staging buffers: free it first.
+            drop(cmd);
             drop(temps);
         }
+        drop(pack_pool);
+        let prepacked = b
+            .packs
+            .iter()
+            .map(|p| {
+                let s = &b.shapes.tensors[p.tensor.0];
+                (
+                    p.tensor,
+                    PrepackedInfo {
+                        label: p.label.clone(),
+                        constant_id: p.constant_id,
+                        layout: p.layout.clone(),
+                        dtype: s.dtype,
+                        dims: s.max_dims.clone(),
+                        bytes: (s.max_numel() * s.dtype.size_bytes()) as u64,
+                        on_gpu: p.gpu.is_some(),
+                    },
+                )
+            })
+            .collect();
 
         let queries = if ctx.caps().timestamps && !b.nodes.is_empty() {
             Some(QueryPool::new(&ctx, b.nodes.len() as u32 + 1)?)
@@ -213,15 +414,19 @@ impl ComputeGraph {
             tensor_mem: b.tensor_mem,
             mems,
             nodes: b.nodes,
-            pipelines: b.pipelines,
-            sets,
+            host_steps: b.host_steps,
+            kernels,
             _pool: pool,
+            prepacked,
             inputs,
             outputs,
             in_staging,
             out_staging,
             scalar_slots: b.scalar_slots,
+            scalar_f32_slots: b.scalar_f32_slots,
+            state,
             scalar_buf,
+            scalar_dev,
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
             queries,
@@ -253,10 +458,11 @@ impl ComputeGraph {
     }
 
     fn write_scalars(&mut self) -> Result<()> {
-        if self.scalar_slots.is_empty() {
+        let total = self.scalar_slots.len() + self.scalar_f32_slots.len();
+        if total == 0 {
             return Ok(());
         }
-        let mut bytes = vec![0u8; self.scalar_slots.len() * 4];
+        let mut bytes = vec![0u8; total * 4];
         for (v, slot) in &self.scalar_slots {
             let x = self.shapes.scalar(*v)?;
             let word = if x.fract() == 0.0 && x.abs() < 2_147_483_648.0 {
@@ -264,6 +470,10 @@ impl ComputeGraph {
             } else {
                 (x as f32).to_le_bytes()
             };
+            bytes[*slot as usize * 4..*slot as usize * 4 + 4].copy_from_slice(&word);
+        }
+        for (v, slot) in &self.scalar_f32_slots {
+            let word = (self.shapes.scalar(*v)? as f32).to_le_bytes();
             bytes[*slot as usize * 4..*slot as usize * 4 + 4].copy_from_slice(&word);
         }
         self.scalar_buf.write(0, &bytes)?;
@@ -289,32 +499,45 @@ impl ComputeGraph {
     }
 
     fn groups(&self, n: &DispatchNode) -> Result<[u32; 3]> {
-        let max = self.shapes.max_groups;
-        let l = n.local;
-        let g = match n.launch.global {
-            Global::Linear(count) => {
-                let total = count.div_ceil(l[0] as u64);
-                let x = total.min(max[0] as u64).max(1);
-                let y = total.div_ceil(x);
-                if count == 0 {
-                    [0, 1, 1]
-                } else {
-                    [x as u32, u32::try_from(y).unwrap_or(u32::MAX), 1]
-                }
-            }
-            Global::Grid(g) => [
-                g[0].div_ceil(l[0]),
-                g[1].div_ceil(l[1]),
-                g[2].div_ceil(l[2]),
-            ],
-        };
-        if g.iter().zip(max.iter()).any(|(a, b)| a > b) {
-            return Err(unsupported(format!(
-                "op {} (node {}): dispatch of {g:?} workgroups exceeds the device limit {max:?}",
-                n.op, n.node_id
-            )));
+        workgroups(n.launch.global, n.local, self.shapes.max_groups).map_err(|e| {
+            crate::api::Error::new(
+                e.kind,
+                format!("op {} (node {}): {}", n.op, n.node_id, e.message),
+            )
+        })
+    }
+
+    /// The prepacked constants of this graph (one entry per distinct `(constant, layout)`).
+    pub(crate) fn prepacked(&self) -> Vec<PrepackedInfo> {
+        self.prepacked.iter().map(|(_, i)| i.clone()).collect()
+    }
+
+    /// Read prepacked constant `index` back from the GPU (tests compare packers).
+    pub(crate) fn read_prepacked(&self, index: usize) -> Result<Vec<u8>> {
+        let (t, info) = self.prepacked.get(index).ok_or_else(|| {
+            invalid_arg(format!(
+                "prepacked constant {index} out of range ({} in this graph)",
+                self.prepacked.len()
+            ))
+        })?;
+        let n = info.bytes;
+        let mut out = vec![0u8; n as usize];
+        if n == 0 {
+            return Ok(out);
         }
-        Ok(g)
+        let ctx = &self.be.ctx;
+        let rb = Buffer::new(ctx, n, MemoryKind::Readback)?;
+        let fence = Fence::new(ctx)?;
+        let mut cmd = CommandBuffer::new(ctx)?;
+        cmd.begin()?;
+        cmd.barrier(Access::All, Access::Transfer)?;
+        cmd.copy(self.mem(*t)?, 0, &rb, 0, n)?;
+        cmd.barrier(Access::Transfer, Access::Host)?;
+        cmd.end()?;
+        cmd.submit(&fence)?;
+        fence.wait_and_reset(FENCE_TIMEOUT, "prepacked readback")?;
+        rb.read(0, &mut out)?;
+        Ok(out)
     }
 
     fn record(&mut self) -> Result<()> {
@@ -336,6 +559,17 @@ impl ComputeGraph {
     fn record_into(&self, cmd: &mut CommandBuffer, groups: &[[u32; 3]]) -> Result<()> {
         cmd.begin()?;
         cmd.barrier(Access::All, Access::Transfer)?;
+        if !self.scalar_slots.is_empty() || !self.scalar_f32_slots.is_empty() {
+            // Host writes to scalar_buf before the submit are visible to this copy; the
+            // Transfer -> Compute barrier below orders it before every dispatch.
+            cmd.copy(
+                &self.scalar_buf,
+                0,
+                &self.scalar_dev,
+                0,
+                self.scalar_buf.size(),
+            )?;
+        }
         if let Some(q) = &self.queries {
             cmd.reset_queries(q, 0, q.count())?;
         }
@@ -355,7 +589,12 @@ impl ComputeGraph {
             cmd.timestamp(q, 0)?;
         }
         for (i, n) in self.nodes.iter().enumerate() {
-            cmd.dispatch(&self.pipelines[i], self.sets[i], &n.launch.push, groups[i])?;
+            let k = &self.kernels[i];
+            let (pipeline, set, _) = k
+                .variants
+                .get(k.current())
+                .ok_or_else(|| internal(format!("op {}: kernel variant out of range", n.op)))?;
+            cmd.dispatch(pipeline, *set, &n.launch.push, groups[i])?;
             cmd.barrier(Access::Compute, Access::Compute)?;
             if let Some(q) = &self.queries {
                 cmd.timestamp(q, i as u32 + 1)?;
@@ -380,10 +619,23 @@ impl ComputeGraph {
 
     /// Re-run every node's resize function in chain order; re-record when a launch changed.
     fn propagate_resize(&mut self) -> Result<()> {
-        for i in 0..self.nodes.len() {
-            let n = &self.nodes[i];
+        let mut steps = self.host_steps.iter().peekable();
+        for i in 0..=self.nodes.len() {
+            // Host steps placed before node i (e.g. sym_size.int feeding its resize).
+            while let Some(st) = steps.next_if(|st| st.before_node <= i) {
+                (st.run)(&mut self.shapes).map_err(|e| {
+                    crate::api::Error::new(
+                        e.kind,
+                        format!("op {} (node {}) resize: {}", st.op, st.node_id, e.message),
+                    )
+                })?;
+            }
+            let Some(n) = self.nodes.get(i) else {
+                break;
+            };
             match &n.resize {
                 Some(f) => {
+                    let before = self.kernels[i].current();
                     let launch = f(&mut self.shapes).map_err(|e| {
                         crate::api::Error::new(
                             e.kind,
@@ -398,6 +650,21 @@ impl ComputeGraph {
                     }
                     if launch != n.launch {
                         self.nodes[i].launch = launch;
+                        self.needs_record = true;
+                    }
+                    let after = self.kernels[i].current();
+                    if after != before {
+                        // Another kernel: the node shows its shader / local size / bindings.
+                        let v = self.kernels[i]
+                            .variants
+                            .get(after)
+                            .map(|v| v.2.clone())
+                            .ok_or_else(|| internal("kernel variant out of range"))?;
+                        let node = &mut self.nodes[i];
+                        node.shader = v.shader;
+                        node.local = v.local;
+                        node.spec = v.spec;
+                        node.bindings = v.bindings;
                         self.needs_record = true;
                     }
                 }
@@ -534,7 +801,9 @@ impl ComputeGraph {
             // Staging copies are sized by the current element counts.
             self.needs_record = true;
         }
-        if scalars_changed {
+        // Host steps (sym_size.int) may have changed SymInts during the resize, so the GPU
+        // copy of the scalars is refreshed whenever one ran.
+        if scalars_changed || (changed && !self.host_steps.is_empty()) {
             self.write_scalars()?;
         }
         if self.needs_record {
@@ -591,7 +860,13 @@ impl ComputeGraph {
         let period = self.be.ctx.caps().timestamp_period_ns as f64;
         for (i, n) in self.nodes.iter().enumerate() {
             let dt = ticks[i + 1].saturating_sub(ticks[i]) as f64 * period / 1000.0;
-            self.profile.push((n.op.clone(), dt));
+            // Nodes with kernel alternatives say which one ran: `op/kernel`.
+            let name = if self.kernels[i].selected.is_some() {
+                format!("{}/{}", n.op, n.shader.info().name)
+            } else {
+                n.op.clone()
+            };
+            self.profile.push((name, dt));
         }
         Ok(())
     }

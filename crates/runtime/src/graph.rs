@@ -91,6 +91,18 @@ impl Shapes {
             .copied()
             .ok_or_else(|| internal(format!("value {value} is not a runtime scalar")))
     }
+    /// Set the current value of a SymInt / scalar value, e.g. the output of `sym_size.int`
+    /// from a host step. Later resize functions in chain order see the new value, and it
+    /// is written to the GPU scalar buffer before the next submission.
+    pub fn set_scalar(&mut self, value: usize, x: f64) -> Result<()> {
+        match self.scalars.get_mut(&value) {
+            Some(s) => {
+                *s = x;
+                Ok(())
+            }
+            None => Err(internal(format!("value {value} is not a runtime scalar"))),
+        }
+    }
 }
 
 /// How many invocations a dispatch needs; the runtime divides by the local size.
@@ -115,6 +127,22 @@ pub struct Launch {
 /// A resize function: reads input shapes, sets output shapes, returns the launch. Called
 /// once at build (serialized sizes) and again whenever inputs or scalars change.
 pub type ResizeFn = Box<dyn Fn(&mut Shapes) -> Result<Launch> + Send + Sync>;
+
+/// A host step: shape/scalar bookkeeping with no GPU work (e.g. `sym_size.int`). Runs at
+/// build and at every resize, in chain order with the dispatches' resize functions.
+pub type HostFn = Box<dyn Fn(&mut Shapes) -> Result<()> + Send + Sync>;
+
+/// A [`HostFn`] and its place in the chain.
+pub struct HostStep {
+    /// Runs before the dispatch node with this index (`nodes.len()` when it was added).
+    pub before_node: usize,
+    /// Op name (for errors).
+    pub op: String,
+    /// `OperatorCall.node_id`.
+    pub node_id: u32,
+    /// The step.
+    pub run: HostFn,
+}
 
 /// A buffer bound to a dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,6 +15,7 @@ pub mod builder;
 pub mod dtype;
 pub mod graph;
 pub mod ops;
+pub mod prepack;
 pub mod registry;
 
 mod backend;

@@ -1,12 +1,14 @@
-//! Matrix-multiply family on the strided `matmul` shader: `aten.linear.default`.
-//! (mm / addmm / bmm reuse [`matmul_launch`] with other strides.)
+//! Matrix-multiply family on the strided `matmul` shader: `aten.linear.default`,
+//! `aten.mm.default` (`[a, b, out]`), `aten.addmm.default`
+//! (`[bias, mat1, mat2, beta, alpha, out]`), `aten.bmm.default` (`[a, b, out]`); each is a
+//! choice of [`MatStrides`] for [`matmul_launch`].
 
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
-use crate::error::invalid_program;
-use crate::graph::{to_u32, Global, Launch, Push};
+use crate::error::{invalid_arg, invalid_program};
+use crate::graph::{broadcast_strides, to_u32, Global, Launch, Push, TensorId};
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
@@ -20,6 +22,27 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: FLOATS,
         dynamic_shapes: true,
         note: "x[..., K] @ W[N, K]^T + bias[N]; leading dims flattened",
+    })?;
+    r.register(OpEntry {
+        name: "aten.mm.default",
+        build: build_mm,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "a[M, K] @ b[K, N]",
+    })?;
+    r.register(OpEntry {
+        name: "aten.addmm.default",
+        build: build_addmm,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "beta * bias + alpha * (mat1[M, K] @ mat2[K, N]); bias broadcasts to [M, N]",
+    })?;
+    r.register(OpEntry {
+        name: "aten.bmm.default",
+        build: build_bmm,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "a[B, M, K] @ b[B, K, N]",
     })
 }
 
@@ -130,6 +153,159 @@ fn build_linear(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             // B[k][n] = W[n][k]: k is contiguous, n strides by K.
             MatStrides { b: 0, r: 1, c: k32 },
             bias.map(|_| MatStrides { b: 0, r: 0, c: 1 }),
+            1.0,
+            1.0,
+        )
+    })
+}
+
+/// Current `(M, K)` of a 2-D operand and `(K, N)` of the other, checked against each other.
+fn mm_dims(a: &[usize], b: &[usize]) -> Result<(usize, usize, usize)> {
+    if a.len() != 2 || b.len() != 2 {
+        return Err(invalid_program(format!(
+            "operands must be 2-D, got {a:?} and {b:?}"
+        )));
+    }
+    if a[1] != b[0] {
+        return Err(invalid_arg(format!("inner dims differ: {a:?} @ {b:?}")));
+    }
+    Ok((a[0], a[1], b[1]))
+}
+
+/// Shared builder of mm / addmm: `out = alpha * a @ b + beta * bias`.
+#[allow(clippy::too_many_arguments)]
+fn build_mm_common(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    a: TensorId,
+    b: TensorId,
+    bias: Option<TensorId>,
+    alpha: f32,
+    beta: f32,
+    out: TensorId,
+) -> Result<()> {
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(a), s.dtype(b), s.dtype(out)];
+    if let Some(c) = bias {
+        dts.push(s.dtype(c));
+        if s.max_dims(c).len() > 2 {
+            return Err(invalid_program(format!(
+                "{}: bias has sizes {:?}, expected rank <= 2",
+                call.what(),
+                s.max_dims(c)
+            )));
+        }
+    }
+    let dt = same_dtype(call, &dts)?;
+    let shader = float_shader("matmul", dt, call)?;
+    let bias_t = match bias {
+        Some(c) => c,
+        None => g.dummy()?,
+    };
+    g.dispatch(call, Dispatch::new(shader, [out, a, b, bias_t]), move |s| {
+        let (m, k, n) = mm_dims(s.dims(a), s.dims(b))?;
+        let bias_strides = match bias {
+            Some(c) => {
+                let cd = s.dims(c).to_vec();
+                // Broadcast like PyTorch: a size-1 (or missing) dim strides by 0.
+                let ok = cd.len() <= 2
+                    && cd
+                        .iter()
+                        .rev()
+                        .zip([n, m])
+                        .all(|(&d, want)| d == 1 || d == want);
+                if !ok {
+                    return Err(invalid_arg(format!(
+                        "bias sizes {cd:?} do not broadcast to [{m}, {n}]"
+                    )));
+                }
+                let st = broadcast_strides(&cd, &[m, n]);
+                Some(MatStrides {
+                    b: 0,
+                    r: to_u32(st[0], "bias stride")?,
+                    c: to_u32(st[1], "bias stride")?,
+                })
+            }
+            None => None,
+        };
+        s.set_dims(out, vec![m, n])?;
+        let (k32, n32) = (to_u32(k, "K")?, to_u32(n, "N")?);
+        matmul_launch(
+            m,
+            n,
+            k,
+            1,
+            MatStrides { b: 0, r: k32, c: 1 },
+            MatStrides { b: 0, r: n32, c: 1 },
+            bias_strides,
+            alpha,
+            beta,
+        )
+    })
+}
+
+fn build_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let a = g.tensor_or_prepack(call, 0)?;
+    let b = g.tensor_or_prepack(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    build_mm_common(g, call, a, b, None, 1.0, 1.0, out)
+}
+
+fn build_addmm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    // `[bias, mat1, mat2, beta, alpha, out]`; beta / alpha may be left out (default 1).
+    let (beta, alpha) = match call.args.len() {
+        4 => (1.0, 1.0),
+        _ => {
+            call.expect_args(6)?;
+            (
+                g.double_arg_or(call, 3, 1.0)?,
+                g.double_arg_or(call, 4, 1.0)?,
+            )
+        }
+    };
+    let bias = g.tensor_or_prepack(call, 0)?;
+    let a = g.tensor_or_prepack(call, 1)?;
+    let b = g.tensor_or_prepack(call, 2)?;
+    let out = g.tensor_arg(call, call.args.len() - 1)?;
+    build_mm_common(g, call, a, b, Some(bias), alpha as f32, beta as f32, out)
+}
+
+fn build_bmm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let a = g.tensor_or_prepack(call, 0)?;
+    let b = g.tensor_or_prepack(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(a), s.dtype(b), s.dtype(out)])?;
+    let shader = float_shader("matmul", dt, call)?;
+    let dummy = g.dummy()?;
+    g.dispatch(call, Dispatch::new(shader, [out, a, b, dummy]), move |s| {
+        let (ad, bd) = (s.dims(a).to_vec(), s.dims(b).to_vec());
+        if ad.len() != 3 || bd.len() != 3 || ad[0] != bd[0] || ad[2] != bd[1] {
+            return Err(invalid_arg(format!(
+                "operands must be [B, M, K] and [B, K, N], got {ad:?} and {bd:?}"
+            )));
+        }
+        let (batch, m, k, n) = (ad[0], ad[1], ad[2], bd[2]);
+        s.set_dims(out, vec![batch, m, n])?;
+        let (k32, n32) = (to_u32(k, "K")?, to_u32(n, "N")?);
+        matmul_launch(
+            m,
+            n,
+            k,
+            batch,
+            MatStrides {
+                b: to_u32(m * k, "M*K")?,
+                r: k32,
+                c: 1,
+            },
+            MatStrides {
+                b: to_u32(k * n, "K*N")?,
+                r: n32,
+                c: 1,
+            },
+            None,
             1.0,
             1.0,
         )

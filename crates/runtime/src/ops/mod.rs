@@ -12,12 +12,20 @@ use crate::registry::Registry;
 pub mod binary;
 pub mod matmul;
 pub mod prepack;
+pub mod q4_linear;
+pub mod shape;
+pub mod training;
+pub mod unary;
 
 /// Register every op family. Add new families here (and nowhere else).
 pub fn register_all(r: &mut Registry) -> Result<()> {
     binary::register_all(r)?;
     matmul::register_all(r)?;
     prepack::register_all(r)?;
+    q4_linear::register_all(r)?;
+    shape::register_all(r)?;
+    training::register_all(r)?;
+    unary::register_all(r)?;
     Ok(())
 }
 

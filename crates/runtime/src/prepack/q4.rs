@@ -1,0 +1,264 @@
+//! etvk's packed 4-bit linear layout, shared by `et_vk.linear_q4gsw` (forward and backward)
+//! and `et_vk.linear_qcs4w`.
+//!
+//! **Weights** (layout `q4w_k32_even_low` / `q4w_k32_even_high`, named after the source
+//! nibble convention): serialized uint8 `[N, row_bytes]` (two 4-bit codes per byte,
+//! `code = q + 8`) become u32 `[N, KW]` with `Kpad = 2 * row_bytes` rounded up to 32 and
+//! `KW = Kpad / 8`: word `w` of row `n` holds `k = 8w + j` at bits `4j..4j+3`. Columns past
+//! `2 * row_bytes` get code 8 (q = 0). Rows stay contiguous along k, so the GEMV reads a row
+//! as one stream of `uvec4`s (32 k each) and the GEMM's weight tiles are whole words; the
+//! forward and the backward read the same buffer. For q4gsw (even k in the low nibble) the
+//! packed row is the serialized row plus padding; qcs4w (even k high) swaps nibbles.
+//!
+//! **Scales** (fp32 `[N, G]`, row n's groups contiguous): q4gsw's serialized `[G, N']`
+//! (transposed, N' >= N padded) are transposed back and cut to N (layout
+//! `q4s_t_n{N}_g{G}`); qcs4w's per-channel `[N]` are one group spanning the whole row (layout
+//! `q4s_c_n{N}`, group size = Kpad). fp16 scales are widened to fp32 (the kernels compute
+//! in fp32).
+
+use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
+
+use crate::api::Result;
+use crate::builder::{ConstantInfo, GpuPackFn, GpuTransform, Layout, Packed};
+use crate::dtype::f16_to_f32;
+use crate::error::{internal, invalid_program};
+use crate::graph::{to_u32, Global, Push};
+
+/// Which serialized nibble convention 4-bit weight bytes use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NibbleOrder {
+    /// q4gsw: byte j = `code(2j) | code(2j+1) << 4` (even k in the low nibble).
+    EvenLow,
+    /// qcs4w: byte j = `code(2j) << 4 | code(2j+1)` (even k in the high nibble).
+    EvenHigh,
+}
+
+impl NibbleOrder {
+    /// Layout-name tag.
+    pub fn tag(self) -> &'static str {
+        match self {
+            NibbleOrder::EvenLow => "even_low",
+            NibbleOrder::EvenHigh => "even_high",
+        }
+    }
+}
+
+/// Packed k per row: `2 * row_bytes` rounded up to 32 (one `uvec4` of codes).
+pub fn padded_k(row_bytes: usize) -> usize {
+    (2 * row_bytes).div_ceil(32) * 32
+}
+
+/// u32 words per packed row (`padded_k / 8`).
+pub fn words_per_row(row_bytes: usize) -> usize {
+    padded_k(row_bytes) / 8
+}
+
+/// CPU reference: pack serialized weights `src` (`[n, row_bytes]`) into `n * words_per_row`
+/// words (see the module docs). `src` must hold `n * row_bytes` bytes.
+pub fn pack_q4_weights(src: &[u8], n: usize, row_bytes: usize, order: NibbleOrder) -> Vec<u32> {
+    let k_src = 2 * row_bytes;
+    let kw = words_per_row(row_bytes);
+    let mut out = vec![0u32; n * kw];
+    for row in 0..n {
+        let bytes = &src[row * row_bytes..(row + 1) * row_bytes];
+        for (w, word_out) in out[row * kw..(row + 1) * kw].iter_mut().enumerate() {
+            let mut word = 0u32;
+            for j in 0..8 {
+                let k = 8 * w + j;
+                let code = if k < k_src {
+                    let b = bytes[k / 2];
+                    let high = (k % 2 == 0) == (order == NibbleOrder::EvenHigh);
+                    if high {
+                        b >> 4
+                    } else {
+                        b & 0xF
+                    }
+                } else {
+                    8
+                };
+                word |= u32::from(code) << (4 * j);
+            }
+            *word_out = word;
+        }
+    }
+    out
+}
+
+fn words_to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn floats_to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A float constant's values as f32 (fp32 or fp16 storage).
+fn float_values(c: &ConstantInfo, bytes: &[u8], what: &str) -> Result<Vec<f32>> {
+    match c.dtype {
+        DataType::Float32 => Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()),
+        DataType::Float16 => Ok(bytes
+            .chunks_exact(2)
+            .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+            .collect()),
+        other => Err(invalid_program(format!(
+            "{what} (constant {}): dtype {} is not float32/float16",
+            c.constant_id,
+            other.name()
+        ))),
+    }
+}
+
+/// `[N, row_bytes]` of a 2-D uint8 weight constant (internal check: ops validate first).
+fn weight_geometry(c: &ConstantInfo) -> Result<(usize, usize)> {
+    match (c.dtype, c.dims.as_slice()) {
+        (DataType::Uint8, &[n, rb]) if n > 0 && rb > 0 => Ok((n, rb)),
+        _ => Err(internal(format!(
+            "q4 weight layout: constant {} is {} {:?}, expected uint8 [N, row_bytes]",
+            c.constant_id,
+            c.dtype.name(),
+            c.dims
+        ))),
+    }
+}
+
+/// The packed weight layout for source convention `order` (CPU reference packer).
+pub fn weight_layout(order: NibbleOrder) -> Layout {
+    Layout {
+        name: format!("q4w_k32_{}", order.tag()),
+        pack: Box::new(move |c, bytes| {
+            let (n, rb) = weight_geometry(c)?;
+            Ok(Packed {
+                dtype: DataType::Int32,
+                dims: vec![n, words_per_row(rb)],
+                bytes: words_to_bytes(&pack_q4_weights(bytes, n, rb, order)),
+            })
+        }),
+    }
+}
+
+/// The GPU transform of [`weight_layout`]: `q4_pack_weights`, one invocation per word.
+pub fn weight_gpu(order: NibbleOrder) -> GpuPackFn {
+    Box::new(move |c| {
+        let (n, rb) = weight_geometry(c)?;
+        let kw = words_per_row(rb);
+        let words = n
+            .checked_mul(kw)
+            .ok_or_else(|| invalid_program(format!("q4 weight [{n}, {rb}]: size overflows")))?;
+        Ok(GpuTransform {
+            dtype: DataType::Int32,
+            dims: vec![n, kw],
+            shader: ShaderId::Q4PackWeights,
+            push: Push::new()
+                .u32(to_u32(n, "N")?)
+                .u32(to_u32(rb, "row_bytes")?)
+                .u32(to_u32(kw, "KW")?)
+                .u32((order == NibbleOrder::EvenHigh) as u32)
+                .finish(),
+            global: Global::Linear(to_u32(words, "packed words")? as u64),
+        })
+    })
+}
+
+/// CPU reference: transposed per-group scales `[groups, n_stride]` -> `[n][groups]`.
+pub fn pack_q4_scales(src: &[f32], n: usize, groups: usize, n_stride: usize) -> Vec<f32> {
+    let mut out = vec![0f32; n * groups];
+    for row in 0..n {
+        for g in 0..groups {
+            out[row * groups + g] = src[g * n_stride + row];
+        }
+    }
+    out
+}
+
+/// q4gsw scales: serialized `[groups, N']` (N' >= n) -> fp32 `[n, groups]`.
+pub fn group_scales_layout(n: usize, groups: usize) -> Layout {
+    Layout {
+        name: format!("q4s_t_n{n}_g{groups}"),
+        pack: Box::new(move |c, bytes| {
+            let v = float_values(c, bytes, "q4 scales")?;
+            let stride = match c.dims.as_slice() {
+                &[g, np] if g == groups && np >= n => np,
+                d => {
+                    return Err(internal(format!(
+                    "q4 scales layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
+                    c.constant_id
+                )))
+                }
+            };
+            Ok(Packed {
+                dtype: DataType::Float32,
+                dims: vec![n, groups],
+                bytes: floats_to_bytes(&pack_q4_scales(&v, n, groups, stride)),
+            })
+        }),
+    }
+}
+
+/// qcs4w scales: per-channel `[n]` -> fp32 `[n, 1]` (one group spanning the row).
+pub fn channel_scales_layout(n: usize) -> Layout {
+    Layout {
+        name: format!("q4s_c_n{n}"),
+        pack: Box::new(move |c, bytes| {
+            let v = float_values(c, bytes, "qcs4w scales")?;
+            if v.len() < n {
+                return Err(internal(format!(
+                    "qcs4w scales layout: constant {} has {} values, expected {n}",
+                    c.constant_id,
+                    v.len()
+                )));
+            }
+            Ok(Packed {
+                dtype: DataType::Float32,
+                dims: vec![n, 1],
+                bytes: floats_to_bytes(&v[..n]),
+            })
+        }),
+    }
+}
+
+/// A bias constant (`[N]`, or padded longer) as its first `n` values in fp32.
+pub fn bias_layout(n: usize) -> Layout {
+    Layout {
+        name: format!("f32_first{n}"),
+        pack: Box::new(move |c, bytes| {
+            let v = float_values(c, bytes, "bias")?;
+            if v.len() < n {
+                return Err(internal(format!(
+                    "bias layout: constant {} has {} values, expected >= {n}",
+                    c.constant_id,
+                    v.len()
+                )));
+            }
+            Ok(Packed {
+                dtype: DataType::Float32,
+                dims: vec![n],
+                bytes: floats_to_bytes(&v[..n]),
+            })
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packs_both_nibble_orders_with_padding() {
+        // Row of 3 bytes = 6 codes; Kpad = 32 -> 4 words.
+        let src = [0x21u8, 0x43, 0x65];
+        let lo = pack_q4_weights(&src, 1, 3, NibbleOrder::EvenLow);
+        assert_eq!(lo, vec![0x8865_4321, 0x8888_8888, 0x8888_8888, 0x8888_8888]);
+        let hi = pack_q4_weights(&src, 1, 3, NibbleOrder::EvenHigh);
+        assert_eq!(hi, vec![0x8856_3412, 0x8888_8888, 0x8888_8888, 0x8888_8888]);
+        assert_eq!(padded_k(16), 32);
+        assert_eq!(padded_k(17), 64);
+        assert_eq!(
+            pack_q4_scales(&[1., 2., 9., 3., 4., 9.], 2, 2, 3),
+            vec![1., 3., 2., 4.]
+        );
+    }
+}

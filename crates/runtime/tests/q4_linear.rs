@@ -1,0 +1,834 @@
+//! The 4-bit linear family (`et_vk.linear_q4gsw`, its alias and backward,
+//! `et_vk.linear_qcs4w`) against an f64 CPU reference, the packed-weight prepack (CPU and
+//! GPU packers bit for bit, one shared buffer for forward + backward), the load-time
+//! limits, dynamic M re-selecting kernels, and the exporter fixtures c1 / d1 / f1.
+//!
+//! Random data per the issue: codes uniform in [0, 15], scales uniform in [0.005, 0.015],
+//! activations uniform in [-1, 1], fresh per case (seeded, so failures reproduce).
+
+mod common;
+use common::*;
+
+use etvk_format::ir::DataType;
+use etvk_format::writer::{named_key, GraphBuilder};
+use etvk_runtime::prepack::q4::{pack_q4_weights, NibbleOrder};
+use etvk_runtime::*;
+
+const Q4GSW: &str = "et_vk.linear_q4gsw.default";
+const Q4GSW_ALIAS: &str = "et_vk.q4gsw_linear.default";
+const Q4GSW_BWD: &str = "et_vk.linear_q4gsw_backward.default";
+const QCS4W: &str = "et_vk.linear_qcs4w.default";
+
+/// splitmix64: a small seeded PRNG (no dependencies).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [lo, hi).
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    fn code(&mut self) -> u8 {
+        (self.next_u64() >> 60) as u8
+    }
+    fn floats(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f32> {
+        (0..n).map(|_| self.uniform(lo, hi) as f32).collect()
+    }
+}
+
+/// Random 4-bit weights: codes [n][k] for k < K (padding up to 2 * row_bytes is code 8, as
+/// the exporter writes it) and their serialized bytes in `order`.
+struct Weights {
+    n: usize,
+    /// Logical K (codes past it are 8).
+    k: usize,
+    row_bytes: usize,
+    codes: Vec<u8>,
+    bytes: Vec<u8>,
+}
+
+fn random_weights(
+    rng: &mut Rng,
+    n: usize,
+    k: usize,
+    row_bytes: usize,
+    order: NibbleOrder,
+) -> Weights {
+    let kp = 2 * row_bytes;
+    assert!(kp >= k);
+    let mut codes = vec![8u8; n * kp];
+    for r in 0..n {
+        for c in 0..k {
+            codes[r * kp + c] = rng.code();
+        }
+    }
+    let bytes = serialize(&codes, n, row_bytes, order);
+    Weights {
+        n,
+        k,
+        row_bytes,
+        codes,
+        bytes,
+    }
+}
+
+fn serialize(codes: &[u8], n: usize, row_bytes: usize, order: NibbleOrder) -> Vec<u8> {
+    let kp = 2 * row_bytes;
+    let mut out = vec![0u8; n * row_bytes];
+    for r in 0..n {
+        for j in 0..row_bytes {
+            let (even, odd) = (codes[r * kp + 2 * j], codes[r * kp + 2 * j + 1]);
+            out[r * row_bytes + j] = match order {
+                NibbleOrder::EvenLow => even | (odd << 4),
+                NibbleOrder::EvenHigh => (even << 4) | odd,
+            };
+        }
+    }
+    out
+}
+
+impl Weights {
+    fn kp(&self) -> usize {
+        2 * self.row_bytes
+    }
+    /// q(n, k) = code - 8 for k < Kp.
+    fn q(&self, n: usize, k: usize) -> f64 {
+        self.codes[n * self.kp() + k] as f64 - 8.0
+    }
+}
+
+/// Dequantized W[n][k] (k < Kp) with q4gsw per-group scales `[G, n_pad]` (k >= G * gs: 0).
+fn dequant_gsw(w: &Weights, scales: &[f32], n_pad: usize, gs: usize) -> Vec<f64> {
+    let g_count = scales.len() / n_pad;
+    let kp = w.kp();
+    let mut out = vec![0f64; w.n * kp];
+    for n in 0..w.n {
+        for k in 0..kp {
+            let g = k / gs;
+            if g < g_count {
+                out[n * kp + k] = w.q(n, k) * scales[g * n_pad + n] as f64;
+            }
+        }
+    }
+    out
+}
+
+/// out[m][n] = sum_{k < K} x[m][k] * wd[n][k] + bias[n].
+fn ref_forward(
+    x: &[f32],
+    wd: &[f64],
+    kp: usize,
+    bias: Option<&[f32]>,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Vec<f64> {
+    let mut out = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = bias.map(|b| b[j] as f64).unwrap_or(0.0);
+            for kk in 0..k {
+                acc += x[i * k + kk] as f64 * wd[j * kp + kk];
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
+/// dx[m][k] = sum_n dy[m][n] * wd[n][k] for k < kout.
+fn ref_backward(dy: &[f32], wd: &[f64], kp: usize, m: usize, n: usize, kout: usize) -> Vec<f64> {
+    let mut out = vec![0f64; m * kout];
+    for i in 0..m {
+        for k in 0..kout {
+            let mut acc = 0f64;
+            for j in 0..n {
+                acc += dy[i * n + j] as f64 * wd[j * kp + k];
+            }
+            out[i * kout + k] = acc;
+        }
+    }
+    out
+}
+
+/// `||got - want|| / ||want|| <= 1e-5`.
+fn assert_rel(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let (mut num, mut den) = (0f64, 0f64);
+    for (g, w) in got.iter().zip(want) {
+        num += (*g as f64 - w).powi(2);
+        den += w * w;
+    }
+    let rel = (num / den.max(1e-300)).sqrt();
+    assert!(rel <= 1e-5, "{what}: relative error {rel:e} > 1e-5");
+}
+
+fn f32b(v: &[f32]) -> Vec<u8> {
+    f32_bytes(v)
+}
+
+/// A graph under construction plus its named data.
+struct G {
+    b: GraphBuilder,
+    named: MapData,
+}
+
+impl G {
+    fn new() -> G {
+        G {
+            b: GraphBuilder::new(),
+            named: MapData::default(),
+        }
+    }
+    fn constant(&mut self, dtype: DataType, dims: &[usize], bytes: Vec<u8>) -> usize {
+        let key = named_key(&bytes);
+        let id = self.b.add_constant_named(dtype, dims, &key);
+        self.named.0.insert(key, bytes);
+        id
+    }
+    fn input(&mut self, dims: &[usize]) -> usize {
+        let id = self.b.add_tensor(DataType::Float32, dims);
+        self.b.mark_input(id);
+        id
+    }
+    fn output(&mut self, dims: &[usize]) -> usize {
+        let id = self.b.add_tensor(DataType::Float32, dims);
+        self.b.mark_output(id);
+        id
+    }
+    fn load(self, be: &std::sync::Arc<Backend>, specs: &[(String, Vec<u8>)]) -> Result<Delegate> {
+        let blob = self.b.finish_delegate();
+        Delegate::init(be, &blob, specs, &self.named)
+    }
+}
+
+fn dynamic() -> Vec<(String, Vec<u8>)> {
+    vec![("require_dynamic_shapes".to_string(), vec![1])]
+}
+
+/// One random q4gsw problem: weights, transposed scales [G, round4(N)], its dequantized W.
+struct Q4gswCase {
+    w: Weights,
+    scales: Vec<f32>,
+    groups: usize,
+    n_pad: usize,
+    gs: usize,
+    wd: Vec<f64>,
+}
+
+fn q4gsw_case(rng: &mut Rng, k: usize, n: usize, gs: usize) -> Q4gswCase {
+    let row_bytes = k.div_ceil(8) * 4; // Kp = K rounded up to 8
+    let w = random_weights(rng, n, k, row_bytes, NibbleOrder::EvenLow);
+    let groups = k.div_ceil(gs);
+    let n_pad = n.div_ceil(4) * 4;
+    let scales = rng.floats(groups * n_pad, 0.005, 0.015);
+    let wd = dequant_gsw(&w, &scales, n_pad, gs);
+    Q4gswCase {
+        w,
+        scales,
+        groups,
+        n_pad,
+        gs,
+        wd,
+    }
+}
+
+/// Add the weights, scales and group size of `c` to `g`: (weights, scales, gs) value ids.
+fn add_q4gsw_consts(g: &mut G, c: &Q4gswCase) -> (usize, usize, usize) {
+    let w = g.constant(DataType::Uint8, &[c.w.n, c.w.row_bytes], c.w.bytes.clone());
+    let s = g.constant(DataType::Float32, &[c.groups, c.n_pad], f32b(&c.scales));
+    let gs = g.b.add_int(c.gs as i64);
+    (w, s, gs)
+}
+
+fn run1(d: &mut Delegate, x_dims: &[usize], x: &[f32]) -> (Vec<usize>, Vec<f32>) {
+    let mut args = vec![host_f32(x_dims, x), empty_out()];
+    d.execute(&mut args).unwrap();
+    out_f32(&args[1])
+}
+
+/// Forward q4gsw with x sizes `lead ++ [K]`, optionally with a (padded) bias.
+fn check_forward(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    bias: bool,
+    op: &str,
+) {
+    let mut rng = Rng::new(seed);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let m: usize = lead.iter().product();
+    let x = rng.floats(m * k, -1.0, 1.0);
+    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
+    let mut g = G::new();
+    let mut xd = lead.to_vec();
+    xd.push(k);
+    let mut od = lead.to_vec();
+    od.push(n);
+    let xi = g.input(&xd);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = if bias {
+        g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v))
+    } else {
+        g.b.add_null()
+    };
+    let o = g.output(&od);
+    g.b.add_op(op, &[xi, w, s, gsv, b, o]);
+    let mut d = g.load(be, &[]).unwrap();
+    let (sizes, got) = run1(&mut d, &xd, &x);
+    assert_eq!(sizes, od);
+    let want = ref_forward(&x, &c.wd, c.w.kp(), bias.then_some(&bias_v[..]), m, k, n);
+    assert_rel(
+        &got,
+        &want,
+        &format!("{op} lead {lead:?} K {k} N {n} gs {gs} bias {bias}"),
+    );
+    let prof = d.profile();
+    assert_eq!(prof.len(), 1);
+    assert!(prof[0].0.starts_with(op), "{prof:?}");
+}
+
+/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [Kp]`.
+fn check_backward(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    k: usize,
+    n: usize,
+    gs: usize,
+) {
+    let mut rng = Rng::new(seed);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let m: usize = lead.iter().product();
+    let kp = c.w.kp();
+    let dy = rng.floats(m * n, -1.0, 1.0);
+    let mut g = G::new();
+    let mut yd = lead.to_vec();
+    yd.push(n);
+    let mut xd = lead.to_vec();
+    xd.push(kp);
+    let yi = g.input(&yd);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let o = g.output(&xd);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+    let mut d = g.load(be, &[]).unwrap();
+    let (sizes, got) = run1(&mut d, &yd, &dy);
+    assert_eq!(sizes, xd);
+    let want = ref_backward(&dy, &c.wd, kp, m, n, kp);
+    assert_rel(
+        &got,
+        &want,
+        &format!("backward lead {lead:?} K {k} N {n} gs {gs}"),
+    );
+}
+
+/// The issue's (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
+/// unpadded).
+const SHAPES: &[(usize, usize, usize, usize)] = &[
+    (1, 64, 32, 16),
+    (4, 64, 32, 16),
+    (5, 128, 64, 32),
+    (32, 256, 128, 64),
+    (256, 128, 128, 32),
+    (1, 2048, 512, 32),
+    (7, 96, 40, 32),
+    (3, 100, 37, 4),
+    (9, 44, 5, 12),
+];
+
+#[test]
+fn q4gsw_forward_matches_f64_reference() {
+    let be = backend();
+    for (i, &(m, k, n, gs)) in SHAPES.iter().enumerate() {
+        for bias in [false, true] {
+            check_forward(
+                &be,
+                100 + 2 * i as u64 + bias as u64,
+                &[m],
+                (k, n, gs),
+                bias,
+                Q4GSW,
+            );
+        }
+    }
+    // Leading dims [2, 3, K], both entry names.
+    check_forward(&be, 7, &[2, 3], (64, 32, 16), true, Q4GSW);
+    check_forward(&be, 8, &[2, 3], (96, 40, 32), false, Q4GSW_ALIAS);
+    check_forward(&be, 9, &[2, 2, 3], (64, 48, 32), true, Q4GSW_ALIAS);
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+#[test]
+fn q4gsw_backward_matches_f64_reference() {
+    let be = backend();
+    for (i, &(m, k, n, gs)) in SHAPES.iter().enumerate() {
+        check_backward(&be, 200 + i as u64, &[m], k, n, gs);
+    }
+    check_backward(&be, 300, &[2, 3], 64, 32, 16);
+    check_backward(&be, 301, &[2, 3], 96, 40, 32);
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+#[test]
+fn qcs4w_matches_f64_reference() {
+    let be = backend();
+    for (i, &(lead, k, n)) in [
+        (&[1usize][..], 64usize, 32usize),
+        (&[3], 64, 32),
+        (&[64], 64, 32),
+        (&[1], 256, 96),
+        (&[3], 63, 37),
+        (&[2, 3], 128, 40),
+        (&[17], 33, 7),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut rng = Rng::new(400 + i as u64);
+        let w = random_weights(&mut rng, n, k, k.div_ceil(2), NibbleOrder::EvenHigh);
+        let scales = rng.floats(n, 0.005, 0.015);
+        let m: usize = lead.iter().product();
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let mut g = G::new();
+        let mut xd = lead.to_vec();
+        xd.push(k);
+        let mut od = lead.to_vec();
+        od.push(n);
+        let xi = g.input(&xd);
+        let wi = g.constant(DataType::Uint8, &[n, w.row_bytes], w.bytes.clone());
+        let si = g.constant(DataType::Float32, &[n], f32b(&scales));
+        let o = g.output(&od);
+        g.b.add_op(QCS4W, &[xi, wi, si, o]);
+        let mut d = g.load(&be, &[]).unwrap();
+        let (sizes, got) = run1(&mut d, &xd, &x);
+        assert_eq!(sizes, od);
+        let kp = w.kp();
+        let mut wd = vec![0f64; n * kp];
+        for r in 0..n {
+            for c in 0..kp {
+                wd[r * kp + c] = w.q(r, c) * scales[r] as f64;
+            }
+        }
+        let want = ref_forward(&x, &wd, kp, None, m, k, n);
+        assert_rel(&got, &want, &format!("qcs4w lead {lead:?} K {k} N {n}"));
+        assert_eq!(w.k, k);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// One loaded dynamic program: forward and backward of the same weight with M going
+/// 1 -> 64 -> 5 (GEMV, tiled, GEMV again); kernels are re-selected and named in profiles.
+#[test]
+fn dynamic_m_reselects_kernels() {
+    let be = backend();
+    let (k, n, gs, max_m) = (96, 40, 32, 64);
+    let mut rng = Rng::new(500);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(n, -1.0, 1.0);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let yi = g.input(&[max_m, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    let dx = g.output(&[max_m, kp]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
+    let mut d = g.load(&be, &dynamic()).unwrap();
+    for (m, fwd_kernel, bwd_kernel) in [
+        (1, "q4_linear_gemv_m1", "q4_linear_tiled_bwd_s8"),
+        (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
+        (5, "q4_linear_gemv_m8", "q4_linear_tiled_bwd_s8"),
+        (2, "q4_linear_gemv_m2", "q4_linear_tiled_bwd_s8"),
+    ] {
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let dy = rng.floats(m * n, -1.0, 1.0);
+        let mut args = vec![
+            host_f32(&[m, k], &x),
+            host_f32(&[m, n], &dy),
+            empty_out(),
+            empty_out(),
+        ];
+        d.execute(&mut args).unwrap();
+        let (os, got) = out_f32(&args[2]);
+        assert_eq!(os, vec![m, n]);
+        assert_rel(
+            &got,
+            &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
+            &format!("dynamic forward M {m}"),
+        );
+        let (xs, got) = out_f32(&args[3]);
+        assert_eq!(xs, vec![m, kp]);
+        assert_rel(
+            &got,
+            &ref_backward(&dy, &c.wd, kp, m, n, kp),
+            &format!("dynamic backward M {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            names,
+            vec![
+                format!("{Q4GSW}/{fwd_kernel}"),
+                format!("{Q4GSW_BWD}/{bwd_kernel}")
+            ],
+            "M = {m}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Forward and backward of the same constants share one packed weight and one packed
+/// scale buffer; the alias shares them too.
+#[test]
+fn forward_and_backward_share_one_packed_weight() {
+    let be = backend();
+    let mut rng = Rng::new(600);
+    let c = q4gsw_case(&mut rng, 64, 32, 16);
+    let mut g = G::new();
+    let xi = g.input(&[4, 64]);
+    let yi = g.input(&[4, 32]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let nul = g.b.add_null();
+    let o = g.output(&[4, 32]);
+    let o2 = g.output(&[4, 32]);
+    let dx = g.output(&[4, 64]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, nul, o]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
+    g.b.add_op(Q4GSW_ALIAS, &[xi, w, s, gsv, nul, o2]);
+    let d = g.load(&be, &[]).unwrap();
+    let packed = d.prepacked();
+    assert_eq!(packed.len(), 2, "{packed:#?}");
+    let weights: Vec<_> = packed
+        .iter()
+        .filter(|p| p.layout.starts_with("q4w_"))
+        .collect();
+    assert_eq!(weights.len(), 1, "{packed:#?}");
+    assert_eq!(weights[0].dims, vec![32, 8]);
+    assert!(weights[0].on_gpu);
+    // The shared buffer holds the reference packing.
+    let idx = packed
+        .iter()
+        .position(|p| p.layout.starts_with("q4w_"))
+        .unwrap();
+    let words = pack_q4_weights(&c.w.bytes, 32, 32, NibbleOrder::EvenLow);
+    let want: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert_eq!(d.read_prepacked(idx).unwrap(), want);
+}
+
+/// The GPU pack shader and the CPU reference packer agree bit for bit on odd sizes (odd N,
+/// row_bytes not a multiple of 4 or 16) in both nibble orders.
+#[test]
+fn gpu_and_cpu_packers_agree_bit_for_bit() {
+    let be = backend();
+    let cpu_spec = vec![(
+        etvk_runtime::builder::CPU_PREPACK_SPEC.to_string(),
+        vec![1u8],
+    )];
+    for (i, &(n, row_bytes)) in [
+        (1usize, 1usize),
+        (37, 13),
+        (29, 11),
+        (3, 17),
+        (64, 33),
+        (5, 50),
+        (131, 6),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut rng = Rng::new(700 + i as u64);
+        // Fully random bytes: every nibble, padding included, is arbitrary here.
+        let lo: Vec<u8> = (0..n * row_bytes).map(|_| rng.next_u64() as u8).collect();
+        let hi: Vec<u8> = (0..n * row_bytes).map(|_| rng.next_u64() as u8).collect();
+        let k = 2 * row_bytes;
+        let build = || {
+            let mut g = G::new();
+            let x = g.input(&[1, k]);
+            let wl = g.constant(DataType::Uint8, &[n, row_bytes], lo.clone());
+            let s = g.constant(DataType::Float32, &[1, n], f32b(&vec![0.01; n]));
+            let gs = g.b.add_int((k.div_ceil(4) * 4) as i64);
+            let nul = g.b.add_null();
+            let o = g.output(&[1, n]);
+            g.b.add_op(Q4GSW, &[x, wl, s, gs, nul, o]);
+            let wh = g.constant(DataType::Uint8, &[n, row_bytes], hi.clone());
+            let sc = g.constant(DataType::Float32, &[n], f32b(&vec![0.01; n]));
+            let o2 = g.output(&[1, n]);
+            g.b.add_op(QCS4W, &[x, wh, sc, o2]);
+            g
+        };
+        let gpu = build().load(&be, &[]).unwrap();
+        let cpu = build().load(&be, &cpu_spec).unwrap();
+        for (src, order) in [(&lo, NibbleOrder::EvenLow), (&hi, NibbleOrder::EvenHigh)] {
+            let layout = format!(
+                "q4w_k32_{}",
+                if order == NibbleOrder::EvenLow {
+                    "even_low"
+                } else {
+                    "even_high"
+                }
+            );
+            let find = |d: &Delegate| {
+                let p = d.prepacked();
+                let i = p.iter().position(|p| p.layout == layout).unwrap();
+                (p[i].on_gpu, d.read_prepacked(i).unwrap())
+            };
+            let (g_on, g_bytes) = find(&gpu);
+            let (c_on, c_bytes) = find(&cpu);
+            assert!(g_on && !c_on);
+            let words = pack_q4_weights(src, n, row_bytes, order);
+            let want: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            assert_eq!(
+                c_bytes, want,
+                "CPU path, N {n} row_bytes {row_bytes} {order:?}"
+            );
+            assert_eq!(
+                g_bytes, want,
+                "GPU path, N {n} row_bytes {row_bytes} {order:?}"
+            );
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Load-time limits: errors name the op, the shape and the rule.
+#[test]
+fn limits_are_checked_at_load() {
+    let be = backend();
+    let attempt = |x_dims: &[usize],
+                   x_dt: DataType,
+                   w_dt: DataType,
+                   w_dims: &[usize],
+                   s_dims: &[usize],
+                   gs: i64,
+                   out_dims: &[usize]| {
+        let mut g = G::new();
+        let xi = g.b.add_tensor(x_dt, x_dims);
+        g.b.mark_input(xi);
+        let wn: usize = w_dims.iter().product();
+        let w = g.constant(w_dt, w_dims, vec![0x88u8; wn * w_dt.size_bytes()]);
+        let sn: usize = s_dims.iter().product();
+        let s = g.constant(DataType::Float32, s_dims, f32b(&vec![0.01; sn]));
+        let gsv = g.b.add_int(gs);
+        let nul = g.b.add_null();
+        let o = g.output(out_dims);
+        g.b.add_op(Q4GSW, &[xi, w, s, gsv, nul, o]);
+        g.load(&be, &[]).err().expect("must fail")
+    };
+    let f32t = DataType::Float32;
+    let u8t = DataType::Uint8;
+    let cases: Vec<(Error, &[&str])> = vec![
+        (
+            attempt(&[4, 64], f32t, u8t, &[32, 32], &[4, 32], 6, &[4, 32]),
+            &["group_size = 6", "multiple of 4"],
+        ),
+        (
+            attempt(
+                &[4, 64],
+                f32t,
+                DataType::Int32,
+                &[32, 32],
+                &[4, 32],
+                16,
+                &[4, 32],
+            ),
+            &["weights must be uint8"],
+        ),
+        (
+            attempt(&[4, 64], f32t, u8t, &[32, 32], &[4, 16], 16, &[4, 32]),
+            &["N' = 16", "N = 32"],
+        ),
+        (
+            attempt(&[4, 64], f32t, u8t, &[32, 32], &[5, 32], 16, &[4, 32]),
+            &["G = 5", "Kp = 64"],
+        ),
+        (
+            attempt(&[4, 72], f32t, u8t, &[32, 32], &[4, 32], 16, &[4, 32]),
+            &["[4, 72]", "Kp = 64"],
+        ),
+        (
+            attempt(&[4, 64], f32t, u8t, &[32, 32], &[4, 32], 16, &[4, 31]),
+            &["[4, 31]", "N = 32"],
+        ),
+        (
+            attempt(
+                &[4, 64],
+                DataType::Float16,
+                u8t,
+                &[32, 32],
+                &[4, 32],
+                16,
+                &[4, 32],
+            ),
+            &["float16"],
+        ),
+        (
+            attempt(&[4, 64], f32t, u8t, &[2, 16, 32], &[4, 32], 16, &[4, 32]),
+            &["2-D"],
+        ),
+    ];
+    for (e, needles) in cases {
+        assert!(e.message.contains(Q4GSW), "{}", e.message);
+        for n in needles {
+            assert!(e.message.contains(n), "missing {n:?} in: {}", e.message);
+        }
+    }
+}
+
+// ---- exporter fixtures through Delegate::init ----
+
+fn load_named_data(name: &str) -> MapData {
+    let dir = fixture_dir(name);
+    let pte = std::fs::read(dir.join("model.pte")).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let layout = &summary["pte_layout"];
+    let base = layout["extended_header"]["segment_base_offset"]
+        .as_u64()
+        .unwrap() as usize;
+    let segs = layout["segments"].as_array().unwrap();
+    let mut map = MapData::default();
+    for nd in layout["named_data"].as_array().unwrap() {
+        let seg = &segs[nd["segment_index"].as_u64().unwrap() as usize];
+        let off = base + seg["offset"].as_u64().unwrap() as usize;
+        let size = seg["size"].as_u64().unwrap() as usize;
+        map.0.insert(
+            nd["key"].as_str().unwrap().to_string(),
+            pte[off..off + size].to_vec(),
+        );
+    }
+    map
+}
+
+fn run_fixture(name: &str, op: &str) {
+    let dir = fixture_dir(name);
+    let blob = std::fs::read(dir.join("delegate.bin")).unwrap();
+    let be = backend();
+    let named = load_named_data(name);
+    let mut d = Delegate::init(&be, &blob, &[], &named).unwrap();
+    let io: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("io.json")).unwrap()).unwrap();
+    let (atol, rtol) = (io["atol"].as_f64().unwrap(), io["rtol"].as_f64().unwrap());
+    let shape = |v: &serde_json::Value| -> Vec<usize> {
+        v["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect()
+    };
+    let cases = io["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for (i, case) in cases.iter().enumerate() {
+        let inp = &case["inputs"][0];
+        let out = &case["outputs"][0];
+        let x = f32s(&std::fs::read(dir.join(inp["file"].as_str().unwrap())).unwrap());
+        let y = f32s(&std::fs::read(dir.join(out["file"].as_str().unwrap())).unwrap());
+        let mut args = vec![host_f32(&shape(inp), &x), empty_out()];
+        d.execute(&mut args).unwrap();
+        let (sizes, got) = out_f32(&args[1]);
+        assert_eq!(sizes, shape(out), "{name} case {i}");
+        let want: Vec<f64> = y.iter().map(|v| *v as f64).collect();
+        assert_close(&got, &want, atol, rtol, &format!("{name} case {i}"));
+    }
+    assert!(d.profile()[0].0.starts_with(op));
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+#[test]
+fn fixture_c1_linear_q4gsw_gs32() {
+    run_fixture("c1_linear_q4gsw_gs32", Q4GSW);
+}
+
+#[test]
+fn fixture_d1_linear_qcs4w() {
+    run_fixture("d1_linear_qcs4w", QCS4W);
+}
+
+#[test]
+fn fixture_f1_linear_q4gsw_backward() {
+    run_fixture("f1_linear_q4gsw_backward", Q4GSW_BWD);
+}
+
+/// fp16 scales (widened to fp32 at load) and a bias that is a graph input rather than a
+/// constant (its first N values are read).
+#[test]
+fn fp16_scales_and_runtime_bias() {
+    let be = backend();
+    let (m, k, n, gs) = (3, 64, 24, 16);
+    let mut rng = Rng::new(900);
+    let mut c = q4gsw_case(&mut rng, k, n, gs);
+    // Round the scales to fp16 so the reference sees what the GPU sees.
+    let h: Vec<u16> = c.scales.iter().map(|&v| f32_to_f16_bits(v)).collect();
+    c.scales = h.iter().map(|&b| f16_bits_to_f32(b)).collect();
+    c.wd = dequant_gsw(&c.w, &c.scales, c.n_pad, gs);
+    let x = rng.floats(m * k, -1.0, 1.0);
+    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
+    let mut g = G::new();
+    let xi = g.input(&[m, k]);
+    let bi = g.input(&[c.n_pad]);
+    let w = g.constant(DataType::Uint8, &[n, c.w.row_bytes], c.w.bytes.clone());
+    let s = g.constant(
+        DataType::Float16,
+        &[c.groups, c.n_pad],
+        h.iter().flat_map(|b| b.to_le_bytes()).collect(),
+    );
+    let gsv = g.b.add_int(gs as i64);
+    let o = g.output(&[m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, bi, o]);
+    // qcs4w with fp16 per-channel scales on the same input.
+    let wq = random_weights(&mut rng, n, k, k / 2, NibbleOrder::EvenHigh);
+    let sq: Vec<u16> = rng
+        .floats(n, 0.005, 0.015)
+        .iter()
+        .map(|&v| f32_to_f16_bits(v))
+        .collect();
+    let wqi = g.constant(DataType::Uint8, &[n, k / 2], wq.bytes.clone());
+    let sqi = g.constant(
+        DataType::Float16,
+        &[n],
+        sq.iter().flat_map(|b| b.to_le_bytes()).collect(),
+    );
+    let o2 = g.output(&[m, n]);
+    g.b.add_op(QCS4W, &[xi, wqi, sqi, o2]);
+    let mut d = g.load(&be, &[]).unwrap();
+    let mut args = vec![
+        host_f32(&[m, k], &x),
+        host_f32(&[c.n_pad], &bias_v),
+        empty_out(),
+        empty_out(),
+    ];
+    d.execute(&mut args).unwrap();
+    let want = ref_forward(&x, &c.wd, c.w.kp(), Some(&bias_v), m, k, n);
+    assert_rel(&out_f32(&args[2]).1, &want, "fp16 scales, runtime bias");
+    let mut wd = vec![0f64; n * k];
+    for r in 0..n {
+        for col in 0..k {
+            wd[r * k + col] = wq.q(r, col) * f16_bits_to_f32(sq[r]) as f64;
+        }
+    }
+    assert_rel(
+        &out_f32(&args[3]).1,
+        &ref_forward(&x, &wd, k, None, m, k, n),
+        "qcs4w fp16 scales",
+    );
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+fn f32_to_f16_bits(v: f32) -> u16 {
+    etvk_runtime::dtype::f32_to_f16(v)
+}
+
+fn f16_bits_to_f32(h: u16) -> f32 {
+    etvk_runtime::dtype::f16_to_f32(h)
+}

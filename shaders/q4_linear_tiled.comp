@@ -1,0 +1,184 @@
+#version 450
+// Tiled 4-bit weight-only linear, fp32 arithmetic, over etvk's packed Q4 layout (rows n
+// contiguous along k, 8 codes per u32 word, KW words per row; see q4_pack_weights.comp) and
+// fp32 scales s[n][g] (g >= G has scale 0). Two directions over the same packed weight:
+//   forward  (BWD = 0):  out[m][n] = sum_k x[m][k]  * Wd[n][k] (+ bias[n])    A = x  [M][K]
+//   backward (BWD = 1):  dx[m][k]  = sum_n dy[m][n] * Wd[n][k]                A = dy [M][N]
+// with Wd[n][k] = (code(n,k) - 8) * s[n][k / gs]. Each workgroup computes a BM x BC tile of
+// the output (C = n forward, k backward), stepping the reduction BR at a time through shared
+// memory; each invocation owns TM x TC accumulators strided across the thread grid so
+// shared reads and global writes are contiguous. Workgroup ids are folded over (x, y).
+//
+// TILE variants (local size = NT = (BM/TM) * (BC/TC) = 256 for all):
+//   64:  64 x 64,  4 x 4 per thread, ~16.6 KiB shared (portable)
+//   128: 128 x 128, 8 x 8 per thread, ~33 KiB shared (only where maxComputeSharedMemorySize allows)
+//   8:   8 x 128,  1 x 4 per thread, ~17.6 KiB shared (small M, backward)
+#extension GL_EXT_control_flow_attributes : enable
+#include "common.glsl"
+
+#ifndef BWD
+#define BWD 0
+#endif
+#ifndef TILE
+#define TILE 64
+#endif
+
+#if TILE == 128
+#define BM 128
+#define BC 128
+#define TM 8
+#define TC 8
+#elif TILE == 8
+#define BM 8
+#define BC 128
+#define TM 1
+#define TC 4
+#else
+#define BM 64
+#define BC 64
+#define TM 4
+#define TC 4
+#endif
+#define BR 32
+#define NT ((BM / TM) * (BC / TC))
+
+layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+layout(set = 0, binding = 1) readonly buffer A { float a[]; };
+layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+
+layout(push_constant) uniform Params {
+  uint M;
+  uint N;         // weight rows
+  uint K;         // forward: activation row length; backward: output row length
+  uint KW;        // words per weight row (Kpad / 8)
+  uint G;         // scale groups per row
+  uint gs;        // group size (multiple of 4)
+  uint has_bias;  // forward only
+  uint pad_;
+} p;
+
+shared float As[BR][BM + 1];
+shared float Ws[BR][BC + 1];
+
+// Scale of weight row n for the 4 columns starting at kb (a multiple of 4).
+float scale_at(uint n, uint kb) {
+  const uint g = kb / p.gs;
+  return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+#if BWD
+  const uint C = p.K;   // output columns = k
+  const uint R = p.N;   // reduction over n
+  const uint arow = p.N;
+#else
+  const uint C = p.N;
+  const uint R = p.K;
+  const uint arow = p.K;
+#endif
+  const uint tiles_c = (C + BC - 1u) / BC;
+  const uint tiles_m = (p.M + BM - 1u) / BM;
+  const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (tile >= tiles_c * tiles_m) {
+    return;  // uniform per workgroup (folding leftovers)
+  }
+  const uint m0 = (tile / tiles_c) * BM;
+  const uint c0 = (tile % tiles_c) * BC;
+  const uint tx = t % (BC / TC);
+  const uint ty = t / (BC / TC);
+
+  float acc[TM][TC];
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    [[unroll]] for (uint j = 0u; j < TC; ++j) {
+      acc[i][j] = 0.0;
+    }
+  }
+
+  for (uint r0 = 0u; r0 < R; r0 += BR) {
+    // A tile: BM x BR, read along the reduction (contiguous), stored transposed.
+    for (uint e = t; e < BM * BR; e += NT) {
+      const uint mm = e / BR;
+      const uint rr = e % BR;
+      const uint m = m0 + mm;
+      const uint r = r0 + rr;
+      As[rr][mm] = (m < p.M && r < R) ? a[m * arow + r] : 0.0;
+    }
+#if BWD
+    // Weight tile: rows n = r0 .. r0+BR, columns k = c0 .. c0+BC (BC/8 words per row).
+    for (uint e = t; e < BR * (BC / 8); e += NT) {
+      const uint rr = e / (BC / 8);
+      const uint wi = e % (BC / 8);
+      const uint n = r0 + rr;
+      const uint kw = c0 / 8u + wi;
+      uint word = 0x88888888u;
+      if (n < p.N && kw < p.KW) {
+        word = w[n * p.KW + kw];
+      }
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        const float sc = scale_at(n, kw * 8u + 4u * h);
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          Ws[rr][wi * 8u + 4u * h + j] =
+              (float((word >> (16u * h + 4u * j)) & 15u) - 8.0) * sc;
+        }
+      }
+    }
+#else
+    // Weight tile: rows n = c0 .. c0+BC, columns k = r0 .. r0+BR (BR/8 words per row).
+    for (uint e = t; e < BC * (BR / 8); e += NT) {
+      const uint cc = e / (BR / 8);
+      const uint wi = e % (BR / 8);
+      const uint n = c0 + cc;
+      const uint kw = r0 / 8u + wi;
+      uint word = 0x88888888u;
+      if (n < p.N && kw < p.KW) {
+        word = w[n * p.KW + kw];
+      }
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        const float sc = scale_at(n, kw * 8u + 4u * h);
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          Ws[wi * 8u + 4u * h + j][cc] =
+              (float((word >> (16u * h + 4u * j)) & 15u) - 8.0) * sc;
+        }
+      }
+    }
+#endif
+    barrier();
+    [[unroll]] for (uint rr = 0u; rr < BR; ++rr) {
+      float av[TM];
+      float wv[TC];
+      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+        av[i] = As[rr][ty + i * (BM / TM)];
+      }
+      [[unroll]] for (uint j = 0u; j < TC; ++j) {
+        wv[j] = Ws[rr][tx + j * (BC / TC)];
+      }
+      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+        [[unroll]] for (uint j = 0u; j < TC; ++j) {
+          acc[i][j] = fma(av[i], wv[j], acc[i][j]);
+        }
+      }
+    }
+    barrier();
+  }
+
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    const uint m = m0 + ty + i * (BM / TM);
+    if (m < p.M) {
+      [[unroll]] for (uint j = 0u; j < TC; ++j) {
+        const uint c = c0 + tx + j * (BC / TC);
+        if (c < C) {
+          float v = acc[i][j];
+#if !BWD
+          if (p.has_bias != 0u) {
+            v += bias[c];
+          }
+#endif
+          outp[m * C + c] = v;
+        }
+      }
+    }
+  }
+}

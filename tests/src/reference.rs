@@ -1,0 +1,224 @@
+//! CPU references in f64, written from the ATen semantics (not from the shaders).
+//!
+//! Results are returned in the output dtype's values (rounded once at the end by
+//! [`Tensor::new`]), so a reference is "the exact result, rounded to the output dtype".
+
+use etvk_format::ir::DataType;
+
+use crate::tensor::{numel, strides, unravel, Tensor};
+
+/// `a[M, K] @ b[K, N]` on flat row-major slices.
+pub fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            out[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    out
+}
+
+/// Transpose of a row-major `[r, c]` matrix.
+pub fn transpose2(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+    let mut out = vec![0.0; r * c];
+    for i in 0..r {
+        for j in 0..c {
+            out[j * r + i] = a[i * c + j];
+        }
+    }
+    out
+}
+
+/// `aten.linear`: `x[..., K] @ w[N, K]^T + bias[N]`.
+pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Tensor {
+    let (n, k) = (w.sizes[0], w.sizes[1]);
+    assert_eq!(
+        x.sizes.last(),
+        Some(&k),
+        "linear: x {:?} w {:?}",
+        x.sizes,
+        w.sizes
+    );
+    let m = x.numel() / k;
+    let mut out = matmul(&x.data, &transpose2(&w.data, n, k), m, k, n);
+    if let Some(b) = bias {
+        for (i, v) in out.iter_mut().enumerate() {
+            *v += b.data[i % n];
+        }
+    }
+    let mut sizes = x.sizes.clone();
+    *sizes.last_mut().expect("rank >= 1") = n;
+    Tensor::new(x.dtype, &sizes, out)
+}
+
+/// `aten.mm`: `a[M, K] @ b[K, N]`.
+pub fn mm(a: &Tensor, b: &Tensor) -> Tensor {
+    let (m, k, n) = (a.sizes[0], a.sizes[1], b.sizes[1]);
+    assert_eq!(b.sizes[0], k, "mm: a {:?} b {:?}", a.sizes, b.sizes);
+    Tensor::new(a.dtype, &[m, n], matmul(&a.data, &b.data, m, k, n))
+}
+
+/// `aten.bmm`: `a[B, M, K] @ b[B, K, N]`.
+pub fn bmm(a: &Tensor, b: &Tensor) -> Tensor {
+    let (bt, m, k, n) = (a.sizes[0], a.sizes[1], a.sizes[2], b.sizes[2]);
+    assert_eq!(
+        &b.sizes[..2],
+        &[bt, k],
+        "bmm: a {:?} b {:?}",
+        a.sizes,
+        b.sizes
+    );
+    let mut out = Vec::with_capacity(bt * m * n);
+    for i in 0..bt {
+        out.extend(matmul(
+            &a.data[i * m * k..(i + 1) * m * k],
+            &b.data[i * k * n..(i + 1) * k * n],
+            m,
+            k,
+            n,
+        ));
+    }
+    Tensor::new(a.dtype, &[bt, m, n], out)
+}
+
+/// `aten.addmm`: `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to `[M, N]`.
+pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Tensor {
+    let (m, k, n) = (mat1.sizes[0], mat1.sizes[1], mat2.sizes[1]);
+    assert_eq!(
+        mat2.sizes[0], k,
+        "addmm: mat1 {:?} mat2 {:?}",
+        mat1.sizes, mat2.sizes
+    );
+    // Stay in f64 until the end: the product is not rounded to the output dtype on its own.
+    let prod = Tensor {
+        dtype: DataType::Float64,
+        sizes: vec![m, n],
+        data: matmul(&mat1.data, &mat2.data, m, k, n),
+    };
+    let bias64 = Tensor {
+        dtype: DataType::Float64,
+        ..bias.clone()
+    };
+    let out = broadcast_binary(&bias64, &prod, |s, p| beta * s + alpha * p);
+    assert_eq!(
+        out.sizes,
+        vec![m, n],
+        "addmm: self {:?} does not broadcast to [{m}, {n}]",
+        bias.sizes
+    );
+    Tensor::new(mat1.dtype, &out.sizes, out.data)
+}
+
+/// PyTorch broadcast of two shapes (right-aligned; sizes equal or 1).
+///
+/// # Panics
+/// If the shapes do not broadcast (a bug in a case).
+pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let r = a.len().max(b.len());
+    (0..r)
+        .map(|i| {
+            let da = if i + a.len() >= r {
+                a[i + a.len() - r]
+            } else {
+                1
+            };
+            let db = if i + b.len() >= r {
+                b[i + b.len() - r]
+            } else {
+                1
+            };
+            match (da, db) {
+                (x, y) if x == y => x,
+                (1, y) => y,
+                (x, 1) => x,
+                _ => panic!("shapes {a:?} and {b:?} do not broadcast"),
+            }
+        })
+        .collect()
+}
+
+/// Element of `t` at output multi-index `idx` of a broadcast result.
+fn broadcast_get(t: &Tensor, idx: &[usize]) -> f64 {
+    let st = strides(&t.sizes);
+    let off = idx.len() - t.sizes.len();
+    let flat: usize = t
+        .sizes
+        .iter()
+        .enumerate()
+        .map(|(d, &s)| if s == 1 { 0 } else { idx[off + d] * st[d] })
+        .sum();
+    t.data[flat]
+}
+
+/// Elementwise `f(a, b)` with PyTorch broadcasting; the result has `a`'s dtype.
+pub fn broadcast_binary(a: &Tensor, b: &Tensor, f: impl Fn(f64, f64) -> f64) -> Tensor {
+    let sizes = broadcast_shape(&a.sizes, &b.sizes);
+    let data = (0..numel(&sizes))
+        .map(|i| {
+            let idx = unravel(i, &sizes);
+            f(broadcast_get(a, &idx), broadcast_get(b, &idx))
+        })
+        .collect();
+    Tensor::new(a.dtype, &sizes, data)
+}
+
+/// Elementwise `f(x)`.
+pub fn unary(x: &Tensor, f: impl Fn(f64) -> f64) -> Tensor {
+    Tensor::new(x.dtype, &x.sizes, x.data.iter().map(|&v| f(v)).collect())
+}
+
+/// The logistic function.
+pub fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// `aten.permute_copy`: `out.sizes[i] = x.sizes[dims[i]]` (negative dims count from the end).
+pub fn permute(x: &Tensor, dims: &[i64]) -> Tensor {
+    let r = x.sizes.len();
+    let dims: Vec<usize> = dims
+        .iter()
+        .map(|&d| {
+            if d < 0 {
+                (d + r as i64) as usize
+            } else {
+                d as usize
+            }
+        })
+        .collect();
+    let sizes: Vec<usize> = dims.iter().map(|&d| x.sizes[d]).collect();
+    let st = strides(&x.sizes);
+    let data = (0..x.numel())
+        .map(|i| {
+            let idx = unravel(i, &sizes);
+            let src: usize = idx.iter().zip(&dims).map(|(&v, &d)| v * st[d]).sum();
+            x.data[src]
+        })
+        .collect();
+    Tensor::new(x.dtype, &sizes, data)
+}
+
+/// `aten.view_copy` sizes with at most one `-1` resolved against `numel`.
+///
+/// # Panics
+/// If the sizes do not fit `numel` (a bug in a case).
+pub fn view_sizes(sizes: &[i64], numel: usize) -> Vec<usize> {
+    let known: usize = sizes
+        .iter()
+        .filter(|&&s| s >= 0)
+        .map(|&s| s as usize)
+        .product();
+    sizes
+        .iter()
+        .map(|&s| {
+            if s < 0 {
+                assert!(
+                    known > 0 && numel.is_multiple_of(known),
+                    "view {sizes:?} of {numel}"
+                );
+                numel / known
+            } else {
+                s as usize
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,58 @@
+//! The fixture programs of `tests/fixtures/`, through the backend API (the program's
+//! `VulkanBackend` delegate, every `io.json` case in order on one loaded delegate) and
+//! through the `etvk run` CLI (one invocation, every case as a `--call`).
+//!
+//! Add a fixture with one line in `fixtures!`: `name => [delegate, cli]`, or `[cli]` for
+//! programs that need the host (several delegates, CPU ops between them).
+
+use std::path::Path;
+
+/// `name => [ways]`: one module per fixture, one test per way.
+macro_rules! fixtures {
+    ($($name:ident => [$($way:ident),*]),* $(,)?) => {
+        $(
+            // Fixture names keep their spelling (`f3_linear_dW`).
+            #[allow(non_snake_case)]
+            mod $name {
+                $(
+                    #[test]
+                    fn $way() {
+                        super::$way(stringify!($name));
+                    }
+                )*
+            }
+        )*
+    };
+}
+
+fixtures! {
+    a_linear_fp32 => [delegate, cli],
+    a3_linear_fp32_buffer_storage => [delegate, cli],
+    b_mlp_fp32 => [delegate, cli],
+    g1_mlp_dynamic_batch => [delegate, cli],
+    c1_linear_q4gsw_gs32 => [delegate, cli],
+    d1_linear_qcs4w => [delegate, cli],
+    f1_linear_q4gsw_backward => [delegate, cli],
+    f3_linear_dW => [delegate, cli],
+}
+
+fn delegate(name: &str) {
+    if let Err(e) = etvk_tests::fixtures::run_delegate(name) {
+        panic!("{e}");
+    }
+}
+
+fn cli(name: &str) {
+    let out_root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("etvk-fixtures");
+    if let Err(e) = etvk_tests::fixtures::run_cli(name, &out_root) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn g1_cases_resize_down_and_up() {
+    // The dynamic fixture is only meaningful if its cases really change the batch.
+    let io = etvk_tests::fixtures::load_io("g1_mlp_dynamic_batch").unwrap();
+    let batches: Vec<usize> = io.cases.iter().map(|c| c.inputs[0].shape[0]).collect();
+    assert_eq!(batches, vec![8, 1, 5, 32]);
+}
