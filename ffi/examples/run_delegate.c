@@ -6,7 +6,10 @@
  *   T = DTYPE:SHAPE:FILE, DTYPE in float32 float64 float16 int8 uint8 int16 int32 int64 bool,
  *       SHAPE = comma-separated sizes ("4,64"; empty for a scalar), FILE raw little-endian.
  *   NAMED_DATA_DIR holds the program's named data as <key>.bin.
- * One init, one execute per --case. Exit 0 when every output matches within
+ *   --spec passes one of the program's compile specs: VALUE is raw text, or the value's bytes
+ *       in hex after "0x" (exporters serialize flags as bytes: require_dynamic_shapes=0x01).
+ * One init, one execute per --case; each case's inputs carry their own sizes (a program with
+ * dynamic shapes resizes between cases). Exit 0 when every output matches within
  * |got - want| <= atol + rtol * |want|, 1 on a mismatch, 2 on an error. */
 #include "etvk.h"
 
@@ -18,6 +21,7 @@
 #define MAX_ARGS 64
 #define MAX_CASES 64
 #define MAX_SPECS 16
+#define MAX_SPEC_BYTES 64
 
 /* A tensor argument; for outputs `want` holds the expected bytes (`t.nbytes` of them). */
 typedef struct { EtvkTensor t; const char *file; void *want; } Arg;
@@ -104,6 +108,35 @@ static void parse_arg(char *spec, int is_input, Arg *a) {
   a->t.nbytes = len;
 }
 
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Parse KEY=VALUE into `cs`; hex values are decoded into `buf`. */
+static void parse_spec(char *s, EtvkCompileSpec *cs, uint8_t buf[MAX_SPEC_BYTES]) {
+  char *eq = strchr(s, '='), *v;
+  size_t n = 0;
+  if (!eq) die("--spec needs KEY=VALUE");
+  *eq = '\0';
+  v = eq + 1;
+  cs->key = s;
+  if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+    for (v += 2; *v; v += 2) {
+      int hi = hex_digit(v[0]), lo = v[1] ? hex_digit(v[1]) : -1;
+      if (hi < 0 || lo < 0 || n == MAX_SPEC_BYTES) die("bad hex --spec value");
+      buf[n++] = (uint8_t)(hi * 16 + lo);
+    }
+    cs->value = buf;
+  } else {
+    n = strlen(v);
+    cs->value = (const uint8_t *)v;
+  }
+  cs->value_len = n;
+}
+
 static int32_t lookup_cb(void *user, const char *key, size_t key_len, const uint8_t **data,
                          size_t *len) {
   Lookup *l = (Lookup *)user;
@@ -168,6 +201,7 @@ static int check(int c, int k, const Arg *a, const EtvkTensor *got, double atol,
 int main(int argc, char **argv) {
   static Case cases[MAX_CASES];
   EtvkCompileSpec specs[MAX_SPECS];
+  static uint8_t spec_bytes[MAX_SPECS][MAX_SPEC_BYTES];
   int n_cases = 0, n_specs = 0, i, c, failed = 0;
   double atol = 1e-3, rtol = 1e-3;
   Lookup lookup;
@@ -195,12 +229,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--rtol")) {
       rtol = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--spec")) {
-      char *eq = strchr(argv[++i], '=');
-      if (!eq || n_specs == MAX_SPECS) die("bad --spec");
-      *eq = '\0';
-      specs[n_specs].key = argv[i];
-      specs[n_specs].value = (const uint8_t *)(eq + 1);
-      specs[n_specs++].value_len = strlen(eq + 1);
+      if (n_specs == MAX_SPECS) die("too many --spec");
+      parse_spec(argv[++i], &specs[n_specs], spec_bytes[n_specs]);
+      n_specs++;
     } else if (!cs) {
       die("--in/--out before the first --case");
     } else if (!strcmp(argv[i], "--in") && cs->n_in < MAX_ARGS) {

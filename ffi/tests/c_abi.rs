@@ -159,15 +159,53 @@ fn extract_named_data(name: &str, dir: &Path) {
     }
 }
 
-/// The C example's command line for every case of fixture `name` (one init, one execute
-/// per case); `rotate_expected` pairs case k with case k+1's expected outputs.
+/// The compile specs of fixture `name`'s Vulkan delegate, as the C example's `--spec`
+/// arguments (`KEY=0x<hex bytes>`: the values are bytes, e.g. `require_dynamic_shapes=0x01`).
+fn spec_args(name: &str) -> Vec<String> {
+    let pte = std::fs::read(fixture(name).join("model.pte")).expect("read model.pte");
+    let program = etvk_format::program::parse_program(pte)
+        .unwrap_or_else(|e| panic!("parse_program({name}/model.pte): {e}"));
+    let delegates: Vec<_> = program
+        .plans
+        .iter()
+        .flat_map(|p| &p.delegates)
+        .filter(|d| d.id == "VulkanBackend")
+        .collect();
+    assert_eq!(delegates.len(), 1, "{name}: one Vulkan delegate expected");
+    delegates[0]
+        .compile_specs
+        .iter()
+        .map(|(key, value)| {
+            let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{key}=0x{hex}")
+        })
+        .collect()
+}
+
+/// The C example's command line for every case of fixture `name` (one init with the
+/// program's compile specs, one execute per case); `rotate_expected` pairs case k with case
+/// k+1's expected outputs.
 fn fixture_command(exe: &Path, name: &str, named: &Path, rotate_expected: bool) -> Command {
+    fixture_command_with_specs(exe, name, named, rotate_expected, &spec_args(name))
+}
+
+/// [`fixture_command`] with `specs` (`KEY=VALUE`) in place of the program's compile specs.
+fn fixture_command_with_specs(
+    exe: &Path,
+    name: &str,
+    named: &Path,
+    rotate_expected: bool,
+    specs: &[String],
+) -> Command {
     let dir = fixture(name);
     let io: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("io.json")).expect("read io.json"))
             .expect("parse io.json");
     let mut cmd = Command::new(exe);
     cmd.arg(dir.join("delegate.bin")).arg(named);
+    for spec in specs {
+        cmd.arg("--spec").arg(spec);
+    }
     cmd.arg("--atol").arg(io["atol"].to_string());
     cmd.arg("--rtol").arg(io["rtol"].to_string());
     let cases = io["cases"].as_array().expect("cases");
@@ -211,8 +249,9 @@ fn run(mut cmd: Command) -> (Option<i32>, String, String) {
     (out.status.code(), stdout, stderr)
 }
 
-/// Run the C example on every case of fixture `name` and expect all outputs to match.
-fn run_fixture_through_c(name: &str) {
+/// Run the C example on every case of fixture `name` and expect all outputs to match;
+/// returns its stdout.
+fn run_fixture_through_c(name: &str) -> String {
     let (exe, lib_dir) = c_example();
     let work = scratch(name);
     let named = work.join("named");
@@ -225,8 +264,16 @@ fn run_fixture_through_c(name: &str) {
         Some(0),
         "C example on {name} failed:\n{stdout}\n{stderr}"
     );
-    assert!(stdout.contains("OK: "), "unexpected output:\n{stdout}");
+    let cases = std::fs::read_to_string(fixture(name).join("io.json"))
+        .expect("read io.json")
+        .matches("\"inputs\"")
+        .count();
+    assert!(
+        stdout.contains(&format!("OK: {cases} case(s)")),
+        "unexpected output:\n{stdout}"
+    );
     let _ = std::fs::remove_dir_all(&work);
+    stdout
 }
 
 #[test]
@@ -237,6 +284,63 @@ fn c_example_a_linear_fp32() {
 #[test]
 fn c_example_b_mlp_fp32() {
     run_fixture_through_c("b_mlp_fp32");
+}
+
+/// Same module as a_linear_fp32, exported with `storage_type_override` (a compile spec the
+/// runtime accepts and ignores: every tensor is a buffer) and tensors tagged BUFFER.
+#[test]
+fn c_example_a3_linear_fp32_buffer_storage() {
+    assert_eq!(
+        spec_args("a3_linear_fp32_buffer_storage"),
+        ["storage_type_override=0x00000000"]
+    );
+    run_fixture_through_c("a3_linear_fp32_buffer_storage");
+}
+
+/// Dynamic batch: one init, cases of batch 8, 1, 5 and 32, each with its own input sizes
+/// and the produced output sizes checked against the expected ones.
+#[test]
+fn c_example_g1_mlp_dynamic_batch() {
+    assert_eq!(
+        spec_args("g1_mlp_dynamic_batch"),
+        ["require_dynamic_shapes=0x01"]
+    );
+    let stdout = run_fixture_through_c("g1_mlp_dynamic_batch");
+    for (case, batch) in [8, 1, 5, 32].into_iter().enumerate() {
+        let line = format!("case {case} out 0: {} elements,", batch * 64);
+        assert!(stdout.contains(&line), "no {line:?} in:\n{stdout}");
+    }
+}
+
+/// The compile specs reach the runtime: g1 with `require_dynamic_shapes` = 0 refuses its
+/// first case (batch 8, not the serialized 32) with an error naming the input and the size.
+#[test]
+fn c_example_g1_without_dynamic_shapes_refuses_a_resize() {
+    let (exe, lib_dir) = c_example();
+    let name = "g1_mlp_dynamic_batch";
+    let work = scratch("g1-static");
+    let named = work.join("named");
+    extract_named_data(name, &named);
+    let specs = ["require_dynamic_shapes=0x00".to_string()];
+    let mut cmd = fixture_command_with_specs(exe, name, &named, false, &specs);
+    with_lib_dir(&mut cmd, lib_dir);
+    let (code, stdout, stderr) = run(cmd);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("run_delegate: case 0: ")
+            && stderr.contains("input 0: sizes [8, 64]")
+            && stderr.contains("dynamic shapes"),
+        "{stderr}"
+    );
+
+    // A malformed hex value is the example's own usage error.
+    let specs = ["require_dynamic_shapes=0x1".to_string()];
+    let mut cmd = fixture_command_with_specs(exe, name, &named, false, &specs);
+    with_lib_dir(&mut cmd, lib_dir);
+    let (code, _, stderr) = run(cmd);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("bad hex --spec value"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 #[test]
