@@ -6,9 +6,10 @@
 //   param = p - lr * (m' / bc1) / (sqrt(v' / bc2) + eps)
 // The seven scalars are read from the graph's scalar buffer (f32 slots) at execute time,
 // so the host changes them between steps (bias corrections, schedules) without a rebuild.
-// Four consecutive elements per invocation (vec4 loads and stores, one set of scalar loads)
-// over a folded 2-D grid (linear_id); the last, partial group of four is done per component
-// so that nothing past numel is written.
+// Four consecutive elements per step (vec4 loads and stores) in a grid-stride loop over a
+// grid the host caps at a few waves: on an H200 one invocation per vec4 (262144 workgroups
+// for 2^26 parameters) ran at 0.37 of the copy rate, against 0.74 at 2^24. The last,
+// partial group of four is done per component so that nothing past numel is written.
 #include "common.glsl"
 
 layout(set = 0, binding = 0) buffer Param { vec4 param_[]; };
@@ -29,20 +30,8 @@ layout(push_constant) uniform Params {
   uint bc2;
 } p;
 
-void main() {
-  uint i = linear_id();
+void step(uint i, float lr, float beta1, float beta2, float eps, float wd, float bc1, float bc2) {
   uint base = i * 4u;
-  if (base >= p.numel) {
-    return;
-  }
-  float lr = scalars_[p.lr];
-  float beta1 = scalars_[p.beta1];
-  float beta2 = scalars_[p.beta2];
-  float eps = scalars_[p.eps];
-  float wd = scalars_[p.weight_decay];
-  float bc1 = scalars_[p.bc1];
-  float bc2 = scalars_[p.bc2];
-
   if (base + 4u <= p.numel) {
     vec4 g = grad_[i];
     vec4 w = param_[i];
@@ -65,5 +54,20 @@ void main() {
     m_[i][c] = m;
     v_[i][c] = v;
     param_[i][c] = w - lr * (m / bc1) / (sqrt(v / bc2) + eps);
+  }
+}
+
+void main() {
+  float lr = scalars_[p.lr];
+  float beta1 = scalars_[p.beta1];
+  float beta2 = scalars_[p.beta2];
+  float eps = scalars_[p.eps];
+  float wd = scalars_[p.weight_decay];
+  float bc1 = scalars_[p.bc1];
+  float bc2 = scalars_[p.bc2];
+  const uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
+  const uint nvec = (p.numel + 3u) / 4u;
+  for (uint i = linear_id(); i < nvec; i += stride) {
+    step(i, lr, beta1, beta2, eps, wd, bc1, bc2);
   }
 }

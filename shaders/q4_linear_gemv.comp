@@ -1,36 +1,40 @@
 #version 450
 // 4-bit weight-only linear for small M (M <= MT), fp32:
 //   out[m][n] = sum_k x[m][k] * (code(n,k) - 8) * s[n][k / gs]  (+ bias[n])
-// over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32, Kpad = KC * 32;
+// over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32 word, Kpad = KC * 32;
 // see q4_pack_weights.comp) and fp32 scales s[n][g] (G groups per row; g >= G has scale 0).
 //
-// A group of LANES invocations owns one output row n; ROWS rows per workgroup. The
-// activations are staged through shared memory a tile of XT columns at a time: every
-// workgroup reads each x element from L2 once, coalesced, instead of each lane fetching its
-// own 32 consecutive floats (a 128-byte lane stride that defeats coalescing and made the
-// first version latency-bound at ~3% of the read ceiling on an H200). The tile is stored
-// with one padding float per 32 so that lanes reading 32 consecutive floats each, 32 apart,
-// hit different banks. Weights stream as uvec4 (32 k) per lane, consecutive lanes on
-// consecutive 16-byte chunks of the row; all of a lane's chunks in a tile are loaded before
-// any is used, to keep several loads in flight. Zero-padded columns past K need no guards.
+// A group of LANES invocations owns R = max(1, 4 / MT) consecutive output rows (ROWS groups per
+// workgroup, so ROWS * R rows). Lane l takes words l, l + LANES, ... of each of its rows: a
+// subgroup's loads cover LANES consecutive words, and the 8 activations a lane needs (two
+// vec4) sit 32 bytes from its neighbour's, so both streams coalesce; each activation load
+// serves R rows (without that, M = 1 re-reads x from L1 once per row and L1 bandwidth, not
+// DRAM, bounds the kernel). U words per row and lane are loaded before any is used. No shared
+// memory or barriers in the loop, few registers: the whole grid is resident at once.
+// The inner loop is instruction-bound, so every nibble costs ~4 operations: a code becomes a
+// float without an int-to-float conversion (quarter rate on NVIDIA) by OR-ing it into the
+// mantissa of 2^23 and subtracting 2^23 + 8, which is exact; the group of a word comes from a
+// shift when group_size / 8 is a power of two (`gshift`), a division otherwise.
+// Measured history on an H200, 8192x8192 (docs/performance.md): lanes on 32-k chunks with
+// scalar x loads: 274 us; x staged through shared memory: 44 us; one word per lane with
+// int-to-float conversions: 43 us; uvec4 per lane, vec4 x loads: 77 us.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
 #ifndef MT
 #define MT 1
 #endif
-// x columns per tile: 4096 / MT floats (16 KiB + skew), within lavapipe's 32 KiB.
-#define XT (4096 / MT)
-#define CT (XT / 32)
-#define XS (XT + XT / 32)
+#define U 2
+#define R (MT >= 4 ? 1 : 4 / MT)
 
 // Spec constants 0..2 are the local size (ROWS * LANES, 1, 1); extras start at 3.
-layout(constant_id = 3) const uint LANES = 32u;  // >= MT, <= CT, ROWS * LANES <= 256
+layout(constant_id = 3) const uint LANES = 32u;  // >= MT * R, ROWS * LANES <= 256
 layout(constant_id = 4) const uint ROWS = 8u;
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(set = 0, binding = 2) readonly buffer W { uvec4 w[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 
@@ -42,13 +46,19 @@ layout(push_constant) uniform Params {
   uint G;         // scale groups per row
   uint gs;        // group size (multiple of 4)
   uint has_bias;
-  uint pad_;
+  uint gshift;    // log2(gs / 8), or 0xFFFFFFFF when gs / 8 is not a power of two
 } p;
 
-shared float xs[MT * XS];
-shared float partial[MT * 256];
+shared float partial[MT * R * 256];
 
-float xs_at(uint m, uint k) { return xs[m * XS + k + (k >> 5)]; }
+const float MAGIC = 8388608.0;  // 2^23
+const uint MAGIC_BITS = 0x4B000000u;
+
+// Codes of nibbles 0..3 of `h` (a 16-bit half of a word) minus 8, exactly.
+vec4 codes4(uint h) {
+  return uintBitsToFloat(uvec4(h & 15u, (h >> 4) & 15u, (h >> 8) & 15u, (h >> 12) & 15u) | MAGIC_BITS)
+      - (MAGIC + 8.0);
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -56,85 +66,87 @@ void main() {
   const uint lane = tid % LANES;
   const uint r = tid / LANES;
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint n = wg * ROWS + r;
-  const bool live = n < p.N;
-  const uint wbase = n * p.KC;
-  const uint sbase = n * p.G;
-  const uint nc = (p.K + 31u) / 32u;  // chunks that meet x's columns
-  const bool whole_groups = (p.gs & 31u) == 0u;
+  const uint n0 = (wg * ROWS + r) * R;
+  const uint nw = (p.K + 7u) / 8u;            // words that meet x's columns
+  const uint nfull = p.K / 8u;                // words whose 8 columns are all inside K
+  const bool vec_x = (p.K & 3u) == 0u;        // rows 16-byte aligned: vec4 loads
+  const bool pow2_groups = p.gshift != 0xFFFFFFFFu;
 
-  float acc[MT];
+  float acc[MT][R];
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
-    acc[m] = 0.0;
+    [[unroll]] for (uint i = 0u; i < R; ++i) acc[m][i] = 0.0;
   }
 
-  for (uint k0 = 0u; k0 < p.K; k0 += XT) {
-    // Stage x[m][k0 .. k0 + XT) (zeros past K / past M).
-    for (uint e = tid; e < MT * XT; e += nthreads) {
-      const uint m = e / XT, kk = e % XT, k = k0 + kk;
-      xs[m * XS + kk + (kk >> 5)] = (m < p.M && k < p.K) ? x[m * p.K + k] : 0.0;
-    }
-    barrier();
-    if (live) {
-      const uint c0 = k0 / 32u;
-      uvec4 wv[CT / 8];  // CT / LANES <= CT / 8 chunks per lane (LANES >= 8)
-      const uint per_lane = CT / LANES;
-      [[unroll]] for (uint j = 0u; j < CT / 8; ++j) {
-        const uint c = c0 + lane + j * LANES;
-        wv[j] = (j < per_lane && c < nc) ? w[wbase + c] : uvec4(0x88888888u);
+  if (n0 < p.N) {
+    for (uint w0 = lane; w0 < nw; w0 += U * LANES) {
+      uint wv[U][R];
+      [[unroll]] for (uint u = 0u; u < U; ++u) {
+        const uint wi = w0 + u * LANES;
+        [[unroll]] for (uint i = 0u; i < R; ++i) {
+          wv[u][i] = (wi < nw && n0 + i < p.N) ? w[(n0 + i) * p.KC * 4u + wi] : 0x88888888u;
+        }
       }
-      [[unroll]] for (uint j = 0u; j < CT / 8; ++j) {
-        if (j >= per_lane) break;
-        const uint c = c0 + lane + j * LANES;
-        if (c >= nc) break;
-        const uint kl = (lane + j * LANES) * 32u;  // column within the tile
-        const uint kg = c * 32u;                  // column within the row
-        float part[MT];
-        [[unroll]] for (uint m = 0u; m < MT; ++m) part[m] = 0.0;
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-          const uint word = wv[j][i];
-          [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-            const uint sh = 16u * h;
-            vec4 q = vec4(float((word >> sh) & 15u), float((word >> (sh + 4u)) & 15u),
-                          float((word >> (sh + 8u)) & 15u), float((word >> (sh + 12u)) & 15u)) - 8.0;
-            if (!whole_groups) {
-              const uint g = (kg + 8u * i + 4u * h) / p.gs;
-              q *= g < p.G ? s[sbase + g] : 0.0;
-            }
-            const uint kk = kl + 8u * i + 4u * h;
-            [[unroll]] for (uint m = 0u; m < MT; ++m) {
-              const vec4 xv = vec4(xs_at(m, kk), xs_at(m, kk + 1u), xs_at(m, kk + 2u), xs_at(m, kk + 3u));
-              part[m] += dot(xv, q);
-            }
+      [[unroll]] for (uint u = 0u; u < U; ++u) {
+        const uint wi = w0 + u * LANES;
+        if (wi >= nw) break;
+        const uint k = wi * 8u;
+        vec4 xlo[MT], xhi[MT];
+        [[unroll]] for (uint m = 0u; m < MT; ++m) {
+          if (vec_x && wi < nfull) {
+            const uint i4 = (min(m, p.M - 1u) * p.K + k) >> 2;
+            xlo[m] = x4[i4];
+            xhi[m] = x4[i4 + 1u];
+          } else {
+            const uint b = min(m, p.M - 1u) * p.K + k;
+            xlo[m] = vec4(k < p.K ? x[b] : 0.0, k + 1u < p.K ? x[b + 1u] : 0.0,
+                          k + 2u < p.K ? x[b + 2u] : 0.0, k + 3u < p.K ? x[b + 3u] : 0.0);
+            xhi[m] = vec4(k + 4u < p.K ? x[b + 4u] : 0.0, k + 5u < p.K ? x[b + 5u] : 0.0,
+                          k + 6u < p.K ? x[b + 6u] : 0.0, k + 7u < p.K ? x[b + 7u] : 0.0);
           }
         }
-        // A 32-column chunk lies inside one group when gs % 32 == 0: one scale per chunk.
-        float sc = 1.0;
-        if (whole_groups) {
-          const uint g = kg / p.gs;
-          sc = g < p.G ? s[sbase + g] : 0.0;
+        [[unroll]] for (uint i = 0u; i < R; ++i) {
+          const uint n = n0 + i;
+          vec4 qlo = codes4(wv[u][i] & 0xFFFFu);
+          vec4 qhi = codes4(wv[u][i] >> 16);
+          const uint sbase = min(n, p.N - 1u) * p.G;
+          float sc;
+          if (pow2_groups) {
+            const uint g = wi >> p.gshift;
+            sc = g < p.G ? s[sbase + g] : 0.0;
+          } else {
+            // gs % 4 == 0: each half-word lies in one group.
+            const uint g0 = k / p.gs, g1 = (k + 4u) / p.gs;
+            qlo *= g0 < p.G ? s[sbase + g0] : 0.0;
+            qhi *= g1 < p.G ? s[sbase + g1] : 0.0;
+            sc = 1.0;
+          }
+          [[unroll]] for (uint m = 0u; m < MT; ++m) {
+            acc[m][i] = fma(dot(xlo[m], qlo) + dot(xhi[m], qhi), sc, acc[m][i]);
+          }
         }
-        [[unroll]] for (uint m = 0u; m < MT; ++m) acc[m] += part[m] * sc;
       }
     }
-    barrier();
   }
 
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
-    partial[m * nthreads + tid] = acc[m];
+    [[unroll]] for (uint i = 0u; i < R; ++i) {
+      partial[(m * R + i) * nthreads + tid] = acc[m][i];
+    }
   }
   barrier();
-  // Lane m of each row sums activation row m's partials (M <= MT <= LANES).
-  if (live && lane < p.M) {
-    const uint m = lane;
-    const uint base = m * nthreads + r * LANES;
-    float t = 0.0;
-    for (uint l = 0u; l < LANES; ++l) {
-      t += partial[base + l];
+  // Lane j of each group sums (activation row m, output row i) = (j / R, j % R).
+  if (lane < MT * R) {
+    const uint m = lane / R, i = lane % R, n = n0 + i;
+    if (m < p.M && n < p.N) {
+      const uint base = (m * R + i) * nthreads + r * LANES;
+      float t = 0.0;
+      for (uint l = 0u; l < LANES; ++l) {
+        t += partial[base + l];
+      }
+      if (p.has_bias != 0u) {
+        t += bias[n];
+      }
+      outp[m * p.N + n] = t;
     }
-    if (p.has_bias != 0u) {
-      t += bias[n];
-    }
-    outp[m * p.N + n] = t;
   }
 }

@@ -168,14 +168,23 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
     }
 }
 
-/// GEMV lanes per output row: enough to cover the row's `uvec4` chunks, 8..=32 (>= MT,
-/// since lane m finishes activation row m), and at most the `uvec4` chunks of one staged
-/// x tile (`128 / MT`, see q4_linear_gemv.comp); the rest of the 256 invocations are rows.
-fn gemv_lanes(kpad: usize, mt: u32) -> u32 {
-    ((kpad / 32).next_power_of_two().clamp(8, 32) as u32).min(128 / mt)
+/// GEMV lanes per row group: about 16 packed words of a row per lane, 8..=64 (>= MT * R,
+/// the lanes that finish the sums); the rest of the 256 invocations are row groups. Long rows
+/// get 64 lanes so that even N = 8192 keeps ~130k invocations in flight on a large GPU.
+fn gemv_lanes(kpad: usize, _mt: u32) -> u32 {
+    (kpad / 8 / 16).next_power_of_two().clamp(8, 64) as u32
 }
 
-/// (lanes per row, rows per workgroup) of a GEMV kernel; `(1, 1)` for tiled kernels.
+/// Output rows per GEMV workgroup: each lane group owns `8 / MT` rows (q4_linear_gemv.comp).
+fn gemv_rows_per_group(kernel: Kernel, kpad: usize) -> usize {
+    match kernel {
+        Kernel::Gemv(mt) => gemv_shape(kernel, kpad).1 * (4 / mt as usize).max(1),
+        _ => 1,
+    }
+}
+
+/// (lanes per row group, row groups per workgroup) of a GEMV kernel; `(1, 1)` for tiled
+/// kernels.
 fn gemv_shape(kernel: Kernel, kpad: usize) -> (u32, usize) {
     match kernel {
         Kernel::Gemv(mt) => {
@@ -437,8 +446,18 @@ fn push(m: usize, q: &Q4, k: usize, has_bias: bool, kernel: Kernel) -> Result<Ve
         .u32(to_u32(q.groups, "scale groups")?)
         .u32(to_u32(q.gs, "group_size")?)
         .u32(has_bias as u32)
-        .u32(0)
+        .u32(group_word_shift(q.gs))
         .finish())
+}
+
+/// `log2(group_size / 8)` when a group is a power-of-two number of 8-code words (the group
+/// of word w is then `w >> shift`, no division in the GEMV's inner loop), else `u32::MAX`.
+fn group_word_shift(gs: usize) -> u32 {
+    if gs % 8 == 0 && (gs / 8).is_power_of_two() {
+        (gs / 8).trailing_zeros()
+    } else {
+        u32::MAX
+    }
 }
 
 /// Workgroups of `kernel` for M rows and `cols` output columns (folded by the runtime).
@@ -512,7 +531,7 @@ fn forward(
             idx,
             Launch {
                 push: push(m, &q, k, bias.is_some(), kn)?,
-                global: global(kn, m, n, gemv_shape(kn, q.kpad).1)?,
+                global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad))?,
             },
         ))
     })
@@ -677,8 +696,8 @@ mod tests {
             }
         }
         assert_eq!(gemv_lanes(32, 1), 8);
-        assert_eq!(gemv_lanes(2048, 1), 32);
-        assert_eq!(gemv_lanes(2048, 8), 16);
+        assert_eq!(gemv_lanes(4096, 1), 32);
+        assert_eq!(gemv_lanes(8192, 8), 64);
     }
 
     #[test]

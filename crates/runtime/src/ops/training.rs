@@ -36,6 +36,8 @@ const DW_LOCAL: [u32; 3] = [16, 16, 1];
 const CE_LANES: u32 = 64;
 /// Local size of the elementwise kernels (`adamw_step`, `q4gsw_requant`).
 const ELEM_LOCAL: u32 = 64;
+/// Workgroups of `adamw_step` at most (a few waves on any GPU; the shader loops).
+const ADAMW_MAX_GROUPS: u64 = 16384;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -381,9 +383,12 @@ fn build_adamw_step(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         }
         Ok(Launch {
             push: push.finish(),
-            // Four elements per invocation (vec4).
+            // Four elements per step (vec4), grid-stride over at most ADAMW_MAX_GROUPS
+            // workgroups (see adamw_step.comp).
             global: folded_grid(
-                (numel as u64).div_ceil(4 * ELEM_LOCAL as u64),
+                (numel as u64)
+                    .div_ceil(4 * ELEM_LOCAL as u64)
+                    .min(ADAMW_MAX_GROUPS),
                 [ELEM_LOCAL, 1, 1],
                 &what,
             )?,
