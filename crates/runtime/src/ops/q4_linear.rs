@@ -453,7 +453,7 @@ fn push(m: usize, q: &Q4, k: usize, has_bias: bool, kernel: Kernel) -> Result<Ve
 /// `log2(group_size / 8)` when a group is a power-of-two number of 8-code words (the group
 /// of word w is then `w >> shift`, no division in the GEMV's inner loop), else `u32::MAX`.
 fn group_word_shift(gs: usize) -> u32 {
-    if gs % 8 == 0 && (gs / 8).is_power_of_two() {
+    if gs.is_multiple_of(8) && (gs / 8).is_power_of_two() {
         (gs / 8).trailing_zeros()
     } else {
         u32::MAX
