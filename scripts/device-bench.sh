@@ -33,5 +33,8 @@ etvk=.gl/bin/etvk
             done
         done
     done
-    $etvk bench adamw_step --numel $((1 << 26)) 2>&1 || true
+    for numel in $((1 << 24)) $((1 << 26)); do
+        $etvk bench adamw_step --numel $numel 2>&1 | tail -1 || true
+    done
+    $etvk bench lora_step --m 64 --k 4096 --n 4096 --rank 16 --iters 10 2>&1 | tail -1 || true
 } 2>&1 | tee "$OUT/bench.txt"

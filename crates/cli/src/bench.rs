@@ -24,7 +24,8 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
-    /// `linear` (fp32 reference GEMM), `adamw_step`.
+    /// `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
+    /// vs its forward pass).
     pub op: String,
     /// Activation rows.
     #[arg(long, default_value_t = 1)]
@@ -38,6 +39,9 @@ pub struct BenchArgs {
     /// Group size of q4gsw weights.
     #[arg(long, default_value_t = 32)]
     pub group_size: usize,
+    /// Adapter rank for `lora_step` (M = batch, K = input features, N = hidden = classes).
+    #[arg(long, default_value_t = 16)]
+    pub rank: usize,
     /// Elements for `adamw_step`.
     #[arg(long, default_value_t = 1 << 24)]
     pub numel: usize,
@@ -113,6 +117,16 @@ fn print_ceiling(label: &str, b: &Bandwidth) {
 
 /// Run `etvk bench`.
 pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    if args.op == "lora_step" {
+        return crate::finetune::bench_lora(
+            args.m,
+            args.k,
+            args.n,
+            args.rank,
+            args.group_size,
+            args.iters,
+        );
+    }
     let backend = Backend::new(&RuntimeOptions::from_env())?;
     outln!("device: {}", backend.device_description());
     let ceiling_bytes = args.ceiling_mib << 20;

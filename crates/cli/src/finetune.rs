@@ -502,3 +502,130 @@ pub fn finetune(args: &FinetuneArgs) -> Result<(), CliError> {
         )))
     }
 }
+
+/// Deterministic xorshift64* stream for synthetic benchmark data.
+struct BenchRng(u64);
+impl BenchRng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+    }
+    fn tensor(&mut self, sizes: Vec<usize>, lo: f32, hi: f32) -> Result<Tensor, CliError> {
+        let n: usize = sizes.iter().product();
+        let v: Vec<f32> = (0..n).map(|_| self.uniform(lo, hi)).collect();
+        Ok(Tensor::from_f32(sizes, &v)?)
+    }
+}
+
+/// `etvk bench lora_step`: GPU time of one whole LoRA training step (the graph `finetune`
+/// builds: forward, loss, backward through the frozen 4-bit bases, adapter gradients, four
+/// AdamW updates) against the time of its forward part, on synthetic data at any size.
+/// Prints the median over `iters` executes of the summed per-node GPU times.
+pub fn bench_lora(
+    batch: usize,
+    k: usize,
+    h: usize,
+    rank: usize,
+    group_size: usize,
+    iters: usize,
+) -> Result<(), CliError> {
+    let v = h;
+    if group_size == 0
+        || !k.is_multiple_of(group_size)
+        || !h.is_multiple_of(group_size)
+        || !group_size.is_multiple_of(4)
+    {
+        return Err(cli(format!(
+            "bench lora_step: K = {k} and N = {h} must be multiples of the group size {group_size} (a multiple of 4)"
+        )));
+    }
+    let mut rng = BenchRng(0x5DEE_CE66_D1CE_5EED);
+    let mut base = |n: usize, kk: usize| -> Result<(Tensor, Tensor), CliError> {
+        let codes: Vec<u8> = (0..n * kk.div_ceil(2))
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        let w = Tensor::new(DType::U8, vec![n, kk.div_ceil(2)], codes)?;
+        let s = rng.tensor(vec![kk / group_size, n], 0.005, 0.015)?;
+        Ok((w, s))
+    };
+    let (w1, s1) = base(h, k)?;
+    let (w2, s2) = base(v, h)?;
+    let mut rng = BenchRng(0x1234_5678_9ABC_DEF1);
+    let a1 = rng.tensor(vec![rank, k], -0.05, 0.05)?;
+    let b1 = rng.tensor(vec![h, rank], -0.05, 0.05)?;
+    let a2 = rng.tensor(vec![rank, h], -0.05, 0.05)?;
+    let b2 = rng.tensor(vec![v, rank], -0.05, 0.05)?;
+    let graph = build_graph(
+        batch,
+        k,
+        h,
+        v,
+        rank,
+        2.0,
+        group_size,
+        [1e-4, 0.9, 0.999, 1e-8, 0.01],
+        [(&w1, &s1), (&w2, &s2)],
+        [&a1, &b1, &a2, &b2],
+    )?;
+    let backend = Backend::new(&RuntimeOptions::from_env())?;
+    let mut delegate = Delegate::init(&backend, &graph.blob, &[], &graph.named)?;
+    let x: Vec<f32> = (0..batch * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let labels: Vec<i64> = (0..batch)
+        .map(|_| (rng.next_u64() % v as u64) as i64)
+        .collect();
+    delegate.set_scalar(graph.n_valid, batch as f64)?;
+    let mut call = vec![
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![batch, k],
+            data: f32_bytes(&x),
+        }),
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Long,
+            sizes: vec![batch],
+            data: labels.iter().flat_map(|l| l.to_le_bytes()).collect(),
+        }),
+        DelegateArg::Tensor(HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![],
+            data: vec![0; 4],
+        }),
+    ];
+    let (mut steps, mut forwards) = (Vec::new(), Vec::new());
+    for it in 0..=iters.max(1) {
+        let t = (it + 1) as i32;
+        for (bc1, bc2) in &graph.bias_corrections {
+            delegate.set_scalar(*bc1, 1.0 - 0.9f64.powi(t))?;
+            delegate.set_scalar(*bc2, 1.0 - 0.999f64.powi(t))?;
+        }
+        delegate.execute(&mut call)?;
+        if it == 0 {
+            continue; // warm-up
+        }
+        let profile = delegate.profile();
+        let total: f64 = profile.iter().map(|(_, us)| us).sum();
+        let forward: f64 = profile
+            .iter()
+            .take_while(|(name, _)| !name.starts_with("et_vk.fused_ce"))
+            .map(|(_, us)| us)
+            .sum();
+        steps.push(total);
+        forwards.push(forward);
+    }
+    let (step, fwd) = (
+        etvk_runtime::bench::median(&steps),
+        etvk_runtime::bench::median(&forwards),
+    );
+    outln!("device: {}", backend.device_description());
+    outln!("| graph | batch | K | H = V | rank | gs | step us | forward us | step / forward |");
+    outln!(
+        "| lora_step | {batch} | {k} | {h} | {rank} | {group_size} | {step:.1} | {fwd:.1} | {:.2} |",
+        step / fwd
+    );
+    Ok(())
+}
