@@ -33,3 +33,6 @@ for f in a_linear_fp32 a3_linear_fp32_buffer_storage b_mlp_fp32 g1_mlp_dynamic_b
     fi
 done
 $etvk check "${fixtures[@]}"
+echo
+echo "== LoRA fine-tuning on a frozen 4-bit base, on the GPU, vs PyTorch step by step"
+$etvk finetune --reference tests/fixtures/lora_reference
