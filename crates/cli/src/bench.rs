@@ -57,15 +57,15 @@ pub struct BenchArgs {
 }
 
 /// Deterministic xorshift64* stream (no dependency; reproducible benchmark data).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+    pub(crate) fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
         lo + (hi - lo) * ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
     }
 }

@@ -27,6 +27,7 @@ use etvk_runtime::{
     Backend, Delegate, DelegateArg, HostDType, HostTensor, NamedData, RuntimeOptions,
 };
 
+use crate::bench::Rng;
 use crate::error::CliError;
 
 /// Arguments of `etvk finetune`.
@@ -503,23 +504,11 @@ pub fn finetune(args: &FinetuneArgs) -> Result<(), CliError> {
     }
 }
 
-/// Deterministic xorshift64* stream for synthetic benchmark data.
-struct BenchRng(u64);
-impl BenchRng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
-    }
-    fn tensor(&mut self, sizes: Vec<usize>, lo: f32, hi: f32) -> Result<Tensor, CliError> {
-        let n: usize = sizes.iter().product();
-        let v: Vec<f32> = (0..n).map(|_| self.uniform(lo, hi)).collect();
-        Ok(Tensor::from_f32(sizes, &v)?)
-    }
+/// A random f32 tensor, uniform in [lo, hi).
+fn random_tensor(rng: &mut Rng, sizes: Vec<usize>, lo: f32, hi: f32) -> Result<Tensor, CliError> {
+    let n: usize = sizes.iter().product();
+    let v: Vec<f32> = (0..n).map(|_| rng.uniform(lo, hi)).collect();
+    Ok(Tensor::from_f32(sizes, &v)?)
 }
 
 /// `etvk bench lora_step`: GPU time of one whole LoRA training step (the graph `finetune`
@@ -544,22 +533,22 @@ pub fn bench_lora(
             "bench lora_step: K = {k} and N = {h} must be multiples of the group size {group_size} (a multiple of 4)"
         )));
     }
-    let mut rng = BenchRng(0x5DEE_CE66_D1CE_5EED);
+    let mut rng = Rng(0x5DEE_CE66_D1CE_5EED);
     let mut base = |n: usize, kk: usize| -> Result<(Tensor, Tensor), CliError> {
         let codes: Vec<u8> = (0..n * kk.div_ceil(2))
             .map(|_| rng.next_u64() as u8)
             .collect();
         let w = Tensor::new(DType::U8, vec![n, kk.div_ceil(2)], codes)?;
-        let s = rng.tensor(vec![kk / group_size, n], 0.005, 0.015)?;
+        let s = random_tensor(&mut rng, vec![kk / group_size, n], 0.005, 0.015)?;
         Ok((w, s))
     };
     let (w1, s1) = base(h, k)?;
     let (w2, s2) = base(v, h)?;
-    let mut rng = BenchRng(0x1234_5678_9ABC_DEF1);
-    let a1 = rng.tensor(vec![rank, k], -0.05, 0.05)?;
-    let b1 = rng.tensor(vec![h, rank], -0.05, 0.05)?;
-    let a2 = rng.tensor(vec![rank, h], -0.05, 0.05)?;
-    let b2 = rng.tensor(vec![v, rank], -0.05, 0.05)?;
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let a1 = random_tensor(&mut rng, vec![rank, k], -0.05, 0.05)?;
+    let b1 = random_tensor(&mut rng, vec![h, rank], -0.05, 0.05)?;
+    let a2 = random_tensor(&mut rng, vec![rank, h], -0.05, 0.05)?;
+    let b2 = random_tensor(&mut rng, vec![v, rank], -0.05, 0.05)?;
     let graph = build_graph(
         batch,
         k,
