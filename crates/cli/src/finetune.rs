@@ -104,7 +104,8 @@ fn rel_frobenius(got: &[f64], want: &[f64]) -> f64 {
 struct TrainingGraph {
     blob: Vec<u8>,
     named: Named,
-    adapters: Vec<(&'static str, usize)>,
+    /// Adapter name -> value id (from the builder's name map; moments are `NAME.adam_m/v`).
+    adapters: Vec<(String, usize)>,
     n_valid: usize,
     bias_corrections: Vec<(usize, usize)>,
 }
@@ -154,6 +155,9 @@ fn build_graph(
         let zeros = vec![0u8; d[0] * d[1] * 4];
         let m = constant(&mut g, f32t, &d, zeros.clone());
         let vv = constant(&mut g, f32t, &d, zeros);
+        g.set_name(p, name);
+        g.set_name(m, &format!("{name}.adam_m"));
+        g.set_name(vv, &format!("{name}.adam_v"));
         params.push((*name, p, m, vv, d));
     }
     let x = g.add_tensor(f32t, &[batch, k]);
@@ -254,10 +258,15 @@ fn build_graph(
         );
     }
     g.mark_output(loss);
+    let (blob, names) = g.finish_delegate_named();
     Ok(TrainingGraph {
-        blob: g.finish_delegate(),
+        blob,
         named: Named(named),
-        adapters: params.iter().map(|(n, p, ..)| (*n, *p)).collect(),
+        adapters: names
+            .iter()
+            .filter(|(n, _)| !n.contains('.'))
+            .map(|(n, id)| (n.clone(), *id))
+            .collect(),
         n_valid,
         bias_corrections,
     })

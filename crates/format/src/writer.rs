@@ -248,6 +248,7 @@ pub struct GraphBuilder {
     output_ids: Vec<usize>,
     constants: Vec<ConstantSource>,
     inline: Vec<u8>,
+    names: std::collections::BTreeMap<String, usize>,
 }
 
 impl GraphBuilder {
@@ -406,6 +407,23 @@ impl GraphBuilder {
         }
     }
 
+    /// Give value `id` a name, so that a host can find it later (VkGraph itself stores no
+    /// names: keep [`GraphBuilder::names`] beside the blob, e.g. to read or write a trained
+    /// adapter by name through `Delegate::read_tensor` / `write_tensor`). Returns `id`.
+    /// A name given twice now refers to the later value.
+    pub fn set_name(&mut self, id: usize, name: &str) -> usize {
+        self.names.insert(name.to_owned(), id);
+        id
+    }
+    /// The value named `name`, if any.
+    pub fn id_of(&self, name: &str) -> Option<usize> {
+        self.names.get(name).copied()
+    }
+    /// Every name given so far, with its value id, sorted by name.
+    pub fn names(&self) -> &std::collections::BTreeMap<String, usize> {
+        &self.names
+    }
+
     /// The value `id`, if any.
     pub fn value(&self, id: usize) -> Option<&Value> {
         self.values.get(id)
@@ -428,6 +446,12 @@ impl GraphBuilder {
             memory_layout_override: 255,
         };
         (g, self.inline)
+    }
+
+    /// Like [`GraphBuilder::finish_delegate`], also returning the name map.
+    pub fn finish_delegate_named(self) -> (Vec<u8>, std::collections::BTreeMap<String, usize>) {
+        let names = self.names.clone();
+        (self.finish_delegate(), names)
     }
 
     /// Shortcut: [`GraphBuilder::finish`] then [`write_delegate`].

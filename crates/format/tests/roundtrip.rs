@@ -393,3 +393,23 @@ fn writer_rejects_bad_tokens() {
     let e = b.finish().unwrap_err().to_string();
     assert!(e.contains("values[0]") && e.contains("token"), "{e}");
 }
+
+#[test]
+fn graph_builder_names_values_for_the_host() {
+    let mut g = etvk_format::writer::GraphBuilder::new();
+    let a = g.add_tensor(etvk_format::ir::DataType::Float32, &[2, 3]);
+    let b = g.add_tensor(etvk_format::ir::DataType::Float32, &[3]);
+    assert_eq!(g.set_name(a, "lora1_A"), a);
+    g.set_name(b, "lora1_A.adam_m");
+    assert_eq!(g.id_of("lora1_A"), Some(a));
+    assert_eq!(g.id_of("lora1_A.adam_m"), Some(b));
+    assert_eq!(g.id_of("missing"), None);
+    g.mark_input(a);
+    g.mark_output(b);
+    let (blob, names) = g.finish_delegate_named();
+    assert_eq!(names.len(), 2);
+    assert_eq!(names["lora1_A"], a);
+    // Names stay on the host side: the blob parses as a plain VkGraph.
+    let parsed = etvk_format::vkgraph::parse_delegate(&blob).unwrap();
+    assert_eq!(parsed.graph.values.len(), 2);
+}
