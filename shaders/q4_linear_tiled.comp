@@ -12,7 +12,7 @@
 // TILE variants (local size = NT = (BM/TM) * (BC/TC) = 256 for all):
 //   64:  64 x 64,  4 x 4 per thread, ~16.6 KiB shared (portable)
 //   128: 128 x 128, 8 x 8 per thread, ~33 KiB shared (only where maxComputeSharedMemorySize allows)
-//   8:   8 x 128,  1 x 4 per thread, ~17.6 KiB shared (small M, backward)
+// (The backward at M <= 8 uses q4_linear_bwd_split.comp: tiles over k alone leave the GPU idle.)
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
@@ -28,11 +28,6 @@
 #define BC 128
 #define TM 8
 #define TC 8
-#elif TILE == 8
-#define BM 8
-#define BC 128
-#define TM 1
-#define TC 4
 #else
 #define BM 64
 #define BC 64

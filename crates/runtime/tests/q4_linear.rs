@@ -307,16 +307,28 @@ fn check_backward(
     n: usize,
     gs: usize,
 ) {
+    check_backward_cols(be, seed, lead, (k, n, gs), None);
+}
+
+/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [kout]` (default Kp).
+fn check_backward_cols(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    kout: Option<usize>,
+) {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
     let kp = c.w.kp();
+    let kout = kout.unwrap_or(kp);
     let dy = rng.floats(m * n, -1.0, 1.0);
     let mut g = G::new();
     let mut yd = lead.to_vec();
     yd.push(n);
     let mut xd = lead.to_vec();
-    xd.push(kp);
+    xd.push(kout);
     let yi = g.input(&yd);
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&xd);
@@ -324,12 +336,25 @@ fn check_backward(
     let mut d = g.load(be, &[]).unwrap();
     let (sizes, got) = run1(&mut d, &yd, &dy);
     assert_eq!(sizes, xd);
-    let want = ref_backward(&dy, &c.wd, kp, m, n, kp);
+    let want = ref_backward(&dy, &c.wd, kp, m, n, kout);
     assert_rel(
         &got,
         &want,
-        &format!("backward lead {lead:?} K {k} N {n} gs {gs}"),
+        &format!("backward lead {lead:?} K {k} N {n} gs {gs} d_x cols {kout}"),
     );
+    // M <= 8: the split-N kernel and its reduce; above: one tiled kernel.
+    let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+    let want_names = match m {
+        0..=8 => {
+            let mt = m.next_power_of_two();
+            vec![
+                format!("{Q4GSW_BWD}/q4_linear_bwd_split_m{mt}"),
+                format!("{Q4GSW_BWD}/q4_linear_bwd_reduce"),
+            ]
+        }
+        _ => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t64")],
+    };
+    assert_eq!(names, want_names, "backward lead {lead:?}");
 }
 
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
@@ -376,6 +401,20 @@ fn q4gsw_backward_matches_f64_reference() {
     }
     check_backward(&be, 300, &[2, 3], 64, 32, 16);
     check_backward(&be, 301, &[2, 3], 96, 40, 32);
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The split-N backward with many row slices (N = 1000: 50 slices of 20 rows), a group size
+/// that is no power of two (the per-half-word group division), K not a multiple of 32
+/// (packed rows padded past Kp = 200) and M = 3 on the MT = 4 variant; then a d_x narrower
+/// than Kp (the last packed word only partly written out) and N % 4 != 0 (the scalar d_out
+/// loads, a short last slice).
+#[test]
+fn q4gsw_backward_split_many_slices_odd_groups() {
+    let be = backend();
+    check_backward(&be, 310, &[3], 200, 1000, 20);
+    check_backward_cols(&be, 311, &[1], (200, 1000, 20), Some(197));
+    check_backward_cols(&be, 312, &[2], (200, 999, 20), Some(195));
     assert_eq!(be.validation_error_count(), 0);
 }
 
@@ -427,7 +466,9 @@ fn qcs4w_matches_f64_reference() {
 }
 
 /// One loaded dynamic program: forward and backward of the same weight with M going
-/// 1 -> 64 -> 5 (GEMV, tiled, GEMV again); kernels are re-selected and named in profiles.
+/// 1 -> 64 -> 5 (GEMV / split-N backward, tiled, GEMV / split again); kernels are re-selected
+/// and named in profiles. The backward's reduce node stays in the graph on the tiled path
+/// (launching nothing).
 #[test]
 fn dynamic_m_reselects_kernels() {
     let be = backend();
@@ -447,10 +488,10 @@ fn dynamic_m_reselects_kernels() {
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
     let mut d = g.load(&be, &dynamic()).unwrap();
     for (m, fwd_kernel, bwd_kernel) in [
-        (1, "q4_linear_gemv_m1", "q4_linear_tiled_bwd_s8"),
+        (1, "q4_linear_gemv_m1", "q4_linear_bwd_split_m1"),
         (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
-        (5, "q4_linear_gemv_m8", "q4_linear_tiled_bwd_s8"),
-        (2, "q4_linear_gemv_m2", "q4_linear_tiled_bwd_s8"),
+        (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
+        (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
     ] {
         let x = rng.floats(m * k, -1.0, 1.0);
         let dy = rng.floats(m * n, -1.0, 1.0);
@@ -480,7 +521,8 @@ fn dynamic_m_reselects_kernels() {
             names,
             vec![
                 format!("{Q4GSW}/{fwd_kernel}"),
-                format!("{Q4GSW_BWD}/{bwd_kernel}")
+                format!("{Q4GSW_BWD}/{bwd_kernel}"),
+                format!("{Q4GSW_BWD}/q4_linear_bwd_reduce"),
             ],
             "M = {m}"
         );

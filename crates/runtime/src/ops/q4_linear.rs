@@ -14,8 +14,13 @@
 //!   output row stream the packed row once and serve all M activation rows.
 //! - forward, M > 8: `q4_linear_tiled_fwd_t64` (64 x 64 tiles), or `_t128` (128 x 128) when
 //!   M >= 128, N >= 128 and the device has the ~33 KiB of shared memory it needs.
-//! - backward: `q4_linear_tiled_bwd_s8` (8 x 128 tiles) for M <= 8, else `_t64` / `_t128`
-//!   by the forward's rule on (M, K).
+//! - backward, M <= 8: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
+//!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
+//!   `partial[S][M][8 * KWO]`; then `q4_linear_bwd_reduce` sums the S slices in a fixed order.
+//!   A tiled kernel would give each invocation a whole column of N and leave most of a large
+//!   GPU idle (529 us against the forward GEMV's 38 us at N = K = 8192, M = 1, H200).
+//! - backward, M > 8: `q4_linear_tiled_bwd_t64` / `_t128` by the forward's rule on (M, K);
+//!   the reduce node stays in the graph (dynamic M may return to <= 8) but launches nothing.
 //!
 //! All grids are 1-D workgroup counts folded over (x, y) by `Global::Linear`, so N, K and M
 //! up to 2^20 stay within 65535 workgroups per dimension.
@@ -38,8 +43,20 @@ const FP32: &[DataType] = &[DataType::Float32];
 /// Shared memory of the 128 x 128 tile: `As[32][129] + Ws[32][129]` floats.
 const T128_SHARED_BYTES: u32 = 2 * 32 * 129 * 4;
 
-/// Invocations per workgroup of every q4 kernel (the manifest's local size).
+/// Invocations per workgroup of every q4 kernel but the reduce (the manifest's local size).
 const LOCAL: u32 = 256;
+
+/// Invocations per workgroup of `q4_linear_bwd_reduce` (the manifest's local size): small, so
+/// that its few (M * K) invocations still spread over many compute units.
+const REDUCE_LOCAL: u32 = 64;
+
+/// Invocations the split backward aims for: enough loads in flight to stream the weight at
+/// memory speed on a large GPU (~1k per compute unit on an H200).
+const SPLIT_INVOCATIONS: usize = 131_072;
+
+/// Fewest weight rows per slice of the split backward: fewer would make the partial sums
+/// (written and re-read by the reduce) a large share of the traffic.
+const SPLIT_MIN_ROWS: usize = 16;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -94,29 +111,35 @@ enum Kernel {
     T64,
     /// 128 x 128 (needs [`T128_SHARED_BYTES`] of shared memory).
     T128,
-    /// 8 x 128 (backward at small M).
-    S8,
+    /// Backward split over N for M <= MT, plus the reduce dispatch.
+    Split(u32),
 }
 
 impl Kernel {
     /// (rows of M, output columns) per workgroup tile.
     fn tile(self) -> (usize, usize) {
         match self {
-            Kernel::Gemv(mt) => (mt as usize, 0),
+            Kernel::Gemv(mt) | Kernel::Split(mt) => (mt as usize, 0),
             Kernel::T64 => (64, 64),
             Kernel::T128 => (128, 128),
-            Kernel::S8 => (8, 128),
         }
+    }
+}
+
+/// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
+fn small_mt(m: usize) -> u32 {
+    match m {
+        0..=1 => 1,
+        2 => 2,
+        3..=4 => 4,
+        _ => 8,
     }
 }
 
 /// Forward kernel for M rows and N outputs.
 fn forward_kernel(m: usize, n: usize, big_tiles: bool) -> Kernel {
     match m {
-        0..=1 => Kernel::Gemv(1),
-        2 => Kernel::Gemv(2),
-        3..=4 => Kernel::Gemv(4),
-        5..=8 => Kernel::Gemv(8),
+        0..=8 => Kernel::Gemv(small_mt(m)),
         _ if big_tiles && m >= 128 && n >= 128 => Kernel::T128,
         _ => Kernel::T64,
     }
@@ -125,9 +148,41 @@ fn forward_kernel(m: usize, n: usize, big_tiles: bool) -> Kernel {
 /// Backward kernel for M rows and `kout` output columns.
 fn backward_kernel(m: usize, kout: usize, big_tiles: bool) -> Kernel {
     match m {
-        0..=8 => Kernel::S8,
+        0..=8 => Kernel::Split(small_mt(m)),
         _ if big_tiles && m >= 128 && kout >= 128 => Kernel::T128,
         _ => Kernel::T64,
+    }
+}
+
+/// Geometry of the split backward for N weight rows and `kout` output columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SplitGeometry {
+    /// Packed words per row that hold output columns (`ceil(kout / 8)`); the partial rows
+    /// are `8 * kwo` floats long.
+    kwo: usize,
+    /// Weight rows per slice (a multiple of 4, so the shader's vec4 loads of `d_out` stay
+    /// aligned).
+    rows: usize,
+    /// Slices: `ceil(n / rows)`, all non-empty.
+    slices: usize,
+}
+
+/// Slices of the split backward: about [`SPLIT_INVOCATIONS`] invocations (one per word
+/// column and slice) with at least [`SPLIT_MIN_ROWS`] rows per slice (unless N itself is
+/// smaller: then one slice). Independent of M, so the scratch tensor sized at build time
+/// fits every M.
+fn split_geometry(n: usize, kout: usize) -> SplitGeometry {
+    let kwo = kout.div_ceil(8).max(1);
+    let n = n.max(1);
+    // floor(N / 16) slices at most, so that ceil(N / slices) >= 16.
+    let want = SPLIT_INVOCATIONS
+        .div_ceil(kwo)
+        .clamp(1, (n / SPLIT_MIN_ROWS).max(1));
+    let rows = n.div_ceil(want).next_multiple_of(4);
+    SplitGeometry {
+        kwo,
+        rows,
+        slices: n.div_ceil(rows),
     }
 }
 
@@ -159,12 +214,14 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Gemv(2), _) => ShaderId::Q4LinearGemvM2,
         (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
         (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
+        (Kernel::Split(1), _) => ShaderId::Q4LinearBwdSplitM1,
+        (Kernel::Split(2), _) => ShaderId::Q4LinearBwdSplitM2,
+        (Kernel::Split(4), _) => ShaderId::Q4LinearBwdSplitM4,
+        (Kernel::Split(_), _) => ShaderId::Q4LinearBwdSplitM8,
         (Kernel::T64, false) => ShaderId::Q4LinearTiledFwdT64,
         (Kernel::T128, false) => ShaderId::Q4LinearTiledFwdT128,
-        (Kernel::S8, false) => ShaderId::Q4LinearTiledFwdS8,
         (Kernel::T64, true) => ShaderId::Q4LinearTiledBwdT64,
         (Kernel::T128, true) => ShaderId::Q4LinearTiledBwdT128,
-        (Kernel::S8, true) => ShaderId::Q4LinearTiledBwdS8,
     }
 }
 
@@ -467,6 +524,7 @@ fn global(kernel: Kernel, m: usize, cols: usize, rows_per_gemv_group: usize) -> 
     }
     let groups = match kernel {
         Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
+        Kernel::Split(_) => return Err(internal("the split backward is launched by split_launch")),
         k => {
             let (bm, bc) = k.tile();
             m.div_ceil(bm)
@@ -475,6 +533,48 @@ fn global(kernel: Kernel, m: usize, cols: usize, rows_per_gemv_group: usize) -> 
         }
     };
     Ok(Global::Linear(groups as u64 * LOCAL as u64))
+}
+
+/// Launch of `q4_linear_bwd_split_m*` for M rows: one invocation per (word column, slice).
+/// Push constants as [`push`]'s, with the rows per slice in place of `has_bias`.
+fn split_launch(m: usize, q: &Q4, kout: usize, geo: SplitGeometry) -> Result<Launch> {
+    let push = Push::new()
+        .u32(to_u32(m, "M")?)
+        .u32(to_u32(q.n, "N")?)
+        .u32(to_u32(kout, "K")?)
+        .u32(to_u32(q.kpad / 8, "packed row length")?)
+        .u32(to_u32(q.groups, "scale groups")?)
+        .u32(to_u32(q.gs, "group_size")?)
+        .u32(to_u32(geo.rows, "rows per slice")?)
+        .u32(group_word_shift(q.gs))
+        .finish();
+    let invocations = if m == 0 || kout == 0 {
+        0
+    } else {
+        geo.kwo as u64 * geo.slices as u64
+    };
+    Ok(Launch {
+        push,
+        global: Global::Linear(invocations),
+    })
+}
+
+/// Launch of `q4_linear_bwd_reduce`: M * kout outputs, each the sum of `geo.slices` partials.
+fn reduce_launch(m: usize, kout: usize, geo: SplitGeometry) -> Result<Launch> {
+    let stride = 8 * geo.kwo;
+    let total = m
+        .checked_mul(kout)
+        .ok_or_else(|| unsupported(format!("M = {m} x K = {kout} outputs overflow")))?;
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(total, "M * K")?)
+            .u32(to_u32(kout.max(1), "K")?)
+            .u32(to_u32(stride, "partial row stride")?)
+            .u32(to_u32(geo.slices, "slices")?)
+            .u32(to_u32(m * stride, "partial slice size")?)
+            .finish(),
+        global: Global::Linear(total as u64),
+    })
 }
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
@@ -628,15 +728,34 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let big = big_tiles_ok(g);
     let max_m: usize = lead.iter().product();
     let kernels = reachable(max_m, g.dynamic, |m| backward_kernel(m, kout, big));
+    let n = q.n;
+    let geo = split_geometry(n, kout);
+    // Scratch for the split path, sized for the largest M that takes it (the partials of
+    // M rows are packed densely, so smaller M use a prefix).
+    let split_m = max_m.clamp(1, 8);
+    let partial = if kernels.iter().any(|k| matches!(k, Kernel::Split(_))) {
+        let floats = geo.slices * split_m * 8 * geo.kwo;
+        Some(g.new_tensor(
+            DataType::Float32,
+            vec![floats],
+            None,
+            format!("{}: split-N partial sums", call.what()),
+        )?)
+    } else {
+        None
+    };
     let variants = kernels
         .iter()
         .map(|&kn| {
-            let mut d = Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]);
+            let out = match (kn, partial) {
+                (Kernel::Split(_), Some(p)) => p,
+                _ => dx,
+            };
+            let mut d = Dispatch::new(shader_of(kn, true), [out, dy, q.w, q.s]);
             d.local = Some([LOCAL, 1, 1]);
             d
         })
         .collect();
-    let n = q.n;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, dy, n, "d_out")?;
         od.push(kout);
@@ -646,13 +765,33 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             .iter()
             .position(|&c| c == kn)
             .ok_or_else(|| internal(format!("no prepared kernel {kn:?} for M = {m}")))?;
-        Ok((
-            idx,
-            Launch {
+        let launch = match kn {
+            Kernel::Split(_) => split_launch(m, &q, kout, geo)?,
+            _ => Launch {
                 push: push(m, &q, kout, false, kn)?,
                 global: global(kn, m, kout, 1)?,
             },
-        ))
+        };
+        Ok((idx, launch))
+    })?;
+    let Some(partial) = partial else {
+        // M > 8 whatever the inputs: only the tiled kernels run.
+        return Ok(());
+    };
+    // The reduce is a one-variant dispatch_select so that profiles name it `op/kernel` like
+    // the first node; with a tiled kernel selected it launches no workgroups.
+    let mut reduce = Dispatch::new(ShaderId::Q4LinearBwdReduce, [dx, partial]);
+    reduce.local = Some([REDUCE_LOCAL, 1, 1]);
+    g.dispatch_select(call, vec![reduce], move |s| {
+        let (_, m) = current_rows(s, dy, n, "d_out")?;
+        let launch = match backward_kernel(m, kout, big) {
+            Kernel::Split(_) => reduce_launch(m, kout, geo)?,
+            _ => Launch {
+                push: reduce_launch(0, kout, geo)?.push,
+                global: Global::Linear(0),
+            },
+        };
+        Ok((0, launch))
     })
 }
 
@@ -668,7 +807,10 @@ mod tests {
         assert_eq!(forward_kernel(9, 4096, true), Kernel::T64);
         assert_eq!(forward_kernel(512, 4096, true), Kernel::T128);
         assert_eq!(forward_kernel(512, 4096, false), Kernel::T64);
-        assert_eq!(backward_kernel(1, 4096, true), Kernel::S8);
+        assert_eq!(backward_kernel(1, 4096, true), Kernel::Split(1));
+        assert_eq!(backward_kernel(3, 4096, true), Kernel::Split(4));
+        assert_eq!(backward_kernel(8, 4096, true), Kernel::Split(8));
+        assert_eq!(backward_kernel(9, 4096, true), Kernel::T64);
         let r = reachable(64, true, |m| forward_kernel(m, 64, true));
         assert_eq!(
             r,
@@ -704,11 +846,85 @@ mod tests {
     fn grids_fold_under_the_workgroup_limit() {
         // N = K = M = 2^20: the linear counts fold into x * y with x <= 65535.
         let q = 1usize << 20;
-        for (kn, cols) in [(Kernel::Gemv(1), q), (Kernel::T64, q), (Kernel::S8, q)] {
+        for (kn, cols) in [(Kernel::Gemv(1), q), (Kernel::T64, q)] {
             let g = global(kn, q, cols, 8).unwrap();
             let Global::Linear(count) = g else { panic!() };
             let groups = count / LOCAL as u64;
             assert!(groups.div_ceil(65535) <= 65535, "{kn:?}: {groups}");
+        }
+        // The split backward and its reduce at M = 8 (their largest M) and N = K = 2^20.
+        let qq = Q4 {
+            w: TensorId(0),
+            s: TensorId(0),
+            n: q,
+            kp: q,
+            kpad: q,
+            groups: 1,
+            gs: q,
+        };
+        let geo = split_geometry(q, q);
+        for (launch, local) in [
+            (split_launch(8, &qq, q, geo).unwrap(), LOCAL),
+            (reduce_launch(8, q, geo).unwrap(), REDUCE_LOCAL),
+        ] {
+            let Global::Linear(count) = launch.global else {
+                panic!()
+            };
+            let groups = count.div_ceil(local as u64);
+            assert!(groups.div_ceil(65535) <= 65535, "{groups}");
+        }
+    }
+
+    #[test]
+    fn split_geometry_covers_n_in_aligned_slices() {
+        // The H200 case: 1024 words per row, 128 slices of 64 rows = 131072 invocations.
+        assert_eq!(
+            split_geometry(8192, 8192),
+            SplitGeometry {
+                kwo: 1024,
+                rows: 64,
+                slices: 128
+            }
+        );
+        // The test case N = 1000, K = 200: many short slices.
+        assert_eq!(
+            split_geometry(1000, 200),
+            SplitGeometry {
+                kwo: 25,
+                rows: 20,
+                slices: 50
+            }
+        );
+        for n in [
+            1usize,
+            3,
+            5,
+            16,
+            17,
+            37,
+            100,
+            1000,
+            4097,
+            8192,
+            28672,
+            1 << 20,
+        ] {
+            for kout in [1usize, 7, 8, 200, 4096, 8192, 28672, 1 << 20] {
+                let g = split_geometry(n, kout);
+                assert_eq!(g.kwo, kout.div_ceil(8));
+                assert_eq!(g.rows % 4, 0, "{n} {kout}");
+                assert!(g.rows >= SPLIT_MIN_ROWS || g.slices == 1, "{n} {kout}");
+                // Every row in exactly one non-empty slice.
+                assert!(
+                    g.slices * g.rows >= n && (g.slices - 1) * g.rows < n,
+                    "{n} {kout}"
+                );
+                // Enough invocations unless N runs out of 16-row slices.
+                assert!(
+                    g.kwo * g.slices >= SPLIT_INVOCATIONS / 2 || g.rows <= 2 * SPLIT_MIN_ROWS,
+                    "{n} {kout}: {g:?}"
+                );
+            }
         }
     }
 }
