@@ -9,29 +9,6 @@ use common::*;
 use etvk_format::ir::*;
 use etvk_runtime::*;
 
-fn load_named_data(name: &str) -> MapData {
-    let dir = fixture_dir(name);
-    let pte = std::fs::read(dir.join("model.pte")).unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    let layout = &summary["pte_layout"];
-    let base = layout["extended_header"]["segment_base_offset"]
-        .as_u64()
-        .unwrap() as usize;
-    let segs = layout["segments"].as_array().unwrap();
-    let mut map = MapData::default();
-    for nd in layout["named_data"].as_array().unwrap() {
-        let seg = &segs[nd["segment_index"].as_u64().unwrap() as usize];
-        let off = base + seg["offset"].as_u64().unwrap() as usize;
-        let size = seg["size"].as_u64().unwrap() as usize;
-        map.0.insert(
-            nd["key"].as_str().unwrap().to_string(),
-            pte[off..off + size].to_vec(),
-        );
-    }
-    map
-}
-
 /// (input, output shape, output) of one case.
 type Case = (Vec<f32>, Vec<usize>, Vec<f32>);
 

@@ -175,3 +175,28 @@ pub fn assert_close(got: &[f32], want: &[f64], atol: f64, rtol: f64, what: &str)
         );
     }
 }
+
+/// The named data of fixture `name`, read straight from model.pte's segments at the offsets
+/// summary.json records (independent of the format crate's parser).
+pub fn load_named_data(name: &str) -> MapData {
+    let dir = fixture_dir(name);
+    let pte = std::fs::read(dir.join("model.pte")).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let layout = &summary["pte_layout"];
+    let base = layout["extended_header"]["segment_base_offset"]
+        .as_u64()
+        .unwrap() as usize;
+    let segs = layout["segments"].as_array().unwrap();
+    let mut map = MapData::default();
+    for nd in layout["named_data"].as_array().unwrap() {
+        let seg = &segs[nd["segment_index"].as_u64().unwrap() as usize];
+        let off = base + seg["offset"].as_u64().unwrap() as usize;
+        let size = seg["size"].as_u64().unwrap() as usize;
+        map.0.insert(
+            nd["key"].as_str().unwrap().to_string(),
+            pte[off..off + size].to_vec(),
+        );
+    }
+    map
+}
