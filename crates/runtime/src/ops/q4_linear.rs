@@ -40,8 +40,8 @@ use crate::registry::{OpEntry, Registry};
 
 const FP32: &[DataType] = &[DataType::Float32];
 
-/// Shared memory of the 128 x 128 tile: `As[32][129] + Ws[32][129]` floats.
-const T128_SHARED_BYTES: u32 = 2 * 32 * 129 * 4;
+/// Shared memory of the 128 x 128 tile: `As4[32][33] + Ws4[32][33]` vec4s.
+const T128_SHARED_BYTES: u32 = 2 * 32 * (128 / 4 + 1) * 16;
 
 /// Invocations per workgroup of every q4 kernel but the reduce (the manifest's local size).
 const LOCAL: u32 = 256;
