@@ -87,8 +87,10 @@ void main() {
         }
       }
       [[unroll]] for (uint u = 0u; u < U; ++u) {
+        // No early exit here: a `break` in this loop stops compilers from unrolling it and
+        // sends wv[][] to local memory. Words past the row read as code 8 (q = 0) and their
+        // columns, past K, load as zeros.
         const uint wi = w0 + u * LANES;
-        if (wi >= nw) break;
         const uint k = wi * 8u;
         vec4 xlo[MT], xhi[MT];
         [[unroll]] for (uint m = 0u; m < MT; ++m) {
