@@ -3,7 +3,7 @@
 //   partial[j][m][k] = sum_{n in slice j} dy[m][n] * (code(n,k) - 8) * s[n][k / gs]
 // over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32 word, KW words per
 // row; see q4_pack_weights.comp) and fp32 scales s[n][g] (G groups per row; g >= G has scale
-// 0). q4_linear_bwd_reduce.comp then sums the slices: dx[m][k] = sum_j partial[j][m][k].
+// 0). q4_linear_reduce.comp then sums the slices: dx[m][k] = sum_j partial[j][m][k].
 //
 // Why split N: d_x has only M * K outputs, so one invocation per output column (the tiled
 // kernel's shape) leaves the GPU mostly idle and walks all N rows serially. Here invocation

@@ -12,8 +12,18 @@
 // bounded the 128 x 128 variant at ~30 TFLOP/s on an H200. Workgroup ids are folded over (x, y).
 //
 // TILE variants (local size = NT = (BM/TM) * (BC/TC) = 256 for all):
+//   32:  32 x 128, 4 x 4 per thread, 21 KiB shared (portable; for 8 < M <= 32, where a
+//        64-row tile would spend half its FMAs on rows past M)
 //   64:  64 x 64,  4 x 4 per thread, 17 KiB shared (portable)
 //   128: 128 x 128, 8 x 8 per thread, 33 KiB shared (only where maxComputeSharedMemorySize allows)
+//
+// SPLIT = 1: split-K. With few tiles (small M and C) a large GPU would run one workgroup per
+// compute unit, each walking the whole reduction. The split variant cuts the reduction into
+// S = ceil(R / p.slice) slices of p.slice columns (a multiple of BR, so slices never share a
+// step of BR and never split a packed word); workgroup id = slice * tiles + tile, and each
+// workgroup writes its slice's BM x BC partial tile, without bias, to partial[S][M][C] (the
+// binding `outp`). q4_linear_reduce.comp then sums the slices in a fixed order and adds the
+// bias. The unsplit variants (SPLIT = 0) ignore p.slice and write `out` with the bias.
 // (The backward at M <= 8 uses q4_linear_bwd_split.comp: tiles over k alone leave the GPU idle.)
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
@@ -24,12 +34,20 @@
 #ifndef TILE
 #define TILE 64
 #endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
 
 #if TILE == 128
 #define BM 128
 #define BC 128
 #define TM 8
 #define TC 8
+#elif TILE == 32
+#define BM 32
+#define BC 128
+#define TM 4
+#define TC 4
 #else
 #define BM 64
 #define BC 64
@@ -52,8 +70,8 @@ layout(push_constant) uniform Params {
   uint KW;        // words per weight row (Kpad / 8)
   uint G;         // scale groups per row
   uint gs;        // group size (multiple of 4)
-  uint has_bias;  // forward only
-  uint pad_;
+  uint has_bias;  // forward, SPLIT = 0 only (the reduce adds the bias after a split)
+  uint slice;     // SPLIT = 1: reduction columns per slice (a multiple of BR)
 } p;
 
 #define QM (TM / 4)
@@ -81,10 +99,27 @@ void main() {
 #endif
   const uint tiles_c = (C + BC - 1u) / BC;
   const uint tiles_m = (p.M + BM - 1u) / BM;
-  const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  if (tile >= tiles_c * tiles_m) {
+  const uint tiles = tiles_c * tiles_m;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if SPLIT
+  const uint tile = wg % tiles;
+  const uint js = wg / tiles;  // slice index
+  // Slice js covers reduction columns [r_begin, min(r_begin + slice, R)); every step of BR
+  // starting in it lies wholly in it (or ends at R), so the bounds checks below against R
+  // stay exact. Slices past the last: folding leftovers (uniform per workgroup).
+  if (js >= (R + p.slice - 1u) / p.slice) {
+    return;
+  }
+  const uint r_begin = js * p.slice;
+  const uint r_end = min(R, r_begin + p.slice);
+#else
+  const uint tile = wg;
+  if (tile >= tiles) {
     return;  // uniform per workgroup (folding leftovers)
   }
+  const uint r_begin = 0u;
+  const uint r_end = R;
+#endif
   const uint m0 = (tile / tiles_c) * BM;
   const uint c0 = (tile % tiles_c) * BC;
   const uint tx = t % (BC / TC);
@@ -97,7 +132,7 @@ void main() {
     }
   }
 
-  for (uint r0 = 0u; r0 < R; r0 += BR) {
+  for (uint r0 = r_begin; r0 < r_end; r0 += BR) {
     // A tile: BM x BR, read along the reduction (contiguous), stored transposed.
     for (uint e = t; e < BM * BR; e += NT) {
       const uint mm = e / BR;
@@ -170,6 +205,9 @@ void main() {
       [[unroll]] for (uint j = 0u; j < TC; ++j) {
         const uint c = c0 + 4u * (tx + (j / 4u) * (BC / TC)) + j % 4u;
         if (c < C) {
+#if SPLIT
+          outp[(js * p.M + m) * C + c] = acc[i][j];
+#else
           float v = acc[i][j];
 #if !BWD
           if (p.has_bias != 0u) {
@@ -177,6 +215,7 @@ void main() {
           }
 #endif
           outp[m * C + c] = v;
+#endif
         }
       }
     }

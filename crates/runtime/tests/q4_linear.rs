@@ -256,7 +256,8 @@ fn run1(d: &mut Delegate, x_dims: &[usize], x: &[f32]) -> (Vec<usize>, Vec<f32>)
     out_f32(&args[1])
 }
 
-/// Forward q4gsw with x sizes `lead ++ [K]`, optionally with a (padded) bias.
+/// Forward q4gsw with x sizes `lead ++ [K]`, optionally with a (padded) bias; returns the
+/// profile's node names.
 fn check_forward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
@@ -264,7 +265,7 @@ fn check_forward(
     (k, n, gs): (usize, usize, usize),
     bias: bool,
     op: &str,
-) {
+) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
@@ -293,12 +294,21 @@ fn check_forward(
         &want,
         &format!("{op} lead {lead:?} K {k} N {n} gs {gs} bias {bias}"),
     );
-    let prof = d.profile();
-    assert_eq!(prof.len(), 1);
-    assert!(prof[0].0.starts_with(op), "{prof:?}");
+    let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+    assert!(names.iter().all(|p| p.starts_with(op)), "{names:?}");
+    names
 }
 
-/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [Kp]`.
+/// Profile names of a split-K tiled kernel and its reduce.
+fn split_names(op: &str, tiled: &str) -> Vec<String> {
+    vec![
+        format!("{op}/q4_linear_tiled_{tiled}_split"),
+        format!("{op}/q4_linear_reduce"),
+    ]
+}
+
+/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [Kp]`, at shapes too small to
+/// split K (the tiled kernels run whole).
 fn check_backward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
@@ -307,17 +317,32 @@ fn check_backward(
     n: usize,
     gs: usize,
 ) {
-    check_backward_cols(be, seed, lead, (k, n, gs), None);
+    let names = check_backward_cols(be, seed, lead, (k, n, gs), None);
+    // M <= 8: the split-N kernel and its reduce; above: one tiled kernel.
+    let m: usize = lead.iter().product();
+    let want_names = match m {
+        0..=8 => {
+            let mt = m.next_power_of_two();
+            vec![
+                format!("{Q4GSW_BWD}/q4_linear_bwd_split_m{mt}"),
+                format!("{Q4GSW_BWD}/q4_linear_reduce"),
+            ]
+        }
+        9..=32 => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t32x128")],
+        _ => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t64")],
+    };
+    assert_eq!(names, want_names, "backward lead {lead:?}");
 }
 
-/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [kout]` (default Kp).
+/// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [kout]` (default Kp); returns the
+/// profile's node names.
 fn check_backward_cols(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     lead: &[usize],
     (k, n, gs): (usize, usize, usize),
     kout: Option<usize>,
-) {
+) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
@@ -342,19 +367,7 @@ fn check_backward_cols(
         &want,
         &format!("backward lead {lead:?} K {k} N {n} gs {gs} d_x cols {kout}"),
     );
-    // M <= 8: the split-N kernel and its reduce; above: one tiled kernel.
-    let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
-    let want_names = match m {
-        0..=8 => {
-            let mt = m.next_power_of_two();
-            vec![
-                format!("{Q4GSW_BWD}/q4_linear_bwd_split_m{mt}"),
-                format!("{Q4GSW_BWD}/q4_linear_bwd_reduce"),
-            ]
-        }
-        _ => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t64")],
-    };
-    assert_eq!(names, want_names, "backward lead {lead:?}");
+    d.profile().into_iter().map(|p| p.0).collect()
 }
 
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
@@ -376,7 +389,7 @@ fn q4gsw_forward_matches_f64_reference() {
     let be = backend();
     for (i, &(m, k, n, gs)) in SHAPES.iter().enumerate() {
         for bias in [false, true] {
-            check_forward(
+            let names = check_forward(
                 &be,
                 100 + 2 * i as u64 + bias as u64,
                 &[m],
@@ -384,6 +397,8 @@ fn q4gsw_forward_matches_f64_reference() {
                 bias,
                 Q4GSW,
             );
+            // Reductions of <= 256 columns never split.
+            assert_eq!(names.len(), 1, "{names:?}");
         }
     }
     // Leading dims [2, 3, K], both entry names.
@@ -413,8 +428,78 @@ fn q4gsw_backward_matches_f64_reference() {
 fn q4gsw_backward_split_many_slices_odd_groups() {
     let be = backend();
     check_backward(&be, 310, &[3], 200, 1000, 20);
-    check_backward_cols(&be, 311, &[1], (200, 1000, 20), Some(197));
-    check_backward_cols(&be, 312, &[2], (200, 999, 20), Some(195));
+    let split_n = |mt: usize| {
+        vec![
+            format!("{Q4GSW_BWD}/q4_linear_bwd_split_m{mt}"),
+            format!("{Q4GSW_BWD}/q4_linear_reduce"),
+        ]
+    };
+    assert_eq!(
+        check_backward_cols(&be, 311, &[1], (200, 1000, 20), Some(197)),
+        split_n(1)
+    );
+    assert_eq!(
+        check_backward_cols(&be, 312, &[2], (200, 999, 20), Some(195)),
+        split_n(2)
+    );
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Split-K of the tiled kernels (8 < M, few tiles, reductions of >= 512 columns): the split
+/// variant's partial sums and the reduce (which adds the bias) against the f64 reference.
+/// Covers both tiles lavapipe runs (32 x 128 for M <= 32, 64 x 64 above), 2 to 8 slices,
+/// reductions that are no multiple of 32 (a short last slice ending mid-step), a group size
+/// that is no power of two (20, with K a multiple of it), odd N and leading dims.
+#[test]
+fn q4gsw_forward_split_k() {
+    let be = backend();
+    // (lead, K, N, gs, tile): slices = min(round(target / tiles), K / 256).
+    let cases: &[(&[usize], usize, usize, usize, &str)] = &[
+        (&[16], 512, 64, 32, "t32x128"),   // 1 tile, 2 slices of 256
+        (&[32], 2048, 200, 32, "t32x128"), // 2 tiles, 8 slices of 256
+        (&[32], 2000, 199, 20, "t32x128"), // 7 slices of 288, the last 272
+        (&[2, 8], 1000, 130, 20, "t32x128"),
+        (&[48], 1024, 100, 32, "t64"), // 2 tiles of 64 x 64, 4 slices
+        (&[33], 777, 61, 4, "t64"),    // K odd: x rows unpadded
+    ];
+    for (i, &(lead, k, n, gs, tile)) in cases.iter().enumerate() {
+        for bias in [false, true] {
+            let names = check_forward(
+                &be,
+                1000 + 2 * i as u64 + bias as u64,
+                lead,
+                (k, n, gs),
+                bias,
+                if i % 2 == 0 { Q4GSW } else { Q4GSW_ALIAS },
+            );
+            let op = if i % 2 == 0 { Q4GSW } else { Q4GSW_ALIAS };
+            assert_eq!(names, split_names(op, &format!("fwd_{tile}")), "case {i}");
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Split-K of the tiled backward: the reduction runs over N, tiles over (M, d_x columns).
+#[test]
+fn q4gsw_backward_split_k() {
+    let be = backend();
+    // (lead, K, N, gs, d_x cols, tile)
+    type Case<'a> = (&'a [usize], usize, usize, usize, Option<usize>, &'a str);
+    let cases: &[Case] = &[
+        (&[16], 64, 512, 32, None, "t32x128"),
+        (&[32], 200, 2000, 20, None, "t32x128"),
+        (&[24], 100, 1001, 20, Some(97), "t32x128"), // odd N, d_x narrower than Kp
+        (&[2, 10], 128, 600, 32, None, "t32x128"),   // 2 slices of 320, the last 280
+        (&[40], 128, 1024, 32, None, "t64"),
+    ];
+    for (i, &(lead, k, n, gs, kout, tile)) in cases.iter().enumerate() {
+        let names = check_backward_cols(&be, 1100 + i as u64, lead, (k, n, gs), kout);
+        assert_eq!(
+            names,
+            split_names(Q4GSW_BWD, &format!("bwd_{tile}")),
+            "case {i}"
+        );
+    }
     assert_eq!(be.validation_error_count(), 0);
 }
 
@@ -522,7 +607,77 @@ fn dynamic_m_reselects_kernels() {
             vec![
                 format!("{Q4GSW}/{fwd_kernel}"),
                 format!("{Q4GSW_BWD}/{bwd_kernel}"),
-                format!("{Q4GSW_BWD}/q4_linear_bwd_reduce"),
+                format!("{Q4GSW_BWD}/q4_linear_reduce"),
+            ],
+            "M = {m}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Dynamic M across split and unsplit choices in one program: forward (with bias) and
+/// backward of one weight, K = 512, N = 4096. Forward: GEMV at M <= 8; 32 x 128 tiles split
+/// in 2 slices at M = 16, 20; 64 x 64 tiles whole at M = 321 (384 tiles), where the forward's
+/// reduce node stays in the graph and launches nothing. Backward: split N at M <= 8; split K
+/// at every tiled M (16 slices of 256 rows at M = 16, 11 at M = 321). The scratch tensors
+/// are sized for the largest partial arrays among all M <= 321.
+#[test]
+fn dynamic_m_moves_between_split_and_unsplit() {
+    let be = backend();
+    let (k, n, gs, max_m) = (512, 4096, 32, 321);
+    let mut rng = Rng::new(1200);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(n, -1.0, 1.0);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let yi = g.input(&[max_m, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    let dx = g.output(&[max_m, kp]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
+    let mut d = g.load(&be, &dynamic()).unwrap();
+    for (m, fwd_kernel, bwd_kernel) in [
+        (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
+        (321, "tiled_fwd_t64", "tiled_bwd_t64_split"),
+        (1, "gemv_m1", "bwd_split_m1"),
+        (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
+        (5, "gemv_m8", "bwd_split_m8"),
+        (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
+    ] {
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let dy = rng.floats(m * n, -1.0, 1.0);
+        let mut args = vec![
+            host_f32(&[m, k], &x),
+            host_f32(&[m, n], &dy),
+            empty_out(),
+            empty_out(),
+        ];
+        d.execute(&mut args).unwrap();
+        let (os, got) = out_f32(&args[2]);
+        assert_eq!(os, vec![m, n]);
+        assert_rel(
+            &got,
+            &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
+            &format!("dynamic split forward M {m}"),
+        );
+        let (xs, got) = out_f32(&args[3]);
+        assert_eq!(xs, vec![m, kp]);
+        assert_rel(
+            &got,
+            &ref_backward(&dy, &c.wd, kp, m, n, kp),
+            &format!("dynamic split backward M {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            names,
+            vec![
+                format!("{Q4GSW}/q4_linear_{fwd_kernel}"),
+                format!("{Q4GSW}/q4_linear_reduce"),
+                format!("{Q4GSW_BWD}/q4_linear_{bwd_kernel}"),
+                format!("{Q4GSW_BWD}/q4_linear_reduce"),
             ],
             "M = {m}"
         );
@@ -780,12 +935,27 @@ fn fixture_f1_linear_q4gsw_backward() {
 }
 
 /// fp16 scales (widened to fp32 at load) and a bias that is a graph input rather than a
-/// constant (its first N values are read).
+/// constant (its first N values are read), on the GEMV and on the split-K tiled kernel (whose
+/// reduce adds the bias).
 #[test]
 fn fp16_scales_and_runtime_bias() {
     let be = backend();
-    let (m, k, n, gs) = (3, 64, 24, 16);
-    let mut rng = Rng::new(900);
+    fp16_scales_and_runtime_bias_at(&be, (3, 64, 24, 16), 900, "q4_linear_gemv_m4");
+    fp16_scales_and_runtime_bias_at(
+        &be,
+        (16, 512, 24, 16),
+        901,
+        "q4_linear_tiled_fwd_t32x128_split",
+    );
+}
+
+fn fp16_scales_and_runtime_bias_at(
+    be: &std::sync::Arc<Backend>,
+    (m, k, n, gs): (usize, usize, usize, usize),
+    seed: u64,
+    kernel: &str,
+) {
+    let mut rng = Rng::new(seed);
     let mut c = q4gsw_case(&mut rng, k, n, gs);
     // Round the scales to fp16 so the reference sees what the GPU sees.
     let h: Vec<u16> = c.scales.iter().map(|&v| f32_to_f16_bits(v)).collect();
@@ -820,7 +990,7 @@ fn fp16_scales_and_runtime_bias() {
     );
     let o2 = g.output(&[m, n]);
     g.b.add_op(QCS4W, &[xi, wqi, sqi, o2]);
-    let mut d = g.load(&be, &[]).unwrap();
+    let mut d = g.load(be, &[]).unwrap();
     let mut args = vec![
         host_f32(&[m, k], &x),
         host_f32(&[c.n_pad], &bias_v),
@@ -841,6 +1011,8 @@ fn fp16_scales_and_runtime_bias() {
         &ref_forward(&x, &wd, k, None, m, k, n),
         "qcs4w fp16 scales",
     );
+    let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+    assert_eq!(names[0], format!("{Q4GSW}/{kernel}"), "{names:?}");
     assert_eq!(be.validation_error_count(), 0);
 }
 

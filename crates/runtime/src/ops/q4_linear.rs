@@ -12,15 +12,28 @@
 //! product of the leading dims) changes:
 //! - forward, M <= 8: `q4_linear_gemv_m{1,2,4,8}` (smallest MT >= M): LANES invocations per
 //!   output row stream the packed row once and serve all M activation rows.
-//! - forward, M > 8: `q4_linear_tiled_fwd_t64` (64 x 64 tiles), or `_t128` (128 x 128) when
-//!   M >= 128, N >= 128 and the device has the ~33 KiB of shared memory it needs.
+//! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
+//!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
+//!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
+//!   of shared memory it needs; `t64` (64 x 64) otherwise.
 //! - backward, M <= 8: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
 //!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
-//!   `partial[S][M][8 * KWO]`; then `q4_linear_bwd_reduce` sums the S slices in a fixed order.
+//!   `partial[S][M][8 * KWO]`; then `q4_linear_reduce` sums the S slices in a fixed order.
 //!   A tiled kernel would give each invocation a whole column of N and leave most of a large
 //!   GPU idle (529 us against the forward GEMV's 38 us at N = K = 8192, M = 1, H200).
-//! - backward, M > 8: `q4_linear_tiled_bwd_t64` / `_t128` by the forward's rule on (M, K);
-//!   the reduce node stays in the graph (dynamic M may return to <= 8) but launches nothing.
+//! - backward, M > 8: `q4_linear_tiled_bwd_{tile}` by the forward's rule on (M, K) (tiles
+//!   over M x K, reducing over N).
+//! - split-K, both directions, M > 8: when the tiles are too few to fill a large GPU (see
+//!   [`split_k`]: M = 32 at N = 8192 gives 64 tiles of 32 x 128 for 132 SMs, each walking all
+//!   8192 columns of the reduction), the `_split` variant of the tiled kernel cuts the
+//!   reduction into S slices (multiples of 32 columns) and writes `partial[S][M][C]` (fp32);
+//!   `q4_linear_reduce` then sums the slices in a fixed order (deterministic) and adds the
+//!   forward's bias.
+//!
+//! Each op is at most two dispatch nodes: node 1 selects among every kernel reachable for its
+//! M range, node 2 (`q4_linear_reduce`, present when some reachable M splits) launches no
+//! workgroups when the kernel of the current M writes its output directly. The scratch tensor
+//! is sized at build time for the largest partial array any reachable M needs.
 //!
 //! All grids are 1-D workgroup counts folded over (x, y) by `Global::Linear`, so N, K and M
 //! up to 2^20 stay within 65535 workgroups per dimension.
@@ -46,7 +59,7 @@ const T128_SHARED_BYTES: u32 = 2 * 32 * (128 / 4 + 1) * 16;
 /// Invocations per workgroup of every q4 kernel but the reduce (the manifest's local size).
 const LOCAL: u32 = 256;
 
-/// Invocations per workgroup of `q4_linear_bwd_reduce` (the manifest's local size): small, so
+/// Invocations per workgroup of `q4_linear_reduce` (the manifest's local size): small, so
 /// that its few (M * K) invocations still spread over many compute units.
 const REDUCE_LOCAL: u32 = 64;
 
@@ -57,6 +70,17 @@ const SPLIT_INVOCATIONS: usize = 131_072;
 /// Fewest weight rows per slice of the split backward: fewer would make the partial sums
 /// (written and re-read by the reduce) a large share of the traffic.
 const SPLIT_MIN_ROWS: usize = 16;
+
+/// Reduction columns per step of the tiled kernels (`BR` in q4_linear_tiled.comp): split-K
+/// slices are multiples of it, so no step straddles two slices and no packed word is split.
+const TILE_BR: usize = 32;
+
+/// Fewest reduction columns per split-K slice (8 steps of [`TILE_BR`]): shorter slices would
+/// spend a large share of each workgroup on its prologue and partial-tile store.
+const SPLIT_K_MIN_LEN: usize = 256;
+
+/// Largest M of the 32 x 128 tile.
+const T32_MAX_M: usize = 32;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -102,28 +126,60 @@ struct Q4 {
     gs: usize,
 }
 
+/// Output tile of `q4_linear_tiled.comp` (its `TILE` define).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tile {
+    /// 32 x 128 (`TILE=32`), for 8 < M <= 32.
+    T32x128,
+    /// 64 x 64.
+    T64,
+    /// 128 x 128 (needs [`T128_SHARED_BYTES`] of shared memory).
+    T128,
+}
+
+impl Tile {
+    /// (rows of M, output columns) per workgroup.
+    fn shape(self) -> (usize, usize) {
+        match self {
+            Tile::T32x128 => (32, 128),
+            Tile::T64 => (64, 64),
+            Tile::T128 => (128, 128),
+        }
+    }
+
+    /// Workgroups a split-K launch aims for: one full wave of resident workgroups on a large
+    /// GPU, so that no compute unit runs a single workgroup's latency-bound reduction while
+    /// the others idle. Device-independent on purpose (Vulkan does not report the number of
+    /// compute units, and the choice must be the same at build and resize time): 4 resident
+    /// workgroups on each of an H200's 132 SMs for the tiles with 16 accumulators per
+    /// invocation, 2 for the 128 x 128 tile (64 accumulators, 4x the registers). On a
+    /// smaller GPU the same split is more than one wave, which costs only the partial sums'
+    /// traffic (at most 22 MiB, see [`split_k`]).
+    fn split_target(self) -> usize {
+        match self {
+            Tile::T32x128 | Tile::T64 => 528,
+            Tile::T128 => 264,
+        }
+    }
+
+    /// Tiles of an M x `cols` output.
+    fn count(self, m: usize, cols: usize) -> usize {
+        let (bm, bc) = self.shape();
+        m.div_ceil(bm)
+            .max(1)
+            .saturating_mul(cols.div_ceil(bc).max(1))
+    }
+}
+
 /// One kernel of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kernel {
     /// GEMV for M <= MT.
     Gemv(u32),
-    /// Tiled GEMM / backward: 64 x 64.
-    T64,
-    /// 128 x 128 (needs [`T128_SHARED_BYTES`] of shared memory).
-    T128,
+    /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
+    Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
-    Split(u32),
-}
-
-impl Kernel {
-    /// (rows of M, output columns) per workgroup tile.
-    fn tile(self) -> (usize, usize) {
-        match self {
-            Kernel::Gemv(mt) | Kernel::Split(mt) => (mt as usize, 0),
-            Kernel::T64 => (64, 64),
-            Kernel::T128 => (128, 128),
-        }
-    }
+    SplitN(u32),
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -136,21 +192,71 @@ fn small_mt(m: usize) -> u32 {
     }
 }
 
-/// Forward kernel for M rows and N outputs.
-fn forward_kernel(m: usize, n: usize, big_tiles: bool) -> Kernel {
-    match m {
-        0..=8 => Kernel::Gemv(small_mt(m)),
-        _ if big_tiles && m >= 128 && n >= 128 => Kernel::T128,
-        _ => Kernel::T64,
+/// Split-K geometry of a tiled launch: `slices` slices of `len` reduction columns (the last
+/// one shorter unless `len` divides R); `slices == 1` is the unsplit kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SplitK {
+    slices: usize,
+    /// A multiple of [`TILE_BR`].
+    len: usize,
+}
+
+/// Split-K for `tile` over an M x `cols` output reducing over `r` columns:
+/// `S = round(target / tiles)` ([`Tile::split_target`]; rounded to nearest, so a launch with
+/// over 2/3 of the target's workgroups stays whole), at most `R / 256` (slices of >= 256
+/// columns); then the slice length `ceil(R / S)` rounded up to a multiple of 32, and
+/// `S = ceil(R / len)` (every slice non-empty). S never grows with M, and
+/// `S * tiles <= 4/3 * target`, so the partial sums (`S * M * C` floats) stay below
+/// `4/3 * target * BM * BC` floats: 22 MiB for the 128 x 128 tile, 11 MiB for the others.
+///
+/// At the H200 benchmark shapes (C = outputs of the launch, R = its reduction):
+/// - C = R = 8192: M = 16, 32: 64 tiles of 32 x 128, S = 8 slices of 1024 (512 workgroups);
+///   M = 64: 128 tiles of 64 x 64, S = 4 of 2048 (512); M = 128: 64 tiles of 128 x 128,
+///   S = 4 of 2048 (256), or without the shared memory for that tile 256 tiles of 64 x 64,
+///   S = 2 of 4096 (512); M = 512: 256 tiles of 128 x 128, whole.
+/// - C = 28672, R = 8192: M = 32: 224 tiles, S = 2 of 4096; M = 64, 128: whole.
+/// - C = 8192, R = 28672: M = 32: S = 8 of 3584; M = 64, 128: S = 4 of 7168.
+fn split_k(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    let r = r.max(1);
+    let tiles = tile.count(m, cols);
+    let target = tile.split_target();
+    let want = (target + tiles / 2) / tiles;
+    let s = want.min(r / SPLIT_K_MIN_LEN).max(1);
+    let len = r.div_ceil(s).next_multiple_of(TILE_BR);
+    SplitK {
+        slices: r.div_ceil(len),
+        len,
     }
 }
 
-/// Backward kernel for M rows and `kout` output columns.
-fn backward_kernel(m: usize, kout: usize, big_tiles: bool) -> Kernel {
+/// The tiled kernel for M > 8 rows, `cols` output columns and a reduction over `r`.
+fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
+    let tile = if m <= T32_MAX_M {
+        Tile::T32x128
+    } else if big_tiles && m >= 128 && cols >= 128 {
+        Tile::T128
+    } else {
+        Tile::T64
+    };
+    Kernel::Tiled {
+        tile,
+        split: split_k(tile, m, cols, r).slices > 1,
+    }
+}
+
+/// Forward kernel for M rows, N outputs and x rows of K.
+fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool) -> Kernel {
     match m {
-        0..=8 => Kernel::Split(small_mt(m)),
-        _ if big_tiles && m >= 128 && kout >= 128 => Kernel::T128,
-        _ => Kernel::T64,
+        0..=8 => Kernel::Gemv(small_mt(m)),
+        _ => tiled_kernel(m, n, k, big_tiles),
+    }
+}
+
+/// Backward kernel for M rows, `kout` output columns and N weight rows (the reduction).
+fn backward_kernel(m: usize, kout: usize, n: usize, big_tiles: bool) -> Kernel {
+    match m {
+        0..=8 => Kernel::SplitN(small_mt(m)),
+        _ => tiled_kernel(m, kout, n, big_tiles),
     }
 }
 
@@ -169,8 +275,7 @@ struct SplitGeometry {
 
 /// Slices of the split backward: about [`SPLIT_INVOCATIONS`] invocations (one per word
 /// column and slice) with at least [`SPLIT_MIN_ROWS`] rows per slice (unless N itself is
-/// smaller: then one slice). Independent of M, so the scratch tensor sized at build time
-/// fits every M.
+/// smaller: then one slice). Independent of M.
 fn split_geometry(n: usize, kout: usize) -> SplitGeometry {
     let kwo = kout.div_ceil(8).max(1);
     let n = n.max(1);
@@ -186,42 +291,79 @@ fn split_geometry(n: usize, kout: usize) -> SplitGeometry {
     }
 }
 
-/// The kernels `choose` can pick for M in `0..=max_m` (every M when the graph is dynamic,
-/// only `max_m` otherwise), so only those pipelines are built.
-fn reachable(max_m: usize, dynamic: bool, choose: impl Fn(usize) -> Kernel) -> Vec<Kernel> {
-    let mut ms = vec![max_m];
-    if dynamic {
-        // `choose` is constant between these breakpoints.
-        ms.extend(
-            [0, 1, 2, 3, 4, 5, 8, 9, 127, 128]
-                .iter()
-                .filter(|&&m| m <= max_m),
-        );
-    }
-    let mut out: Vec<Kernel> = Vec::new();
-    for m in ms {
+/// M past which no kernel choice changes: the tile is fixed for M >= 128, and at least
+/// `ceil(M / 128) > 528` tiles exceed every tile's split-K target, so nothing splits.
+const STABLE_M: usize = 128 * 528;
+
+/// What one op's resize fn can pick over the M values it can see: every M in `0..=max_m`
+/// when the graph is dynamic, only `max_m` otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Plan {
+    /// Distinct kernels, `max_m`'s first (only these pipelines are built).
+    kernels: Vec<Kernel>,
+    /// The largest `scratch(m, kernel)` over those M: floats of partial sums to allocate.
+    scratch_floats: usize,
+}
+
+/// [`Plan`] for a `choose` of the shape of [`forward_kernel`] / [`backward_kernel`], whose
+/// partial sums `scratch` are `S * M * C` with S fixed while the tile and its tile count are.
+/// Above M = 8 both change only between runs of M with equal `ceil(M / BM)` (every BM is a
+/// multiple of 32) or at a tile's range (9..=32, 33..=127, 128..), and the scratch grows
+/// with M within a run, so the last M of each run (a multiple of 32, or 127, or max_m) shows
+/// every kernel and the largest scratch; past [`STABLE_M`] nothing changes. About 2k
+/// evaluations at most, where a scan of every M would cost 67k per op.
+fn plan(
+    max_m: usize,
+    dynamic: bool,
+    choose: impl Fn(usize) -> Kernel,
+    scratch: impl Fn(usize, Kernel) -> usize,
+) -> Plan {
+    let mut p = Plan {
+        kernels: Vec::new(),
+        scratch_floats: 0,
+    };
+    let mut see = |m: usize| {
         let k = choose(m);
-        if !out.contains(&k) {
-            out.push(k);
+        if !p.kernels.contains(&k) {
+            p.kernels.push(k);
+        }
+        p.scratch_floats = p.scratch_floats.max(scratch(m, k));
+    };
+    see(max_m);
+    if dynamic {
+        let last_of_runs = (0..=8).chain([127]).chain((32..=STABLE_M).step_by(32));
+        for m in last_of_runs.filter(|&m| m < max_m) {
+            see(m);
         }
     }
-    out
+    p
 }
 
 fn shader_of(k: Kernel, backward: bool) -> ShaderId {
+    use Tile::*;
     match (k, backward) {
         (Kernel::Gemv(1), _) => ShaderId::Q4LinearGemvM1,
         (Kernel::Gemv(2), _) => ShaderId::Q4LinearGemvM2,
         (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
         (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
-        (Kernel::Split(1), _) => ShaderId::Q4LinearBwdSplitM1,
-        (Kernel::Split(2), _) => ShaderId::Q4LinearBwdSplitM2,
-        (Kernel::Split(4), _) => ShaderId::Q4LinearBwdSplitM4,
-        (Kernel::Split(_), _) => ShaderId::Q4LinearBwdSplitM8,
-        (Kernel::T64, false) => ShaderId::Q4LinearTiledFwdT64,
-        (Kernel::T128, false) => ShaderId::Q4LinearTiledFwdT128,
-        (Kernel::T64, true) => ShaderId::Q4LinearTiledBwdT64,
-        (Kernel::T128, true) => ShaderId::Q4LinearTiledBwdT128,
+        (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
+        (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
+        (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
+        (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
+        (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
+            (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
+            (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
+            (T128, false, false) => ShaderId::Q4LinearTiledFwdT128,
+            (T32x128, true, false) => ShaderId::Q4LinearTiledFwdT32x128Split,
+            (T64, true, false) => ShaderId::Q4LinearTiledFwdT64Split,
+            (T128, true, false) => ShaderId::Q4LinearTiledFwdT128Split,
+            (T32x128, false, true) => ShaderId::Q4LinearTiledBwdT32x128,
+            (T64, false, true) => ShaderId::Q4LinearTiledBwdT64,
+            (T128, false, true) => ShaderId::Q4LinearTiledBwdT128,
+            (T32x128, true, true) => ShaderId::Q4LinearTiledBwdT32x128Split,
+            (T64, true, true) => ShaderId::Q4LinearTiledBwdT64Split,
+            (T128, true, true) => ShaderId::Q4LinearTiledBwdT128Split,
+        },
     }
 }
 
@@ -488,12 +630,21 @@ fn current_rows(s: &Shapes, x: TensorId, k: usize, name: &str) -> Result<(Vec<us
     }
 }
 
-/// Push constants shared by every kernel (8 u32s).
-fn push(m: usize, q: &Q4, k: usize, has_bias: bool, kernel: Kernel) -> Result<Vec<u8>> {
+/// Push constants shared by every kernel but the split-N backward (8 u32s). The last one is
+/// the GEMV's group shift, or the tiled kernels' split-K slice length `slice_len` (which the
+/// unsplit variants ignore).
+fn push(
+    m: usize,
+    q: &Q4,
+    k: usize,
+    has_bias: bool,
+    kernel: Kernel,
+    slice_len: usize,
+) -> Result<Vec<u8>> {
     // The GEMV counts uvec4 chunks per row, the tiled kernels u32 words.
-    let row_units = match kernel {
-        Kernel::Gemv(_) => q.kpad / 32,
-        _ => q.kpad / 8,
+    let (row_units, last) = match kernel {
+        Kernel::Gemv(_) => (q.kpad / 32, group_word_shift(q.gs)),
+        _ => (q.kpad / 8, to_u32(slice_len, "split-K slice length")?),
     };
     Ok(Push::new()
         .u32(to_u32(m, "M")?)
@@ -503,7 +654,7 @@ fn push(m: usize, q: &Q4, k: usize, has_bias: bool, kernel: Kernel) -> Result<Ve
         .u32(to_u32(q.groups, "scale groups")?)
         .u32(to_u32(q.gs, "group_size")?)
         .u32(has_bias as u32)
-        .u32(group_word_shift(q.gs))
+        .u32(last)
         .finish())
 }
 
@@ -517,22 +668,98 @@ fn group_word_shift(gs: usize) -> u32 {
     }
 }
 
-/// Workgroups of `kernel` for M rows and `cols` output columns (folded by the runtime).
-fn global(kernel: Kernel, m: usize, cols: usize, rows_per_gemv_group: usize) -> Result<Global> {
+/// The split-K geometry `kernel` runs with for M rows, `cols` outputs and a reduction over
+/// `r`: [`split_k`]'s for a split tiled kernel, one whole slice otherwise.
+fn split_of(kernel: Kernel, m: usize, cols: usize, r: usize) -> SplitK {
+    match kernel {
+        Kernel::Tiled { tile, split: true } => split_k(tile, m, cols, r),
+        _ => SplitK {
+            slices: 1,
+            len: r.max(1).next_multiple_of(TILE_BR),
+        },
+    }
+}
+
+/// Floats of partial sums `kernel` writes for M rows and `cols` outputs reducing over `r`
+/// (0 for the kernels that write their output directly).
+fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
+    match kernel {
+        Kernel::Tiled { split: true, .. } => split_of(kernel, m, cols, r)
+            .slices
+            .saturating_mul(m)
+            .saturating_mul(cols),
+        Kernel::SplitN(_) => {
+            let geo = split_geometry(r, cols);
+            (geo.slices * 8 * geo.kwo).saturating_mul(m)
+        }
+        _ => 0,
+    }
+}
+
+/// Whether `kernel` writes partial sums for `q4_linear_reduce` (and binds the scratch).
+fn writes_partials(kernel: Kernel) -> bool {
+    matches!(
+        kernel,
+        Kernel::SplitN(_) | Kernel::Tiled { split: true, .. }
+    )
+}
+
+/// The scratch tensor for `plan`'s partial sums, when one of its kernels writes them.
+fn scratch(g: &mut GraphBuilder<'_>, call: &OpCall, plan: &Plan) -> Result<Option<TensorId>> {
+    if !plan.kernels.iter().any(|&k| writes_partials(k)) {
+        return Ok(None);
+    }
+    // At least one float: a reachable M of 0 needs a binding but writes nothing.
+    g.new_tensor(
+        DataType::Float32,
+        vec![plan.scratch_floats.max(1)],
+        None,
+        format!("{}: split partial sums", call.what()),
+    )
+    .map(Some)
+}
+
+/// Workgroups of `kernel` (GEMV or tiled) for M rows and `cols` output columns, times the
+/// split-K `slices` (folded by the runtime).
+fn global(
+    kernel: Kernel,
+    m: usize,
+    cols: usize,
+    rows_per_gemv_group: usize,
+    slices: usize,
+) -> Result<Global> {
     if m == 0 || cols == 0 {
         return Ok(Global::Linear(0));
     }
     let groups = match kernel {
         Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
-        Kernel::Split(_) => return Err(internal("the split backward is launched by split_launch")),
-        k => {
-            let (bm, bc) = k.tile();
-            m.div_ceil(bm)
-                .checked_mul(cols.div_ceil(bc))
-                .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many tiles")))?
+        Kernel::SplitN(_) => {
+            return Err(internal("the split backward is launched by split_launch"))
         }
+        Kernel::Tiled { tile, .. } => tile
+            .count(m, cols)
+            .checked_mul(slices)
+            .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many tiles")))?,
     };
     Ok(Global::Linear(groups as u64 * LOCAL as u64))
+}
+
+/// Launch of a tiled kernel for M rows, `cols` outputs (`k`: the push constants' K, x's row
+/// length forward, `cols` backward) and a reduction over `r`.
+fn tiled_launch(
+    kernel: Kernel,
+    m: usize,
+    q: &Q4,
+    k: usize,
+    has_bias: bool,
+    cols: usize,
+    r: usize,
+) -> Result<Launch> {
+    let sk = split_of(kernel, m, cols, r);
+    Ok(Launch {
+        push: push(m, q, k, has_bias, kernel, sk.len)?,
+        global: global(kernel, m, cols, 1, sk.slices)?,
+    })
 }
 
 /// Launch of `q4_linear_bwd_split_m*` for M rows: one invocation per (word column, slice).
@@ -559,22 +786,45 @@ fn split_launch(m: usize, q: &Q4, kout: usize, geo: SplitGeometry) -> Result<Lau
     })
 }
 
-/// Launch of `q4_linear_bwd_reduce`: M * kout outputs, each the sum of `geo.slices` partials.
-fn reduce_launch(m: usize, kout: usize, geo: SplitGeometry) -> Result<Launch> {
-    let stride = 8 * geo.kwo;
+/// Launch of `q4_linear_reduce`: M * `cols` outputs, each the sum of `slices` partial rows of
+/// `stride` floats (`partial[slices][M][stride]`), plus `bias[c]` when `has_bias`.
+fn reduce_launch(
+    m: usize,
+    cols: usize,
+    stride: usize,
+    slices: usize,
+    has_bias: bool,
+) -> Result<Launch> {
     let total = m
-        .checked_mul(kout)
-        .ok_or_else(|| unsupported(format!("M = {m} x K = {kout} outputs overflow")))?;
+        .checked_mul(cols)
+        .ok_or_else(|| unsupported(format!("M = {m} x {cols} outputs overflow")))?;
+    let slice = m
+        .checked_mul(stride)
+        .ok_or_else(|| unsupported(format!("M = {m} x {stride} partial sums overflow")))?;
     Ok(Launch {
         push: Push::new()
-            .u32(to_u32(total, "M * K")?)
-            .u32(to_u32(kout.max(1), "K")?)
+            .u32(to_u32(total, "M * C")?)
+            .u32(to_u32(cols.max(1), "C")?)
             .u32(to_u32(stride, "partial row stride")?)
-            .u32(to_u32(geo.slices, "slices")?)
-            .u32(to_u32(m * stride, "partial slice size")?)
+            .u32(to_u32(slices, "slices")?)
+            .u32(to_u32(slice, "partial slice size")?)
+            .u32(has_bias as u32)
             .finish(),
         global: Global::Linear(total as u64),
     })
+}
+
+/// The reduce node's launch when the kernel of the current M writes its output directly.
+fn idle_reduce(cols: usize) -> Result<Launch> {
+    reduce_launch(0, cols, cols, 1, false)
+}
+
+/// Index of `kernel` in the prepared variants.
+fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> {
+    kernels
+        .iter()
+        .position(|&c| c == kernel)
+        .ok_or_else(|| internal(format!("no prepared kernel {kernel:?} for M = {m}")))
 }
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
@@ -593,15 +843,24 @@ fn forward(
         d[..d.len() - 1].iter().product()
     };
     let n = q.n;
-    let kernels = reachable(max_m, g.dynamic, |m| forward_kernel(m, n, big));
+    let choose = move |m: usize| forward_kernel(m, n, k, big);
+    let plan = plan(max_m, g.dynamic, choose, |m, kn| {
+        partial_floats(kn, m, n, k)
+    });
+    let partial = scratch(g, call, &plan)?;
     let bias_t = match bias {
         Some(b) => b,
         None => g.dummy()?,
     };
-    let variants = kernels
+    let variants = plan
+        .kernels
         .iter()
         .map(|&kn| {
-            let mut d = Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]);
+            let mut d = match (writes_partials(kn), partial) {
+                // The split variants leave the bias to the reduce (no bias binding).
+                (true, Some(p)) => Dispatch::new(shader_of(kn, false), [p, x, q.w, q.s]),
+                _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
+            };
             d.local = Some([LOCAL, 1, 1]);
             if let Kernel::Gemv(_) = kn {
                 let (lanes, rows) = gemv_shape(kn, q.kpad);
@@ -610,6 +869,7 @@ fn forward(
             d
         })
         .collect();
+    let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, x, k, "x")?;
         if let Some(b) = bias {
@@ -622,18 +882,35 @@ fn forward(
         }
         od.push(n);
         s.set_dims(out, od)?;
-        let kn = forward_kernel(m, n, big);
-        let idx = kernels
-            .iter()
-            .position(|&c| c == kn)
-            .ok_or_else(|| internal(format!("no prepared kernel {kn:?} for M = {m}")))?;
-        Ok((
-            idx,
-            Launch {
-                push: push(m, &q, k, bias.is_some(), kn)?,
-                global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad))?,
+        let kn = choose(m);
+        let idx = variant_index(&kernels, kn, m)?;
+        let launch = match kn {
+            Kernel::Gemv(_) => Launch {
+                push: push(m, &q, k, bias.is_some(), kn, 0)?,
+                global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
-        ))
+            _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
+        };
+        Ok((idx, launch))
+    })?;
+    let Some(partial) = partial else {
+        // No reachable M splits: the first node writes `out` at every M.
+        return Ok(());
+    };
+    // A one-variant dispatch_select so that profiles name it `op/kernel` like the first
+    // node; it launches no workgroups when the current M's kernel wrote `out` itself.
+    let mut reduce = Dispatch::new(ShaderId::Q4LinearReduce, [out, partial, bias_t]);
+    reduce.local = Some([REDUCE_LOCAL, 1, 1]);
+    g.dispatch_select(call, vec![reduce], move |s| {
+        let (_, m) = current_rows(s, x, k, "x")?;
+        let kn = choose(m);
+        let launch = if writes_partials(kn) {
+            let sk = split_of(kn, m, n, k);
+            reduce_launch(m, n, n, sk.slices, bias.is_some())?
+        } else {
+            idle_reduce(n)?
+        };
+        Ok((0, launch))
     })
 }
 
@@ -727,28 +1004,22 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     }
     let big = big_tiles_ok(g);
     let max_m: usize = lead.iter().product();
-    let kernels = reachable(max_m, g.dynamic, |m| backward_kernel(m, kout, big));
     let n = q.n;
+    // Output columns k (kout of them), reduction over the N weight rows.
+    let choose = move |m: usize| backward_kernel(m, kout, n, big);
+    let plan = plan(max_m, g.dynamic, choose, |m, kn| {
+        partial_floats(kn, m, kout, n)
+    });
     let geo = split_geometry(n, kout);
-    // Scratch for the split path, sized for the largest M that takes it (the partials of
-    // M rows are packed densely, so smaller M use a prefix).
-    let split_m = max_m.clamp(1, 8);
-    let partial = if kernels.iter().any(|k| matches!(k, Kernel::Split(_))) {
-        let floats = geo.slices * split_m * 8 * geo.kwo;
-        Some(g.new_tensor(
-            DataType::Float32,
-            vec![floats],
-            None,
-            format!("{}: split-N partial sums", call.what()),
-        )?)
-    } else {
-        None
-    };
-    let variants = kernels
+    // Partial sums of the split-N (M <= 8) and split-K kernels; the partials of M rows are
+    // packed densely, so every M uses a prefix.
+    let partial = scratch(g, call, &plan)?;
+    let variants = plan
+        .kernels
         .iter()
         .map(|&kn| {
-            let out = match (kn, partial) {
-                (Kernel::Split(_), Some(p)) => p,
+            let out = match (writes_partials(kn), partial) {
+                (true, Some(p)) => p,
                 _ => dx,
             };
             let mut d = Dispatch::new(shader_of(kn, true), [out, dy, q.w, q.s]);
@@ -756,40 +1027,35 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             d
         })
         .collect();
+    let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, dy, n, "d_out")?;
         od.push(kout);
         s.set_dims(dx, od)?;
-        let kn = backward_kernel(m, kout, big);
-        let idx = kernels
-            .iter()
-            .position(|&c| c == kn)
-            .ok_or_else(|| internal(format!("no prepared kernel {kn:?} for M = {m}")))?;
+        let kn = choose(m);
+        let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
-            Kernel::Split(_) => split_launch(m, &q, kout, geo)?,
-            _ => Launch {
-                push: push(m, &q, kout, false, kn)?,
-                global: global(kn, m, kout, 1)?,
-            },
+            Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
+            _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))
     })?;
     let Some(partial) = partial else {
-        // M > 8 whatever the inputs: only the tiled kernels run.
+        // No reachable M takes a split kernel: the first node writes d_x at every M.
         return Ok(());
     };
-    // The reduce is a one-variant dispatch_select so that profiles name it `op/kernel` like
-    // the first node; with a tiled kernel selected it launches no workgroups.
-    let mut reduce = Dispatch::new(ShaderId::Q4LinearBwdReduce, [dx, partial]);
+    // As in the forward: a one-variant dispatch_select, idle when d_x was written directly.
+    let bias_t = g.dummy()?;
+    let mut reduce = Dispatch::new(ShaderId::Q4LinearReduce, [dx, partial, bias_t]);
     reduce.local = Some([REDUCE_LOCAL, 1, 1]);
     g.dispatch_select(call, vec![reduce], move |s| {
         let (_, m) = current_rows(s, dy, n, "d_out")?;
-        let launch = match backward_kernel(m, kout, big) {
-            Kernel::Split(_) => reduce_launch(m, kout, geo)?,
-            _ => Launch {
-                push: reduce_launch(0, kout, geo)?.push,
-                global: Global::Linear(0),
-            },
+        let launch = match choose(m) {
+            Kernel::SplitN(_) => reduce_launch(m, kout, 8 * geo.kwo, geo.slices, false)?,
+            kn @ Kernel::Tiled { split: true, .. } => {
+                reduce_launch(m, kout, kout, split_of(kn, m, kout, n).slices, false)?
+            }
+            _ => idle_reduce(kout)?,
         };
         Ok((0, launch))
     })
@@ -799,55 +1065,187 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
 mod tests {
     use super::*;
 
+    fn tiled(tile: Tile, split: bool) -> Kernel {
+        Kernel::Tiled { tile, split }
+    }
+
     #[test]
     fn kernel_selection_and_reachability() {
-        assert_eq!(forward_kernel(1, 64, true), Kernel::Gemv(1));
-        assert_eq!(forward_kernel(3, 64, true), Kernel::Gemv(4));
-        assert_eq!(forward_kernel(8, 64, true), Kernel::Gemv(8));
-        assert_eq!(forward_kernel(9, 4096, true), Kernel::T64);
-        assert_eq!(forward_kernel(512, 4096, true), Kernel::T128);
-        assert_eq!(forward_kernel(512, 4096, false), Kernel::T64);
-        assert_eq!(backward_kernel(1, 4096, true), Kernel::Split(1));
-        assert_eq!(backward_kernel(3, 4096, true), Kernel::Split(4));
-        assert_eq!(backward_kernel(8, 4096, true), Kernel::Split(8));
-        assert_eq!(backward_kernel(9, 4096, true), Kernel::T64);
-        let r = reachable(64, true, |m| forward_kernel(m, 64, true));
+        let k = 64; // short reduction: never split
+        assert_eq!(forward_kernel(1, 64, k, true), Kernel::Gemv(1));
+        assert_eq!(forward_kernel(3, 64, k, true), Kernel::Gemv(4));
+        assert_eq!(forward_kernel(8, 64, k, true), Kernel::Gemv(8));
         assert_eq!(
-            r,
+            forward_kernel(9, 4096, k, true),
+            tiled(Tile::T32x128, false)
+        );
+        assert_eq!(
+            forward_kernel(32, 4096, k, true),
+            tiled(Tile::T32x128, false)
+        );
+        assert_eq!(forward_kernel(33, 4096, k, true), tiled(Tile::T64, false));
+        assert_eq!(forward_kernel(512, 4096, k, true), tiled(Tile::T128, false));
+        assert_eq!(forward_kernel(512, 4096, k, false), tiled(Tile::T64, false));
+        assert_eq!(backward_kernel(1, 4096, k, true), Kernel::SplitN(1));
+        assert_eq!(backward_kernel(3, 4096, k, true), Kernel::SplitN(4));
+        assert_eq!(backward_kernel(8, 4096, k, true), Kernel::SplitN(8));
+        assert_eq!(
+            backward_kernel(9, 4096, k, true),
+            tiled(Tile::T32x128, false)
+        );
+        // The H200 shapes at M = 32: split.
+        assert_eq!(
+            forward_kernel(32, 8192, 8192, true),
+            tiled(Tile::T32x128, true)
+        );
+        assert_eq!(
+            backward_kernel(32, 8192, 8192, true),
+            tiled(Tile::T32x128, true)
+        );
+        let p = plan(
+            64,
+            true,
+            |m| forward_kernel(m, 64, k, true),
+            |m, kn| partial_floats(kn, m, 64, k),
+        );
+        assert_eq!(
+            p.kernels,
             vec![
-                Kernel::T64,
+                tiled(Tile::T64, false),
                 Kernel::Gemv(1),
                 Kernel::Gemv(2),
                 Kernel::Gemv(4),
-                Kernel::Gemv(8)
+                Kernel::Gemv(8),
+                tiled(Tile::T32x128, false),
             ]
         );
-        assert_eq!(
-            reachable(5, false, |m| forward_kernel(m, 64, true)),
-            vec![Kernel::Gemv(8)]
+        assert_eq!(p.scratch_floats, 0);
+        let p = plan(
+            5,
+            false,
+            |m| forward_kernel(m, 64, k, true),
+            |m, kn| partial_floats(kn, m, 64, k),
         );
-        // Every M up to the bound maps to a reachable kernel.
-        for max_m in [0usize, 1, 7, 9, 130, 300] {
-            let r = reachable(max_m, true, |m| backward_kernel(m, 256, true));
-            for m in 0..=max_m {
-                assert!(r.contains(&backward_kernel(m, 256, true)), "{max_m} {m}");
-            }
-            let r = reachable(max_m, true, |m| forward_kernel(m, 256, true));
-            for m in 0..=max_m {
-                assert!(r.contains(&forward_kernel(m, 256, true)), "{max_m} {m}");
-            }
-        }
+        assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
         assert_eq!(gemv_lanes(32, 1), 8);
         assert_eq!(gemv_lanes(4096, 1), 32);
         assert_eq!(gemv_lanes(8192, 8), 64);
+    }
+
+    /// Every M up to (and past) the bound maps to a planned kernel, and the planned scratch
+    /// holds every M's partial sums (checked M by M against the plan's sampled Ms), for
+    /// shapes that split at small M, at large M (one tile column: splits up to M ~ 22k) and
+    /// never.
+    #[test]
+    fn plans_cover_every_m() {
+        let shapes = [
+            (8192usize, 8192usize),
+            (28672, 8192),
+            (8192, 28672),
+            (64, 8192),
+            (200, 2048),
+            (40, 96),
+        ];
+        for (cols, r) in shapes {
+            for big in [false, true] {
+                let fwd = |m| forward_kernel(m, cols, r, big);
+                let bwd = |m| backward_kernel(m, cols, r, big);
+                let floats = |m, kn| partial_floats(kn, m, cols, r);
+                for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
+                    for choose in [&fwd as &dyn Fn(usize) -> Kernel, &bwd] {
+                        let p = plan(max_m, true, choose, floats);
+                        // The exhaustive answer.
+                        let mut kernels = Vec::new();
+                        let mut most = 0;
+                        for m in 0..=max_m {
+                            let k = choose(m);
+                            if !kernels.contains(&k) {
+                                kernels.push(k);
+                            }
+                            most = most.max(floats(m, k));
+                        }
+                        assert_eq!(p.kernels.len(), kernels.len(), "{cols} {r} {max_m}");
+                        assert!(kernels.iter().all(|k| p.kernels.contains(k)));
+                        assert_eq!(p.scratch_floats, most, "{cols} {r} {max_m}");
+                    }
+                }
+                // Past STABLE_M nothing changes.
+                let last = forward_kernel(STABLE_M, cols, r, big);
+                assert!(matches!(last, Kernel::Tiled { split: false, .. }));
+                for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
+                    assert_eq!(forward_kernel(m, cols, r, big), last);
+                }
+            }
+        }
+        // A static graph plans max_m alone.
+        let p = plan(
+            32,
+            false,
+            |m| forward_kernel(m, 8192, 8192, true),
+            |m, kn| partial_floats(kn, m, 8192, 8192),
+        );
+        assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);
+        assert_eq!(p.scratch_floats, 8 * 32 * 8192);
+    }
+
+    /// The heuristic's numbers at the H200 shapes (docs of `split_k`).
+    #[test]
+    fn split_k_at_the_h200_shapes() {
+        let sk = |slices, len| SplitK { slices, len };
+        // N = K = 8192 (forward and backward alike).
+        assert_eq!(split_k(Tile::T32x128, 16, 8192, 8192), sk(8, 1024));
+        assert_eq!(split_k(Tile::T32x128, 32, 8192, 8192), sk(8, 1024));
+        assert_eq!(split_k(Tile::T64, 64, 8192, 8192), sk(4, 2048));
+        assert_eq!(split_k(Tile::T128, 128, 8192, 8192), sk(4, 2048));
+        assert_eq!(split_k(Tile::T64, 128, 8192, 8192), sk(2, 4096));
+        // 512 x 8192 keeps its 256 tiles of 128 x 128 whole.
+        assert_eq!(split_k(Tile::T128, 512, 8192, 8192).slices, 1);
+        // 28672 outputs, reduction 8192: 224 tiles of 32 x 128 -> 2 slices; wider M whole.
+        assert_eq!(split_k(Tile::T32x128, 32, 28672, 8192), sk(2, 4096));
+        assert_eq!(split_k(Tile::T64, 64, 28672, 8192).slices, 1);
+        assert_eq!(split_k(Tile::T128, 128, 28672, 8192).slices, 1);
+        // 8192 outputs, reduction 28672.
+        assert_eq!(split_k(Tile::T32x128, 32, 8192, 28672), sk(8, 3584));
+        assert_eq!(split_k(Tile::T64, 64, 8192, 28672), sk(4, 7168));
+        assert_eq!(split_k(Tile::T128, 128, 8192, 28672), sk(4, 7168));
+    }
+
+    #[test]
+    fn split_k_slices_cover_the_reduction() {
+        for tile in [Tile::T32x128, Tile::T64, Tile::T128] {
+            let (bm, bc) = tile.shape();
+            for cols in [1usize, 5, 64, 129, 200, 8192, 28672] {
+                for r in [1usize, 31, 255, 256, 511, 512, 513, 2000, 8192, 28672] {
+                    let mut prev = usize::MAX;
+                    for m in 1..=300 {
+                        let g = split_k(tile, m, cols, r);
+                        assert_eq!(g.len % TILE_BR, 0, "{tile:?} {cols} {r} {m}");
+                        // Every column in exactly one non-empty slice.
+                        assert!(g.slices * g.len >= r && (g.slices - 1) * g.len < r);
+                        if g.slices > 1 {
+                            // Slices of >= 256 columns (the last may be shorter).
+                            assert!(g.len >= SPLIT_K_MIN_LEN, "{tile:?} {cols} {r} {m}");
+                            // The documented bound on the partial sums.
+                            assert!(
+                                3 * g.slices * m * cols <= 4 * tile.split_target() * bm * bc,
+                                "{tile:?} {cols} {r} {m}: {g:?}"
+                            );
+                        }
+                        // S never grows with M.
+                        assert!(g.slices <= prev, "{tile:?} {cols} {r} {m}");
+                        prev = g.slices;
+                    }
+                }
+            }
+        }
     }
 
     #[test]
     fn grids_fold_under_the_workgroup_limit() {
         // N = K = M = 2^20: the linear counts fold into x * y with x <= 65535.
         let q = 1usize << 20;
-        for (kn, cols) in [(Kernel::Gemv(1), q), (Kernel::T64, q)] {
-            let g = global(kn, q, cols, 8).unwrap();
+        for (kn, cols) in [(Kernel::Gemv(1), q), (tiled(Tile::T64, false), q)] {
+            let g = global(kn, q, cols, 8, 1).unwrap();
             let Global::Linear(count) = g else { panic!() };
             let groups = count / LOCAL as u64;
             assert!(groups.div_ceil(65535) <= 65535, "{kn:?}: {groups}");
@@ -865,7 +1263,10 @@ mod tests {
         let geo = split_geometry(q, q);
         for (launch, local) in [
             (split_launch(8, &qq, q, geo).unwrap(), LOCAL),
-            (reduce_launch(8, q, geo).unwrap(), REDUCE_LOCAL),
+            (
+                reduce_launch(8, q, 8 * geo.kwo, geo.slices, false).unwrap(),
+                REDUCE_LOCAL,
+            ),
         ] {
             let Global::Linear(count) = launch.global else {
                 panic!()
