@@ -34,6 +34,9 @@ fixtures! {
     d1_linear_qcs4w => [delegate, cli],
     f1_linear_q4gsw_backward => [delegate, cli],
     f3_linear_dW => [delegate, cli],
+    e1_llama_block_fp32 => [delegate, cli],
+    e2_llama_block_q4gsw => [delegate, cli],
+    g3_llama_block_dynamic_seq => [cli],
 }
 
 fn delegate(name: &str) {

@@ -17,7 +17,7 @@ macro_rules! families {
     };
 }
 
-families!(matmul, binary, unary, shape, prepack, sym, q4_linear, training);
+families!(matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama);
 
 #[test]
 fn every_family_has_a_test() {

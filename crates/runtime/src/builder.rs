@@ -235,6 +235,14 @@ pub struct GraphBuilder<'a> {
     /// Compile spec [`CPU_PREPACK_SPEC`]: run every layout's CPU packer even where a GPU
     /// transform exists (tests compare both; a fallback for driver trouble).
     pub cpu_prepack: bool,
+    /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
+    /// until the first execute sets them, so a resize function that fails at build time may
+    /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
+    symint_inputs: bool,
+    /// A resize failed at build time in a graph with SymInt inputs: the node got an empty
+    /// launch and every resize runs again at the first execute, with the real values (an
+    /// error then is reported as usual).
+    pub(crate) deferred_resize: bool,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -270,6 +278,11 @@ impl<'a> GraphBuilder<'a> {
             alternatives: Vec::new(),
             dynamic,
             cpu_prepack: false,
+            symint_inputs: graph
+                .input_ids
+                .iter()
+                .any(|&v| matches!(graph.values.get(v), Some(Value::SymInt(_)))),
+            deferred_resize: false,
         };
         for (id, v) in graph.values.iter().enumerate() {
             let gv = match v {
@@ -742,10 +755,38 @@ impl<'a> GraphBuilder<'a> {
         resize: impl Fn(&mut Shapes) -> Result<Launch> + Send + Sync + 'static,
     ) -> Result<()> {
         let f: ResizeFn = Box::new(resize);
-        let launch = f(&mut self.shapes).map_err(|e| {
-            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
-        })?;
+        let launch = match f(&mut self.shapes) {
+            Ok(l) => l,
+            Err(e) => self.defer_or_fail(call, &d, e)?,
+        };
         self.push_node(call, d, launch, Some(f))
+    }
+
+    /// A build-time resize failed: in a graph with SymInt inputs, give the node an empty
+    /// launch and re-run every resize at the first execute (see `deferred_resize`);
+    /// otherwise the error, naming the op.
+    fn defer_or_fail(
+        &mut self,
+        call: &OpCall,
+        d: &Dispatch,
+        e: crate::api::Error,
+    ) -> Result<Launch> {
+        if !self.symint_inputs {
+            return Err(crate::api::Error::new(
+                e.kind,
+                format!("{}: {}", call.what(), e.message),
+            ));
+        }
+        log::debug!(
+            "{}: resize deferred to the first execute (SymInt inputs): {}",
+            call.what(),
+            e.message
+        );
+        self.deferred_resize = true;
+        Ok(Launch {
+            push: vec![0; d.shader.info().push_constant_bytes as usize],
+            global: Global::Linear(0),
+        })
     }
 
     /// Add a host step: shape / scalar bookkeeping without GPU work (`sym_size.int` sets
@@ -757,9 +798,15 @@ impl<'a> GraphBuilder<'a> {
         step: impl Fn(&mut Shapes) -> Result<()> + Send + Sync + 'static,
     ) -> Result<()> {
         let f: HostFn = Box::new(step);
-        f(&mut self.shapes).map_err(|e| {
-            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
-        })?;
+        if let Err(e) = f(&mut self.shapes) {
+            if !self.symint_inputs {
+                return Err(crate::api::Error::new(
+                    e.kind,
+                    format!("{}: {}", call.what(), e.message),
+                ));
+            }
+            self.deferred_resize = true;
+        }
         self.host_steps.push(HostStep {
             before_node: self.nodes.len(),
             op: call.name.to_string(),
@@ -828,9 +875,10 @@ impl<'a> GraphBuilder<'a> {
             sel.store(i, Ordering::Relaxed);
             Ok(launch)
         });
-        let launch = f(&mut self.shapes).map_err(|e| {
-            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
-        })?;
+        let launch = match f(&mut self.shapes) {
+            Ok(l) => l,
+            Err(e) => self.defer_or_fail(call, first, e)?,
+        };
         let i = selected.load(Ordering::Relaxed);
         let d = variants[i].clone();
         self.push_node(call, d, launch, Some(f))?;

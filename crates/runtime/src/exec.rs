@@ -431,7 +431,8 @@ impl ComputeGraph {
             fence,
             queries,
             needs_record: true,
-            resize_dirty: false,
+            // A resize deferred at build (placeholder SymInt inputs) runs at the first execute.
+            resize_dirty: b.deferred_resize,
             in_flight: false,
             dynamic: b.dynamic,
             profile: Vec::new(),

@@ -439,3 +439,51 @@ fn fp16_bmm_and_permute() {
     assert_close(&got, &want, 2e-2, 1e-2, "fp16 permute + bmm");
     assert_eq!(be.validation_error_count(), 0);
 }
+
+/// A SymInt *input* (as in g3's second and third delegates) is serialized as the exporter's
+/// placeholder 0. x [S * 8] -> view_copy(x, [s, 8]) -> relu fails at build time with s = 0;
+/// the build defers the resize, and the first execute, with the real s, runs it.
+#[test]
+fn symint_input_placeholder_defers_build_time_resize() {
+    let be = backend();
+    let build = || {
+        delegate_ir(graph(
+            vec![
+                t32(&[128]),                                        // v0 x
+                Value::SymInt(0),                                   // v1 s (input)
+                Value::Int(8),                                      // v2
+                Value::ValueList(vec![1, 2]),                       // v3 [s, 8]
+                tensor(DataType::Float32, &[16, 8], None, Some(0)), // v4 view
+                tensor(DataType::Float32, &[16, 8], None, Some(1)), // v5 out
+            ],
+            vec![
+                op(0, "aten.view_copy.default", &[0, 3, 4]),
+                op(1, "aten.relu.default", &[4, 5]),
+            ],
+            &[0, 1],
+            &[5],
+            vec![],
+        ))
+    };
+    let mut d = Delegate::from_ir(&be, &build(), &dynamic_spec(), &MapData::default()).unwrap();
+    for (i, s) in [5usize, 16, 1].into_iter().enumerate() {
+        let x = rand_vec(s * 8, 40 + i as u64);
+        let mut args = vec![
+            host_f32(&[s * 8], &x),
+            DelegateArg::Int(s as i64),
+            empty_out(),
+        ];
+        d.execute(&mut args).unwrap();
+        let (sizes, got) = out_f32(&args[2]);
+        assert_eq!(sizes, [s, 8], "case {i}");
+        let want: Vec<f64> = x.iter().map(|v| (*v as f64).max(0.0)).collect();
+        assert_close(&got, &want, 0.0, 0.0, &format!("case {i} (s = {s})"));
+    }
+    // A SymInt that does not fit the data is still an error, at execute, naming the op.
+    let mut d = Delegate::from_ir(&be, &build(), &dynamic_spec(), &MapData::default()).unwrap();
+    let x = rand_vec(40, 50);
+    let mut args = vec![host_f32(&[40], &x), DelegateArg::Int(3), empty_out()];
+    let err = d.execute(&mut args).unwrap_err();
+    assert!(err.message.contains("view_copy"), "{}", err.message);
+    assert_eq!(be.validation_error_count(), 0);
+}

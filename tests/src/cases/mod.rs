@@ -9,6 +9,7 @@
 use crate::case::OpCase;
 
 pub mod binary;
+pub mod llama;
 pub mod matmul;
 pub mod prepack;
 pub mod q4_linear;
@@ -59,6 +60,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "training",
         cases: training::cases,
+    },
+    Family {
+        name: "llama",
+        cases: llama::cases,
     },
 ];
 

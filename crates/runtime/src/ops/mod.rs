@@ -10,6 +10,7 @@ use crate::error::{internal, unsupported};
 use crate::registry::Registry;
 
 pub mod binary;
+pub mod llama;
 pub mod matmul;
 pub mod prepack;
 pub mod q4_linear;
@@ -20,6 +21,7 @@ pub mod unary;
 /// Register every op family. Add new families here (and nowhere else).
 pub fn register_all(r: &mut Registry) -> Result<()> {
     binary::register_all(r)?;
+    llama::register_all(r)?;
     matmul::register_all(r)?;
     prepack::register_all(r)?;
     q4_linear::register_all(r)?;

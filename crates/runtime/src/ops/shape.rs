@@ -1,6 +1,8 @@
 //! Shape ops: `aten.view_copy.default` (`[x, sizes, out]`), `aten.permute_copy.default`
-//! (`[x, dims, out]`), `aten.clone.default` (`[x, memory_format, out]`) and `sym_size.int`
-//! (`[x, dim, out SymInt]`).
+//! (`[x, dims, out]`), `aten.clone.default` (`[x, memory_format, out]`),
+//! `aten.squeeze_copy.dims` (`[x, dims, out]`), `aten.unsqueeze_copy.default`
+//! (`[x, dim, out]`), `aten.slice_copy.Tensor` (`[x, dim, start, end, step, out]`) and
+//! `sym_size.int` (`[x, dim, out SymInt]`).
 //!
 //! Outputs are real copies, never aliases of the input: the exporter's memory planner gives
 //! input and output their own memory objects and may reuse the input's object for another
@@ -23,7 +25,7 @@ const MAX_RANK: usize = 8;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries: [(&'static str, OpBuildFn, &'static [DataType], &'static str); 4] = [
+    let entries: [(&'static str, OpBuildFn, &'static [DataType], &'static str); 7] = [
         (
             "aten.view_copy.default",
             build_view_copy,
@@ -41,6 +43,24 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             build_clone,
             COPY_DTYPES,
             "contiguous copy; memory_format must be None",
+        ),
+        (
+            "aten.squeeze_copy.dims",
+            build_squeeze_copy,
+            COPY_DTYPES,
+            "copy dropping the listed dims whose serialized size is 1 (others kept, as PyTorch)",
+        ),
+        (
+            "aten.unsqueeze_copy.default",
+            build_unsqueeze_copy,
+            COPY_DTYPES,
+            "copy with a size-1 dim inserted at dim (negative allowed, -1 appends)",
+        ),
+        (
+            "aten.slice_copy.Tensor",
+            build_slice_copy,
+            COPY_DTYPES,
+            "strided slice copy along one dim; start/end Int, SymInt or None, clamped as PyTorch; step >= 1",
         ),
         (
             "sym_size.int",
@@ -276,6 +296,144 @@ fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     })
 }
 
+fn build_squeeze_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dims = g.int_list_arg(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    let max = g.shapes().max_dims(x).to_vec();
+    let rank = max.len();
+    // The output rank is fixed by the program, so which dims go is decided once, from the
+    // serialized (upper-bound) sizes: a listed dim of size 1 is dropped, others stay.
+    let mut drop = vec![false; rank];
+    for &d in &dims {
+        // A rank-0 tensor accepts dim 0 / -1 and stays as it is.
+        if rank == 0 {
+            norm_dim(d, 1, &what)?;
+            continue;
+        }
+        let n = norm_dim(d, rank, &what)?;
+        drop[n] = max[n] == 1;
+    }
+    let out_rank = g.shapes().max_dims(out).len();
+    let kept = drop.iter().filter(|d| !**d).count();
+    if kept != out_rank {
+        return Err(invalid_program(format!(
+            "{what}: squeezing dims {dims:?} of sizes {max:?} leaves rank {kept}, but the output has rank {out_rank}"
+        )));
+    }
+    copy_dispatch(g, call, x, out, move |s| {
+        let xd = s.dims(x);
+        Ok(xd
+            .iter()
+            .zip(&drop)
+            .filter(|(_, d)| !**d)
+            .map(|(&n, _)| n)
+            .collect())
+    })
+}
+
+fn build_unsqueeze_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    // The new dim indexes the output, which has one more dim than x.
+    let d = norm_dim(dim, g.shapes().max_dims(x).len() + 1, &what)?;
+    copy_dispatch(g, call, x, out, move |s| {
+        let mut od = s.dims(x).to_vec();
+        od.insert(d, 1);
+        Ok(od)
+    })
+}
+
+/// A `slice_copy` bound: a literal, None (the default), or a SymInt read at every resize.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    Lit(i64),
+    Default,
+    Sym(usize),
+}
+
+fn bound_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Bound> {
+    let v = call.arg(i)?;
+    match g.value(v)? {
+        GValue::Int(x) => Ok(Bound::Lit(*x)),
+        GValue::Null => Ok(Bound::Default),
+        GValue::SymInt => Ok(Bound::Sym(v)),
+        other => Err(invalid_program(format!(
+            "{} arg {i} (value {v}): expected an Int, SymInt or None bound, got {}",
+            call.what(),
+            gvalue_kind(other)
+        ))),
+    }
+}
+
+/// PyTorch's slice clamping: negative bounds count from the end, then start is clamped to
+/// `[0, size]` and end to `[start, size]`. Returns `(start, output length)`.
+fn slice_range(start: Option<i64>, end: Option<i64>, step: i64, size: usize) -> (usize, usize) {
+    let n = size as i64;
+    let wrap = |b: i64| if b < 0 { b + n } else { b };
+    let start = wrap(start.unwrap_or(0)).clamp(0, n);
+    let end = wrap(end.unwrap_or(n)).clamp(start, n);
+    let len = (end - start + step - 1) / step;
+    (start as usize, len as usize)
+}
+
+fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let start = bound_arg(g, call, 2)?;
+    let end = bound_arg(g, call, 3)?;
+    let step = match g.value(call.arg(4)?)? {
+        GValue::Null => 1,
+        _ => g.int_arg(call, 4)?,
+    };
+    let out = g.tensor_arg(call, 5)?;
+    if step < 1 {
+        return Err(unsupported(format!(
+            "{what}: step {step} is not supported (step must be >= 1)"
+        )));
+    }
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    let d = norm_dim(dim, rank, &what)?;
+    let shader = copy_shader("slice", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let resolve = |b: Bound| -> Result<Option<i64>> {
+            Ok(match b {
+                Bound::Lit(v) => Some(v),
+                Bound::Default => None,
+                Bound::Sym(id) => Some(s.scalar(id)? as i64),
+            })
+        };
+        let (st, en) = (resolve(start)?, resolve(end)?);
+        let xd = s.dims(x).to_vec();
+        let (first, len) = slice_range(st, en, step, xd[d]);
+        let inner: usize = xd[d + 1..].iter().product();
+        let mut od = xd.clone();
+        od[d] = len;
+        let numel: usize = od.iter().product();
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(inner.max(1), "inner")?)
+                .u32(to_u32(len.max(1), "slice length")?)
+                .u32(to_u32(xd[d], "dim size")?)
+                .u32(to_u32(first, "start")?)
+                .u32(to_u32(step as usize, "step")?)
+                .finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
+}
+
 fn build_sym_size(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(3)?;
     let what = call.what();
@@ -326,5 +484,15 @@ mod tests {
         assert_eq!(norm_dim(-1, 4, "t").unwrap(), 3);
         assert!(norm_dim(4, 4, "t").is_err());
         assert!(norm_dim(-5, 4, "t").is_err());
+    }
+
+    #[test]
+    fn slice_clamps_like_pytorch() {
+        assert_eq!(slice_range(None, None, 1, 7), (0, 7));
+        assert_eq!(slice_range(Some(-3), None, 1, 7), (4, 3));
+        assert_eq!(slice_range(Some(2), Some(100), 2, 7), (2, 3));
+        assert_eq!(slice_range(Some(5), Some(2), 1, 7), (5, 0));
+        assert_eq!(slice_range(Some(-100), Some(-1), 3, 7), (0, 2));
+        assert_eq!(slice_range(Some(9), None, 1, 7), (7, 0));
     }
 }

@@ -76,7 +76,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
 /// with at most 65535 workgroups per dimension (shaders recover the number as
 /// `gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x`, or `linear_id()` for
 /// invocations). Surplus workgroups of the last grid row must return early.
-fn folded_grid(groups: u64, local: [u32; 3], what: &str) -> Result<Global> {
+pub(crate) fn folded_grid(groups: u64, local: [u32; 3], what: &str) -> Result<Global> {
     if groups == 0 {
         return Ok(Global::Grid([0, local[1], local[2]]));
     }

@@ -1,0 +1,503 @@
+//! Ops of the Llama transformer block (the `e1` / `e2` / `g3` fixtures):
+//! `et_vk.rms_norm.default(x, weight, eps Double, out)`,
+//! `aten._softmax.default(x, dim Int, half_to_float Bool, out)`,
+//! `et_vk.apply_rotary_emb.default(xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out))`,
+//! and the shape copies `aten.squeeze_copy.dims(x, dims IntList, out)`,
+//! `aten.unsqueeze_copy.default(x, dim Int, out)`,
+//! `aten.slice_copy.Tensor(x, dim, start, end, step, out)` (bounds Int / SymInt / None).
+//! References are computed in f64.
+
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
+
+use crate::case::{CaseGraph, OpCase};
+use crate::compare::Tol;
+use crate::tensor::Tensor;
+
+const RMS_NORM: &str = "et_vk.rms_norm.default";
+const SOFTMAX: &str = "aten._softmax.default";
+const ROTARY: &str = "et_vk.apply_rotary_emb.default";
+const SQUEEZE: &str = "aten.squeeze_copy.dims";
+const UNSQUEEZE: &str = "aten.unsqueeze_copy.default";
+const SLICE: &str = "aten.slice_copy.Tensor";
+const SYM_SIZE: &str = "sym_size.int";
+
+/// Every case of the family.
+pub fn cases() -> Vec<OpCase> {
+    let mut v = rms_norm_cases();
+    v.extend(softmax_cases());
+    v.extend(rotary_cases());
+    v.extend(squeeze_cases());
+    v.extend(unsqueeze_cases());
+    v.extend(slice_cases());
+    v
+}
+
+fn norm(d: i64, rank: usize) -> usize {
+    if d < 0 {
+        (d + rank as i64) as usize
+    } else {
+        d as usize
+    }
+}
+
+// ---------------------------------------------------------------- rms_norm
+
+fn rms_norm_ref(x: &Tensor, w: &Tensor, eps: f64, dt: DataType) -> Tensor {
+    let n = *x.sizes.last().unwrap();
+    let mut out = Vec::with_capacity(x.numel());
+    for row in x.data.chunks(n) {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        let r = 1.0 / (ms + eps).sqrt();
+        out.extend(row.iter().zip(&w.data).map(|(v, w)| v * r * w));
+    }
+    Tensor::new(dt, &x.sizes, out)
+}
+
+fn rms_norm_case(dt: DataType, sizes: &[usize], weight_const: bool, seed: u64) -> OpCase {
+    let n = *sizes.last().unwrap();
+    let x = Tensor::rand_range(dt, sizes, -3.0, 3.0, seed);
+    let w = Tensor::rand_range(dt, &[n], 0.5, 1.5, seed + 1);
+    let eps = 1e-5;
+    let want = rms_norm_ref(&x, &w, eps, dt);
+    let mut g = CaseGraph::new();
+    let xi = g.input_like(&x);
+    let (wi, inputs) = if weight_const {
+        (g.constant(&w), vec![x])
+    } else {
+        (g.input_like(&w), vec![x, w])
+    };
+    let e = g.double(eps);
+    let out = g.output(dt, sizes);
+    g.op(RMS_NORM, &[xi, wi, e, out]);
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    let how = if weight_const { "const" } else { "input" };
+    OpCase::new(RMS_NORM, format!("{} {sizes:?} weight {how}", dt.name()), g)
+        .tol(tol)
+        .run(inputs, vec![want])
+}
+
+fn rms_norm_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        rms_norm_case(F32, &[1, 8, 64], true, 9000),
+        rms_norm_case(F32, &[3, 5, 7], true, 9002),
+        rms_norm_case(F32, &[2, 200], false, 9004),
+        rms_norm_case(F32, &[1], true, 9006),
+        rms_norm_case(F32, &[4, 1000], true, 9008),
+        rms_norm_case(F32, &[65], false, 9010),
+        rms_norm_case(F16, &[3, 130], true, 9012),
+    ];
+    // Dynamic: rows down then up, rows longer than a workgroup.
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[1, 9, 70]);
+    let w = Tensor::rand_range(F32, &[70], 0.5, 1.5, 9020);
+    let wi = g.constant(&w);
+    let e = g.double(1e-6);
+    let out = g.output(F32, &[1, 9, 70]);
+    g.op(RMS_NORM, &[xi, wi, e, out]);
+    let mut case = OpCase::new(RMS_NORM, "dynamic [1, <=9, 70]", g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    for (i, m) in [9usize, 1, 4, 9].into_iter().enumerate() {
+        let x = Tensor::rand_range(F32, &[1, m, 70], -2.0, 2.0, 9030 + i as u64);
+        let want = rms_norm_ref(&x, &w, 1e-6, F32);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- softmax
+
+fn softmax_ref(x: &Tensor, dim: i64, dt: DataType) -> Tensor {
+    if x.sizes.is_empty() {
+        return Tensor::new(dt, &[], vec![1.0]);
+    }
+    let d = norm(dim, x.sizes.len());
+    let len = x.sizes[d];
+    let inner: usize = x.sizes[d + 1..].iter().product();
+    let outer: usize = x.sizes[..d].iter().product();
+    let mut out = vec![0.0; x.numel()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let idx = |j: usize| (o * len + j) * inner + i;
+            let m = (0..len)
+                .map(|j| x.data[idx(j)])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = (0..len).map(|j| (x.data[idx(j)] - m).exp()).sum();
+            for j in 0..len {
+                out[idx(j)] = (x.data[idx(j)] - m).exp() / sum;
+            }
+        }
+    }
+    Tensor::new(dt, &x.sizes, out)
+}
+
+fn softmax_graph(dt: DataType, sizes: &[usize], dim: i64) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, sizes);
+    let di = g.int(dim);
+    let h = g.bool(false);
+    let out = g.output(dt, sizes);
+    g.op(SOFTMAX, &[xi, di, h, out]);
+    g
+}
+
+fn softmax_case(dt: DataType, x: Tensor, dim: i64, label: &str) -> OpCase {
+    let want = softmax_ref(&x, dim, dt);
+    let g = softmax_graph(dt, &x.sizes, dim);
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32 };
+    OpCase::new(
+        SOFTMAX,
+        format!("{} {:?} dim {dim}{label}", dt.name(), x.sizes),
+        g,
+    )
+    .tol(tol)
+    .run(vec![x], vec![want])
+}
+
+fn softmax_cases() -> Vec<OpCase> {
+    let shapes: &[(&[usize], i64)] = &[
+        (&[7, 13], -1),
+        (&[7, 13], 0),
+        (&[2, 3, 5, 7], 1),
+        (&[2, 3, 5, 7], -1),
+        (&[2, 3, 5, 7], -4),
+        (&[1, 2, 8, 8], -1),
+        (&[3, 300], 1),
+        (&[5], 0),
+        (&[], -1),
+    ];
+    let mut v: Vec<OpCase> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d))| {
+            let x = Tensor::rand_range(F32, s, -4.0, 4.0, 9100 + i as u64);
+            softmax_case(F32, x, *d, "")
+        })
+        .collect();
+    // Large magnitudes need the max shift; -inf is the attention mask's "masked out".
+    let mut x = Tensor::rand_range(F32, &[4, 9], -80.0, 80.0, 9120);
+    for r in 0..4 {
+        for c in (r + 5)..9 {
+            x.data[r * 9 + c] = f64::NEG_INFINITY;
+        }
+    }
+    v.push(softmax_case(F32, x, -1, " large and -inf"));
+    v.push(softmax_case(
+        F16,
+        Tensor::rand_range(F16, &[3, 70], -4.0, 4.0, 9121),
+        -1,
+        "",
+    ));
+    // Dynamic: the resized dim is the softmax dim, then an outer dim.
+    for (dim, seed) in [(0i64, 9130u64), (-1, 9140)] {
+        let g = softmax_graph(F32, &[6, 11], dim);
+        let mut case = OpCase::new(SOFTMAX, format!("dynamic [<=6, 11] dim {dim}"), g).dynamic();
+        for (i, m) in [6usize, 1, 3, 6].into_iter().enumerate() {
+            let x = Tensor::rand_range(F32, &[m, 11], -4.0, 4.0, seed + i as u64);
+            let want = softmax_ref(&x, dim, F32);
+            case = case.run(vec![x], vec![want]);
+        }
+        v.push(case);
+    }
+    v
+}
+
+// ---------------------------------------------------------------- rotary
+
+fn rotary_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, dt: DataType) -> Tensor {
+    let (s, h, d) = (x.sizes[1], x.sizes[2], x.sizes[3]);
+    let half = d / 2;
+    let mut out = x.data.clone();
+    for q in 0..x.numel() / 2 {
+        let k = q % half;
+        let si = (q / half / h) % s;
+        let (c, sn) = (cos.data[si * half + k], sin.data[si * half + k]);
+        let (r, i) = (x.data[2 * q], x.data[2 * q + 1]);
+        out[2 * q] = r * c - i * sn;
+        out[2 * q + 1] = r * sn + i * c;
+    }
+    Tensor::new(dt, &x.sizes, out)
+}
+
+/// Cos / sin tables of the Llama frequencies for `seq` positions and `half` pairs.
+fn freqs(dt: DataType, seq: usize, half: usize) -> (Tensor, Tensor) {
+    let theta = |p: usize, k: usize| p as f64 / 10000f64.powf(2.0 * k as f64 / (2 * half) as f64);
+    let mk = |f: fn(f64) -> f64| {
+        let data = (0..seq * half)
+            .map(|i| f(theta(i / half, i % half)))
+            .collect();
+        Tensor::new(dt, &[seq, half], data)
+    };
+    (mk(f64::cos), mk(f64::sin))
+}
+
+/// `xq`, `xk` inputs; freqs are the `consts` tables, or two more inputs of sizes `f`.
+fn rotary_graph(
+    dt: DataType,
+    q: &[usize],
+    k: &[usize],
+    f: &[usize],
+    consts: Option<(&Tensor, &Tensor)>,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let qi = g.input(dt, q);
+    let ki = g.input(dt, k);
+    let (ci, si) = match consts {
+        Some((c, s)) => (g.constant(c), g.constant(s)),
+        None => (g.input(dt, f), g.input(dt, f)),
+    };
+    let oq = g.output(dt, q);
+    let ok = g.output(dt, k);
+    let outs = g.value_list(&[oq, ok]);
+    g.op(ROTARY, &[qi, ki, ci, si, outs]);
+    g
+}
+
+fn rotary_case(dt: DataType, q: &[usize], k: &[usize], seed: u64) -> OpCase {
+    let (s, d) = (q[1], q[3]);
+    let (c, sn) = freqs(dt, s, d / 2);
+    let xq = Tensor::rand_range(dt, q, -2.0, 2.0, seed);
+    let xk = Tensor::rand_range(dt, k, -2.0, 2.0, seed + 1);
+    let want = vec![rotary_ref(&xq, &c, &sn, dt), rotary_ref(&xk, &c, &sn, dt)];
+    let rg = rotary_graph(dt, q, k, &[s, d / 2], Some((&c, &sn)));
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32 };
+    OpCase::new(ROTARY, format!("{} xq {q:?} xk {k:?}", dt.name()), rg)
+        .tol(tol)
+        .run(vec![xq, xk], want)
+}
+
+fn rotary_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        rotary_case(F32, &[1, 8, 2, 32], &[1, 8, 2, 32], 9200),
+        // Grouped-query attention: fewer key heads; odd S and D/2.
+        rotary_case(F32, &[2, 5, 3, 6], &[2, 5, 1, 6], 9202),
+        rotary_case(F32, &[1, 1, 1, 2], &[1, 1, 1, 2], 9204),
+        rotary_case(F16, &[1, 7, 4, 10], &[1, 7, 2, 10], 9206),
+    ];
+    // Dynamic sequence length, freqs as inputs sized [S, D/2] like the sliced tables of g3.
+    let rg = rotary_graph(F32, &[1, 8, 2, 6], &[1, 8, 1, 6], &[8, 3], None);
+    let mut case = OpCase::new(ROTARY, "dynamic S <= 8", rg).dynamic();
+    for (i, s) in [8usize, 1, 3, 8].into_iter().enumerate() {
+        let seed = 9220 + 2 * i as u64;
+        let xq = Tensor::rand_range(F32, &[1, s, 2, 6], -2.0, 2.0, seed);
+        let xk = Tensor::rand_range(F32, &[1, s, 1, 6], -2.0, 2.0, seed + 1);
+        let (c, sn) = freqs(F32, s, 3);
+        let want = vec![rotary_ref(&xq, &c, &sn, F32), rotary_ref(&xk, &c, &sn, F32)];
+        case = case.run(vec![xq, xk, c, sn], want);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- squeeze / unsqueeze
+
+fn copy_case(op: &'static str, x: &Tensor, arg: ArgVal, out_sizes: &[usize]) -> OpCase {
+    let mut g = CaseGraph::new();
+    let xi = g.input_like(x);
+    let a = match &arg {
+        ArgVal::List(l) => g.int_list(l),
+        ArgVal::Int(d) => g.int(*d),
+    };
+    let out = g.output(x.dtype, out_sizes);
+    g.op(op, &[xi, a, out]);
+    OpCase::new(op, format!("{:?} {arg:?}", x.sizes), g)
+        .tol(Tol::EXACT)
+        .run(vec![x.clone()], vec![x.reshaped(out_sizes)])
+}
+
+#[derive(Debug)]
+enum ArgVal {
+    List(Vec<i64>),
+    Int(i64),
+}
+
+fn squeeze_cases() -> Vec<OpCase> {
+    let cases: &[(&[usize], &[i64], &[usize])] = &[
+        (&[1, 8, 64], &[0], &[8, 64]),
+        (&[3, 1, 5], &[1], &[3, 5]),
+        // A listed dim whose size is not 1 stays (PyTorch semantics).
+        (&[3, 1, 5], &[0], &[3, 1, 5]),
+        (&[1, 1, 4], &[0, -2], &[4]),
+        (&[2, 3, 1], &[-1], &[2, 3]),
+        (&[1], &[0], &[]),
+    ];
+    let mut v: Vec<OpCase> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (x, d, o))| {
+            copy_case(
+                SQUEEZE,
+                &Tensor::rand(x, 9300 + i as u64),
+                ArgVal::List(d.to_vec()),
+                o,
+            )
+        })
+        .collect();
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[1, 9, 5]);
+    let di = g.int_list(&[0]);
+    let out = g.output(F32, &[9, 5]);
+    g.op(SQUEEZE, &[xi, di, out]);
+    let mut case = OpCase::new(SQUEEZE, "dynamic [1, <=9, 5] dims [0]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [9usize, 1, 4, 9].into_iter().enumerate() {
+        let x = Tensor::rand(&[1, m, 5], 9320 + i as u64);
+        let want = x.reshaped(&[m, 5]);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+fn unsqueeze_cases() -> Vec<OpCase> {
+    let cases: &[(&[usize], i64, &[usize])] = &[
+        (&[3, 5], 0, &[1, 3, 5]),
+        (&[3, 5], 1, &[3, 1, 5]),
+        (&[3, 5], -1, &[3, 5, 1]),
+        (&[3, 5], 2, &[3, 5, 1]),
+        (&[3, 5], -3, &[1, 3, 5]),
+        (&[], 0, &[1]),
+    ];
+    let mut v: Vec<OpCase> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (x, d, o))| {
+            copy_case(
+                UNSQUEEZE,
+                &Tensor::rand(x, 9400 + i as u64),
+                ArgVal::Int(*d),
+                o,
+            )
+        })
+        .collect();
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[9, 5]);
+    let di = g.int(0);
+    let out = g.output(F32, &[1, 9, 5]);
+    g.op(UNSQUEEZE, &[xi, di, out]);
+    let mut case = OpCase::new(UNSQUEEZE, "dynamic [<=9, 5] dim 0", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [9usize, 2, 9].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 5], 9420 + i as u64);
+        let want = x.reshaped(&[1, m, 5]);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- slice
+
+/// PyTorch `x[..., start:end:step, ...]` along `dim`.
+fn slice_ref(x: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Tensor {
+    let d = norm(dim, x.sizes.len());
+    let n = x.sizes[d] as i64;
+    let wrap = |b: i64| if b < 0 { b + n } else { b };
+    let s = wrap(start.unwrap_or(0)).clamp(0, n);
+    let e = wrap(end.unwrap_or(n)).clamp(s, n);
+    let idx: Vec<usize> = (s..e).step_by(step as usize).map(|i| i as usize).collect();
+    let inner: usize = x.sizes[d + 1..].iter().product();
+    let outer: usize = x.sizes[..d].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for &j in &idx {
+            let base = (o * x.sizes[d] + j) * inner;
+            out.extend_from_slice(&x.data[base..base + inner]);
+        }
+    }
+    let mut sizes = x.sizes.clone();
+    sizes[d] = idx.len();
+    Tensor::new(x.dtype, &sizes, out)
+}
+
+fn bound(g: &mut CaseGraph, b: Option<i64>) -> usize {
+    match b {
+        Some(v) => g.int(v),
+        None => g.null(),
+    }
+}
+
+fn slice_case(
+    sizes: &[usize],
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+    seed: u64,
+) -> OpCase {
+    let x = Tensor::rand(sizes, seed);
+    let want = slice_ref(&x, dim, start, end, step);
+    let mut g = CaseGraph::new();
+    let xi = g.input_like(&x);
+    let di = g.int(dim);
+    let si = bound(&mut g, start);
+    let ei = bound(&mut g, end);
+    let st = g.int(step);
+    let out = g.output(F32, &want.sizes);
+    g.op(SLICE, &[xi, di, si, ei, st, out]);
+    OpCase::new(
+        SLICE,
+        format!("{sizes:?} dim {dim} [{start:?}:{end:?}:{step}]"),
+        g,
+    )
+    .tol(Tol::EXACT)
+    .run(vec![x], vec![want])
+}
+
+fn slice_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        slice_case(&[7, 5], 0, Some(1), Some(6), 2, 9500),
+        slice_case(&[3, 8, 5], 1, Some(-5), None, 1, 9501),
+        slice_case(&[3, 8, 5], -1, Some(0), Some(100), 3, 9502),
+        slice_case(&[32, 32], 1, None, Some(16), 1, 9503),
+        slice_case(&[4, 6], 0, Some(-100), Some(-1), 1, 9504),
+        slice_case(&[2, 3, 5, 7], 3, Some(2), Some(7), 4, 9505),
+        slice_case(&[9], 0, None, None, 1, 9506),
+    ];
+
+    // g3's pattern: a constant table sliced to the current sequence length, the end a
+    // SymInt from sym_size of a dynamic input.
+    let table = Tensor::rand(&[12, 4], 9510);
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[1, 9, 3]);
+    let one = g.int(1);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, one, s]);
+    let ti = g.constant(&table);
+    let zero = g.int(0);
+    let start = g.null();
+    let out = g.output(F32, &[9, 4]);
+    g.op(SLICE, &[ti, zero, start, s, one, out]);
+    let mut case = OpCase::new(SLICE, "const [12, 4] [:sym_size(x, 1)] dynamic", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [9usize, 1, 5, 9].into_iter().enumerate() {
+        let x = Tensor::rand(&[1, m, 3], 9520 + i as u64);
+        let want = slice_ref(&table, 0, None, Some(m as i64), 1);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+
+    // A dynamic input with a negative literal start: the result follows the current size.
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[5, 9]);
+    let d = g.int(1);
+    let st = g.int(-4);
+    let en = g.null();
+    let step = g.int(1);
+    let out = g.output(F32, &[5, 4]);
+    g.op(SLICE, &[xi, d, st, en, step, out]);
+    let mut case = OpCase::new(SLICE, "dynamic [5, <=9] dim 1 [-4:]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [9usize, 2, 6, 9].into_iter().enumerate() {
+        let x = Tensor::rand(&[5, m], 9530 + i as u64);
+        let want = slice_ref(&x, 1, Some(-4), None, 1);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
