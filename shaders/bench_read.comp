@@ -1,14 +1,24 @@
 #version 450
-// Memory-read ceiling: every invocation streams uvec4s through a grid-stride loop. The sum is
+// Memory-read ceiling: every invocation streams elements (uvec4 by default, one u32 with
+// -DWORDS: the access width the q4 kernels use) through a grid-stride loop. The sum is
 // written only when it equals a value random data essentially never produces, so the loads
 // cannot be removed yet almost nothing is written.
 #include "common.glsl"
+#ifdef WORDS
+#define ELEM uint
+#define ZERO 0u
+#define FOLD(a) (a)
+#else
+#define ELEM uvec4
+#define ZERO uvec4(0u)
+#define FOLD(a) (a.x ^ a.y ^ a.z ^ a.w)
+#endif
 layout(set = 0, binding = 0) buffer Out { uint sink[]; };
-layout(set = 0, binding = 1) readonly buffer Src { uvec4 src[]; };
-layout(push_constant) uniform Params { uint n_vec4; uint stride; } p;
+layout(set = 0, binding = 1) readonly buffer Src { ELEM src[]; };
+layout(push_constant) uniform Params { uint n_elems; uint stride; } p;
 void main() {
-    uvec4 acc = uvec4(0u);
-    for (uint i = gl_GlobalInvocationID.x; i < p.n_vec4; i += p.stride) acc ^= src[i];
-    uint s = acc.x ^ acc.y ^ acc.z ^ acc.w;
+    ELEM acc = ZERO;
+    for (uint i = gl_GlobalInvocationID.x; i < p.n_elems; i += p.stride) acc ^= src[i];
+    uint s = FOLD(acc);
     if (s == 0x9E3779B9u) sink[0] = s;
 }

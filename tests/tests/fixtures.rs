@@ -37,6 +37,8 @@ fixtures! {
     e1_llama_block_fp32 => [delegate, cli],
     e2_llama_block_q4gsw => [delegate, cli],
     g3_llama_block_dynamic_seq => [cli],
+    e4_llama_block_etvk_sdpa_fp32 => [delegate, cli],
+    e5_llama3_tiny_kvcache_fp32 => [delegate, cli],
 }
 
 fn delegate(name: &str) {

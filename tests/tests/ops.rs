@@ -17,7 +17,9 @@ macro_rules! families {
     };
 }
 
-families!(matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama);
+families!(
+    matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama, indexing, attention
+);
 
 #[test]
 fn every_family_has_a_test() {

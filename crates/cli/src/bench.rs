@@ -133,6 +133,8 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     let read = read_ceiling(&backend, ceiling_bytes, 20)?;
     print_ceiling("read ceiling", &read);
     if args.op == "read" {
+        let words = etvk_runtime::bench::read_words(&backend, ceiling_bytes, 20)?;
+        print_ceiling("read, u32 loads", &words);
         let copy = copy_ceiling(&backend, ceiling_bytes, 20)?;
         print_ceiling("copy rate", &copy);
         return Ok(());

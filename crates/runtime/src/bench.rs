@@ -44,7 +44,12 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
         )));
     }
     let bytes = bytes.min(caps.max_storage_buffer_range as u64) / 16 * 16;
-    let n_vec4 = u32::try_from(bytes / 16).map_err(|_| unsupported("bench buffer too large"))?;
+    let elem = if shader == ShaderId::BenchReadWords {
+        4
+    } else {
+        16
+    };
+    let n_vec4 = u32::try_from(bytes / elem).map_err(|_| unsupported("bench buffer too large"))?;
     let copy = shader == ShaderId::BenchCopy;
     let src = Buffer::new(ctx, bytes, MemoryKind::DeviceLocal)?;
     let dst = Buffer::new(ctx, if copy { bytes } else { 16 }, MemoryKind::DeviceLocal)?;
@@ -97,6 +102,12 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
 /// The read ceiling: a plain uvec4 read over `bytes` (capped at the storage range).
 pub fn read_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
     stream(backend, ShaderId::BenchRead, bytes, reps)
+}
+
+/// The read rate with one u32 per invocation and step (the q4 kernels' access width), for
+/// comparison with [`read_ceiling`].
+pub fn read_words(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
+    stream(backend, ShaderId::BenchReadWords, bytes, reps)
 }
 
 /// The copy rate: uvec4 copy of `bytes`, counting read + written bytes.

@@ -816,6 +816,27 @@ impl<'a> GraphBuilder<'a> {
         Ok(())
     }
 
+    /// Ask `execute` to keep the host values of graph-input tensor `v` in
+    /// [`Shapes::host_values`], refreshed from the input data before every resize pass (a
+    /// change of values triggers one). Data-dependent host steps (`et_vk.select_as_symint`)
+    /// read them without a GPU round trip. Returns `Ok(None)` when `v` is not a graph
+    /// input tensor. Until the first execute the values are zeros, the exporter's
+    /// placeholder for data-dependent SymInts.
+    pub fn watch_input_values(&mut self, v: usize) -> Result<Option<TensorId>> {
+        if !self.graph.input_ids.contains(&v) {
+            return Ok(None);
+        }
+        let GValue::Tensor(t) = *self.value(v)? else {
+            return Ok(None);
+        };
+        let n = self.shapes.numel(t);
+        self.shapes
+            .host_values
+            .entry(t.0)
+            .or_insert_with(|| vec![0; n]);
+        Ok(Some(t))
+    }
+
     /// Add a dispatch with a fixed launch (the op cannot run in a resized graph).
     pub fn dispatch_static(&mut self, call: &OpCall, d: Dispatch, launch: Launch) -> Result<()> {
         self.push_node(call, d, launch, None)

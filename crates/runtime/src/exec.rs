@@ -751,6 +751,15 @@ impl ComputeGraph {
                     if let Some(st) = &self.in_staging[i] {
                         st.write(0, &self.scratch)?;
                     }
+                    // Data-dependent host steps (select_as_symint) read these values: a
+                    // change re-runs the resize pass like a size change would.
+                    if self.shapes.host_values.contains_key(&t.0) {
+                        let vals = host_ints(ht, &format!("input {i}"))?;
+                        if self.shapes.host_values.get(&t.0) != Some(&vals) {
+                            self.shapes.host_values.insert(t.0, vals);
+                            changed = true;
+                        }
+                    }
                 }
                 (InputSlot::Tensor { .. }, other) => {
                     return Err(invalid_arg(format!(
@@ -887,4 +896,20 @@ fn tensor_bytes(shapes: &Shapes, t: TensorId, max: bool) -> u64 {
     let s = &shapes.tensors[t.0];
     let n = if max { s.max_numel() } else { s.numel() };
     (n * s.dtype.size_bytes()) as u64
+}
+
+/// The elements of an integer host tensor as i64 (for data-dependent host steps).
+fn host_ints(ht: &HostTensor, what: &str) -> Result<Vec<i64>> {
+    let (n, f): (usize, fn(&[u8]) -> i64) = match ht.dtype {
+        HostDType::Long => (8, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))),
+        HostDType::Int => (4, |b| {
+            i32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as i64
+        }),
+        d => {
+            return Err(invalid_arg(format!(
+                "{what}: a host step reads this input's values, so it must be int32 or int64, got {d:?}"
+            )))
+        }
+    };
+    Ok(ht.data.chunks_exact(n).map(f).collect())
 }

@@ -47,6 +47,10 @@ pub struct Shapes {
     pub(crate) tensors: Vec<TensorShape>,
     /// Current values of SymInt / runtime-settable scalar values, by VkGraph value id.
     pub(crate) scalars: std::collections::BTreeMap<usize, f64>,
+    /// Host-side element values of int graph-input tensors that a host step reads
+    /// (`et_vk.select_as_symint`), by tensor index. Only watched inputs have an entry;
+    /// `execute` refreshes it from the host input data before the resize pass.
+    pub(crate) host_values: std::collections::BTreeMap<usize, Vec<i64>>,
     /// `maxComputeWorkGroupCount`, used to spill 1-D launches into y.
     pub(crate) max_groups: [u32; 3],
 }
@@ -90,6 +94,11 @@ impl Shapes {
             .get(&value)
             .copied()
             .ok_or_else(|| internal(format!("value {value} is not a runtime scalar")))
+    }
+    /// The current host values of graph input `t`, when a host step watches it (see
+    /// `GraphBuilder::watch_input_values`); row-major over its current sizes.
+    pub fn host_values(&self, t: TensorId) -> Option<&[i64]> {
+        self.host_values.get(&t.0).map(|v| v.as_slice())
     }
     /// Set the current value of a SymInt / scalar value, e.g. the output of `sym_size.int`
     /// from a host step. Later resize functions in chain order see the new value, and it

@@ -8,7 +8,9 @@
 
 use crate::case::OpCase;
 
+pub mod attention;
 pub mod binary;
+pub mod indexing;
 pub mod llama;
 pub mod matmul;
 pub mod prepack;
@@ -64,6 +66,14 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "llama",
         cases: llama::cases,
+    },
+    Family {
+        name: "indexing",
+        cases: indexing::cases,
+    },
+    Family {
+        name: "attention",
+        cases: attention::cases,
     },
 ];
 

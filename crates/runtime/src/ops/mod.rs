@@ -9,7 +9,9 @@ use crate::builder::OpCall;
 use crate::error::{internal, unsupported};
 use crate::registry::Registry;
 
+pub mod attention;
 pub mod binary;
+pub mod indexing;
 pub mod llama;
 pub mod matmul;
 pub mod prepack;
@@ -20,7 +22,9 @@ pub mod unary;
 
 /// Register every op family. Add new families here (and nowhere else).
 pub fn register_all(r: &mut Registry) -> Result<()> {
+    attention::register_all(r)?;
     binary::register_all(r)?;
+    indexing::register_all(r)?;
     llama::register_all(r)?;
     matmul::register_all(r)?;
     prepack::register_all(r)?;

@@ -1,0 +1,334 @@
+//! Attention ops: `et_vk.sdpa.default` (`[q, k, v, attn_mask?, scale?, out]`, tensors
+//! `[B, H, S, D]`) and `sdpa_with_kv_cache.default` (`[q, k, v, k_cache, v_cache,
+//! start_pos, seq_len, attn_mask?, dropout_p, is_causal, scale?, out]`, tensors
+//! `[B, S, H, D]`, caches `[B, max_seq, H_kv, D]`).
+//!
+//! Both run the `sdpa` shader: one 64-lane workgroup per (batch, head, query row) with an
+//! online softmax over key chunks, layouts given by strides. The KV-cache op first copies
+//! `k` / `v` into the caches at `[start_pos, start_pos + S)` in place: a constant cache is
+//! its contiguous prepack, which persists across executes, so decode steps accumulate.
+//! `start_pos` is read on the GPU from the scalar buffer, so a SymInt start position
+//! (a graph input or `et_vk.select_as_symint`) changes without a rebuild. fp32 only.
+
+use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
+
+use crate::api::Result;
+use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{invalid_arg, unsupported};
+use crate::graph::{to_u32, Binding, Global, Launch, Push, Shapes, TensorId};
+use crate::ops::same_dtype;
+use crate::ops::training::folded_grid;
+use crate::registry::{OpEntry, Registry};
+
+const F32: &[DataType] = &[DataType::Float32];
+/// Local size of the `sdpa` shader (its `LANES`).
+const LANES: u32 = 64;
+/// Head dims one workgroup can hold (`LANES * PER_LANE` in `sdpa.comp`).
+const MAX_HEAD_DIM: usize = 256;
+/// `pos_slot` value meaning "no start position" (plain attention over all keys).
+const NO_SLOT: u32 = u32::MAX;
+
+/// Register the family.
+pub fn register_all(r: &mut Registry) -> Result<()> {
+    r.register(OpEntry {
+        name: "et_vk.sdpa.default",
+        build: build_sdpa,
+        dtypes: F32,
+        dynamic_shapes: true,
+        note: "softmax(q k^T * scale + mask) v on [B, H, S, D], k / v [B, H_kv, L, D] (H_kv divides H), mask [S or 1, L] additive, scale default 1/sqrt(D); D <= 256",
+    })?;
+    r.register(OpEntry {
+        name: "sdpa_with_kv_cache.default",
+        build: build_sdpa_kv_cache,
+        dtypes: F32,
+        dynamic_shapes: true,
+        note: "writes k / v [B, S, H_kv, D] into caches [B, max_seq, H_kv, D] at start_pos (in place, persists), then attention of q [B, S, H, D] over cache positions [0, start_pos + S), causal when is_causal; GQA; no attn_mask, dropout 0; D <= 256",
+    })?;
+    Ok(())
+}
+
+/// Everything the `sdpa` shader's push block needs, in its order.
+struct SdpaPush {
+    rows: usize,
+    s: usize,
+    h: usize,
+    group: usize,
+    d: usize,
+    l: usize,
+    causal: bool,
+    pos_slot: u32,
+    scale: f32,
+    mask_row: Option<usize>,
+    q_strides: [usize; 3],
+    kv_strides: [usize; 3],
+    out_strides: [usize; 3],
+}
+
+impl SdpaPush {
+    fn launch(&self, what: &str) -> Result<Launch> {
+        let st = |v: [usize; 3], name: &str| -> Result<Vec<u32>> {
+            v.iter().map(|&x| to_u32(x, name)).collect()
+        };
+        let push = Push::new()
+            .u32(to_u32(self.rows, "rows")?)
+            .u32(to_u32(self.s.max(1), "S")?)
+            .u32(to_u32(self.h.max(1), "H")?)
+            .u32(to_u32(self.group.max(1), "group")?)
+            .u32(to_u32(self.d, "D")?)
+            .u32(to_u32(self.l, "L")?)
+            .u32(self.causal as u32)
+            .u32(self.pos_slot)
+            .f32(self.scale)
+            .u32(self.mask_row.is_some() as u32)
+            .u32(to_u32(self.mask_row.unwrap_or(0), "mask row stride")?)
+            .u32(0)
+            .u32_array(&st(self.q_strides, "q stride")?, 4, 0)
+            .u32_array(&st(self.kv_strides, "k stride")?, 4, 0)
+            .u32_array(&st(self.out_strides, "out stride")?, 4, 0)
+            .finish();
+        Ok(Launch {
+            push,
+            global: folded_grid(self.rows as u64, [LANES, 1, 1], what)?,
+        })
+    }
+}
+
+/// Check the head dim fits the kernel and the head counts divide (grouped-query attention).
+fn check_heads(what: &str, h: usize, h_kv: usize, d: usize) -> Result<usize> {
+    if d > MAX_HEAD_DIM {
+        return Err(unsupported(format!(
+            "{what}: head dim {d} exceeds the kernel's limit of {MAX_HEAD_DIM}"
+        )));
+    }
+    if h_kv == 0 || !h.is_multiple_of(h_kv) {
+        return Err(invalid_arg(format!(
+            "{what}: key / value heads {h_kv} must divide query heads {h}"
+        )));
+    }
+    Ok(h / h_kv)
+}
+
+/// The scale argument (`None` when `Null`), checked to be a number.
+fn opt_scale(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Option<f64>> {
+    let x = g.double_arg_or(call, i, f64::NAN)?;
+    Ok(if x.is_nan() { None } else { Some(x) })
+}
+
+fn rank4(what: &str, role: &str, dims: &[usize], form: &str) -> Result<[usize; 4]> {
+    <[usize; 4]>::try_from(dims)
+        .map_err(|_| invalid_arg(format!("{what}: {role} sizes {dims:?} must be {form}")))
+}
+
+/// `[q, k, v, attn_mask?, scale?, out]`, q / out `[B, H, S, D]`, k / v `[B, H_kv, L, D]`.
+fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let what = call.what();
+    let q = g.tensor_or_prepack(call, 0)?;
+    let k = g.tensor_or_prepack(call, 1)?;
+    let v = g.tensor_or_prepack(call, 2)?;
+    let mask = g.opt_tensor_or_prepack(call, 3)?;
+    let scale = opt_scale(g, call, 4)?;
+    let out = g.tensor_arg(call, 5)?;
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(q), s.dtype(k), s.dtype(v), s.dtype(out)];
+    dts.extend(mask.map(|m| s.dtype(m)));
+    let dt = same_dtype(call, &dts)?;
+    expect_f32(&what, dt)?;
+    let mask_b = match mask {
+        Some(m) => m,
+        None => g.dummy()?,
+    };
+    let bindings = [
+        Binding::Tensor(out),
+        Binding::Tensor(q),
+        Binding::Tensor(k),
+        Binding::Tensor(v),
+        Binding::Tensor(mask_b),
+        Binding::Scalars,
+    ];
+    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+        let qd = s.dims(q).to_vec();
+        let [b, h, sq, d] = rank4(&what, "q", &qd, "[B, H, S, D]")?;
+        let kd = s.dims(k).to_vec();
+        let [kb, h_kv, l, dk] = rank4(&what, "k", &kd, "[B, H_kv, L, D]")?;
+        if kb != b || dk != d || s.dims(v) != kd.as_slice() {
+            return Err(invalid_arg(format!(
+                "{what}: k {kd:?} and v {:?} must both be [B, H_kv, L, D] with q {qd:?}'s B and D",
+                s.dims(v)
+            )));
+        }
+        let group = check_heads(&what, h, h_kv, d)?;
+        let mask_row = match mask {
+            Some(m) => Some(mask_row_stride(s, m, sq, l, &what)?),
+            None => None,
+        };
+        s.set_dims(out, qd)?;
+        SdpaPush {
+            rows: b * h * sq,
+            s: sq,
+            h,
+            group,
+            d,
+            l,
+            causal: false,
+            pos_slot: NO_SLOT,
+            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
+            mask_row,
+            q_strides: [h * sq * d, sq * d, d],
+            kv_strides: [h_kv * l * d, l * d, d],
+            out_strides: [h * sq * d, sq * d, d],
+        }
+        .launch(&what)
+    })
+}
+
+/// Row stride of an additive mask whose last two dims are `[S or 1, L]` (leading dims 1).
+fn mask_row_stride(s: &Shapes, m: TensorId, sq: usize, l: usize, what: &str) -> Result<usize> {
+    let md = s.dims(m);
+    let n = md.len();
+    let ok = n >= 2
+        && md[..n - 2].iter().all(|&x| x == 1)
+        && md[n - 1] == l
+        && (md[n - 2] == sq || md[n - 2] == 1);
+    if !ok {
+        return Err(invalid_arg(format!(
+            "{what}: attn_mask sizes {md:?} must be [.., S or 1, L] = [.., {sq}, {l}] with leading dims 1"
+        )));
+    }
+    Ok(if md[n - 2] == 1 { 0 } else { l })
+}
+
+fn expect_f32(what: &str, dt: DataType) -> Result<()> {
+    if dt != DataType::Float32 {
+        return Err(unsupported(format!(
+            "{what}: dtype {} is not supported (fp32 only)",
+            dt.name()
+        )));
+    }
+    Ok(())
+}
+
+/// `[q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask?, dropout_p, is_causal,
+/// scale?, out]`. The query length comes from `q`'s current sizes (`seq_len` must agree
+/// with the exported one when it is a plain Int).
+fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(12)?;
+    let what = call.what();
+    let q = g.tensor_or_prepack(call, 0)?;
+    let k = g.tensor_or_prepack(call, 1)?;
+    let v = g.tensor_or_prepack(call, 2)?;
+    let k_cache = g.tensor_or_prepack(call, 3)?;
+    let v_cache = g.tensor_or_prepack(call, 4)?;
+    let pos_slot = g.scalar_slot(call.arg(5)?)?;
+    // The query length is q's current S; a plain Int seq_len is the exported one.
+    if let GValue::Int(n) = g.value(call.arg(6)?)? {
+        let max_s = g.shapes().max_dims(q).get(1).copied();
+        if max_s != Some(*n as usize) {
+            return Err(invalid_arg(format!(
+                "{what}: seq_len {n} disagrees with q sizes {:?} ([B, S, H, D])",
+                g.shapes().max_dims(q)
+            )));
+        }
+    }
+    if g.opt_tensor_or_prepack(call, 7)?.is_some() {
+        return Err(unsupported(format!(
+            "{what}: attn_mask is not supported (the mask is the causal one from start_pos)"
+        )));
+    }
+    let dropout = g.double_arg_or(call, 8, 0.0)?;
+    if dropout != 0.0 {
+        return Err(unsupported(format!(
+            "{what}: dropout_p = {dropout} is not supported (inference only: 0)"
+        )));
+    }
+    let causal = g.int_arg(call, 9)? != 0;
+    let scale = opt_scale(g, call, 10)?;
+    let out = g.tensor_arg(call, 11)?;
+    let s = g.shapes();
+    let dt = same_dtype(
+        call,
+        &[
+            s.dtype(q),
+            s.dtype(k),
+            s.dtype(v),
+            s.dtype(k_cache),
+            s.dtype(v_cache),
+            s.dtype(out),
+        ],
+    )?;
+    expect_f32(&what, dt)?;
+
+    // Cache writes: one dispatch per cache, k / v [B, S, H_kv, D] -> [B, max_seq, H_kv, D].
+    for (src, cache, role) in [(k, k_cache, "k"), (v, v_cache, "v")] {
+        let what = what.clone();
+        let bindings = [
+            Binding::Tensor(cache),
+            Binding::Tensor(src),
+            Binding::Scalars,
+        ];
+        let d = Dispatch::new(ShaderId::SdpaCacheUpdateF32, bindings);
+        g.dispatch(call, d, move |s| {
+            let sd = s.dims(src).to_vec();
+            let [b, sq, h_kv, hd] = rank4(&what, role, &sd, "[B, S, H_kv, D]")?;
+            let cd = s.dims(cache).to_vec();
+            let [cb, max_seq, ch, cdd] = rank4(&what, "cache", &cd, "[B, max_seq, H_kv, D]")?;
+            if cb != b || ch != h_kv || cdd != hd || sq > max_seq {
+                return Err(invalid_arg(format!(
+                    "{what}: {role} {sd:?} does not fit its cache {cd:?} (same B, H_kv, D; S <= max_seq)"
+                )));
+            }
+            let numel = s.numel(src);
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(to_u32(sq.max(1), "S")?)
+                    .u32(to_u32((h_kv * hd).max(1), "H_kv * D")?)
+                    .u32(to_u32(max_seq, "max_seq")?)
+                    .u32(pos_slot)
+                    .u32_array(&[], 3, 0)
+                    .finish(),
+                global: Global::Linear(numel as u64),
+            })
+        })?;
+    }
+
+    let bindings = [
+        Binding::Tensor(out),
+        Binding::Tensor(q),
+        Binding::Tensor(k_cache),
+        Binding::Tensor(v_cache),
+        Binding::Tensor(q), // no mask: any bound buffer, never read
+        Binding::Scalars,
+    ];
+    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+        let qd = s.dims(q).to_vec();
+        let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
+        let cd = s.dims(k_cache).to_vec();
+        let [cb, max_seq, h_kv, cdd] = rank4(&what, "k_cache", &cd, "[B, max_seq, H_kv, D]")?;
+        if cb != b || cdd != d || s.dims(v_cache) != cd.as_slice() {
+            return Err(invalid_arg(format!(
+                "{what}: caches {cd:?} / {:?} must both be [B, max_seq, H_kv, D] with q {qd:?}'s B and D",
+                s.dims(v_cache)
+            )));
+        }
+        let group = check_heads(&what, h, h_kv, d)?;
+        s.set_dims(out, qd)?;
+        SdpaPush {
+            rows: b * h * sq,
+            s: sq,
+            h,
+            group,
+            d,
+            l: max_seq,
+            causal,
+            pos_slot,
+            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
+            mask_row: None,
+            q_strides: [sq * h * d, d, h * d],
+            kv_strides: [max_seq * h_kv * d, d, h_kv * d],
+            out_strides: [sq * h * d, d, h * d],
+        }
+        .launch(&what)
+    })
+}

@@ -1,0 +1,353 @@
+//! Indexing ops: `aten.embedding.default` (`[weight, indices, padding_idx, scale_grad,
+//! sparse, out]`), `aten.index.Tensor` (`[x, indices ValueList, out]`),
+//! `aten.select_copy.int` (`[x, dim, index, out]`) and `et_vk.select_as_symint.default`
+//! (`[x, dim, index, out SymInt]`).
+//!
+//! Gathers use the `gather` shader with int32 indices (ExecuTorch stages int64 host indices
+//! as int32 on the GPU). PyTorch raises on an out-of-range index; a kernel cannot, so an
+//! index outside `[0, size)` (after wrapping negatives, for `index.Tensor`) produces a
+//! zero row instead of reading out of bounds.
+
+use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
+
+use crate::api::Result;
+use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{internal, invalid_arg, invalid_program, unsupported};
+use crate::graph::{to_u32, Global, Launch, Push, TensorId};
+use crate::ops::same_dtype;
+use crate::registry::{OpBuildFn, OpEntry, Registry};
+
+/// Dtypes of the gathered / copied data (the `gather` / `slice` shader variants).
+const DATA_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
+
+/// Register the family.
+pub fn register_all(r: &mut Registry) -> Result<()> {
+    let entries: [(&'static str, OpBuildFn, &'static [DataType], &'static str); 4] = [
+        (
+            "aten.embedding.default",
+            build_embedding,
+            DATA_DTYPES,
+            "weight rows gathered by int32 indices; out-of-range index -> zero row",
+        ),
+        (
+            "aten.index.Tensor",
+            build_index,
+            DATA_DTYPES,
+            "one int32 index tensor on one dim (leading None entries allowed); negative \
+             indices wrap, out-of-range -> zeros",
+        ),
+        (
+            "aten.select_copy.int",
+            build_select_copy,
+            DATA_DTYPES,
+            "copy of x[..., index, ...] dropping dim; negative dim / index allowed",
+        ),
+        (
+            "et_vk.select_as_symint.default",
+            build_select_as_symint,
+            &[DataType::Int32],
+            "SymInt = x[index] along dim, x an int graph input read from host data (host only)",
+        ),
+    ];
+    for (name, build, dtypes, note) in entries {
+        r.register(OpEntry {
+            name,
+            build,
+            dtypes,
+            dynamic_shapes: true,
+            note,
+        })?;
+    }
+    Ok(())
+}
+
+/// The `{prefix}_{f32|f16|i32}` variant for `dt`, or `Unsupported` naming the op.
+fn data_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
+    let tag = match dt {
+        DataType::Float32 => "f32",
+        DataType::Float16 => "f16",
+        DataType::Int32 => "i32",
+        _ => {
+            return Err(unsupported(format!(
+                "{}: dtype {} is not supported (float32, float16, int32 are)",
+                call.what(),
+                dt.name()
+            )))
+        }
+    };
+    let name = format!("{prefix}_{tag}");
+    ShaderId::from_name(&name).ok_or_else(|| {
+        internal(format!(
+            "{}: shader variant {name} missing from the manifest",
+            call.what()
+        ))
+    })
+}
+
+/// Normalize a possibly negative dim against `rank`.
+fn norm_dim(d: i64, rank: usize, what: &str) -> Result<usize> {
+    let r = rank as i64;
+    let n = if d < 0 { d + r } else { d };
+    if n < 0 || n >= r {
+        return Err(invalid_program(format!(
+            "{what}: dim {d} out of range for rank {rank}"
+        )));
+    }
+    Ok(n as usize)
+}
+
+/// Normalize a possibly negative index against a dim of `size` (PyTorch's select rule).
+fn norm_index(i: i64, size: usize, what: &str) -> Result<usize> {
+    let n = size as i64;
+    let k = if i < 0 { i + n } else { i };
+    if k < 0 || k >= n {
+        return Err(invalid_arg(format!(
+            "{what}: index {i} out of range for a dim of size {size}"
+        )));
+    }
+    Ok(k as usize)
+}
+
+/// Fail unless `idx` is an int32 tensor (the GPU dtype of ExecuTorch's index tensors).
+fn expect_int32(g: &GraphBuilder<'_>, call: &OpCall<'_>, idx: TensorId, arg: usize) -> Result<()> {
+    let dt = g.shapes().dtype(idx);
+    if dt != DataType::Int32 {
+        return Err(unsupported(format!(
+            "{} arg {arg}: index tensor dtype {} is not supported (int32 only)",
+            call.what(),
+            dt.name()
+        )));
+    }
+    Ok(())
+}
+
+/// `out = x` gathered along `dim` by the values of `idx`:
+/// `out.shape = x.shape[..dim] + idx.shape + x.shape[dim + 1..]`.
+fn gather_dispatch(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    idx: TensorId,
+    out: TensorId,
+    dim: usize,
+    wrap_negative: bool,
+) -> Result<()> {
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let out_rank = s.max_dims(x).len() - 1 + s.max_dims(idx).len();
+    if s.max_dims(out).len() != out_rank {
+        return Err(invalid_program(format!(
+            "{}: output rank {} != {out_rank} (x sizes {:?}, index sizes {:?}, dim {dim})",
+            call.what(),
+            s.max_dims(out).len(),
+            s.max_dims(x),
+            s.max_dims(idx)
+        )));
+    }
+    let shader = data_shader("gather", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
+        let xd = s.dims(x).to_vec();
+        let id = s.dims(idx).to_vec();
+        let n_idx: usize = id.iter().product();
+        let inner: usize = xd[dim + 1..].iter().product();
+        let mut od = xd[..dim].to_vec();
+        od.extend_from_slice(&id);
+        od.extend_from_slice(&xd[dim + 1..]);
+        let numel: usize = od.iter().product();
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(inner.max(1), "inner")?)
+                .u32(to_u32(n_idx.max(1), "index count")?)
+                .u32(to_u32(xd[dim], "dim size")?)
+                .u32(wrap_negative as u32)
+                .finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
+}
+
+fn build_embedding(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    // padding_idx / scale_grad_by_freq / sparse only affect the backward pass.
+    let w = g.tensor_or_prepack(call, 0)?;
+    let idx = g.tensor_arg(call, 1)?;
+    let out = g.tensor_arg(call, 5)?;
+    expect_int32(g, call, idx, 1)?;
+    let rank = g.shapes().max_dims(w).len();
+    if rank != 2 {
+        return Err(invalid_program(format!(
+            "{}: weight must be 2-D [num_embeddings, dim], got rank {rank}",
+            call.what()
+        )));
+    }
+    gather_dispatch(g, call, w, idx, out, 0, false)
+}
+
+fn build_index(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let out = g.tensor_arg(call, 2)?;
+    let lv = call.arg(1)?;
+    let items = match g.value(lv)? {
+        GValue::ValueList(ids) => ids.clone(),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 1 (value {lv}): expected a ValueList of optional index tensors, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    // Supported: `[None, ..., None, idx]`, i.e. one index tensor on one dim; trailing
+    // dims are implicitly fully selected.
+    let mut found = None;
+    for (k, &id) in items.iter().enumerate() {
+        match g.value(id)? {
+            GValue::Null => {}
+            GValue::Tensor(t) if found.is_none() => found = Some((k, *t)),
+            GValue::Tensor(_) => {
+                return Err(unsupported(format!(
+                    "{what}: more than one index tensor (list {items:?}) is not supported"
+                )))
+            }
+            other => {
+                return Err(unsupported(format!(
+                    "{what}: index list item {k} (value {id}) is a {}; only None and non-constant \
+                     int32 tensors are supported",
+                    gvalue_kind(other)
+                )))
+            }
+        }
+    }
+    let Some((dim, idx)) = found else {
+        return Err(unsupported(format!(
+            "{what}: an index list without a tensor ({items:?}) is not supported"
+        )));
+    };
+    expect_int32(g, call, idx, 1)?;
+    let rank = g.shapes().max_dims(x).len();
+    if dim >= rank {
+        return Err(invalid_program(format!(
+            "{what}: index tensor at position {dim} but x has rank {rank}"
+        )));
+    }
+    gather_dispatch(g, call, x, idx, out, dim, true)
+}
+
+fn build_select_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let index = g.int_arg(call, 2)?;
+    let out = g.tensor_arg(call, 3)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let d = norm_dim(dim, s.max_dims(x).len(), &what)?;
+    // A one-element slice of the slice shader, the selected dim dropped from the output.
+    let shader = data_shader("slice", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let xd = s.dims(x).to_vec();
+        // Negative indices count from the current (possibly resized) size.
+        let first = norm_index(index, xd[d], &what)?;
+        let inner: usize = xd[d + 1..].iter().product();
+        let mut od = xd.clone();
+        od.remove(d);
+        let numel: usize = od.iter().product();
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(inner.max(1), "inner")?)
+                .u32(1)
+                .u32(to_u32(xd[d], "dim size")?)
+                .u32(to_u32(first, "index")?)
+                .u32(1)
+                .finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
+}
+
+fn build_select_as_symint(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let xv = call.arg(0)?;
+    let dim = g.int_arg(call, 1)?;
+    let index = g.int_arg(call, 2)?;
+    let out_v = call.arg(3)?;
+    if !matches!(g.value(out_v)?, GValue::SymInt) {
+        return Err(invalid_program(format!(
+            "{what} arg 3 (value {out_v}): expected a SymInt, got {}",
+            gvalue_kind(g.value(out_v)?)
+        )));
+    }
+    let x = match g.value(xv)? {
+        GValue::Tensor(t) => *t,
+        other => {
+            return Err(unsupported(format!(
+                "{what} arg 0 (value {xv}): expected a non-constant tensor, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    // The value is data-dependent. For a graph input (e5's input_pos) it is taken from the
+    // host input data at execute, before the resize pass, so later resize functions and the
+    // GPU scalar buffer see it with no GPU round trip. A tensor computed on the GPU would
+    // need a submit + wait + readback in the middle of the graph (splitting the command
+    // buffer); that path is not implemented, so such graphs are rejected here.
+    let Some(t) = g.watch_input_values(xv)? else {
+        return Err(unsupported(format!(
+            "{what}: x (value {xv}) is not a graph input; reading a GPU-computed tensor into a \
+             SymInt (a mid-graph readback) is not supported"
+        )));
+    };
+    debug_assert_eq!(t, x);
+    let rank = g.shapes().max_dims(x).len();
+    let d = norm_dim(dim, rank.max(1), &what)?;
+    g.host_step(call, move |s| {
+        let dims = s.dims(x).to_vec();
+        // Element at `index` along `d`, position 0 along every other dim (the op's inputs
+        // are 1-element-per-other-dim in practice; PyTorch's select_as_symint needs a
+        // single element after the select).
+        let flat = if dims.is_empty() {
+            if index != 0 && index != -1 {
+                return Err(invalid_arg(format!(
+                    "index {index} out of range for a 0-d tensor"
+                )));
+            }
+            0
+        } else {
+            let k = norm_index(index, dims[d], "select_as_symint")?;
+            let inner: usize = dims[d + 1..].iter().product();
+            k * inner
+        };
+        let vals = s
+            .host_values(x)
+            .ok_or_else(|| internal("select_as_symint input values are not tracked"))?;
+        let v = *vals.get(flat).ok_or_else(|| {
+            invalid_arg(format!(
+                "element {flat} of an input with {} values",
+                vals.len()
+            ))
+        })?;
+        s.set_scalar(out_v, v as f64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_normalize_like_pytorch() {
+        assert_eq!(norm_index(-1, 5, "t").unwrap(), 4);
+        assert_eq!(norm_index(0, 5, "t").unwrap(), 0);
+        assert!(norm_index(5, 5, "t").is_err());
+        assert!(norm_index(-6, 5, "t").is_err());
+        assert_eq!(norm_dim(-2, 3, "t").unwrap(), 1);
+    }
+}

@@ -1,0 +1,133 @@
+#version 450
+// Scaled dot-product attention, one 64-lane workgroup per (batch, head, query row):
+//   out[i] = softmax_j(q[i] . k[j] * scale + mask[i, j]) @ v
+// over keys j < n_keys(i). Keys are taken in chunks of LANES: each lane scores one key of
+// the chunk into shared memory, then every lane folds the whole chunk into a running
+// (max, sum, acc) online softmax for the output dims it owns (d = lane, lane + LANES, ...),
+// so any number of keys works without a score buffer. Math in float.
+//
+// Layouts are given by element strides (batch, head, seq) with the head dim contiguous, so
+// both [B, H, S, D] (et_vk.sdpa) and [B, S, H, D] (sdpa_with_kv_cache) fit. Query head h
+// reads key / value head h / group (grouped-query attention).
+//
+// KV-cache mode (pos_slot != NO_SLOT): start_pos is read from the graph's scalar buffer, so
+// a SymInt start position changes without a re-record; the valid keys are the cache
+// positions [0, start_pos + S) (clamped to the cache length L) and, when causal, query row
+// i sees keys [0, start_pos + i].
+#include "common.glsl"
+
+#define LANES 64     // must equal the local size (64, 1, 1)
+#define PER_LANE 4   // output dims per lane: D <= LANES * PER_LANE (the builder checks)
+#define NO_SLOT 0xFFFFFFFFu
+// Masked scores (-inf in the mask) clamp to this, so exp() underflows to 0 instead of
+// producing NaN from (-inf) - (-inf).
+#define NEG_BIG -3.0e38
+
+layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
+layout(set = 0, binding = 1) readonly buffer Q { float q_[]; };
+layout(set = 0, binding = 2) readonly buffer K { float k_[]; };
+layout(set = 0, binding = 3) readonly buffer V { float v_[]; };
+layout(set = 0, binding = 4) readonly buffer Mask { float mask_[]; };
+layout(set = 0, binding = 5) readonly buffer Scalars { int scalars_[]; };
+
+layout(push_constant) uniform Params {
+  uint rows;     // B * H * S
+  uint S;        // query rows per (batch, head)
+  uint H;        // query heads
+  uint group;    // H / H_kv
+  uint D;        // head dim
+  uint L;        // keys (cache length in KV-cache mode)
+  uint causal;   // 1: row i sees keys [0, start_pos + i]
+  uint pos_slot; // scalar slot of start_pos, or NO_SLOT (start_pos = 0, all L keys valid)
+  float scale;
+  uint has_mask;
+  uint mask_row; // mask element stride between query rows (0 broadcasts one row)
+  uint pad_;
+  uvec4 qst;     // q strides: batch, head, seq, -
+  uvec4 kst;     // k / v strides: batch, head, seq, -
+  uvec4 ost;     // out strides: batch, head, seq, -
+} p;
+
+shared float s_q[LANES * PER_LANE];
+shared float s_score[LANES];
+
+void main() {
+  uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (row >= p.rows) {
+    return; // whole workgroup
+  }
+  uint lane = gl_LocalInvocationID.x;
+  uint i = row % p.S;
+  uint h = (row / p.S) % p.H;
+  uint b = row / (p.S * p.H);
+  uint qbase = b * p.qst.x + h * p.qst.y + i * p.qst.z;
+  for (uint d = lane; d < p.D; d += LANES) {
+    s_q[d] = q_[qbase + d];
+  }
+  barrier();
+
+  uint start = 0;
+  uint valid = p.L;
+  if (p.pos_slot != NO_SLOT) {
+    start = uint(max(scalars_[p.pos_slot], 0));
+    valid = min(start + p.S, p.L);
+  }
+  uint nk = p.causal != 0 ? min(start + i + 1, valid) : valid;
+  uint kbase = b * p.kst.x + (h / p.group) * p.kst.y;
+
+  float m = NEG_BIG;
+  float l = 0.0;
+  float acc[PER_LANE];
+  for (uint r = 0; r < PER_LANE; ++r) {
+    acc[r] = 0.0;
+  }
+  for (uint j0 = 0; j0 < nk; j0 += LANES) {
+    uint j = j0 + lane;
+    float s = NEG_BIG;
+    if (j < nk) {
+      uint kb = kbase + j * p.kst.z;
+      float dot_ = 0.0;
+      for (uint d = 0; d < p.D; ++d) {
+        dot_ += s_q[d] * k_[kb + d];
+      }
+      s = dot_ * p.scale;
+      if (p.has_mask != 0) {
+        s += mask_[i * p.mask_row + j];
+      }
+      s = max(s, NEG_BIG);
+    }
+    s_score[lane] = s;
+    barrier();
+    uint cnt = min(uint(LANES), nk - j0);
+    float cm = m;
+    for (uint t = 0; t < cnt; ++t) {
+      cm = max(cm, s_score[t]);
+    }
+    float alpha = exp(m - cm);
+    l *= alpha;
+    for (uint r = 0; r < PER_LANE; ++r) {
+      acc[r] *= alpha;
+    }
+    for (uint t = 0; t < cnt; ++t) {
+      float w = exp(s_score[t] - cm);
+      l += w;
+      uint vb = kbase + (j0 + t) * p.kst.z;
+      for (uint r = 0; r < PER_LANE; ++r) {
+        uint d = lane + r * LANES;
+        if (d < p.D) {
+          acc[r] += w * v_[vb + d];
+        }
+      }
+    }
+    m = cm;
+    barrier(); // every lane has read s_score before the next chunk overwrites it
+  }
+  float inv = l > 0.0 ? 1.0 / l : 0.0;
+  uint obase = b * p.ost.x + h * p.ost.y + i * p.ost.z;
+  for (uint r = 0; r < PER_LANE; ++r) {
+    uint d = lane + r * LANES;
+    if (d < p.D) {
+      out_[obase + d] = acc[r] * inv;
+    }
+  }
+}

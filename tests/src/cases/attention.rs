@@ -1,0 +1,333 @@
+//! Attention ops: `et_vk.sdpa.default(q, k, v, attn_mask?, scale?, out)` on `[B, H, S, D]`
+//! and `sdpa_with_kv_cache.default(q, k, v, k_cache, v_cache, start_pos SymInt, seq_len,
+//! attn_mask?, dropout_p, is_causal, scale?, out)` on `[B, S, H, D]` with caches
+//! `[B, max_seq, H_kv, D]`. KV-cache cases run several executes on one loaded delegate with
+//! `start_pos` (a SymInt graph input) advancing, against an f64 reference that keeps its own
+//! cache, so they check that the in-place cache writes persist. References are in f64.
+
+use etvk_format::ir::DataType::Float32 as F32;
+
+use crate::case::{CaseGraph, OpCase, Val};
+use crate::compare::Tol;
+use crate::tensor::Tensor;
+
+const SDPA: &str = "et_vk.sdpa.default";
+const KV: &str = "sdpa_with_kv_cache.default";
+
+/// Every case of the family.
+pub fn cases() -> Vec<OpCase> {
+    let mut v = sdpa_cases();
+    v.extend(kv_cases());
+    v
+}
+
+/// One attention row: softmax over `keys` of `q . k_j * scale + bias_j`, times `v_j`.
+/// `k(j, d)` / `v(j, d)` read key / value `j`; `bias(j)` the additive mask.
+fn attend(
+    q: &[f64],
+    keys: usize,
+    scale: f64,
+    k: impl Fn(usize, usize) -> f64,
+    v: impl Fn(usize, usize) -> f64,
+    bias: impl Fn(usize) -> f64,
+) -> Vec<f64> {
+    let d = q.len();
+    let s: Vec<f64> = (0..keys)
+        .map(|j| (0..d).map(|e| q[e] * k(j, e)).sum::<f64>() * scale + bias(j))
+        .collect();
+    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+    let sum: f64 = w.iter().sum();
+    (0..d)
+        .map(|e| (0..keys).map(|j| w[j] * v(j, e)).sum::<f64>() / sum)
+        .collect()
+}
+
+// ---------------------------------------------------------------- et_vk.sdpa
+
+/// q `[B, H, S, D]`, k / v `[B, H_kv, L, D]`, mask `[S or 1, L]`.
+fn sdpa_ref(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, scale: f64) -> Tensor {
+    let [b, h, s, d] = <[usize; 4]>::try_from(q.sizes.as_slice()).unwrap();
+    let (hk, l) = (k.sizes[1], k.sizes[2]);
+    let group = h / hk;
+    let mut out = Vec::with_capacity(q.numel());
+    for bi in 0..b {
+        for hi in 0..h {
+            let kb = (bi * hk + hi / group) * l * d;
+            for i in 0..s {
+                let qo = ((bi * h + hi) * s + i) * d;
+                let row = attend(
+                    &q.data[qo..qo + d],
+                    l,
+                    scale,
+                    |j, e| k.data[kb + j * d + e],
+                    |j, e| v.data[kb + j * d + e],
+                    |j| match mask {
+                        Some(m) if m.sizes[0] == 1 => m.data[j],
+                        Some(m) => m.data[i * l + j],
+                        None => 0.0,
+                    },
+                );
+                out.extend(row);
+            }
+        }
+    }
+    Tensor::new(F32, &q.sizes, out)
+}
+
+/// Causal mask `[s, l]`: 0 on and below the diagonal (offset `l - s`), -inf above.
+fn causal_mask(s: usize, l: usize) -> Tensor {
+    let data = (0..s * l)
+        .map(|x| {
+            if x % l <= x / l + (l - s) {
+                0.0
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
+        .collect();
+    Tensor::f32(&[s, l], data)
+}
+
+/// Graph: q, k, v inputs (and the mask as an input of `mask` sizes), scale Double or Null.
+fn sdpa_graph(q: &[usize], kv: &[usize], mask: Option<&[usize]>, scale: Option<f64>) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let qi = g.input(F32, q);
+    let ki = g.input(F32, kv);
+    let vi = g.input(F32, kv);
+    let mi = match mask {
+        Some(m) => g.input(F32, m),
+        None => g.null(),
+    };
+    let si = match scale {
+        Some(x) => g.double(x),
+        None => g.null(),
+    };
+    let out = g.output(F32, q);
+    g.op(SDPA, &[qi, ki, vi, mi, si, out]);
+    g
+}
+
+fn sdpa_case(
+    q: &[usize],
+    kv: &[usize],
+    mask: Option<Tensor>,
+    scale: Option<f64>,
+    seed: u64,
+) -> OpCase {
+    let qt = Tensor::rand_range(F32, q, -1.0, 1.0, seed);
+    let kt = Tensor::rand_range(F32, kv, -1.0, 1.0, seed + 1);
+    let vt = Tensor::rand_range(F32, kv, -1.0, 1.0, seed + 2);
+    let sc = scale.unwrap_or(1.0 / (q[3] as f64).sqrt());
+    let want = sdpa_ref(&qt, &kt, &vt, mask.as_ref(), sc);
+    let g = sdpa_graph(q, kv, mask.as_ref().map(|m| m.sizes.as_slice()), scale);
+    let name = format!(
+        "q {q:?} kv {kv:?} mask {:?} scale {scale:?}",
+        mask.as_ref().map(|m| m.sizes.clone())
+    );
+    let mut inputs = vec![qt, kt, vt];
+    inputs.extend(mask);
+    OpCase::new(SDPA, name, g)
+        .tol(Tol::F32_SUM)
+        .run(inputs, vec![want])
+}
+
+fn sdpa_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // The e4 fixture's shapes: causal mask [S, S], default scale.
+        sdpa_case(
+            &[1, 2, 8, 32],
+            &[1, 2, 8, 32],
+            Some(causal_mask(8, 8)),
+            None,
+            9500,
+        ),
+        // Grouped-query heads, more keys than queries, explicit scale.
+        sdpa_case(&[2, 4, 5, 16], &[2, 2, 7, 16], None, Some(0.3), 9510),
+        // Keys past one 64-key chunk, D past one dim per lane, a broadcast [1, L] mask.
+        sdpa_case(
+            &[1, 3, 3, 100],
+            &[1, 1, 130, 100],
+            Some(Tensor::rand_range(F32, &[1, 130], -2.0, 0.0, 9520)),
+            None,
+            9521,
+        ),
+        // Causal with an offset (3 queries over 70 keys), single row, D = 1.
+        sdpa_case(
+            &[1, 1, 3, 1],
+            &[1, 1, 70, 1],
+            Some(causal_mask(3, 70)),
+            None,
+            9530,
+        ),
+    ];
+    // Dynamic sequence length for q, k, v and the mask together.
+    let g = sdpa_graph(&[1, 2, 9, 16], &[1, 2, 9, 16], Some(&[9, 9]), None);
+    let mut case = OpCase::new(SDPA, "dynamic S <= 9, causal mask", g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    for (i, s) in [9usize, 3, 1, 9].into_iter().enumerate() {
+        let seed = 9540 + 4 * i as u64;
+        let q = Tensor::rand_range(F32, &[1, 2, s, 16], -1.0, 1.0, seed);
+        let k = Tensor::rand_range(F32, &[1, 2, s, 16], -1.0, 1.0, seed + 1);
+        let vv = Tensor::rand_range(F32, &[1, 2, s, 16], -1.0, 1.0, seed + 2);
+        let m = causal_mask(s, s);
+        let want = sdpa_ref(&q, &k, &vv, Some(&m), 0.25);
+        case = case.run(vec![q, k, vv, m], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- sdpa_with_kv_cache
+
+/// The f64 model of the op: its caches `[B, max_seq, H_kv, D]` persist across steps.
+struct KvRef {
+    dims: [usize; 4],
+    k: Vec<f64>,
+    v: Vec<f64>,
+    causal: bool,
+}
+
+impl KvRef {
+    fn new(dims: [usize; 4], causal: bool) -> KvRef {
+        let n = dims.iter().product();
+        KvRef {
+            dims,
+            k: vec![0.0; n],
+            v: vec![0.0; n],
+            causal,
+        }
+    }
+
+    /// Write k / v `[B, S, H_kv, D]` at `start`, then attend q `[B, S, H, D]`.
+    fn step(&mut self, q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Tensor {
+        let [b, max, hk, d] = self.dims;
+        let [_, s, h, _] = <[usize; 4]>::try_from(q.sizes.as_slice()).unwrap();
+        let row = hk * d;
+        for bi in 0..b {
+            for si in 0..s {
+                let src = (bi * s + si) * row;
+                let dst = (bi * max + start + si) * row;
+                self.k[dst..dst + row].copy_from_slice(&k.data[src..src + row]);
+                self.v[dst..dst + row].copy_from_slice(&v.data[src..src + row]);
+            }
+        }
+        let group = h / hk;
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut out = vec![0.0; q.numel()];
+        for bi in 0..b {
+            for si in 0..s {
+                for hi in 0..h {
+                    let qo = ((bi * s + si) * h + hi) * d;
+                    let keys = if self.causal {
+                        start + si + 1
+                    } else {
+                        start + s
+                    };
+                    let at = |j: usize, e: usize| (bi * max + j) * row + (hi / group) * d + e;
+                    let r = attend(
+                        &q.data[qo..qo + d],
+                        keys,
+                        scale,
+                        |j, e| self.k[at(j, e)],
+                        |j, e| self.v[at(j, e)],
+                        |_| 0.0,
+                    );
+                    out[qo..qo + d].copy_from_slice(&r);
+                }
+            }
+        }
+        Tensor::new(F32, &q.sizes, out)
+    }
+}
+
+/// Inputs q, k, v, start_pos (SymInt), and seq_len (SymInt when `sym_len`, else an Int
+/// of the exported length); zero caches as constants, scale Null.
+fn kv_graph(q: &[usize], kv: &[usize], cache: &[usize], causal: bool, sym_len: bool) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let qi = g.input(F32, q);
+    let ki = g.input(F32, kv);
+    let vi = g.input(F32, kv);
+    let sp = g.symint();
+    g.builder().mark_input(sp);
+    let sl = if sym_len {
+        let x = g.symint();
+        g.builder().mark_input(x);
+        x
+    } else {
+        g.int(q[1] as i64)
+    };
+    let zeros = Tensor::f32(cache, vec![0.0; cache.iter().product()]);
+    let kc = g.constant(&zeros);
+    let vc = g.constant(&zeros);
+    let mask = g.null();
+    let dropout = g.int(0);
+    let c = g.bool(causal);
+    let scale = g.null();
+    let out = g.output(F32, q);
+    g.op(
+        KV,
+        &[qi, ki, vi, kc, vc, sp, sl, mask, dropout, c, scale, out],
+    );
+    g
+}
+
+/// A case stepping through `(start_pos, S)` pairs on one delegate.
+fn kv_case(
+    name: &str,
+    dims: ([usize; 4], [usize; 4], [usize; 4]),
+    causal: bool,
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
+    let (q, kv, cache) = dims;
+    let sym_len = steps.iter().any(|&(_, s)| s != q[1]);
+    let g = kv_graph(&q, &kv, &cache, causal, sym_len);
+    let mut case = OpCase::new(KV, name.to_string(), g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    let mut r = KvRef::new(cache, causal);
+    for (i, &(start, s)) in steps.iter().enumerate() {
+        let sd = 3 * i as u64 + seed;
+        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        let want = r.step(&qt, &kt, &vt, start);
+        let mut inputs: Vec<Val> = vec![qt.into(), kt.into(), vt.into(), Val::Int(start as i64)];
+        if sym_len {
+            inputs.push(Val::Int(s as i64));
+        }
+        case = case.run_vals(inputs, vec![want.into()]);
+    }
+    case
+}
+
+fn kv_cases() -> Vec<OpCase> {
+    vec![
+        // The e5 fixture's decode shapes: one token per step, start_pos 0..5.
+        kv_case(
+            "decode q [1, 1, 2, 32] cache [1, 32, 2, 32], start_pos 0..5",
+            ([1, 1, 2, 32], [1, 1, 2, 32], [1, 32, 2, 32]),
+            true,
+            &[(0, 1), (1, 1), (2, 1), (3, 1), (4, 1), (5, 1)],
+            9600,
+        ),
+        // Grouped-query prefill of 5, then decode and a 3-token chunk (dynamic S).
+        kv_case(
+            "GQA prefill + decode q [1, <=5, 4, 16] kv heads 2 cache [1, 20, 2, 16]",
+            ([1, 5, 4, 16], [1, 5, 2, 16], [1, 20, 2, 16]),
+            true,
+            &[(0, 5), (5, 1), (6, 3), (9, 1), (10, 5)],
+            9650,
+        ),
+        // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk.
+        kv_case(
+            "non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
+            ([2, 40, 3, 80], [2, 40, 3, 80], [2, 72, 3, 80]),
+            false,
+            &[(0, 40), (40, 30), (70, 2)],
+            9700,
+        ),
+    ]
+}

@@ -1,0 +1,379 @@
+//! Indexing ops (the `e5` KV-cache Llama fixture):
+//! `aten.embedding.default(weight, indices, padding_idx, scale_grad, sparse, out)`,
+//! `aten.index.Tensor(x, ValueList[None.., idx], out)`,
+//! `aten.select_copy.int(x, dim, index, out)` and
+//! `et_vk.select_as_symint.default(x, dim, index, out SymInt)`.
+//! Indices are int32 on the GPU; some cases stage them from int64 host data as the exporter
+//! does. Out-of-range indices give zero rows (the runtime's documented choice). References
+//! are computed in f64; results are exact copies.
+
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32, Int64 as I64};
+
+use crate::case::{CaseGraph, OpCase, Val};
+use crate::compare::Tol;
+use crate::tensor::Tensor;
+
+const EMBEDDING: &str = "aten.embedding.default";
+const INDEX: &str = "aten.index.Tensor";
+const SELECT: &str = "aten.select_copy.int";
+const SELECT_SYM: &str = "et_vk.select_as_symint.default";
+
+/// Every case of the family.
+pub fn cases() -> Vec<OpCase> {
+    let mut v = embedding_cases();
+    v.extend(index_cases());
+    v.extend(select_cases());
+    v.extend(select_sym_cases());
+    v
+}
+
+/// `x` gathered along `dim` by `idx` (negatives wrap when `wrap`; out of range -> 0).
+fn gather_ref(x: &Tensor, idx: &Tensor, dim: usize, wrap: bool) -> Tensor {
+    let n = x.sizes[dim] as i64;
+    let inner: usize = x.sizes[dim + 1..].iter().product();
+    let outer: usize = x.sizes[..dim].iter().product();
+    let mut sizes = x.sizes[..dim].to_vec();
+    sizes.extend_from_slice(&idx.sizes);
+    sizes.extend_from_slice(&x.sizes[dim + 1..]);
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for &r in &idx.data {
+            let mut r = r as i64;
+            if wrap && r < 0 {
+                r += n;
+            }
+            for i in 0..inner {
+                out.push(if (0..n).contains(&r) {
+                    x.data[(o * n as usize + r as usize) * inner + i]
+                } else {
+                    0.0
+                });
+            }
+        }
+    }
+    Tensor::new(x.dtype, &sizes, out)
+}
+
+/// An int32 graph input for `t`, staged from int64 host data when `t` is int64.
+fn index_input(g: &mut CaseGraph, t: &Tensor) -> usize {
+    let id = g.input(I32, &t.sizes);
+    if t.dtype == I64 {
+        g.builder().set_staging_dtype(id, I64);
+    }
+    id
+}
+
+// ---------------------------------------------------------------- embedding
+
+fn embedding_graph(w: &Tensor, idx_sizes: &[usize], idx_dt: DataType, w_const: bool) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let wi = if w_const {
+        g.constant(w)
+    } else {
+        g.input_like(w)
+    };
+    let zeros = Tensor::new(idx_dt, idx_sizes, vec![0.0; idx_sizes.iter().product()]);
+    let ii = index_input(&mut g, &zeros);
+    let pad = g.int(-1);
+    let f = g.bool(false);
+    let mut out_sizes = idx_sizes.to_vec();
+    out_sizes.push(w.sizes[1]);
+    let out = g.output(w.dtype, &out_sizes);
+    g.op(EMBEDDING, &[wi, ii, pad, f, f, out]);
+    g
+}
+
+fn embedding_case(
+    dt: DataType,
+    v: usize,
+    d: usize,
+    idx: Tensor,
+    w_const: bool,
+    seed: u64,
+) -> OpCase {
+    let w = Tensor::rand_range(dt, &[v, d], -2.0, 2.0, seed);
+    let want = gather_ref(&w, &idx, 0, false);
+    let g = embedding_graph(&w, &idx.sizes, idx.dtype, w_const);
+    let how = if w_const { "const" } else { "input" };
+    let name = format!(
+        "{} weight [{v}, {d}] {how}, {} indices {:?}",
+        dt.name(),
+        idx.dtype.name(),
+        idx.sizes
+    );
+    let inputs = if w_const { vec![idx] } else { vec![w, idx] };
+    OpCase::new(EMBEDDING, name, g)
+        .tol(Tol::EXACT)
+        .run(inputs, vec![want])
+}
+
+fn embedding_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // e5: one token, int64 on the host.
+        embedding_case(
+            F32,
+            128,
+            64,
+            Tensor::new(I64, &[1, 1], vec![77.0]),
+            true,
+            11000,
+        ),
+        embedding_case(
+            F32,
+            13,
+            7,
+            Tensor::rand_int(I32, &[3, 5], 0, 12, 11001),
+            true,
+            11002,
+        ),
+        embedding_case(
+            F32,
+            11,
+            33,
+            Tensor::rand_int(I64, &[6], 0, 10, 11003),
+            false,
+            11004,
+        ),
+        embedding_case(
+            F16,
+            17,
+            9,
+            Tensor::rand_int(I32, &[2, 3], 0, 16, 11005),
+            true,
+            11006,
+        ),
+        // Out of range: -1 and V give zero rows instead of reading out of bounds.
+        embedding_case(
+            F32,
+            5,
+            3,
+            Tensor::new(I32, &[4], vec![-1.0, 5.0, 4.0, 0.0]),
+            true,
+            11007,
+        ),
+    ];
+    // Dynamic: the index count down then up.
+    let w = Tensor::rand_range(F32, &[19, 5], -2.0, 2.0, 11010);
+    let g = embedding_graph(&w, &[6], I32, true);
+    let mut case = OpCase::new(EMBEDDING, "dynamic indices [<=6], weight [19, 5]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, n) in [6usize, 1, 4, 6].into_iter().enumerate() {
+        let idx = Tensor::rand_int(I32, &[n], 0, 18, 11020 + i as u64);
+        let want = gather_ref(&w, &idx, 0, false);
+        case = case.run(vec![idx], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- index.Tensor
+
+/// `index(x, [None] * dim + [idx])`.
+fn index_graph(dt: DataType, x_sizes: &[usize], dim: usize, idx_sizes: &[usize]) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, x_sizes);
+    let ii = g.input(I32, idx_sizes);
+    let mut items: Vec<usize> = (0..dim).map(|_| g.null()).collect();
+    items.push(ii);
+    let list = g.value_list(&items);
+    let mut out_sizes = x_sizes[..dim].to_vec();
+    out_sizes.extend_from_slice(idx_sizes);
+    out_sizes.extend_from_slice(&x_sizes[dim + 1..]);
+    let out = g.output(dt, &out_sizes);
+    g.op(INDEX, &[xi, list, out]);
+    g
+}
+
+fn index_case(dt: DataType, x_sizes: &[usize], dim: usize, idx: Tensor, seed: u64) -> OpCase {
+    let x = if dt == I32 {
+        Tensor::rand_int(I32, x_sizes, -1000, 1000, seed)
+    } else {
+        Tensor::rand_range(dt, x_sizes, -2.0, 2.0, seed)
+    };
+    let want = gather_ref(&x, &idx, dim, true);
+    let g = index_graph(dt, x_sizes, dim, &idx.sizes);
+    let name = format!(
+        "{} x {x_sizes:?} index {:?} on dim {dim}",
+        dt.name(),
+        idx.sizes
+    );
+    OpCase::new(INDEX, name, g)
+        .tol(Tol::EXACT)
+        .run(vec![x, idx], vec![want])
+}
+
+fn index_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // e5: a freqs table [32, 16] indexed by input_pos.
+        index_case(F32, &[32, 16], 0, Tensor::new(I32, &[1], vec![5.0]), 11100),
+        index_case(
+            F32,
+            &[5, 7, 3],
+            1,
+            Tensor::new(I32, &[4], vec![6.0, -1.0, 0.0, -7.0]),
+            11101,
+        ),
+        index_case(
+            F32,
+            &[9, 4],
+            0,
+            Tensor::rand_int(I32, &[2, 3], -9, 8, 11102),
+            11103,
+        ),
+        index_case(
+            F32,
+            &[2, 3, 5],
+            2,
+            Tensor::new(I32, &[3], vec![4.0, 2.0, 9.0]),
+            11104,
+        ),
+        index_case(
+            F16,
+            &[7, 13],
+            0,
+            Tensor::rand_int(I32, &[5], 0, 6, 11105),
+            11106,
+        ),
+        index_case(
+            I32,
+            &[3, 11],
+            1,
+            Tensor::rand_int(I32, &[2], -11, 10, 11107),
+            11108,
+        ),
+    ];
+    // Dynamic: both x's leading dim and the index count change.
+    let g = index_graph(F32, &[7, 6], 0, &[5]);
+    let mut case = OpCase::new(INDEX, "dynamic x [<=7, 6] index [<=5] on dim 0", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, (m, n)) in [(7usize, 5usize), (2, 1), (5, 3), (7, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand(&[m, 6], 11120 + i as u64);
+        let idx = Tensor::rand_int(I32, &[n], -(m as i64), m as i64 - 1, 11130 + i as u64);
+        let want = gather_ref(&x, &idx, 0, true);
+        case = case.run(vec![x, idx], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- select_copy.int
+
+fn select_ref(x: &Tensor, dim: i64, index: i64) -> Tensor {
+    let d = if dim < 0 {
+        dim + x.sizes.len() as i64
+    } else {
+        dim
+    } as usize;
+    let n = x.sizes[d] as i64;
+    let k = if index < 0 { index + n } else { index };
+    let idx = Tensor::new(I32, &[], vec![k as f64]);
+    gather_ref(x, &idx, d, false)
+}
+
+fn select_graph(x_sizes: &[usize], dim: i64, index: i64) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, x_sizes);
+    let d = if dim < 0 {
+        dim + x_sizes.len() as i64
+    } else {
+        dim
+    } as usize;
+    let mut out_sizes = x_sizes.to_vec();
+    out_sizes.remove(d);
+    let di = g.int(dim);
+    let ki = g.int(index);
+    let out = g.output(F32, &out_sizes);
+    g.op(SELECT, &[xi, di, ki, out]);
+    g
+}
+
+fn select_case(x_sizes: &[usize], dim: i64, index: i64, seed: u64) -> OpCase {
+    let x = Tensor::rand(x_sizes, seed);
+    let want = select_ref(&x, dim, index);
+    let g = select_graph(x_sizes, dim, index);
+    OpCase::new(SELECT, format!("{x_sizes:?} dim {dim} index {index}"), g)
+        .tol(Tol::EXACT)
+        .run(vec![x], vec![want])
+}
+
+fn select_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // e5: the last position of [1, 1, 64].
+        select_case(&[1, 1, 64], 1, -1, 11200),
+        select_case(&[3, 5, 7], -1, 2, 11201),
+        select_case(&[3, 5, 7], 0, -3, 11202),
+        select_case(&[3, 5, 7], 1, 4, 11203),
+        select_case(&[13], 0, 6, 11204),
+    ];
+    // Dynamic: the selected dim resizes, so index -1 follows its current size.
+    let g = select_graph(&[6, 5], 0, -1);
+    let mut case = OpCase::new(SELECT, "dynamic [<=6, 5] dim 0 index -1", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [6usize, 1, 4, 6].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 5], 11210 + i as u64);
+        let want = select_ref(&x, 0, -1);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- select_as_symint
+
+fn select_sym_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+
+    // The SymInt as an output: x int64 on the host [<=4], element `index` along dim 0;
+    // values and sizes change between runs.
+    for (index, dt) in [(0i64, I64), (-1, I32)] {
+        let mut g = CaseGraph::new();
+        let proto = Tensor::new(dt, &[4], vec![0.0; 4]);
+        let xi = index_input(&mut g, &proto);
+        let d = g.int(0);
+        let k = g.int(index);
+        let s = g.symint();
+        g.op(SELECT_SYM, &[xi, d, k, s]);
+        g.mark_output(s);
+        let name = format!("{} x [<=4] index {index} as output", dt.name());
+        let mut case = OpCase::new(SELECT_SYM, name, g).dynamic();
+        for (i, n) in [4usize, 1, 3, 1, 4].into_iter().enumerate() {
+            let x = Tensor::rand_int(dt, &[n], 0, 30, 11300 + i as u64);
+            let want = if index < 0 { x.data[n - 1] } else { x.data[0] };
+            case = case.run_vals(vec![x.into()], vec![Val::Int(want as i64)]);
+        }
+        v.push(case);
+    }
+
+    // e5's pattern: input_pos [1] (int64 host) -> start_pos, which a later op's resize
+    // reads: slice_copy(table, 0, start_pos, None) of a [9, 3] table.
+    let mut g = CaseGraph::new();
+    let table = Tensor::rand(&[9, 3], 11310);
+    let ti = g.input_like(&table);
+    let pos = index_input(&mut g, &Tensor::new(I64, &[1], vec![0.0]));
+    let zero = g.int(0);
+    let s = g.symint();
+    g.op(SELECT_SYM, &[pos, zero, zero, s]);
+    let end = g.null();
+    let one = g.int(1);
+    let out = g.output(F32, &[9, 3]);
+    g.op("aten.slice_copy.Tensor", &[ti, zero, s, end, one, out]);
+    g.mark_output(s);
+    let mut case =
+        OpCase::new(SELECT_SYM, "int64 input_pos -> slice_copy start", g).tol(Tol::EXACT);
+    for p in [0usize, 3, 8, 3, 0] {
+        let want = Tensor::new(F32, &[9 - p, 3], table.data[p * 3..].to_vec());
+        let pos = Tensor::new(I64, &[1], vec![p as f64]);
+        case = case.run_vals(
+            vec![table.clone().into(), pos.into()],
+            vec![want.into(), Val::Int(p as i64)],
+        );
+    }
+    v.push(case);
+    v
+}
