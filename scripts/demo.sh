@@ -25,7 +25,9 @@ echo
 echo "== every case of the exported fixtures vs PyTorch's outputs"
 fixtures=()
 for f in a_linear_fp32 a3_linear_fp32_buffer_storage b_mlp_fp32 g1_mlp_dynamic_batch \
-         c1_linear_q4gsw_gs32 d1_linear_qcs4w f1_linear_q4gsw_backward f3_linear_dW; do
+         c1_linear_q4gsw_gs32 d1_linear_qcs4w f1_linear_q4gsw_backward f3_linear_dW \
+         e1_llama_block_fp32 e2_llama_block_q4gsw e4_llama_block_etvk_sdpa_fp32 \
+         g3_llama_block_dynamic_seq e5_llama3_tiny_kvcache_fp32; do
     if $etvk inspect "tests/fixtures/$f/model.pte" | grep -q "\[unsupported\]"; then
         echo "(skipping $f: uses ops this build does not implement yet)"
     else
