@@ -16,6 +16,7 @@ use crate::backend::BackendInner;
 use crate::builder::GraphBuilder;
 use crate::dtype::{gpu_to_host, host_of, host_to_gpu};
 use crate::error::{internal, invalid_arg, unsupported};
+use crate::graph::checked_numel;
 use crate::graph::{Binding, DispatchNode, Global, HostStep, MemId, Shapes, TensorId};
 use etvk_shaders::ShaderId;
 
@@ -769,18 +770,24 @@ impl ComputeGraph {
                 (InputSlot::SymInt(v), arg) => {
                     let x = match arg {
                         DelegateArg::Int(x) => *x,
-                        DelegateArg::Tensor(ht) if ht.sizes.iter().product::<usize>() == 1 => {
+                        DelegateArg::Tensor(ht) if checked_numel(&ht.sizes) == Some(1) => {
                             match ht.dtype {
-                                HostDType::Long => {
-                                    i64::from_le_bytes(ht.data[..8].try_into().map_err(|_| {
-                                        invalid_arg(format!("input {i}: short int64 scalar"))
-                                    })?)
-                                }
-                                HostDType::Int => {
-                                    i32::from_le_bytes(ht.data[..4].try_into().map_err(|_| {
-                                        invalid_arg(format!("input {i}: short int32 scalar"))
-                                    })?) as i64
-                                }
+                                HostDType::Long => i64::from_le_bytes(
+                                    ht.data
+                                        .get(..8)
+                                        .and_then(|b| b.try_into().ok())
+                                        .ok_or_else(|| {
+                                            invalid_arg(format!("input {i}: short int64 scalar"))
+                                        })?,
+                                ),
+                                HostDType::Int => i32::from_le_bytes(
+                                    ht.data
+                                        .get(..4)
+                                        .and_then(|b| b.try_into().ok())
+                                        .ok_or_else(|| {
+                                            invalid_arg(format!("input {i}: short int32 scalar"))
+                                        })?,
+                                ) as i64,
                                 d => {
                                     return Err(invalid_arg(format!(
                                         "input {i}: SymInt input given a {d:?} tensor"

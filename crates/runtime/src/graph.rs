@@ -76,7 +76,7 @@ impl Shapes {
     /// allocation (the serialized maximum), since buffers never grow.
     pub fn set_dims(&mut self, t: TensorId, dims: Vec<usize>) -> Result<()> {
         let ts = &mut self.tensors[t.0];
-        let numel = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        let numel = checked_numel(&dims);
         match numel {
             Some(n) if n <= ts.max_numel() => {
                 ts.dims = dims;
@@ -306,4 +306,10 @@ mod tests {
         assert_eq!(broadcast_shapes(&[], &[2], "t").unwrap(), vec![2]);
         assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
     }
+}
+
+/// The element count of `dims`, or `None` when it overflows `usize` (sizes from the caller
+/// or from a graph's size lists are untrusted: never multiply them unchecked).
+pub fn checked_numel(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
 }

@@ -119,7 +119,7 @@ fn copy_dispatch(
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let od = out_dims(s)?;
         let numel = s.numel(x);
-        if od.iter().product::<usize>() != numel {
+        if crate::graph::checked_numel(&od) != Some(numel) {
             return Err(invalid_arg(format!(
                 "output sizes {od:?} do not hold the input's {numel} elements (input sizes {:?})",
                 s.dims(x)
