@@ -290,6 +290,12 @@ pub fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// The element count of `dims`, or `None` when it overflows `usize` (sizes from the caller
+/// or from a graph's size lists are untrusted: never multiply them unchecked).
+pub fn checked_numel(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,10 +312,4 @@ mod tests {
         assert_eq!(broadcast_shapes(&[], &[2], "t").unwrap(), vec![2]);
         assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
     }
-}
-
-/// The element count of `dims`, or `None` when it overflows `usize` (sizes from the caller
-/// or from a graph's size lists are untrusted: never multiply them unchecked).
-pub fn checked_numel(dims: &[usize]) -> Option<usize> {
-    dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
 }
