@@ -1,18 +1,51 @@
 #version 450
 // Elementwise unary op: out[i] = OP(in[i]), computed in float whatever the storage type.
-// RELU: max(x, 0). SIGMOID: 1 / (1 + exp(-x)).
+// RELU: max(x, 0). SIGMOID: 1 / (1 + exp(-x)). ABS, NEG, EXP, SQRT, RSQRT, SIN, COS, TANH.
+// GELU: x * Phi(x) (erf form). GELU_TANH: PyTorch's approximate="tanh" form.
+// CLAMP: min(max(x, p0), p1) (hardtanh and clamp; a missing bound is passed as +-inf).
+// LEAKY_RELU: x >= 0 ? x : p0 * x.
 #include "common.glsl"
 
 // Values of the OP define (the manifest passes -DOP=RELU etc.).
 #define RELU 1
 #define SIGMOID 2
+#define ABS 3
+#define NEG 4
+#define EXP 5
+#define SQRT 6
+#define RSQRT 7
+#define SIN 8
+#define COS 9
+#define TANH 10
+#define GELU 11
+#define GELU_TANH 12
+#define CLAMP 13
+#define LEAKY_RELU 14
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
 
 layout(push_constant) uniform Params {
   uint numel;
+  float p0; // op parameter (clamp min, leaky_relu slope); unused otherwise
+  float p1; // op parameter (clamp max); unused otherwise
 } p;
+
+// tanh without the inf/inf of the textbook (e^x - e^-x) / (e^x + e^-x): exp(-2|x|) only
+// underflows to 0, giving exactly +-1 for large |x|.
+float safe_tanh(float x) {
+  float t = exp(-2.0 * abs(x));
+  return sign(x) * (1.0 - t) / (1.0 + t);
+}
+
+// erf by Abramowitz & Stegun 7.1.26 (max absolute error 1.5e-7): GLSL has no erf.
+float erf_approx(float x) {
+  float ax = abs(x);
+  float t = 1.0 / (1.0 + 0.3275911 * ax);
+  float poly = t * (0.254829592 +
+               t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  return sign(x) * (1.0 - poly * exp(-ax * ax));
+}
 
 void main() {
   uint i = linear_id();
@@ -25,8 +58,34 @@ void main() {
 #elif OP == SIGMOID
   // exp(-x) overflows to +inf for very negative x, giving exactly 0: the right limit.
   float r = 1.0 / (1.0 + exp(-x));
+#elif OP == ABS
+  float r = abs(x);
+#elif OP == NEG
+  float r = -x;
+#elif OP == EXP
+  float r = exp(x);
+#elif OP == SQRT
+  float r = sqrt(x);
+#elif OP == RSQRT
+  float r = inversesqrt(x);
+#elif OP == SIN
+  float r = sin(x);
+#elif OP == COS
+  float r = cos(x);
+#elif OP == TANH
+  float r = safe_tanh(x);
+#elif OP == GELU
+  float r = 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
+#elif OP == GELU_TANH
+  // sqrt(2 / pi) = 0.7978845608...
+  float r = 0.5 * x * (1.0 + safe_tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+#elif OP == CLAMP
+  // GLSL min/max leave NaN handling undefined; PyTorch propagates a NaN input.
+  float r = isnan(x) ? x : min(max(x, p.p0), p.p1);
+#elif OP == LEAKY_RELU
+  float r = x >= 0.0 ? x : p.p0 * x;
 #else
-#error "unary.comp: OP must be RELU or SIGMOID"
+#error "unary.comp: unknown OP"
 #endif
   out_[i] = DTYPE(r);
 }

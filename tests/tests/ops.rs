@@ -18,7 +18,8 @@ macro_rules! families {
 }
 
 families!(
-    matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama, indexing, attention
+    reduce, matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama, indexing,
+    attention
 );
 
 #[test]

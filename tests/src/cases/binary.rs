@@ -1,6 +1,8 @@
 //! `aten.add.Tensor`, `aten.sub.Tensor` (`(a, b, alpha, out)`; `alpha` is `Int 1` when
 //! left at its default, as the exporter materializes it), `aten.mul.Tensor`,
-//! `aten.div.Tensor` (`(a, b, out)`), with PyTorch broadcasting.
+//! `aten.div.Tensor`, `aten.minimum.default`, `aten.maximum.default`,
+//! `aten.pow.Tensor_Tensor` (`(a, b, out)`), with PyTorch broadcasting, and
+//! `aten.pow.Tensor_Scalar` (`(a, exponent, out)`, exponent `Int` or `Double`).
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
@@ -13,6 +15,19 @@ const ADD: &str = "aten.add.Tensor";
 const SUB: &str = "aten.sub.Tensor";
 const MUL: &str = "aten.mul.Tensor";
 const DIV: &str = "aten.div.Tensor";
+const MINIMUM: &str = "aten.minimum.default";
+const MAXIMUM: &str = "aten.maximum.default";
+const POW: &str = "aten.pow.Tensor_Tensor";
+const POW_SCALAR: &str = "aten.pow.Tensor_Scalar";
+
+/// PyTorch's `minimum` / `maximum` propagate NaN (f64::min / max would drop it).
+fn nan_or(a: f64, b: f64, f: fn(f64, f64) -> f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        f(a, b)
+    }
+}
 
 /// The `alpha` argument of add/sub.
 #[derive(Clone, Copy, Debug)]
@@ -41,12 +56,23 @@ fn reference(op: &str, a: &Tensor, b: &Tensor, alpha: f64) -> Tensor {
         SUB => broadcast_binary(a, b, |x, y| x - alpha * y),
         MUL => broadcast_binary(a, b, |x, y| x * y),
         DIV => broadcast_binary(a, b, |x, y| x / y),
+        MINIMUM => broadcast_binary(a, b, |x, y| nan_or(x, y, f64::min)),
+        MAXIMUM => broadcast_binary(a, b, |x, y| nan_or(x, y, f64::max)),
+        // f64::powf has C pow semantics, as torch.pow: (-8)^(1/3) is NaN, 0^-1 is inf.
+        POW => broadcast_binary(a, b, f64::powf),
         _ => unreachable!("not a binary op: {op}"),
     }
 }
 
-/// Inputs for `op`: divisors are kept away from zero so the quotient stays well scaled.
+/// Inputs for `op`: divisors are kept away from zero so the quotient stays well scaled;
+/// pow bases are positive (negative bases need integral exponents: see `pow_specials`).
 fn operands(op: &str, dt: DataType, a: &[usize], b: &[usize], seed: u64) -> (Tensor, Tensor) {
+    if op == POW {
+        return (
+            Tensor::rand_range(dt, a, 0.25, 2.5, seed),
+            Tensor::rand_range(dt, b, -3.0, 3.0, seed + 1),
+        );
+    }
     let ta = Tensor::rand_range(dt, a, -2.0, 2.0, seed);
     let tb = if op == DIV {
         let t = Tensor::rand_away_from_zero(b, 0.5, 2.0, seed + 1);
@@ -57,9 +83,13 @@ fn operands(op: &str, dt: DataType, a: &[usize], b: &[usize], seed: u64) -> (Ten
     (ta, tb)
 }
 
-/// Push the args of one binary call; `b` may be a constant.
+/// Push the args of one binary call; `b` may be a constant, or `usize::MAX` for none
+/// (`pow.Tensor_Scalar`, whose scalar rides in `alpha`).
 fn call(g: &mut CaseGraph, op: &'static str, a: usize, b: usize, alpha: Alpha, out: usize) {
-    let mut args = vec![a, b];
+    let mut args = vec![a];
+    if b != usize::MAX {
+        args.push(b);
+    }
     match alpha {
         Alpha::None => {}
         Alpha::Int(x) => args.push(g.int(x)),
@@ -231,5 +261,117 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(op_cases(SUB, 2000));
     v.extend(op_cases(MUL, 3000));
     v.extend(op_cases(DIV, 4000));
+    v.extend(op_cases(MINIMUM, 20000));
+    v.extend(op_cases(MAXIMUM, 21000));
+    v.extend(op_cases(POW, 22000));
+    v.extend(special_cases());
+    v.extend(pow_scalar_cases());
+    v
+}
+
+/// Hand-picked pairs random inputs miss: NaN, infinities, signed zeros, ties for
+/// minimum / maximum; negative bases, zero bases and exponents for pow.
+fn special_cases() -> Vec<OpCase> {
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    let minmax = (
+        vec![nan, 1.0, 2.0, -inf, inf, 0.0, -3.0, 7.5],
+        vec![1.0, nan, 2.0, 5.0, 5.0, -0.0, -3.5, inf],
+    );
+    let pow = (
+        vec![
+            -2.0, -2.0, -0.5, 0.0, 0.0, 0.0, 3.0, -3.0, 2.0, 1.0, -1.0, -1.0, 2.0, 0.5, 0.0, 1.0,
+        ],
+        vec![
+            3.0, 2.0, -3.0, 0.0, 2.0, -1.0, 0.0, 0.5, -2.0, inf, 4.0, inf, inf, inf, -inf, nan,
+        ],
+    );
+    let mut v = Vec::new();
+    for (op, (a, b)) in [(MINIMUM, minmax.clone()), (MAXIMUM, minmax), (POW, pow)] {
+        let n = a.len();
+        let (a, b) = (Tensor::f32(&[n], a), Tensor::f32(&[n], b));
+        let want = reference(op, &a, &b, 1.0);
+        let mut g = CaseGraph::new();
+        let ai = g.input_like(&a);
+        let bi = g.input_like(&b);
+        let out = g.output(F32, &[n]);
+        g.op(op, &[ai, bi, out]);
+        v.push(OpCase::new(op, "special values", g).run(vec![a, b], vec![want]));
+    }
+    v
+}
+
+/// `[x, exponent, out]` as the exporter writes it: `Int` for `x ** 2`, `Double` for
+/// `x ** 0.5`. Integral exponents also see negative bases.
+fn pow_scalar_cases() -> Vec<OpCase> {
+    let op = POW_SCALAR;
+    let exps = [
+        (Alpha::Int(2), -2.0),
+        (Alpha::Int(3), -2.0),
+        (Alpha::Int(-1), 0.25),
+        (Alpha::Int(0), -2.0),
+        (Alpha::Double(0.5), 0.0),
+        (Alpha::Double(-1.5), 0.25),
+        (Alpha::Double(2.5), 0.0),
+    ];
+    let shapes: &[&[usize]] = &[&[7, 13], &[1], &[], &[2, 3, 5, 7]];
+    let graph = |dt: DataType, sizes: &[usize], e: Alpha| {
+        let mut g = CaseGraph::new();
+        let xi = g.input(dt, sizes);
+        let out = g.output(dt, sizes);
+        call(&mut g, op, xi, usize::MAX, e, out);
+        g
+    };
+    let pow_ref = |x: &Tensor, e: f64| crate::reference::unary(x, |v| v.powf(e));
+    let mut v = Vec::new();
+    for (i, (e, lo)) in exps.into_iter().enumerate() {
+        let seed = 23000 + 100 * i as u64;
+        for (j, s) in shapes.iter().enumerate() {
+            let x = Tensor::rand_range(F32, s, lo, 2.5, seed + j as u64);
+            let want = pow_ref(&x, e.value());
+            v.push(
+                OpCase::new(op, format!("{s:?} exponent {e:?}"), graph(F32, s, e))
+                    .run(vec![x], vec![want]),
+            );
+        }
+        let x = Tensor::rand_range(F16, &[3, 5, 7], lo, 2.5, seed + 50);
+        let want = pow_ref(&x, e.value());
+        v.push(
+            OpCase::new(
+                op,
+                format!("float16 [3, 5, 7] exponent {e:?}"),
+                graph(F16, &[3, 5, 7], e),
+            )
+            .tol(Tol::F16)
+            .run(vec![x], vec![want]),
+        );
+    }
+    // Zero and negative bases, infinities; a non-integral exponent of a negative base is NaN.
+    let x = Tensor::f32(&[7], vec![0.0, -0.0, -2.0, 4.0, f64::INFINITY, 1.0, -1e-3]);
+    for e in [
+        Alpha::Double(0.5),
+        Alpha::Int(-2),
+        Alpha::Int(3),
+        Alpha::Int(0),
+    ] {
+        let want = pow_ref(&x, e.value());
+        v.push(
+            OpCase::new(
+                op,
+                format!("special values exponent {e:?}"),
+                graph(F32, &[7], e),
+            )
+            .run(vec![x.clone()], vec![want]),
+        );
+    }
+    let mut case = OpCase::new(op, "dynamic [<=9, 13] exponent Int(2)", {
+        graph(F32, &[9, 13], Alpha::Int(2))
+    })
+    .dynamic();
+    for (i, m) in [9usize, 1, 4, 9].into_iter().enumerate() {
+        let x = Tensor::rand_range(F32, &[m, 13], -2.0, 2.0, 23900 + i as u64);
+        let want = pow_ref(&x, 2.0);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
     v
 }

@@ -15,6 +15,7 @@ pub mod llama;
 pub mod matmul;
 pub mod prepack;
 pub mod q4_linear;
+pub mod reduce;
 pub mod shape;
 pub mod sym;
 pub mod training;
@@ -74,6 +75,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "attention",
         cases: attention::cases,
+    },
+    Family {
+        name: "reduce",
+        cases: reduce::cases,
     },
 ];
 

@@ -1,9 +1,13 @@
-//! Elementwise unary ops: `aten.relu.default(x, out)`, `aten.sigmoid.default(x, out)`, and the
-//! ReLU gradient `aten.threshold_backward.default(grad, self, threshold, out)`.
+//! Elementwise unary ops: `aten.relu.default(x, out)`, `aten.sigmoid.default(x, out)`, the
+//! ReLU gradient `aten.threshold_backward.default(grad, self, threshold, out)`, and the
+//! `abs`, `neg`, `exp`, `sqrt`, `rsqrt`, `sin`, `cos`, `tanh`, `gelu(x, approximate)`,
+//! `hardtanh(x, min_val, max_val)`, `clamp(x, min, max)`, `leaky_relu(x, negative_slope)`
+//! family, checked against f64 references.
 
-use etvk_format::ir::DataType::Float32 as F32;
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
 use crate::case::{CaseGraph, OpCase};
+use crate::compare::Tol;
 use crate::reference::{sigmoid, unary};
 use crate::tensor::Tensor;
 
@@ -128,5 +132,349 @@ pub fn cases() -> Vec<OpCase> {
     let mut v = op_cases(RELU, 5000);
     v.extend(op_cases(SIGMOID, 5100));
     v.extend(threshold_backward_cases());
+    v.extend(more_cases());
     v
+}
+
+/// A scalar argument as the exporter serializes it.
+#[derive(Clone, Copy, Debug)]
+enum Arg {
+    Int(i64),
+    Double(f64),
+    Null,
+    Str(&'static str),
+}
+
+impl Arg {
+    fn add(self, g: &mut CaseGraph) -> usize {
+        match self {
+            Arg::Int(x) => g.int(x),
+            Arg::Double(x) => g.double(x),
+            Arg::Null => g.null(),
+            Arg::Str(s) => g.builder().add_string(s),
+        }
+    }
+}
+
+/// One parameterized unary op variant: scalar args between `x` and `out`, the f64
+/// reference, the random input range, and hand-picked values (zeros, signed zeros,
+/// infinities, NaN, saturation) that random inputs would miss.
+struct Spec {
+    op: &'static str,
+    args: Vec<Arg>,
+    f: Box<dyn Fn(f64) -> f64>,
+    range: (f64, f64),
+    specials: Vec<f64>,
+}
+
+impl Spec {
+    fn new(op: &'static str, args: Vec<Arg>, f: impl Fn(f64) -> f64 + 'static) -> Spec {
+        Spec {
+            op,
+            args,
+            f: Box::new(f),
+            range: (-3.0, 3.0),
+            specials: vec![0.0, -0.0, 1e-30, -1e-30],
+        }
+    }
+    fn range(mut self, lo: f64, hi: f64) -> Spec {
+        self.range = (lo, hi);
+        self
+    }
+    fn specials(mut self, v: &[f64]) -> Spec {
+        self.specials = v.to_vec();
+        self
+    }
+
+    fn graph(&self, dt: DataType, sizes: &[usize]) -> CaseGraph {
+        let mut g = CaseGraph::new();
+        let xi = g.input(dt, sizes);
+        let mut args = vec![xi];
+        for a in &self.args {
+            args.push(a.add(&mut g));
+        }
+        args.push(g.output(dt, sizes));
+        g.op(self.op, &args);
+        g
+    }
+
+    fn label(&self) -> String {
+        if self.args.is_empty() {
+            String::new()
+        } else {
+            format!(" args {:?}", self.args)
+        }
+    }
+
+    fn run_one(&self, case: OpCase, x: Tensor) -> OpCase {
+        let want = unary(&x, &self.f);
+        case.run(vec![x], vec![want])
+    }
+
+    /// Odd/prime/rank-0 shapes in fp32, one fp16 case, the special values, and (with
+    /// `dynamic`) a `[<=9, 13]` case resized down then up.
+    fn cases(&self, seed: u64, dynamic: bool) -> Vec<OpCase> {
+        let (lo, hi) = self.range;
+        let shapes: &[&[usize]] = &[&[7, 13], &[65], &[1], &[], &[2, 3, 5, 7]];
+        let mut v = Vec::new();
+        for (i, s) in shapes.iter().enumerate() {
+            let x = Tensor::rand_range(F32, s, lo, hi, seed + i as u64);
+            let case = OpCase::new(
+                self.op,
+                format!("{s:?}{}", self.label()),
+                self.graph(F32, s),
+            );
+            v.push(self.run_one(case, x));
+        }
+        let x = Tensor::rand_range(F16, &[3, 5, 7], lo, hi, seed + 50);
+        let case = OpCase::new(
+            self.op,
+            format!("float16 [3, 5, 7]{}", self.label()),
+            self.graph(F16, &[3, 5, 7]),
+        )
+        .tol(Tol::F16);
+        v.push(self.run_one(case, x));
+
+        let n = self.specials.len();
+        let x = Tensor::f32(&[n], self.specials.clone());
+        let case = OpCase::new(
+            self.op,
+            format!("special values{}", self.label()),
+            self.graph(F32, &[n]),
+        );
+        v.push(self.run_one(case, x));
+
+        if dynamic {
+            let mut case = OpCase::new(
+                self.op,
+                format!("dynamic [<=9, 13]{}", self.label()),
+                self.graph(F32, &[9, 13]),
+            )
+            .dynamic();
+            for (i, m) in [9usize, 1, 4, 9].into_iter().enumerate() {
+                let x = Tensor::rand_range(F32, &[m, 13], lo, hi, seed + 100 + i as u64);
+                case = self.run_one(case, x);
+            }
+            v.push(case);
+        }
+        v
+    }
+}
+
+/// `erf` in f64 (std has none): Taylor series for |z| < 3 (terms peak near e^9, leaving
+/// ~1e-12 accuracy), else the erfc continued fraction, accurate to far below fp32.
+fn erf(z: f64) -> f64 {
+    if z.is_nan() {
+        return z;
+    }
+    let a = z.abs();
+    let r = if a < 3.0 {
+        let (mut term, mut sum) = (a, a);
+        for n in 1..200 {
+            term *= -a * a / n as f64;
+            let t = term / (2 * n + 1) as f64;
+            sum += t;
+            if t.abs() < 1e-17 * sum.abs() {
+                break;
+            }
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // erfc(a) = exp(-a^2) / sqrt(pi) / (a + (1/2) / (a + 1 / (a + (3/2) / (a + ...)))).
+        let mut f = a;
+        for k in (1..=120).rev() {
+            f = a + (k as f64 / 2.0) / f;
+        }
+        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / f
+    };
+    r.copysign(z)
+}
+
+fn gelu_erf(x: f64) -> f64 {
+    0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
+}
+
+fn gelu_tanh(x: f64) -> f64 {
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// `clamp(x, lo, hi)` as PyTorch: NaN stays NaN, `min(max(x, lo), hi)` otherwise.
+fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else {
+        x.max(lo).min(hi)
+    }
+}
+
+const INF: f64 = f64::INFINITY;
+const NAN: f64 = f64::NAN;
+
+/// The elementwise ops beyond relu / sigmoid, with every scalar-argument form the exporter
+/// writes (Double, Int, Null bounds; both gelu `approximate` strings).
+fn more_cases() -> Vec<OpCase> {
+    let signed = [0.0, -0.0, 1e-30, -1e-30, INF, -INF, NAN, 2.5, -2.5];
+    let specs: Vec<(Spec, bool)> = vec![
+        (
+            Spec::new("aten.abs.default", vec![], f64::abs).specials(&signed),
+            true,
+        ),
+        (
+            Spec::new("aten.neg.default", vec![], |v| -v).specials(&signed),
+            true,
+        ),
+        (
+            Spec::new("aten.exp.default", vec![], f64::exp)
+                .range(-5.0, 5.0)
+                .specials(&[0.0, -0.0, 1e-30, 20.0, -20.0, 100.0, -100.0, INF, -INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.sqrt.default", vec![], f64::sqrt)
+                .range(0.0, 9.0)
+                .specials(&[0.0, 1e-30, 4.0, 1e6, 2.0, -1.0, INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.rsqrt.default", vec![], |v| 1.0 / v.sqrt())
+                .range(0.01, 9.0)
+                .specials(&[1e-30, 4.0, 1e6, 2.0, 0.25, -1.0, INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.sin.default", vec![], f64::sin)
+                .range(-7.0, 7.0)
+                .specials(&[0.0, -0.0, 1e-30, std::f64::consts::PI, -10.0, 10.0, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.cos.default", vec![], f64::cos)
+                .range(-7.0, 7.0)
+                .specials(&[0.0, -0.0, 1e-30, std::f64::consts::PI, -10.0, 10.0, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.tanh.default", vec![], f64::tanh)
+                .range(-5.0, 5.0)
+                .specials(&[
+                    0.0, -0.0, 1e-30, 1e-3, 20.0, -20.0, 100.0, -100.0, INF, -INF, NAN,
+                ]),
+            true,
+        ),
+        (
+            Spec::new("aten.gelu.default", vec![Arg::Str("none")], gelu_erf)
+                .range(-6.0, 6.0)
+                .specials(&[
+                    0.0, -0.0, 1e-30, 0.5, -0.5, 3.0, -3.0, 10.0, -10.0, 100.0, -100.0,
+                ]),
+            true,
+        ),
+        (
+            Spec::new("aten.gelu.default", vec![Arg::Str("tanh")], gelu_tanh)
+                .range(-6.0, 6.0)
+                .specials(&[
+                    0.0, -0.0, 1e-30, 0.5, -0.5, 3.0, -3.0, 10.0, -10.0, 100.0, -100.0,
+                ]),
+            true,
+        ),
+        (
+            Spec::new(
+                "aten.hardtanh.default",
+                vec![Arg::Double(-1.0), Arg::Double(1.0)],
+                |v| clamp(v, -1.0, 1.0),
+            )
+            .specials(&[0.0, -1.0, 1.0, -1.5, 1.5, INF, -INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new(
+                "aten.hardtanh.default",
+                vec![Arg::Double(0.0), Arg::Double(6.0)],
+                |v| clamp(v, 0.0, 6.0),
+            )
+            .range(-2.0, 8.0)
+            .specials(&[0.0, 6.0, -1.0, 7.0, INF, -INF]),
+            false,
+        ),
+        (
+            Spec::new(
+                "aten.clamp.default",
+                vec![Arg::Double(-0.5), Arg::Double(1.25)],
+                |v| clamp(v, -0.5, 1.25),
+            )
+            .specials(&[0.0, -0.5, 1.25, -0.75, 1.5, INF, -INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.clamp.default", vec![Arg::Int(-1), Arg::Int(2)], |v| {
+                clamp(v, -1.0, 2.0)
+            })
+            .specials(&[0.0, -1.0, 2.0, -1.5, 2.5, INF, -INF]),
+            false,
+        ),
+        (
+            Spec::new(
+                "aten.clamp.default",
+                vec![Arg::Double(0.5), Arg::Null],
+                |v| clamp(v, 0.5, INF),
+            )
+            .specials(&[0.0, 0.5, 1e30, INF, -INF, NAN]),
+            false,
+        ),
+        (
+            Spec::new("aten.clamp.default", vec![Arg::Null, Arg::Int(1)], |v| {
+                clamp(v, -INF, 1.0)
+            })
+            .specials(&[0.0, 1.0, -1e30, INF, -INF, NAN]),
+            false,
+        ),
+        (
+            Spec::new("aten.leaky_relu.default", vec![Arg::Double(0.01)], |v| {
+                if v >= 0.0 {
+                    v
+                } else {
+                    0.01 * v
+                }
+            })
+            .specials(&[0.0, -0.0, 1e-30, -1e-30, INF, -INF, NAN]),
+            true,
+        ),
+        (
+            Spec::new("aten.leaky_relu.default", vec![Arg::Double(-0.2)], |v| {
+                if v >= 0.0 {
+                    v
+                } else {
+                    -0.2 * v
+                }
+            })
+            .specials(&[0.0, -3.0, 3.0]),
+            false,
+        ),
+    ];
+    specs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (s, dynamic))| s.cases(8000 + 1000 * i as u64, *dynamic))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_matches_known_values() {
+        for (z, want) in [
+            (0.0, 0.0),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (2.9, 0.999_958_902_121_900_3),
+            (3.5, 0.999_999_256_901_627_7),
+            (-1.0, -0.842_700_792_949_714_9),
+        ] {
+            assert!((erf(z) - want).abs() < 1e-13, "erf({z}) = {}", erf(z));
+        }
+    }
 }

@@ -1,13 +1,16 @@
 //! Elementwise binary ops with PyTorch broadcasting on the `binary_{op}` shaders:
 //! `aten.add.Tensor`, `aten.sub.Tensor` (`[a, b, alpha, out]`), `aten.mul.Tensor`,
-//! `aten.div.Tensor` (`[a, b, out]`).
+//! `aten.div.Tensor`, `aten.minimum.default`, `aten.maximum.default`,
+//! `aten.pow.Tensor_Tensor` (`[a, b, out]`), and `aten.pow.Tensor_Scalar`
+//! (`[a, exponent, out]`, the exponent in the push constants).
 
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
+use crate::builder::{gvalue_kind, GValue};
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
-use crate::error::unsupported;
-use crate::graph::{broadcast_shapes, broadcast_strides, to_u32, Global, Launch, Push};
+use crate::error::{invalid_program, unsupported};
+use crate::graph::{broadcast_shapes, broadcast_strides, to_u32, Global, Launch, Push, TensorId};
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
@@ -29,6 +32,26 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.div.Tensor",
             build_div,
             "a / b (true division), broadcasting",
+        ),
+        (
+            "aten.minimum.default",
+            build_minimum,
+            "min(a, b), NaN-propagating, broadcasting",
+        ),
+        (
+            "aten.maximum.default",
+            build_maximum,
+            "max(a, b), NaN-propagating, broadcasting",
+        ),
+        (
+            "aten.pow.Tensor_Tensor",
+            build_pow,
+            "a ** b, broadcasting (a < 0 needs an integral b, else NaN)",
+        ),
+        (
+            "aten.pow.Tensor_Scalar",
+            build_pow_scalar,
+            "a ** exponent, exponent Double or Int",
         ),
     ];
     for (name, build, note) in entries {
@@ -56,6 +79,35 @@ fn build_div(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_binary(g, call, "div", false)
 }
 
+fn build_minimum(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_binary(g, call, "minimum", false)
+}
+fn build_maximum(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_binary(g, call, "maximum", false)
+}
+fn build_pow(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_binary(g, call, "pow", false)
+}
+
+/// `[a, exponent, out]`: `exponent` a Double or an Int, passed as the shader's `alpha`.
+fn build_pow_scalar(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let v = call.arg(1)?;
+    let exponent = match g.value(v)? {
+        GValue::Double(x) => *x as f32,
+        GValue::Int(x) => *x as f32,
+        other => {
+            return Err(invalid_program(format!(
+                "{} arg 1 (value {v}): exponent must be a Double or an Int, got {}",
+                call.what(),
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let a = g.tensor_or_prepack(call, 0)?;
+    binary_dispatch(g, call, "pow_scalar", a, None, exponent)
+}
+
 /// `[a, b, (alpha,) out]` with `a`/`b` tensors or constants of one float dtype.
 fn build_binary(
     g: &mut GraphBuilder<'_>,
@@ -71,13 +123,37 @@ fn build_binary(
     } else {
         1.0
     };
+    binary_dispatch(g, call, op, a, Some(b), alpha)
+}
+
+/// The broadcasting `binary_{op}` dispatch writing the call's last arg. With `b` `None`
+/// (scalar-operand ops, whose shader variant has no `b` binding) `b`'s strides are zero.
+fn binary_dispatch(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    op: &str,
+    a: TensorId,
+    b: Option<TensorId>,
+    alpha: f32,
+) -> Result<()> {
     let out = g.tensor_arg(call, call.args.len() - 1)?;
     let s = g.shapes();
-    let dt = same_dtype(call, &[s.dtype(a), s.dtype(b), s.dtype(out)])?;
+    let dt = match b {
+        Some(b) => same_dtype(call, &[s.dtype(a), s.dtype(b), s.dtype(out)])?,
+        None => same_dtype(call, &[s.dtype(a), s.dtype(out)])?,
+    };
     let shader = float_shader(&format!("binary_{op}"), dt, call)?;
     let what = call.what();
-    g.dispatch(call, Dispatch::new(shader, [out, a, b]), move |s| {
-        let (ad, bd) = (s.dims(a).to_vec(), s.dims(b).to_vec());
+    let dispatch = match b {
+        Some(b) => Dispatch::new(shader, [out, a, b]),
+        None => Dispatch::new(shader, [out, a]),
+    };
+    g.dispatch(call, dispatch, move |s| {
+        let ad = s.dims(a).to_vec();
+        let bd = match b {
+            Some(b) => s.dims(b).to_vec(),
+            None => Vec::new(),
+        };
         let od = broadcast_shapes(&ad, &bd, &what)?;
         if od.len() > MAX_RANK {
             return Err(unsupported(format!(

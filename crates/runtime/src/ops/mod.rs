@@ -16,6 +16,7 @@ pub mod llama;
 pub mod matmul;
 pub mod prepack;
 pub mod q4_linear;
+pub mod reduce;
 pub mod shape;
 pub mod training;
 pub mod unary;
@@ -29,6 +30,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     matmul::register_all(r)?;
     prepack::register_all(r)?;
     q4_linear::register_all(r)?;
+    reduce::register_all(r)?;
     shape::register_all(r)?;
     training::register_all(r)?;
     unary::register_all(r)?;

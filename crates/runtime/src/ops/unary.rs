@@ -1,11 +1,15 @@
 //! Elementwise unary ops on the `unary_{op}` shaders (computed in float for every storage
-//! type): `aten.relu.default`, `aten.sigmoid.default` (`[x, out]`), and the ReLU gradient
-//! `aten.threshold_backward.default` (`[grad_output, self, threshold, out]`).
+//! type): `aten.relu.default`, `aten.sigmoid.default`, `abs`, `neg`, `exp`, `sqrt`, `rsqrt`,
+//! `sin`, `cos`, `tanh` (`[x, out]`), `aten.gelu.default` (`[x, approximate, out]`),
+//! `aten.hardtanh.default` (`[x, min_val, max_val, out]`), `aten.clamp.default`
+//! (`[x, min, max, out]`), `aten.leaky_relu.default` (`[x, negative_slope, out]`), and the
+//! ReLU gradient `aten.threshold_backward.default` (`[grad_output, self, threshold, out]`).
 
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{Dispatch, GraphBuilder, OpCall};
+use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::{OpBuildFn, OpEntry, Registry};
@@ -14,9 +18,37 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries: [(&'static str, OpBuildFn, &'static str); 2] = [
+    let entries: [(&'static str, OpBuildFn, &'static str); 14] = [
         ("aten.relu.default", build_relu, "max(x, 0)"),
         ("aten.sigmoid.default", build_sigmoid, "1 / (1 + exp(-x))"),
+        ("aten.abs.default", build_abs, "|x|"),
+        ("aten.neg.default", build_neg, "-x"),
+        ("aten.exp.default", build_exp, "e^x"),
+        ("aten.sqrt.default", build_sqrt, "sqrt(x) (NaN for x < 0)"),
+        ("aten.rsqrt.default", build_rsqrt, "1 / sqrt(x)"),
+        ("aten.sin.default", build_sin, "sin(x)"),
+        ("aten.cos.default", build_cos, "cos(x)"),
+        ("aten.tanh.default", build_tanh, "tanh(x)"),
+        (
+            "aten.gelu.default",
+            build_gelu,
+            "approximate \"none\": x * Phi(x) (erf, max error 1.5e-7); \"tanh\": tanh form",
+        ),
+        (
+            "aten.hardtanh.default",
+            build_hardtanh,
+            "min(max(x, min_val), max_val)",
+        ),
+        (
+            "aten.clamp.default",
+            build_clamp,
+            "min(max(x, min), max); min / max Double, Int or None (not both None)",
+        ),
+        (
+            "aten.leaky_relu.default",
+            build_leaky_relu,
+            "x >= 0 ? x : negative_slope * x",
+        ),
     ];
     for (name, build, note) in entries {
         r.register(OpEntry {
@@ -70,17 +102,112 @@ fn build_threshold_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resu
 }
 
 fn build_relu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    build_unary(g, call, "relu")
+    build_simple(g, call, "relu")
 }
 fn build_sigmoid(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    build_unary(g, call, "sigmoid")
+    build_simple(g, call, "sigmoid")
+}
+fn build_abs(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "abs")
+}
+fn build_neg(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "neg")
+}
+fn build_exp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "exp")
+}
+fn build_sqrt(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "sqrt")
+}
+fn build_rsqrt(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "rsqrt")
+}
+fn build_sin(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "sin")
+}
+fn build_cos(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "cos")
+}
+fn build_tanh(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "tanh")
 }
 
-/// `[x, out]`: `out = op(x)` elementwise, `x` a tensor or a constant.
-fn build_unary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, op: &str) -> Result<()> {
+/// `[x, out]`: no parameters.
+fn build_simple(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, op: &str) -> Result<()> {
     call.expect_args(2)?;
+    build_unary(g, call, op, [0.0, 0.0])
+}
+
+/// `[x, approximate, out]`: `approximate` is the String `"none"` (erf form) or `"tanh"`;
+/// `Null` is read as the schema default `"none"`.
+fn build_gelu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let v = call.arg(1)?;
+    let op = match g.value(v)? {
+        GValue::Null => "gelu",
+        GValue::String(s) if s == "none" => "gelu",
+        GValue::String(s) if s == "tanh" => "gelu_tanh",
+        GValue::String(s) => {
+            return Err(unsupported(format!(
+                "{}: approximate {s:?} is not supported (\"none\" or \"tanh\")",
+                call.what()
+            )))
+        }
+        other => {
+            return Err(invalid_program(format!(
+                "{} arg 1 (value {v}): approximate must be a String, got {}",
+                call.what(),
+                gvalue_kind(other)
+            )))
+        }
+    };
+    build_unary(g, call, op, [0.0, 0.0])
+}
+
+/// `[x, min_val, max_val, out]` (the exporter writes the defaults -1, 1 as Doubles).
+fn build_hardtanh(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let lo = g.double_arg_or(call, 1, -1.0)? as f32;
+    let hi = g.double_arg_or(call, 2, 1.0)? as f32;
+    build_unary(g, call, "clamp", [lo, hi])
+}
+
+/// `[x, min, max, out]`: each bound a Double, an Int or `Null` (no bound on that side,
+/// passed to the shader as an infinity); PyTorch rejects both `None`, and so do we.
+fn build_clamp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    if is_null(g, call, 1)? && is_null(g, call, 2)? {
+        return Err(invalid_program(format!(
+            "{}: at least one of min and max must not be None",
+            call.what()
+        )));
+    }
+    let lo = g.double_arg_or(call, 1, f64::NEG_INFINITY)? as f32;
+    let hi = g.double_arg_or(call, 2, f64::INFINITY)? as f32;
+    build_unary(g, call, "clamp", [lo, hi])
+}
+
+/// `[x, negative_slope, out]`.
+fn build_leaky_relu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let slope = g.double_arg_or(call, 1, 0.01)? as f32;
+    build_unary(g, call, "leaky_relu", [slope, 0.0])
+}
+
+fn is_null(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<bool> {
+    Ok(matches!(g.value(call.arg(i)?)?, GValue::Null))
+}
+
+/// `out = op(x)` elementwise with `x = arg 0` (a tensor or a constant), `out` the last arg
+/// and `params` the shader's `p0`, `p1`.
+fn build_unary(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    op: &str,
+    params: [f32; 2],
+) -> Result<()> {
     let x = g.tensor_or_prepack(call, 0)?;
-    let out = g.tensor_arg(call, 1)?;
+    let out = g.tensor_arg(call, call.args.len() - 1)?;
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     let shader = float_shader(&format!("unary_{op}"), dt, call)?;
@@ -89,7 +216,11 @@ fn build_unary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, op: &str) -> Result<
         let numel: usize = dims.iter().product();
         s.set_dims(out, dims)?;
         Ok(Launch {
-            push: Push::new().u32(to_u32(numel, "numel")?).finish(),
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .f32(params[0])
+                .f32(params[1])
+                .finish(),
             global: Global::Linear(numel as u64),
         })
     })

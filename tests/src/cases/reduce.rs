@@ -1,0 +1,356 @@
+//! Reductions and concatenation:
+//! `aten.sum.dim_IntList(x, dims IntList|None, keepdim Bool, dtype None, out)`,
+//! `aten.mean.dim(x, dims, keepdim, dtype, out)`,
+//! `aten.amax.default(x, dims IntList, keepdim, out)`, `aten.amin.default(...)`,
+//! `aten.cat.default(ValueList(tensors), dim Int, out)`.
+//! References are computed in f64.
+
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
+
+use crate::case::{CaseGraph, OpCase};
+use crate::compare::Tol;
+use crate::tensor::Tensor;
+
+const SUM: &str = "aten.sum.dim_IntList";
+const MEAN: &str = "aten.mean.dim";
+const AMAX: &str = "aten.amax.default";
+const AMIN: &str = "aten.amin.default";
+const CAT: &str = "aten.cat.default";
+const REDUCTIONS: [&str; 4] = [SUM, MEAN, AMAX, AMIN];
+
+/// Every case of the family.
+pub fn cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    for op in REDUCTIONS {
+        v.extend(reduce_cases(op));
+    }
+    v.extend(cat_cases());
+    v
+}
+
+fn norm(d: i64, rank: usize) -> usize {
+    if d < 0 {
+        (d + rank as i64) as usize
+    } else {
+        d as usize
+    }
+}
+
+// ---------------------------------------------------------------- reductions
+
+/// `op` of `x` over `dims` (None / empty = all), PyTorch semantics, in f64.
+fn reduce_ref(op: &str, x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
+    let rank = x.sizes.len();
+    let mut red = vec![dims.is_none_or(|d| d.is_empty()); rank];
+    for &d in dims.unwrap_or(&[]) {
+        if rank > 0 {
+            red[norm(d, rank)] = true;
+        }
+    }
+    let out_sizes: Vec<usize> = x
+        .sizes
+        .iter()
+        .zip(&red)
+        .filter_map(|(&n, &r)| match (r, keepdim) {
+            (false, _) => Some(n),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    let kept: Vec<usize> = (0..rank).filter(|&d| !red[d]).collect();
+    let outs: usize = kept.iter().map(|&d| x.sizes[d]).product();
+    let mut groups: Vec<Vec<f64>> = vec![Vec::new(); outs];
+    for (i, &v) in x.data.iter().enumerate() {
+        // Coordinates of element i, then its output index over the kept dims.
+        let mut rem = i;
+        let mut coord = vec![0; rank];
+        for d in (0..rank).rev() {
+            coord[d] = rem % x.sizes[d];
+            rem /= x.sizes[d];
+        }
+        let o = kept.iter().fold(0, |o, &d| o * x.sizes[d] + coord[d]);
+        groups[o].push(v);
+    }
+    let data = groups
+        .iter()
+        .map(|g| match op {
+            SUM => g.iter().sum(),
+            MEAN => g.iter().sum::<f64>() / g.len() as f64,
+            AMAX => g.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(b)
+                }
+            }),
+            _ => g.iter().copied().fold(f64::INFINITY, |a, b| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.min(b)
+                }
+            }),
+        })
+        .collect();
+    Tensor::new(x.dtype, &out_sizes, data)
+}
+
+/// The one-op graph; `dtype_code` is the optional `dtype` arg of sum / mean.
+fn reduce_graph(
+    op: &'static str,
+    dt: DataType,
+    sizes: &[usize],
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    out_sizes: &[usize],
+    dtype_code: Option<i64>,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, sizes);
+    let di = match dims {
+        Some(d) => g.int_list(d),
+        None => g.null(),
+    };
+    let k = g.bool(keepdim);
+    let out = g.output(dt, out_sizes);
+    if op == SUM || op == MEAN {
+        let dty = match dtype_code {
+            Some(c) => g.int(c),
+            None => g.null(),
+        };
+        g.op(op, &[xi, di, k, dty, out]);
+    } else {
+        g.op(op, &[xi, di, k, out]);
+    }
+    g
+}
+
+fn tol(op: &str, dt: DataType) -> Tol {
+    match (dt, op) {
+        (F16, _) => Tol::F16,
+        (_, AMAX | AMIN) => Tol::EXACT,
+        _ => Tol::F32_SUM,
+    }
+}
+
+fn reduce_case(
+    op: &'static str,
+    x: Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    label: &str,
+) -> OpCase {
+    let dt = x.dtype;
+    let want = reduce_ref(op, &x, dims, keepdim);
+    let g = reduce_graph(op, dt, &x.sizes, dims, keepdim, &want.sizes, None);
+    OpCase::new(
+        op,
+        format!(
+            "{} {:?} dims {dims:?} keepdim {keepdim}{label}",
+            dt.name(),
+            x.sizes
+        ),
+        g,
+    )
+    .tol(tol(op, dt))
+    .run(vec![x], vec![want])
+}
+
+/// `(x sizes, dims, keepdim)` of a reduction case.
+type ReduceShape = (&'static [usize], Option<&'static [i64]>, bool);
+
+fn reduce_cases(op: &'static str) -> Vec<OpCase> {
+    // (sizes, dims, keepdim): one dim (first / last / middle, negative), several
+    // non-adjacent dims, all dims (None and []), rows longer than a workgroup (300, 1000:
+    // the workgroup-per-output kernel) and short ones (the per-invocation kernel), rank 0.
+    let shapes: &[ReduceShape] = &[
+        (&[7, 13], Some(&[-1]), false),
+        (&[7, 13], Some(&[0]), true),
+        (&[2, 3, 5, 7], Some(&[1]), false),
+        (&[2, 3, 5, 7], Some(&[1, 3]), true),
+        (&[2, 3, 5, 7], Some(&[-4, 2]), false),
+        (&[2, 3, 5, 7], Some(&[]), false),
+        (&[3, 5], None, true),
+        (&[3, 300], Some(&[1]), false),
+        (&[5, 1000], Some(&[0, 1]), false),
+        (&[67, 3, 5], Some(&[0]), false),
+        (&[1, 1, 9], Some(&[0, 1]), false),
+        (&[9], Some(&[0]), true),
+        (&[], None, false),
+        (&[], Some(&[-1]), true),
+    ];
+    let mut v: Vec<OpCase> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d, k))| {
+            let x = Tensor::rand_range(F32, s, -4.0, 4.0, 9600 + i as u64);
+            reduce_case(op, x, *d, *k, "")
+        })
+        .collect();
+    v.push(reduce_case(
+        op,
+        Tensor::rand_range(F16, &[3, 130], -4.0, 4.0, 9650),
+        Some(&[-1]),
+        false,
+        "",
+    ));
+    v.push(reduce_case(
+        op,
+        Tensor::rand_range(F16, &[5, 7, 3], -4.0, 4.0, 9651),
+        Some(&[0, 2]),
+        true,
+        "",
+    ));
+    // A NaN poisons its own output only.
+    let mut x = Tensor::rand_range(F32, &[4, 70], -4.0, 4.0, 9652);
+    x.data[70 + 33] = f64::NAN;
+    v.push(reduce_case(op, x, Some(&[1]), false, " one NaN"));
+    if op == SUM || op == MEAN {
+        // Empty reductions: sum gives 0, mean NaN (PyTorch); amax / amin reject them.
+        let x = Tensor::rand_range(F32, &[3, 0], -4.0, 4.0, 9654);
+        v.push(reduce_case(op, x, Some(&[1]), false, " empty"));
+        // An explicit dtype equal to x's (ScalarType::Float = 6) is accepted.
+        let x = Tensor::rand_range(F32, &[4, 6], -4.0, 4.0, 9653);
+        let want = reduce_ref(op, &x, Some(&[1]), false);
+        let g = reduce_graph(op, F32, &x.sizes, Some(&[1]), false, &want.sizes, Some(6));
+        v.push(
+            OpCase::new(op, "float32 [4, 6] dims [1] dtype float", g)
+                .tol(Tol::F32_SUM)
+                .run(vec![x], vec![want]),
+        );
+    }
+    // Dynamic: the reduced dim shrinks and grows (crossing the 64-element kernel switch),
+    // then a kept dim does.
+    for (dims, out_max, seed) in [(&[1i64][..], 6usize, 9660u64), (&[0][..], 90, 9670)] {
+        let g = reduce_graph(op, F32, &[6, 90], Some(dims), false, &[out_max], None);
+        let mut case = OpCase::new(op, format!("dynamic [<=6, <=90] dims {dims:?}"), g)
+            .tol(tol(op, F32))
+            .dynamic();
+        for (i, (m, n)) in [(6usize, 90usize), (1, 5), (3, 64), (6, 90)]
+            .into_iter()
+            .enumerate()
+        {
+            let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, seed + i as u64);
+            let want = reduce_ref(op, &x, Some(dims), false);
+            case = case.run(vec![x], vec![want]);
+        }
+        v.push(case);
+    }
+    v
+}
+
+// ---------------------------------------------------------------- cat
+
+fn cat_ref(xs: &[Tensor], dim: i64) -> Tensor {
+    let parts: Vec<&Tensor> = xs.iter().filter(|x| x.sizes != [0]).collect();
+    let first = parts[0];
+    let d = norm(dim, first.sizes.len());
+    let outer: usize = first.sizes[..d].iter().product();
+    let inner: usize = first.sizes[d + 1..].iter().product();
+    let mut data = Vec::new();
+    for o in 0..outer {
+        for x in &parts {
+            let chunk = x.sizes[d] * inner;
+            data.extend_from_slice(&x.data[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    let mut sizes = first.sizes.clone();
+    sizes[d] = parts.iter().map(|x| x.sizes[d]).sum();
+    Tensor::new(first.dtype, &sizes, data)
+}
+
+/// `xs` as graph inputs, except those flagged in `consts` (served as constants).
+fn cat_graph(xs: &[Tensor], consts: &[bool], dim: i64, out_sizes: &[usize]) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let ids: Vec<usize> = xs
+        .iter()
+        .zip(consts.iter().chain(std::iter::repeat(&false)))
+        .map(|(x, &c)| if c { g.constant(x) } else { g.input_like(x) })
+        .collect();
+    let list = g.value_list(&ids);
+    let di = g.int(dim);
+    let out = g.output(xs[0].dtype, out_sizes);
+    g.op(CAT, &[list, di, out]);
+    g
+}
+
+fn cat_case(dt: DataType, sizes: &[&[usize]], dim: i64, consts: &[bool], seed: u64) -> OpCase {
+    let xs: Vec<Tensor> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Tensor::rand_range(dt, s, -4.0, 4.0, seed + i as u64))
+        .collect();
+    let want = cat_ref(&xs, dim);
+    let g = cat_graph(&xs, consts, dim, &want.sizes);
+    let inputs: Vec<Tensor> = xs
+        .iter()
+        .zip(consts.iter().chain(std::iter::repeat(&false)))
+        .filter(|(_, &c)| !c)
+        .map(|(x, _)| x.clone())
+        .collect();
+    let how = if consts.contains(&true) {
+        format!(" consts {consts:?}")
+    } else {
+        String::new()
+    };
+    OpCase::new(CAT, format!("{} {sizes:?} dim {dim}{how}", dt.name()), g)
+        .tol(Tol::EXACT)
+        .run(inputs, vec![want])
+}
+
+fn cat_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        cat_case(F32, &[&[3, 5], &[4, 5]], 0, &[], 9700),
+        cat_case(F32, &[&[3, 5], &[3, 1], &[3, 7]], -1, &[], 9710),
+        cat_case(
+            F32,
+            &[&[2, 3, 5], &[2, 1, 5], &[2, 4, 5], &[2, 2, 5]],
+            1,
+            &[],
+            9720,
+        ),
+        cat_case(F32, &[&[2, 3, 5], &[2, 3, 5]], -3, &[], 9730),
+        cat_case(F32, &[&[7]], 0, &[], 9740),
+        cat_case(F32, &[&[2, 3, 4], &[2, 3, 0], &[2, 3, 1]], 2, &[], 9750),
+        // PyTorch skips 1-D empty inputs whatever the other ranks.
+        cat_case(F32, &[&[3, 5], &[0], &[2, 5]], 0, &[], 9760),
+        cat_case(F32, &[&[1, 4], &[5, 4]], 0, &[true, false], 9770),
+        cat_case(F16, &[&[3, 9], &[3, 70]], 1, &[], 9780),
+        cat_case(F16, &[&[5, 2], &[1, 2], &[2, 2]], 0, &[], 9790),
+    ];
+    // Dynamic: a KV-cache-like append; the first input's size along the cat dim changes,
+    // so the second input's offset and the output size follow.
+    for (dim, seed) in [(0i64, 9800u64), (-1, 9820)] {
+        let d = norm(dim, 2);
+        let mut a_max = vec![3usize; 2];
+        a_max[d] = 8;
+        let mut b_sizes = vec![3usize; 2];
+        b_sizes[d] = 2;
+        let mut out_max = vec![3usize; 2];
+        out_max[d] = 10;
+        let mut g = CaseGraph::new();
+        let ai = g.input(F32, &a_max);
+        let bi = g.input(F32, &b_sizes);
+        let list = g.value_list(&[ai, bi]);
+        let di = g.int(dim);
+        let out = g.output(F32, &out_max);
+        g.op(CAT, &[list, di, out]);
+        let mut case = OpCase::new(
+            CAT,
+            format!("dynamic [<=8 along {dim}, 3] + 2 dim {dim}"),
+            g,
+        )
+        .tol(Tol::EXACT)
+        .dynamic();
+        for (i, m) in [8usize, 1, 5, 8].into_iter().enumerate() {
+            let mut a_sizes = vec![3usize; 2];
+            a_sizes[d] = m;
+            let a = Tensor::rand(&a_sizes, seed + 2 * i as u64);
+            let b = Tensor::rand(&b_sizes, seed + 2 * i as u64 + 1);
+            let want = cat_ref(&[a.clone(), b.clone()], dim);
+            case = case.run(vec![a, b], vec![want]);
+        }
+        v.push(case);
+    }
+    v
+}
