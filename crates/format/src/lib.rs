@@ -43,6 +43,7 @@
 #![deny(unsafe_code)] // generated flatbuffers code is the only exception, allowed module by module
 
 pub mod error;
+pub mod f16;
 mod generated;
 pub mod ir;
 pub mod program;

@@ -187,65 +187,7 @@ pub fn write_scalar(dtype: DType, bytes: &mut [u8], i: usize, v: Scalar) -> Resu
     Ok(())
 }
 
-/// IEEE binary16 bits -> f32 (exact).
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h >> 15) << 31;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        (0, m) => {
-            // Subnormal: value = m * 2^-24, exactly representable in f32.
-            let v = m as f32 * (1.0 / 16_777_216.0);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1f, 0) => sign | 0x7f80_0000,
-        (0x1f, m) => sign | 0x7fc0_0000 | (m << 13),
-        (e, m) => sign | ((e + 112) << 23) | (m << 13),
-    };
-    f32::from_bits(bits)
-}
-
-/// f32 -> IEEE binary16 bits, round to nearest even; overflow gives infinity.
-pub fn f32_to_f16(f: f32) -> u16 {
-    let x = f.to_bits();
-    let sign = ((x >> 16) & 0x8000) as u16;
-    let exp = ((x >> 23) & 0xff) as i32;
-    let man = x & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        // Subnormal half: shift the implicit-1 mantissa right, rounding to nearest even.
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = m >> shift;
-        let rem = m & ((1 << shift) - 1);
-        let halfway = 1 << (shift - 1);
-        let rounded = if rem > halfway || (rem == halfway && half & 1 == 1) {
-            half + 1
-        } else {
-            half
-        };
-        return sign | rounded as u16;
-    }
-    let half = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1fff;
-    let rounded = if rem > 0x1000 || (rem == 0x1000 && half & 1 == 1) {
-        half + 1
-    } else {
-        half
-    };
-    // A carry out of the mantissa correctly bumps the exponent (up to infinity).
-    sign | rounded as u16
-}
+pub use etvk_format::f16::{f16_to_f32, f32_to_f16};
 
 #[cfg(test)]
 mod tests {

@@ -7,64 +7,7 @@ use etvk_format::ir::DataType;
 use crate::api::{HostDType, Result};
 use crate::error::invalid_arg;
 
-/// Round-to-nearest-even fp32 -> fp16 bits.
-pub fn f32_to_f16(v: f32) -> u16 {
-    let x = v.to_bits();
-    let sign = ((x >> 16) & 0x8000) as u16;
-    let exp = ((x >> 23) & 0xff) as i32;
-    let mant = x & 0x7f_ffff;
-    if exp == 0xff {
-        // Inf / NaN (keep NaN quiet and non-zero).
-        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = mant | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = m >> shift;
-        let rem = m & ((1 << shift) - 1);
-        let mid = 1 << (shift - 1);
-        let round = rem > mid || (rem == mid && (half & 1) == 1);
-        return sign | (half + round as u32) as u16;
-    }
-    let half = ((e as u32) << 10) | (mant >> 13);
-    let rem = mant & 0x1fff;
-    let round = rem > 0x1000 || (rem == 0x1000 && (half & 1) == 1);
-    // A carry out of the mantissa correctly bumps the exponent (up to inf).
-    sign | (half + round as u32) as u16
-}
-
-/// fp16 bits -> fp32.
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h & 0x8000) as u32) << 16;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let mant = (h & 0x3ff) as u32;
-    let bits = if exp == 0 {
-        if mant == 0 {
-            sign
-        } else {
-            // Subnormal: normalise.
-            let mut e = 127 - 15 + 1;
-            let mut m = mant;
-            while m & 0x400 == 0 {
-                m <<= 1;
-                e -= 1;
-            }
-            sign | ((e as u32) << 23) | ((m & 0x3ff) << 13)
-        }
-    } else if exp == 0x1f {
-        sign | 0x7f80_0000 | (mant << 13)
-    } else {
-        sign | ((exp + 127 - 15) << 23) | (mant << 13)
-    };
-    f32::from_bits(bits)
-}
+pub use etvk_format::f16::{f16_to_f32, f32_to_f16};
 
 /// The host dtype whose bytes equal the GPU dtype's.
 pub fn host_of(dt: DataType) -> Option<HostDType> {

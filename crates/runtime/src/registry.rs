@@ -45,6 +45,24 @@ impl Registry {
         self.map.insert(e.name, e);
         Ok(())
     }
+    /// Register a family's dynamic-shape ops that share their dtypes:
+    /// `(name, builder, note)` each.
+    pub fn register_dynamic(
+        &mut self,
+        dtypes: &'static [DataType],
+        entries: &[(&'static str, OpBuildFn, &'static str)],
+    ) -> Result<()> {
+        for &(name, build, note) in entries {
+            self.register(OpEntry {
+                name,
+                build,
+                dtypes,
+                dynamic_shapes: true,
+                note,
+            })?;
+        }
+        Ok(())
+    }
     /// Look an op up by exact name.
     pub fn get(&self, name: &str) -> Option<&OpEntry> {
         self.map.get(name)

@@ -12,7 +12,7 @@ use crate::builder::{Dispatch, GraphBuilder, OpCall};
 use crate::error::{invalid_program, unsupported};
 use crate::graph::{broadcast_shapes, broadcast_strides, to_u32, Global, Launch, Push, TensorId};
 use crate::ops::{float_shader, same_dtype};
-use crate::registry::{OpEntry, Registry};
+use crate::registry::Registry;
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Rank limit of the shader's push constants.
@@ -54,15 +54,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "a ** exponent, exponent Double or Int",
         ),
     ];
-    for (name, build, note) in entries {
-        r.register(OpEntry {
-            name,
-            build,
-            dtypes: FLOATS,
-            dynamic_shapes: true,
-            note,
-        })?;
-    }
+    r.register_dynamic(FLOATS, &entries)?;
     Ok(())
 }
 

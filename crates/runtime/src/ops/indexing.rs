@@ -9,14 +9,13 @@
 //! zero row instead of reading out of bounds.
 
 use etvk_format::ir::DataType;
-use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{internal, invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, TensorId};
-use crate::ops::same_dtype;
-use crate::registry::{OpBuildFn, OpEntry, Registry};
+use crate::ops::{data_shader, norm_dim, same_dtype};
+use crate::registry::{OpBuildFn, Registry};
 
 /// Dtypes of the gathered / copied data (the `gather` / `slice` shader variants).
 const DATA_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
@@ -51,50 +50,9 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         ),
     ];
     for (name, build, dtypes, note) in entries {
-        r.register(OpEntry {
-            name,
-            build,
-            dtypes,
-            dynamic_shapes: true,
-            note,
-        })?;
+        r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
     Ok(())
-}
-
-/// The `{prefix}_{f32|f16|i32}` variant for `dt`, or `Unsupported` naming the op.
-fn data_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
-    let tag = match dt {
-        DataType::Float32 => "f32",
-        DataType::Float16 => "f16",
-        DataType::Int32 => "i32",
-        _ => {
-            return Err(unsupported(format!(
-                "{}: dtype {} is not supported (float32, float16, int32 are)",
-                call.what(),
-                dt.name()
-            )))
-        }
-    };
-    let name = format!("{prefix}_{tag}");
-    ShaderId::from_name(&name).ok_or_else(|| {
-        internal(format!(
-            "{}: shader variant {name} missing from the manifest",
-            call.what()
-        ))
-    })
-}
-
-/// Normalize a possibly negative dim against `rank`.
-fn norm_dim(d: i64, rank: usize, what: &str) -> Result<usize> {
-    let r = rank as i64;
-    let n = if d < 0 { d + r } else { d };
-    if n < 0 || n >= r {
-        return Err(invalid_program(format!(
-            "{what}: dim {d} out of range for rank {rank}"
-        )));
-    }
-    Ok(n as usize)
 }
 
 /// Normalize a possibly negative index against a dim of `size` (PyTorch's select rule).

@@ -14,7 +14,7 @@ use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, TensorId};
 use crate::ops::training::folded_grid;
-use crate::ops::{float_shader, same_dtype};
+use crate::ops::{float_shader, norm_dim, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
@@ -204,16 +204,4 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         })?;
     }
     Ok(())
-}
-
-/// Normalize a possibly negative dim against `rank`.
-fn norm_dim(d: i64, rank: usize, what: &str) -> Result<usize> {
-    let r = rank as i64;
-    let n = if d < 0 { d + r } else { d };
-    if n < 0 || n >= r {
-        return Err(invalid_program(format!(
-            "{what}: dim {d} out of range for rank {rank}"
-        )));
-    }
-    Ok(n as usize)
 }

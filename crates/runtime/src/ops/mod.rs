@@ -50,11 +50,31 @@ pub fn float_tag(dt: DataType) -> Option<&'static str> {
 pub fn float_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
     let tag = float_tag(dt).ok_or_else(|| {
         unsupported(format!(
-            "{}: dtype {} is not supported",
+            "{}: dtype {} is not supported (float32, float16 are)",
             call.what(),
             dt.name()
         ))
     })?;
+    variant(prefix, tag, call)
+}
+
+/// The `{prefix}_{f32|f16|i32}` variant for `dt` (data-movement shaders: copies, gathers,
+/// slices), or `Unsupported` naming the op.
+pub fn data_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
+    let tag = match dt {
+        DataType::Int32 => "i32",
+        _ => float_tag(dt).ok_or_else(|| {
+            unsupported(format!(
+                "{}: dtype {} is not supported (float32, float16, int32 are)",
+                call.what(),
+                dt.name()
+            ))
+        })?,
+    };
+    variant(prefix, tag, call)
+}
+
+fn variant(prefix: &str, tag: &str, call: &OpCall) -> Result<ShaderId> {
     let name = format!("{prefix}_{tag}");
     ShaderId::from_name(&name).ok_or_else(|| {
         internal(format!(
@@ -62,6 +82,19 @@ pub fn float_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderI
             call.what()
         ))
     })
+}
+
+/// A possibly negative dim (PyTorch convention) normalized against `rank`, or an error
+/// naming `what`.
+pub fn norm_dim(d: i64, rank: usize, what: &str) -> Result<usize> {
+    let r = rank as i64;
+    let n = if d < 0 { d + r } else { d };
+    if n < 0 || n >= r {
+        return Err(crate::error::invalid_program(format!(
+            "{what}: dim {d} out of range for rank {rank}"
+        )));
+    }
+    Ok(n as usize)
 }
 
 /// Fail unless every tensor dtype in `dts` equals the first.

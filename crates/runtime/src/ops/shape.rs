@@ -9,14 +9,13 @@
 //! tensor while the output is still live.
 
 use etvk_format::ir::DataType;
-use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
-use crate::error::{internal, invalid_arg, invalid_program, unsupported};
+use crate::error::{invalid_arg, invalid_program, unsupported};
 use crate::graph::{contiguous_strides, to_u32, Global, Launch, Push, Shapes, TensorId};
-use crate::ops::same_dtype;
-use crate::registry::{OpBuildFn, OpEntry, Registry};
+use crate::ops::{data_shader, norm_dim, same_dtype};
+use crate::registry::{OpBuildFn, Registry};
 
 /// Dtypes the `copy` / `permute` shaders have variants for.
 const COPY_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
@@ -70,38 +69,9 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         ),
     ];
     for (name, build, dtypes, note) in entries {
-        r.register(OpEntry {
-            name,
-            build,
-            dtypes,
-            dynamic_shapes: true,
-            note,
-        })?;
+        r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
     Ok(())
-}
-
-/// The `{prefix}_{f32|f16|i32}` variant for `dt`, or `Unsupported` naming the op.
-fn copy_shader(prefix: &str, dt: DataType, call: &OpCall) -> Result<ShaderId> {
-    let tag = match dt {
-        DataType::Float32 => "f32",
-        DataType::Float16 => "f16",
-        DataType::Int32 => "i32",
-        _ => {
-            return Err(unsupported(format!(
-                "{}: dtype {} is not supported (float32, float16, int32 are)",
-                call.what(),
-                dt.name()
-            )))
-        }
-    };
-    let name = format!("{prefix}_{tag}");
-    ShaderId::from_name(&name).ok_or_else(|| {
-        internal(format!(
-            "{}: shader variant {name} missing from the manifest",
-            call.what()
-        ))
-    })
 }
 
 /// A contiguous copy of `x` into `out`, whose sizes `out_dims` computes from the shapes at
@@ -115,7 +85,7 @@ fn copy_dispatch(
 ) -> Result<()> {
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let shader = copy_shader("copy", dt, call)?;
+    let shader = data_shader("copy", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let od = out_dims(s)?;
         let numel = s.numel(x);
@@ -228,18 +198,6 @@ fn build_clone(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     copy_dispatch(g, call, x, out, move |s| Ok(s.dims(x).to_vec()))
 }
 
-/// Normalize a possibly negative dim against `rank`.
-fn norm_dim(d: i64, rank: usize, what: &str) -> Result<usize> {
-    let r = rank as i64;
-    let n = if d < 0 { d + r } else { d };
-    if n < 0 || n >= r {
-        return Err(invalid_program(format!(
-            "{what}: dim {d} out of range for rank {rank}"
-        )));
-    }
-    Ok(n as usize)
-}
-
 fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(3)?;
     let x = g.tensor_or_prepack(call, 0)?;
@@ -269,7 +227,7 @@ fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
         }
         perm.push(n);
     }
-    let shader = copy_shader("permute", dt, call)?;
+    let shader = data_shader("permute", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let xd = s.dims(x).to_vec();
         let xs = contiguous_strides(&xd);
@@ -403,7 +361,7 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     let rank = s.max_dims(x).len();
     let d = norm_dim(dim, rank, &what)?;
-    let shader = copy_shader("slice", dt, call)?;
+    let shader = data_shader("slice", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let resolve = |b: Bound| -> Result<Option<i64>> {
             Ok(match b {

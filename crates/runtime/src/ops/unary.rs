@@ -50,15 +50,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "x >= 0 ? x : negative_slope * x",
         ),
     ];
-    for (name, build, note) in entries {
-        r.register(OpEntry {
-            name,
-            build,
-            dtypes: FLOATS,
-            dynamic_shapes: true,
-            note,
-        })?;
-    }
+    r.register_dynamic(FLOATS, &entries)?;
     r.register(OpEntry {
         name: "aten.threshold_backward.default",
         build: build_threshold_backward,
