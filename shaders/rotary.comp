@@ -1,7 +1,11 @@
 #version 450
-// Llama interleaved-pair RoPE on x [B, S, H, D] with freqs_cos / freqs_sin [S, D/2]:
-// for each (even, odd) pair (r, i) at position s, frequency k = pair index within D,
-//   out_r = r * cos[s][k] - i * sin[s][k],  out_i = r * sin[s][k] + i * cos[s][k].
+// Pair-interleaved RoPE on x [B, S, H, D]: for each (even, odd) pair (r, i) at position s,
+// pair index k within D,
+//   out_r = r * cos(s, k) - i * sin(s, k),  out_i = r * sin(s, k) + i * cos(s, k).
+// The tables are addressed by strides so one kernel serves both layouts:
+//   et_vk.apply_rotary_emb:             cos / sin separate [S, D/2]  (row D/2, step 1, sin_off 0)
+//   et_vk.apply_rotary_emb_interleaved: one table [N, C] of (cos, sin) pairs, bound as both
+//                                       Cos and Sin (row C, step 2, sin_off 1), x as [B, N, 1, C].
 // One invocation per pair. Math in float for every storage type.
 #include "common.glsl"
 
@@ -11,10 +15,14 @@ layout(set = 0, binding = 2) readonly buffer Cos { DTYPE cos_[]; };
 layout(set = 0, binding = 3) readonly buffer Sin { DTYPE sin_[]; };
 
 layout(push_constant) uniform Params {
-  uint pairs; // numel / 2
-  uint half_d; // D / 2
-  uint heads; // H
-  uint seq; // S
+  uint pairs;   // numel / 2
+  uint half_d;  // D / 2
+  uint heads;   // H
+  uint seq;     // S
+  uint f_row;   // table elements per position
+  uint f_step;  // table elements per pair
+  uint sin_off; // offset of the sin entry from the cos entry
+  uint pad_;
 } p;
 
 void main() {
@@ -24,8 +32,9 @@ void main() {
   }
   uint k = q % p.half_d;
   uint s = (q / p.half_d / p.heads) % p.seq;
-  float c = float(cos_[s * p.half_d + k]);
-  float sn = float(sin_[s * p.half_d + k]);
+  uint f = s * p.f_row + k * p.f_step;
+  float c = float(cos_[f]);
+  float sn = float(sin_[f + p.sin_off]);
   float r = float(x_[2 * q]);
   float im = float(x_[2 * q + 1]);
   out_[2 * q] = DTYPE(r * c - im * sn);

@@ -1,12 +1,13 @@
 #version 450
-// KV-cache write of sdpa_with_kv_cache: cache[b, start_pos + s, :, :] = src[b, s, :, :]
-// for src [B, S, H_kv, D] and cache [B, max_seq, H_kv, D], both contiguous. start_pos is
-// read from the graph's scalar buffer (a SymInt refreshed every execute). Positions past
-// the cache end are dropped (the builder cannot see a GPU-side start_pos to reject it).
+// KV-cache write (sdpa_with_kv_cache, update_cache): cache[b, start_pos + s, :, :] =
+// src[b, s, :, :] for src [B, S, H_kv, D] and cache [B, max_seq, H_kv, D], both
+// contiguous. start_pos is read from the graph's scalar buffer (a SymInt refreshed every
+// execute). The builders reject start_pos + S > max_seq on the host; positions past the
+// cache end are still dropped here so a bad value can never write out of bounds.
 #include "common.glsl"
 
-layout(set = 0, binding = 0) buffer Cache { float cache_[]; };
-layout(set = 0, binding = 1) readonly buffer Src { float src_[]; };
+layout(set = 0, binding = 0) buffer Cache { DTYPE cache_[]; };
+layout(set = 0, binding = 1) readonly buffer Src { DTYPE src_[]; };
 layout(set = 0, binding = 2) readonly buffer Scalars { int scalars_[]; };
 
 layout(push_constant) uniform Params {

@@ -26,6 +26,11 @@ typedef struct EtvkDelegate EtvkDelegate;
 #define ETVK_MAX_DIMS 8
 
 /*
+ Bytes of `EtvkProfileEntry.op`, the terminating NUL included.
+ */
+#define ETVK_PROFILE_NAME_LEN 96
+
+/*
  `EtvkTensor.dtype`: uint8 (ExecuTorch `ScalarType` numbering).
  */
 #define ETVK_DTYPE_BYTE 0
@@ -200,6 +205,26 @@ typedef struct EtvkArg {
   struct EtvkTensor tensor;
 } EtvkArg;
 
+/*
+ GPU time of one dispatch of a delegate's last execute (see [`FnDelegateProfile`]).
+ */
+typedef struct EtvkProfileEntry {
+  /*
+   NUL-terminated op name (`op/kernel` for ops with kernel alternatives), truncated to
+   fit.
+   */
+  char op[ETVK_PROFILE_NAME_LEN];
+  /*
+   VkGraph `OperatorCall.node_id` of the op (an op with several dispatches has several
+   entries with one id).
+   */
+  uint32_t node_id;
+  /*
+   Microseconds between the GPU timestamps around the dispatch.
+   */
+  double gpu_us;
+} EtvkProfileEntry;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -310,6 +335,22 @@ enum EtvkStatus etvk_delegate_write_tensor(EtvkDelegate *delegate,
  `delegate` must be null or a live handle from `etvk_delegate_init`.
  */
 enum EtvkStatus etvk_delegate_set_scalar(EtvkDelegate *delegate, size_t value_id, double value);
+
+/*
+ The per-dispatch GPU times of the delegate's last execute, in execution order:
+ `*count` receives the number of dispatches and the first `min(capacity, *count)` entries
+ are written (`entries` may be null when `capacity` is 0). Op names longer than
+ `ETVK_PROFILE_NAME_LEN - 1` bytes are truncated. Empty when the device has no timestamp
+ queries.
+
+ # Safety
+ `delegate` must be null or live; `count` must be null or writable; `entries` must be null
+ or point to `capacity` writable entries.
+ */
+enum EtvkStatus etvk_delegate_profile(EtvkDelegate *delegate,
+                                      struct EtvkProfileEntry *entries,
+                                      size_t capacity,
+                                      size_t *count);
 
 /*
  Destroy a delegate (and release its hold on the backend). A NULL handle is an

@@ -21,8 +21,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use etvk_abi::{
-    arg_kind, EtvkArg, EtvkBackend, EtvkCompileSpec, EtvkDelegate, EtvkNamedDataLookup, EtvkStatus,
-    EtvkTensor,
+    arg_kind, EtvkArg, EtvkBackend, EtvkCompileSpec, EtvkDelegate, EtvkNamedDataLookup,
+    EtvkProfileEntry, EtvkStatus, EtvkTensor,
 };
 use etvk_runtime::{
     Backend, Delegate, DelegateArg, Error, ErrorKind, HostDType, HostTensor, NamedData,
@@ -40,6 +40,7 @@ const _: etvk_abi::FnDelegateDestroy = etvk_delegate_destroy;
 const _: etvk_abi::FnDelegateReadTensor = etvk_delegate_read_tensor;
 const _: etvk_abi::FnDelegateWriteTensor = etvk_delegate_write_tensor;
 const _: etvk_abi::FnDelegateSetScalar = etvk_delegate_set_scalar;
+const _: etvk_abi::FnDelegateProfile = etvk_delegate_profile;
 
 // C mirrors of the etvk-abi constants. cbindgen emits constants only from the crate it
 // generates bindings for, so the header's `#define`s come from these; the asserts below keep
@@ -49,6 +50,8 @@ const _: etvk_abi::FnDelegateSetScalar = etvk_delegate_set_scalar;
 pub const ETVK_ABI_VERSION: u32 = 1;
 /// Maximum tensor rank carried across the ABI (length of `EtvkTensor.sizes`).
 pub const ETVK_MAX_DIMS: usize = 8;
+/// Bytes of `EtvkProfileEntry.op`, the terminating NUL included.
+pub const ETVK_PROFILE_NAME_LEN: usize = 96;
 /// `EtvkTensor.dtype`: uint8 (ExecuTorch `ScalarType` numbering).
 pub const ETVK_DTYPE_BYTE: i32 = 0;
 /// `EtvkTensor.dtype`: int8.
@@ -78,6 +81,7 @@ const _: () = {
     use etvk_abi::{arg_kind as k, dtype as d};
     assert!(ETVK_ABI_VERSION == etvk_abi::ETVK_ABI_VERSION);
     assert!(ETVK_MAX_DIMS == etvk_abi::ETVK_MAX_DIMS);
+    assert!(ETVK_PROFILE_NAME_LEN == etvk_abi::ETVK_PROFILE_NAME_LEN);
     assert!(ETVK_DTYPE_BYTE == d::BYTE);
     assert!(ETVK_DTYPE_CHAR == d::CHAR);
     assert!(ETVK_DTYPE_SHORT == d::SHORT);
@@ -861,6 +865,56 @@ pub unsafe extern "C" fn etvk_delegate_set_scalar(
         // SAFETY: forwarded contract of this function.
         let handle = unsafe { delegate_ref(delegate) }?;
         lock_delegate(handle)?.set_scalar(value_id, value)
+    })
+}
+
+/// The per-dispatch GPU times of the delegate's last execute, in execution order:
+/// `*count` receives the number of dispatches and the first `min(capacity, *count)` entries
+/// are written (`entries` may be null when `capacity` is 0). Op names longer than
+/// `ETVK_PROFILE_NAME_LEN - 1` bytes are truncated. Empty when the device has no timestamp
+/// queries.
+///
+/// # Safety
+/// `delegate` must be null or live; `count` must be null or writable; `entries` must be null
+/// or point to `capacity` writable entries.
+#[no_mangle]
+pub unsafe extern "C" fn etvk_delegate_profile(
+    delegate: *mut EtvkDelegate,
+    entries: *mut EtvkProfileEntry,
+    capacity: usize,
+    count: *mut usize,
+) -> EtvkStatus {
+    guard("etvk_delegate_profile", || {
+        // SAFETY: forwarded contract of this function.
+        let handle = unsafe { delegate_ref(delegate) }?;
+        if count.is_null() {
+            return Err(invalid("count is null"));
+        }
+        if entries.is_null() && capacity > 0 {
+            return Err(invalid("entries is null but capacity is not 0"));
+        }
+        let d = lock_delegate(handle)?;
+        let times = d.profile_nodes();
+        for (i, t) in times.iter().take(capacity).enumerate() {
+            let mut op = [0 as c_char; ETVK_PROFILE_NAME_LEN];
+            for (dst, &b) in op
+                .iter_mut()
+                .zip(t.op.as_bytes().iter().take(ETVK_PROFILE_NAME_LEN - 1))
+            {
+                *dst = b as c_char;
+            }
+            // SAFETY: `i < capacity` and `entries` points to `capacity` writable entries.
+            unsafe {
+                entries.add(i).write(EtvkProfileEntry {
+                    op,
+                    node_id: t.node_id,
+                    gpu_us: t.us,
+                })
+            };
+        }
+        // SAFETY: non-null and writable per the contract.
+        unsafe { count.write(times.len()) };
+        Ok(())
     })
 }
 

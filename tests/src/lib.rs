@@ -46,6 +46,8 @@ pub mod cases;
 pub mod compare;
 pub mod coverage;
 pub mod fixtures;
+#[path = "reference/root.rs"]
+pub mod graph_reference;
 pub mod npy;
 pub mod ops_doc;
 pub mod reference;

@@ -18,6 +18,9 @@ pub const ETVK_ABI_VERSION: u32 = 1;
 /// Maximum tensor rank carried across the ABI.
 pub const ETVK_MAX_DIMS: usize = 8;
 
+/// Bytes of [`EtvkProfileEntry::op`], the terminating NUL included.
+pub const ETVK_PROFILE_NAME_LEN: usize = 96;
+
 /// Status codes returned by every function.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +132,20 @@ pub type EtvkNamedDataLookup = Option<
     ) -> i32,
 >;
 
+/// GPU time of one dispatch of a delegate's last execute (see [`FnDelegateProfile`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct EtvkProfileEntry {
+    /// NUL-terminated op name (`op/kernel` for ops with kernel alternatives), truncated to
+    /// fit.
+    pub op: [c_char; ETVK_PROFILE_NAME_LEN],
+    /// VkGraph `OperatorCall.node_id` of the op (an op with several dispatches has several
+    /// entries with one id).
+    pub node_id: u32,
+    /// Microseconds between the GPU timestamps around the dispatch.
+    pub gpu_us: f64,
+}
+
 /// Opaque backend context (one Vulkan device).
 #[repr(C)]
 pub struct EtvkBackend {
@@ -195,3 +212,14 @@ pub type FnDelegateWriteTensor = unsafe extern "C" fn(
 /// without a rebuild or any re-upload.
 pub type FnDelegateSetScalar =
     unsafe extern "C" fn(delegate: *mut EtvkDelegate, value_id: usize, value: f64) -> EtvkStatus;
+/// `EtvkStatus etvk_delegate_profile(EtvkDelegate*, EtvkProfileEntry* entries, size_t
+/// capacity, size_t* count)`: the per-dispatch GPU times of the delegate's last execute, in
+/// execution order. `*count` receives the number of dispatches; the first
+/// `min(capacity, *count)` are written to `entries` (which may be null when `capacity` is
+/// 0). Empty when the device has no timestamp queries.
+pub type FnDelegateProfile = unsafe extern "C" fn(
+    delegate: *mut EtvkDelegate,
+    entries: *mut EtvkProfileEntry,
+    capacity: usize,
+    count: *mut usize,
+) -> EtvkStatus;

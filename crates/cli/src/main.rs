@@ -18,8 +18,10 @@ mod check;
 mod devices;
 mod error;
 mod finetune;
+mod generate;
 mod inspect;
 mod ops;
+mod profile;
 mod run;
 
 use std::path::PathBuf;
@@ -50,6 +52,8 @@ enum Command {
         /// The `.pte` file.
         model: PathBuf,
     },
+    /// Generate tokens with an ExecuTorch Llama export: prefill, then decode with its KV cache.
+    Generate(generate::GenerateArgs),
     /// Run fixture directories (model.pte + io.json) and compare with their expected outputs.
     Check(check::CheckArgs),
     /// Time a kernel with GPU timestamps against the memory ceilings measured in the same run.
@@ -76,6 +80,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::run(&args),
         Command::Inspect { model } => inspect::inspect(&model),
         Command::Check(args) => check::check(&args),
+        Command::Generate(args) => generate::generate(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Finetune(args) => finetune::finetune(&args),
         Command::Ops => ops::ops(),

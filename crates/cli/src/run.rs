@@ -26,6 +26,9 @@ pub struct RunArgs {
     /// Write `DIR/call{i}_out{j}.npy` instead of printing summaries.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+    /// Print a per-op GPU time table (summed over every call).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// Convert a `.npy` tensor to what method input `k` expects: tensors pass through; a
@@ -138,11 +141,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
     }
+    method.set_profiling(args.profile);
+    let mut table = crate::profile::ProfileTable::default();
     for (i, inputs) in calls.iter().enumerate() {
         let t = Instant::now();
         let outputs = method
             .execute_values(inputs)
             .map_err(|e| CliError(format!("call {i}: {e}")))?;
+        if args.profile {
+            table.add(method.last_profile());
+        }
         outln!("call {i}: {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
         for (j, out) in outputs.iter().enumerate() {
             match &args.out_dir {
@@ -157,6 +165,9 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 None => outln!("  out{j}: {}", summarize(out)),
             }
         }
+    }
+    if args.profile {
+        outln!("{}", table.render(None).trim_end());
     }
     Ok(())
 }

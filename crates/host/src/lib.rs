@@ -21,5 +21,5 @@ pub use method::{
     load_program, DelegateExecutor, DelegateSpec, HostOptions, InstructionTime, LoadedMethod,
     MethodValue, ValueInfo, DEFAULT_MAX_INSTRUCTIONS, VULKAN_BACKEND_ID,
 };
-pub use plugin::{Plugin, PluginBackend, PluginDelegate};
+pub use plugin::{GpuOpTime, Plugin, PluginBackend, PluginDelegate};
 pub use tensor::Tensor;

@@ -116,6 +116,11 @@ pub trait DelegateExecutor: Send {
         args: &[usize],
         at: &dyn Fn() -> String,
     ) -> Result<()>;
+
+    /// Per-dispatch GPU times of the last execute (empty when the executor has none).
+    fn gpu_profile(&self) -> Result<Vec<crate::plugin::GpuOpTime>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The plugin's delegate behind [`DelegateExecutor`]: marshals values to `EtvkArg`s.
@@ -150,6 +155,9 @@ pub struct InstructionTime {
     pub what: String,
     /// Wall time, including the plugin call for delegates.
     pub elapsed: Duration,
+    /// For a delegate call: its per-dispatch GPU times (empty otherwise, or when the device
+    /// has no timestamps).
+    pub gpu: Vec<crate::plugin::GpuOpTime>,
 }
 
 impl std::fmt::Debug for LoadedMethod {
@@ -712,10 +720,21 @@ impl LoadedMethod {
                 }
             };
             if let Some(t0) = started {
+                let elapsed = t0.elapsed();
+                let gpu = match &instructions[pc] {
+                    Instruction::DelegateCall { delegate_index, .. } => {
+                        match self.delegates.get(*delegate_index) {
+                            Some(d) => d.executor.gpu_profile()?,
+                            None => Vec::new(),
+                        }
+                    }
+                    _ => Vec::new(),
+                };
                 self.profile.push(InstructionTime {
                     index: pc,
                     what: self.describe(&instructions[pc]),
-                    elapsed: t0.elapsed(),
+                    elapsed,
+                    gpu,
                 });
             }
             pc = next;
@@ -775,6 +794,10 @@ impl LoadedMethod {
 }
 
 impl DelegateExecutor for PluginExecutor {
+    fn gpu_profile(&self) -> Result<Vec<crate::plugin::GpuOpTime>> {
+        self.handle.profile()
+    }
+
     fn execute(
         &mut self,
         values: &mut [Value],

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use etvk_abi::{
-    EtvkArg, EtvkBackend, EtvkCompileSpec, EtvkDelegate, EtvkStatus, FnAbiVersion, FnBackendCreate,
-    FnBackendDestroy, FnDelegateDestroy, FnDelegateExecute, FnDelegateInit, FnLastError,
-    ETVK_ABI_VERSION,
+    EtvkArg, EtvkBackend, EtvkCompileSpec, EtvkDelegate, EtvkProfileEntry, EtvkStatus,
+    FnAbiVersion, FnBackendCreate, FnBackendDestroy, FnDelegateDestroy, FnDelegateExecute,
+    FnDelegateInit, FnDelegateProfile, FnLastError, ETVK_ABI_VERSION, ETVK_PROFILE_NAME_LEN,
 };
 
 use crate::error::{HostError, Result};
@@ -50,6 +50,7 @@ struct Fns {
     delegate_init: FnDelegateInit,
     delegate_execute: FnDelegateExecute,
     delegate_destroy: FnDelegateDestroy,
+    delegate_profile: FnDelegateProfile,
 }
 
 /// An opened, version-checked etvk plugin.
@@ -146,6 +147,9 @@ impl Plugin {
                 delegate_destroy: *lib
                     .get::<FnDelegateDestroy>(b"etvk_delegate_destroy\0")
                     .map_err(|_| sym("etvk_delegate_destroy"))?,
+                delegate_profile: *lib
+                    .get::<FnDelegateProfile>(b"etvk_delegate_profile\0")
+                    .map_err(|_| sym("etvk_delegate_profile"))?,
             }
         };
         log::debug!("opened etvk plugin {} (ABI {version})", path.display());
@@ -381,6 +385,57 @@ impl PluginDelegate {
         let status =
             unsafe { (plugin.fns.delegate_execute)(self.raw, args.as_mut_ptr(), args.len()) };
         plugin.check(status, || format!("etvk_delegate_execute ({})", self.label))
+    }
+}
+
+/// GPU time of one dispatch of a delegate's last execute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuOpTime {
+    /// Op name (`op/kernel` for ops with kernel alternatives).
+    pub op: String,
+    /// VkGraph node id of the op.
+    pub node_id: u32,
+    /// Microseconds of GPU time.
+    pub us: f64,
+}
+
+impl PluginDelegate {
+    /// Per-dispatch GPU times of the last execute (`etvk_delegate_profile`).
+    pub fn profile(&self) -> Result<Vec<GpuOpTime>> {
+        let plugin = &self.backend.plugin;
+        let mut count = 0usize;
+        // SAFETY: `raw` is live; capacity 0 with a null array only writes `count`.
+        let status =
+            unsafe { (plugin.fns.delegate_profile)(self.raw, std::ptr::null_mut(), 0, &mut count) };
+        plugin.check(status, || format!("etvk_delegate_profile ({})", self.label))?;
+        let empty = EtvkProfileEntry {
+            op: [0; ETVK_PROFILE_NAME_LEN],
+            node_id: 0,
+            gpu_us: 0.0,
+        };
+        let mut entries = vec![empty; count];
+        let mut written = 0usize;
+        // SAFETY: `entries` holds `count` writable entries.
+        let status = unsafe {
+            (plugin.fns.delegate_profile)(self.raw, entries.as_mut_ptr(), count, &mut written)
+        };
+        plugin.check(status, || format!("etvk_delegate_profile ({})", self.label))?;
+        Ok(entries
+            .iter()
+            .take(written.min(count))
+            .map(|e| {
+                let bytes: Vec<u8> =
+                    e.op.iter()
+                        .take_while(|&&c| c != 0)
+                        .map(|&c| c as u8)
+                        .collect();
+                GpuOpTime {
+                    op: String::from_utf8_lossy(&bytes).into_owned(),
+                    node_id: e.node_id,
+                    us: e.gpu_us,
+                }
+            })
+            .collect())
     }
 }
 

@@ -166,6 +166,17 @@ pub struct Backend {
     inner: Arc<crate::backend::BackendInner>,
 }
 
+/// GPU time of one dispatch of the last execute (see [`Delegate::profile_nodes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeTime {
+    /// Op name; `op/kernel` for nodes with kernel alternatives.
+    pub op: String,
+    /// VkGraph `OperatorCall.node_id` of the op.
+    pub node_id: u32,
+    /// Microseconds between the timestamps around the dispatch.
+    pub us: f64,
+}
+
 /// A loaded delegate (one VkGraph on the GPU).
 pub struct Delegate {
     graph: crate::exec::ComputeGraph,
@@ -250,7 +261,16 @@ impl Delegate {
     /// Per-dispatch GPU time of the last execute: (op name, microseconds), in execution
     /// order. Empty when the queue has no timestamp support.
     pub fn profile(&self) -> Vec<(String, f64)> {
-        self.graph.profile().to_vec()
+        self.graph
+            .profile()
+            .iter()
+            .map(|t| (t.op.clone(), t.us))
+            .collect()
+    }
+    /// [`Delegate::profile`] with each dispatch's VkGraph node id (`OperatorCall.node_id`;
+    /// an op with several dispatches has several entries with one id).
+    pub fn profile_nodes(&self) -> &[NodeTime] {
+        self.graph.profile()
     }
     /// Set a runtime scalar (a SymInt, or an Int/Double value an op made GPU-visible, e.g.
     /// a learning rate) by VkGraph value id; takes effect at the next execute.

@@ -161,7 +161,7 @@ pub(crate) struct ComputeGraph {
     resize_dirty: bool,
     in_flight: bool,
     dynamic: bool,
-    profile: Vec<(String, f64)>,
+    profile: Vec<crate::api::NodeTime>,
     scratch: Vec<u8>,
 }
 
@@ -449,7 +449,7 @@ impl ComputeGraph {
     pub(crate) fn num_outputs(&self) -> usize {
         self.outputs.len()
     }
-    pub(crate) fn profile(&self) -> &[(String, f64)] {
+    pub(crate) fn profile(&self) -> &[crate::api::NodeTime] {
         &self.profile
     }
 
@@ -883,7 +883,11 @@ impl ComputeGraph {
             } else {
                 n.op.clone()
             };
-            self.profile.push((name, dt));
+            self.profile.push(crate::api::NodeTime {
+                op: name,
+                node_id: n.node_id,
+                us: dt,
+            });
         }
         Ok(())
     }

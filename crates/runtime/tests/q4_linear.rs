@@ -685,6 +685,50 @@ fn dynamic_m_moves_between_split_and_unsplit() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// Rows of >= 128 uvec4 chunks take the wide GEMV at M <= 2 (the workgroup splits K) and the
+/// lane-group GEMV above; M moves between them on one program. K = 4100 is ragged (scalar x
+/// loads for the last chunk), N = 37 leaves a partial workgroup of rows.
+#[test]
+fn long_rows_use_the_wide_gemv_at_small_m() {
+    let be = backend();
+    let (k, n, gs, max_m) = (4100, 37, 20, 3);
+    let mut rng = Rng::new(1300);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(n, -1.0, 1.0);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    let mut d = g.load(&be, &dynamic()).unwrap();
+    for (m, kernel) in [
+        (1, "gemv_wide_m1"),
+        (2, "gemv_m2"),
+        (3, "gemv_m4"),
+        (1, "gemv_wide_m1"),
+    ] {
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let mut args = vec![host_f32(&[m, k], &x), empty_out()];
+        d.execute(&mut args).unwrap();
+        let (os, got) = out_f32(&args[1]);
+        assert_eq!(os, vec![m, n]);
+        assert_rel(
+            &got,
+            &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
+            &format!("wide GEMV M {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            names,
+            vec![format!("{Q4GSW}/q4_linear_{kernel}")],
+            "M = {m}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// Forward and backward of the same constants share one packed weight and one packed
 /// scale buffer; the alias shares them too.
 #[test]

@@ -62,6 +62,9 @@ pub struct Context {
     pub(crate) allocator: ManuallyDrop<vk_mem::Allocator>,
     info: PhysicalDeviceInfo,
     lost: AtomicBool,
+    /// `VK_KHR_pipeline_executable_properties`, enabled only when `ETVK_PIPELINE_STATS` asks
+    /// for the driver's per-pipeline statistics (registers, spills, ...).
+    pub(crate) pipeline_stats: Option<ash::khr::pipeline_executable_properties::Device>,
 }
 
 impl std::fmt::Debug for Context {
@@ -419,7 +422,14 @@ impl Context {
         let pd = pds[chosen];
         let info = infos.swap_remove(chosen);
         let (queue_family, _) = compute_queue_family(&instance, pd).unwrap_or((0, 0));
-        let device = match create_device(&instance, pd, queue_family, &info.caps) {
+        let want_stats = std::env::var("ETVK_PIPELINE_STATS")
+            .is_ok_and(|v| !v.is_empty() && v != "0")
+            && has_device_extension(
+                &instance,
+                pd,
+                ash::khr::pipeline_executable_properties::NAME,
+            );
+        let device = match create_device(&instance, pd, queue_family, &info.caps, want_stats) {
             Ok(d) => d,
             Err(e) => {
                 destroy_instance(debug);
@@ -447,7 +457,10 @@ impl Context {
             info.device_type.name(),
             info.driver
         );
+        let pipeline_stats = want_stats
+            .then(|| ash::khr::pipeline_executable_properties::Device::new(&instance, &device));
         Ok(Arc::new(Context {
+            pipeline_stats,
             entry,
             instance,
             debug,
@@ -549,6 +562,7 @@ fn create_device(
     pd: vk::PhysicalDevice,
     queue_family: u32,
     caps: &DeviceCaps,
+    pipeline_stats: bool,
 ) -> VkResult<ash::Device> {
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
@@ -576,11 +590,29 @@ fn create_device(
         ext_names.push(ash::khr::shader_integer_dot_product::NAME.as_ptr());
         info = info.push_next(&mut dot);
     }
+    let mut stats = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+        .pipeline_executable_info(true);
+    if pipeline_stats {
+        ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        info = info.push_next(&mut stats);
+    }
     info = info.enabled_extension_names(&ext_names);
     // SAFETY: `info` and all chained structs/arrays live until the call returns; every
     // feature enabled was reported supported by this physical device.
     let r = unsafe { instance.create_device(pd, &info, None) };
     r.map_err(|r| vk_err("vkCreateDevice", r))
+}
+
+/// Whether physical device `pd` offers extension `name`.
+fn has_device_extension(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    name: &std::ffi::CStr,
+) -> bool {
+    // SAFETY: `pd` was enumerated from `instance`, which is alive.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    exts.iter()
+        .any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name))
 }
 
 impl Drop for Context {

@@ -140,7 +140,13 @@ impl ComputePipeline {
             .module(module)
             .name(c"main")
             .specialization_info(&spec);
+        let flags = if ctx.pipeline_stats.is_some() {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
         let info = [vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
             .stage(stage)
             .layout(layout)];
         // SAFETY: all referenced objects are alive for the call.
@@ -154,6 +160,9 @@ impl ComputePipeline {
                 return Err(e);
             }
         };
+        if let Some(stats) = &ctx.pipeline_stats {
+            print_pipeline_stats(stats, pipeline, name, local_size, extra_spec);
+        }
         Ok(ComputePipeline {
             ctx: ctx.clone(),
             pipeline,
@@ -303,5 +312,130 @@ impl Drop for DescriptorPool {
     fn drop(&mut self) {
         // SAFETY: owners drop the pool after their last submission completed.
         unsafe { self.ctx.device.destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+/// Print the driver's statistics of `pipeline` to stderr (`ETVK_PIPELINE_STATS=1`: register
+/// counts, spills, shared memory, whatever the driver reports), for kernel tuning.
+fn print_pipeline_stats(
+    stats: &ash::khr::pipeline_executable_properties::Device,
+    pipeline: vk::Pipeline,
+    name: &str,
+    local_size: [u32; 3],
+    extra_spec: &[u32],
+) {
+    let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+    // SAFETY: `pipeline` was just created with CAPTURE_STATISTICS on a device with the
+    // extension and feature enabled.
+    let execs = unsafe { stats.get_pipeline_executable_properties(&info) }.unwrap_or_default();
+    for i in 0..execs.len() as u32 {
+        let ei = vk::PipelineExecutableInfoKHR::default()
+            .pipeline(pipeline)
+            .executable_index(i);
+        // SAFETY: as above; `i` < the executable count just returned.
+        let list = unsafe { stats.get_pipeline_executable_statistics(&ei) }.unwrap_or_default();
+        let parts: Vec<String> = list
+            .iter()
+            .map(|st| {
+                let n = st
+                    .name_as_c_str()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                // SAFETY: the union member read is the one `format` names.
+                let v = unsafe {
+                    match st.format {
+                        vk::PipelineExecutableStatisticFormatKHR::BOOL32 => {
+                            st.value.b32.to_string()
+                        }
+                        vk::PipelineExecutableStatisticFormatKHR::INT64 => st.value.i64.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::UINT64 => {
+                            st.value.u64.to_string()
+                        }
+                        _ => st.value.f64.to_string(),
+                    }
+                };
+                format!("{n}={v}")
+            })
+            .collect();
+        eprintln!(
+            "pipeline stats {name} local {local_size:?} spec {extra_spec:?}: {}",
+            parts.join(", ")
+        );
+        // ETVK_PIPELINE_IR=DIR also writes the driver's internal representations (e.g.
+        // machine code), when it offers any, to DIR/<name>.<index>.txt.
+        if let Some(dir) = std::env::var_os("ETVK_PIPELINE_IR") {
+            write_internal_representations(stats, &ei, name, std::path::Path::new(&dir));
+        }
+    }
+}
+
+fn write_internal_representations(
+    stats: &ash::khr::pipeline_executable_properties::Device,
+    ei: &vk::PipelineExecutableInfoKHR<'_>,
+    name: &str,
+    dir: &std::path::Path,
+) {
+    // Two-call idiom by hand: ash's wrapper cannot size the data buffers it must point to.
+    let fp = stats.fp();
+    let device = stats.device();
+    let mut count = 0u32;
+    // SAFETY: a count query with a null array.
+    let r = unsafe {
+        (fp.get_pipeline_executable_internal_representations_khr)(
+            device,
+            ei,
+            &mut count,
+            std::ptr::null_mut(),
+        )
+    };
+    if r != vk::Result::SUCCESS || count == 0 {
+        eprintln!("pipeline IR {name}: none offered ({r:?}, {count})");
+        return;
+    }
+    let mut reps = vec![vk::PipelineExecutableInternalRepresentationKHR::default(); count as usize];
+    // SAFETY: `reps` holds `count` entries with null data pointers: the driver fills sizes.
+    let r = unsafe {
+        (fp.get_pipeline_executable_internal_representations_khr)(
+            device,
+            ei,
+            &mut count,
+            reps.as_mut_ptr(),
+        )
+    };
+    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+        eprintln!("pipeline IR {name}: size query failed ({r:?})");
+        return;
+    }
+    let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
+    for (r, b) in reps.iter_mut().zip(bufs.iter_mut()) {
+        r.p_data = b.as_mut_ptr().cast();
+    }
+    // SAFETY: every entry now points to a buffer of its reported size.
+    let r = unsafe {
+        (fp.get_pipeline_executable_internal_representations_khr)(
+            device,
+            ei,
+            &mut count,
+            reps.as_mut_ptr(),
+        )
+    };
+    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+        eprintln!("pipeline IR {name}: data query failed ({r:?})");
+        return;
+    }
+    let _ = std::fs::create_dir_all(dir);
+    for (i, (r, b)) in reps.iter().zip(&bufs).enumerate() {
+        let title = r
+            .name_as_c_str()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = dir.join(format!("{name}.{i}.txt"));
+        let body = if r.is_text == vk::TRUE {
+            String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[])).into_owned()
+        } else {
+            format!("({} bytes of binary data)", b.len())
+        };
+        let _ = std::fs::write(&path, format!("{title}\n{body}"));
+        eprintln!("pipeline IR {name}: {title} -> {}", path.display());
     }
 }

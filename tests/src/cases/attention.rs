@@ -1,11 +1,14 @@
 //! Attention ops: `et_vk.sdpa.default(q, k, v, attn_mask?, scale?, out)` on `[B, H, S, D]`
 //! and `sdpa_with_kv_cache.default(q, k, v, k_cache, v_cache, start_pos SymInt, seq_len,
 //! attn_mask?, dropout_p, is_causal, scale?, out)` on `[B, S, H, D]` with caches
-//! `[B, max_seq, H_kv, D]`. KV-cache cases run several executes on one loaded delegate with
+//! `[B, max_seq, H_kv, D]`, and the unfused pair `update_cache.default(value, cache,
+//! start_pos, out)` + `llama.custom_sdpa.default(q, k_cache, v_cache, start_pos,
+//! attn_mask?, dropout_p, is_causal, scale?, out)`.
+//! KV-cache cases run several executes on one loaded delegate with
 //! `start_pos` (a SymInt graph input) advancing, against an f64 reference that keeps its own
 //! cache, so they check that the in-place cache writes persist. References are in f64.
 
-use etvk_format::ir::DataType::Float32 as F32;
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32};
 
 use crate::case::{CaseGraph, OpCase, Val};
 use crate::compare::Tol;
@@ -13,11 +16,16 @@ use crate::tensor::Tensor;
 
 const SDPA: &str = "et_vk.sdpa.default";
 const KV: &str = "sdpa_with_kv_cache.default";
+const UPDATE: &str = "update_cache.default";
+const CUSTOM: &str = "llama.custom_sdpa.default";
+const CLONE: &str = "aten.clone.default";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
     let mut v = sdpa_cases();
     v.extend(kv_cases());
+    v.extend(update_cache_cases());
+    v.extend(custom_sdpa_cases());
     v
 }
 
@@ -330,4 +338,332 @@ fn kv_cases() -> Vec<OpCase> {
             9700,
         ),
     ]
+}
+
+// ---------------------------------------------------------------- update_cache
+
+/// `cache[b, start + s] = value[b, s]` for value `[B, S, H, D]`, cache `[B, max, H, D]`.
+fn write_rows(cache: &mut [f64], dims: [usize; 4], value: &Tensor, start: usize) {
+    let [b, max, h, d] = dims;
+    let s = value.sizes[1];
+    let row = h * d;
+    for bi in 0..b {
+        for si in 0..s {
+            let src = (bi * s + si) * row;
+            let dst = (bi * max + start + si) * row;
+            cache[dst..dst + row].copy_from_slice(&value.data[src..src + row]);
+        }
+    }
+}
+
+/// Graph: value input, a constant cache (initial contents `init`), start_pos a SymInt
+/// input, `update_cache` into a placeholder `[1]` output nobody reads, then a clone of the
+/// cache as the graph output (it reads the one shared copy the update mutated).
+fn update_cache_graph(value: &[usize], init: &Tensor) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let vi = g.input(init.dtype, value);
+    let ci = g.constant(init);
+    let sp = g.symint();
+    g.builder().mark_input(sp);
+    let dummy = g.tensor(init.dtype, &[1]);
+    g.op(UPDATE, &[vi, ci, sp, dummy]);
+    let fmt = g.null();
+    let out = g.output(init.dtype, &init.sizes);
+    g.op(CLONE, &[ci, fmt, out]);
+    g
+}
+
+fn rand_of(dt: DataType, sizes: &[usize], seed: u64) -> Tensor {
+    if dt == I32 {
+        Tensor::rand_int(I32, sizes, -1000, 1000, seed)
+    } else {
+        Tensor::rand_range(dt, sizes, -1.0, 1.0, seed)
+    }
+}
+
+/// A case stepping through `(start_pos, S)` pairs; each run checks the whole cache.
+fn update_cache_case(
+    dt: DataType,
+    value: [usize; 4],
+    cache: [usize; 4],
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
+    let init = rand_of(dt, &cache, seed);
+    let g = update_cache_graph(&value, &init);
+    let name = format!(
+        "{} value [{}, <={}, {}, {}] cache {cache:?} steps {steps:?}",
+        dt.name(),
+        value[0],
+        value[1],
+        value[2],
+        value[3]
+    );
+    let mut case = OpCase::new(UPDATE, name, g).tol(Tol::EXACT).dynamic();
+    let mut state = init.data.clone();
+    for (i, &(start, s)) in steps.iter().enumerate() {
+        let vt = rand_of(dt, &[value[0], s, value[2], value[3]], seed + 1 + i as u64);
+        write_rows(&mut state, cache, &vt, start);
+        let want = Tensor::new(dt, &cache, state.clone());
+        case = case.run_vals(vec![vt.into(), Val::Int(start as i64)], vec![want.into()]);
+    }
+    case
+}
+
+fn update_cache_cases() -> Vec<OpCase> {
+    vec![
+        // Prefill, decode, and a chunk that ends exactly at the cache end; odd D.
+        update_cache_case(
+            F32,
+            [1, 4, 3, 5],
+            [1, 11, 3, 5],
+            &[(0, 4), (4, 1), (5, 1), (7, 4)],
+            9900,
+        ),
+        // Batch 2: rows of both batches land in their own cache slices.
+        update_cache_case(
+            F32,
+            [2, 3, 2, 8],
+            [2, 7, 2, 8],
+            &[(0, 3), (3, 3), (6, 1)],
+            9910,
+        ),
+        update_cache_case(
+            F16,
+            [1, 2, 2, 6],
+            [1, 9, 2, 6],
+            &[(0, 2), (5, 2), (2, 1)],
+            9920,
+        ),
+        update_cache_case(
+            I32,
+            [1, 1, 1, 3],
+            [1, 5, 1, 3],
+            &[(0, 1), (4, 1), (1, 1)],
+            9930,
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------- custom_sdpa
+
+/// Graph of the unfused Llama attention: `update_cache(k, k_cache)`,
+/// `update_cache(v, v_cache)`, then `custom_sdpa(q, k_cache, v_cache, start_pos, mask,
+/// 0.0, is_causal, scale)`. Inputs q, k, v, start_pos (SymInt) and the mask when `mask`
+/// gives its max sizes; zero caches as constants.
+fn custom_graph(
+    dims: ([usize; 4], [usize; 4], [usize; 4]),
+    causal: Option<bool>,
+    mask: Option<[usize; 2]>,
+    scale: Option<f64>,
+) -> CaseGraph {
+    let (q, kv, cache) = dims;
+    let mut g = CaseGraph::new();
+    let qi = g.input(F32, &q);
+    let ki = g.input(F32, &kv);
+    let vi = g.input(F32, &kv);
+    let sp = g.symint();
+    g.builder().mark_input(sp);
+    let mi = match mask {
+        Some(m) => g.input(F32, &m),
+        None => g.null(),
+    };
+    let zeros = Tensor::f32(&cache, vec![0.0; cache.iter().product()]);
+    let kc = g.constant(&zeros);
+    let vc = g.constant(&Tensor::f32(&cache, vec![0.0; cache.iter().product()]));
+    for (src, c) in [(ki, kc), (vi, vc)] {
+        let dummy = g.tensor(F32, &[1]);
+        g.op(UPDATE, &[src, c, sp, dummy]);
+    }
+    let dropout = g.double(0.0);
+    let ci = match causal {
+        Some(c) => g.bool(c),
+        None => g.null(),
+    };
+    let si = match scale {
+        Some(x) => g.double(x),
+        None => g.null(),
+    };
+    let out = g.output(F32, &q);
+    g.op(CUSTOM, &[qi, kc, vc, sp, mi, dropout, ci, si, out]);
+    g
+}
+
+/// The f64 model: caches persist; attention over `[0, start + S)`, causal relative to
+/// start, plus an additive mask `[S, W]` (its first `start + S` columns).
+struct CustomRef {
+    dims: [usize; 4],
+    k: Vec<f64>,
+    v: Vec<f64>,
+}
+
+impl CustomRef {
+    fn step(
+        &mut self,
+        t: (&Tensor, &Tensor, &Tensor),
+        start: usize,
+        causal: bool,
+        mask: Option<&Tensor>,
+        scale: f64,
+    ) -> Tensor {
+        let (q, k, v) = t;
+        write_rows(&mut self.k, self.dims, k, start);
+        write_rows(&mut self.v, self.dims, v, start);
+        let [_, max, hk, d] = self.dims;
+        let [b, s, h, _] = <[usize; 4]>::try_from(q.sizes.as_slice()).unwrap();
+        let group = h / hk;
+        let mut out = vec![0.0; q.numel()];
+        for bi in 0..b {
+            for si in 0..s {
+                for hi in 0..h {
+                    let qo = ((bi * s + si) * h + hi) * d;
+                    let keys = if causal { start + si + 1 } else { start + s };
+                    let at = |j: usize, e: usize| ((bi * max + j) * hk + hi / group) * d + e;
+                    let r = attend(
+                        &q.data[qo..qo + d],
+                        keys,
+                        scale,
+                        |j, e| self.k[at(j, e)],
+                        |j, e| self.v[at(j, e)],
+                        |j| mask.map_or(0.0, |m| m.data[si * m.sizes[1] + j]),
+                    );
+                    out[qo..qo + d].copy_from_slice(&r);
+                }
+            }
+        }
+        Tensor::new(F32, &q.sizes, out)
+    }
+}
+
+/// Options of one custom_sdpa case.
+struct CustomOpts {
+    causal: Option<bool>,
+    /// Mask width beyond `start + S` (a mask input `[S, start + S + extra]`), or no mask.
+    mask_extra: Option<usize>,
+    scale: Option<f64>,
+}
+
+fn custom_case(
+    name: &str,
+    dims: ([usize; 4], [usize; 4], [usize; 4]),
+    opts: CustomOpts,
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
+    let (q, kv, cache) = dims;
+    let mask_max = opts.mask_extra.map(|e| [q[1], cache[1] + e]);
+    let g = custom_graph(dims, opts.causal, mask_max, opts.scale);
+    let mut case = OpCase::new(CUSTOM, name.to_string(), g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    let n = cache.iter().product();
+    let mut r = CustomRef {
+        dims: cache,
+        k: vec![0.0; n],
+        v: vec![0.0; n],
+    };
+    let scale = opts.scale.unwrap_or(1.0 / (q[3] as f64).sqrt());
+    for (i, &(start, s)) in steps.iter().enumerate() {
+        let sd = 4 * i as u64 + seed;
+        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        let mt = opts
+            .mask_extra
+            .map(|e| Tensor::rand_range(F32, &[s, start + s + e], -2.0, 0.0, sd + 3));
+        let causal = opts.causal.unwrap_or(false);
+        let want = r.step((&qt, &kt, &vt), start, causal, mt.as_ref(), scale);
+        let mut inputs: Vec<Val> = vec![qt.into(), kt.into(), vt.into(), Val::Int(start as i64)];
+        inputs.extend(mt.map(Val::from));
+        case = case.run_vals(inputs, vec![want.into()]);
+    }
+    case
+}
+
+fn custom_sdpa_cases() -> Vec<OpCase> {
+    let causal = |c: bool| CustomOpts {
+        causal: Some(c),
+        mask_extra: None,
+        scale: None,
+    };
+    vec![
+        // Llama decode shapes: one token per step after a prefill.
+        custom_case(
+            "causal decode q [1, <=4, 2, 32] cache [1, 16, 2, 32]",
+            ([1, 4, 2, 32], [1, 4, 2, 32], [1, 16, 2, 32]),
+            causal(true),
+            &[(0, 4), (4, 1), (5, 1), (6, 1)],
+            9950,
+        ),
+        // GQA, odd head dim, chunked prefill ending exactly at the cache end.
+        custom_case(
+            "causal GQA q [1, <=5, 6, 7] kv heads 2 cache [1, 13, 2, 7]",
+            ([1, 5, 6, 7], [1, 5, 2, 7], [1, 13, 2, 7]),
+            causal(true),
+            &[(0, 5), (5, 3), (8, 5)],
+            9970,
+        ),
+        // Non-causal (None), batch 2, keys past one 64-key chunk, D past one dim per lane.
+        custom_case(
+            "is_causal None B 2 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
+            ([2, 40, 3, 80], [2, 40, 3, 80], [2, 72, 3, 80]),
+            CustomOpts {
+                causal: None,
+                mask_extra: None,
+                scale: None,
+            },
+            &[(0, 40), (40, 30), (70, 2)],
+            9990,
+        ),
+        // Additive mask wider than the attended keys, explicit scale.
+        custom_case(
+            "mask [S, >= start_pos + S] scale 0.2 q [1, <=3, 2, 5] cache [1, 9, 1, 5]",
+            ([1, 3, 2, 5], [1, 3, 1, 5], [1, 9, 1, 5]),
+            CustomOpts {
+                causal: Some(false),
+                mask_extra: Some(2),
+                scale: Some(0.2),
+            },
+            &[(0, 3), (3, 1), (4, 2), (6, 3)],
+            10010,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::run_case;
+
+    /// A window past the cache end is an error naming the op, not a silent drop.
+    #[test]
+    fn update_cache_rejects_start_pos_past_the_end() {
+        let value = Tensor::rand(&[1, 2, 1, 4], 9941);
+        let cache = Tensor::rand(&[1, 6, 1, 4], 9942);
+        let case = update_cache_case(F32, [1, 2, 1, 4], [1, 6, 1, 4], &[(0, 2)], 9940)
+            .run_vals(vec![value.into(), Val::Int(5)], vec![cache.into()]);
+        let err = run_case(&case).expect_err("start_pos 5 + S 2 > 6 must fail");
+        assert!(
+            err.contains("update_cache.default") && err.contains("exceeds the cache length 6"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn custom_sdpa_rejects_start_pos_past_the_end() {
+        let dims = ([1, 2, 1, 4], [1, 2, 1, 4], [1, 6, 1, 4]);
+        let g = custom_graph(dims, Some(true), None, None);
+        let q = Tensor::rand(&[1, 2, 1, 4], 1);
+        let case = OpCase::new(CUSTOM, "past the end", g).dynamic().run_vals(
+            vec![
+                q.clone().into(),
+                q.clone().into(),
+                q.clone().into(),
+                Val::Int(5),
+            ],
+            vec![q.into()],
+        );
+        let err = run_case(&case).expect_err("start_pos 5 + S 2 > 6 must fail");
+        assert!(err.contains("exceeds the cache length 6"), "{err}");
+    }
 }

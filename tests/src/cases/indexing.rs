@@ -1,13 +1,17 @@
 //! Indexing ops (the `e5` KV-cache Llama fixture):
 //! `aten.embedding.default(weight, indices, padding_idx, scale_grad, sparse, out)`,
 //! `aten.index.Tensor(x, ValueList[None.., idx], out)`,
-//! `aten.select_copy.int(x, dim, index, out)` and
-//! `et_vk.select_as_symint.default(x, dim, index, out SymInt)`.
+//! `aten.select_copy.int(x, dim, index, out)`,
+//! `et_vk.select_as_symint.default(x, dim, index, out SymInt)` and
+//! `et_vk.embedding_q4gsw.default(weight, scales, group_size, indices, is_linear_weight,
+//! out)` (uint8 `[V, D/2]` nibbles, scales `[V, D / group_size]`).
 //! Indices are int32 on the GPU; some cases stage them from int64 host data as the exporter
 //! does. Out-of-range indices give zero rows (the runtime's documented choice). References
 //! are computed in f64; results are exact copies.
 
-use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32, Int64 as I64};
+use etvk_format::ir::DataType::{
+    self, Float16 as F16, Float32 as F32, Int32 as I32, Int64 as I64, Uint8 as U8,
+};
 
 use crate::case::{CaseGraph, OpCase, Val};
 use crate::compare::Tol;
@@ -17,6 +21,7 @@ const EMBEDDING: &str = "aten.embedding.default";
 const INDEX: &str = "aten.index.Tensor";
 const SELECT: &str = "aten.select_copy.int";
 const SELECT_SYM: &str = "et_vk.select_as_symint.default";
+const EMB_Q4: &str = "et_vk.embedding_q4gsw.default";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
@@ -24,6 +29,7 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(index_cases());
     v.extend(select_cases());
     v.extend(select_sym_cases());
+    v.extend(embedding_q4_cases());
     v
 }
 
@@ -373,6 +379,184 @@ fn select_sym_cases() -> Vec<OpCase> {
             vec![table.clone().into(), pos.into()],
             vec![want.into(), Val::Int(p as i64)],
         );
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- embedding_q4gsw
+
+/// A random 4-bit table: signed values `q` in [-8, 7] `[V, D]`, packed to uint8 `[V, D/2]`
+/// with `q + 8` per nibble (even d low when `linear`, else high), and scales `[V, G]`.
+struct Q4Table {
+    q: Vec<i64>,
+    packed: Tensor,
+    scales: Tensor,
+    d: usize,
+    gs: usize,
+}
+
+impl Q4Table {
+    fn new(v: usize, d: usize, gs: usize, scale_dt: DataType, linear: bool, seed: u64) -> Q4Table {
+        let q = Tensor::rand_int(I32, &[v, d], -8, 7, seed);
+        let q: Vec<i64> = q.data.iter().map(|&x| x as i64).collect();
+        let bytes = (0..v * d / 2)
+            .map(|i| {
+                let (even, odd) = ((q[2 * i] + 8) as u8, (q[2 * i + 1] + 8) as u8);
+                let b = if linear {
+                    even | (odd << 4)
+                } else {
+                    (even << 4) | odd
+                };
+                b as f64
+            })
+            .collect();
+        Q4Table {
+            q,
+            packed: Tensor::new(U8, &[v, d / 2], bytes),
+            scales: Tensor::rand_range(scale_dt, &[v, d / gs], 0.01, 0.3, seed + 1),
+            d,
+            gs,
+        }
+    }
+
+    /// Rows gathered by `idx` (out of range -> zeros), dequantized: `q * scale`.
+    fn lookup(&self, idx: &Tensor, out_dt: DataType) -> Tensor {
+        let (v, d) = (self.packed.sizes[0] as i64, self.d);
+        let g = d / self.gs;
+        let mut out = Vec::with_capacity(idx.numel() * d);
+        for &r in &idx.data {
+            let r = r as i64;
+            for j in 0..d {
+                out.push(if (0..v).contains(&r) {
+                    let r = r as usize;
+                    self.q[r * d + j] as f64 * self.scales.data[r * g + j / self.gs]
+                } else {
+                    0.0
+                });
+            }
+        }
+        let mut sizes = idx.sizes.clone();
+        sizes.push(d);
+        Tensor::new(out_dt, &sizes, out)
+    }
+}
+
+fn embedding_q4_graph(
+    t: &Q4Table,
+    idx_sizes: &[usize],
+    linear: bool,
+    out_dt: DataType,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let wi = g.constant(&t.packed);
+    let si = g.constant(&t.scales);
+    let gi = g.int(t.gs as i64);
+    let ii = g.input(I32, idx_sizes);
+    let li = g.bool(linear);
+    let mut out_sizes = idx_sizes.to_vec();
+    out_sizes.push(t.d);
+    let out = g.output(out_dt, &out_sizes);
+    g.op(EMB_Q4, &[wi, si, gi, ii, li, out]);
+    g
+}
+
+fn embedding_q4_case(
+    v: usize,
+    d: usize,
+    gs: usize,
+    dts: (DataType, DataType),
+    linear: bool,
+    idx: Tensor,
+    seed: u64,
+) -> OpCase {
+    let (scale_dt, out_dt) = dts;
+    let t = Q4Table::new(v, d, gs, scale_dt, linear, seed);
+    let want = t.lookup(&idx, out_dt);
+    let g = embedding_q4_graph(&t, &idx.sizes, linear, out_dt);
+    let name = format!(
+        "V {v} D {d} group {gs} {} scales -> {}, linear {linear}, indices {:?}",
+        scale_dt.name(),
+        out_dt.name(),
+        idx.sizes
+    );
+    // fp32 products of exact 4-bit values and scales; fp16 output rounds once.
+    let tol = if out_dt == F16 { Tol::F16 } else { Tol::F32 };
+    OpCase::new(EMB_Q4, name, g)
+        .tol(tol)
+        .run(vec![idx], vec![want])
+}
+
+fn embedding_q4_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // The exporter's form: linear nibble order, D a multiple of 32.
+        embedding_q4_case(
+            37,
+            64,
+            32,
+            (F32, F32),
+            true,
+            Tensor::rand_int(I32, &[1, 5], 0, 36, 12000),
+            12001,
+        ),
+        // Reference (non-linear) nibble order, odd row count, prime group count.
+        embedding_q4_case(
+            13,
+            14,
+            2,
+            (F32, F32),
+            false,
+            Tensor::rand_int(I32, &[3, 4], 0, 12, 12002),
+            12003,
+        ),
+        // fp16 scales and output; rank-3 indices; odd V * D / 2 bytes (a partial last word).
+        embedding_q4_case(
+            7,
+            6,
+            3,
+            (F16, F16),
+            true,
+            Tensor::rand_int(I32, &[2, 2, 3], 0, 6, 12004),
+            12005,
+        ),
+        embedding_q4_case(
+            5,
+            10,
+            5,
+            (F16, F32),
+            false,
+            Tensor::rand_int(I32, &[4], 0, 4, 12006),
+            12007,
+        ),
+        // Out of range: -1 and V give zero rows.
+        embedding_q4_case(
+            5,
+            8,
+            4,
+            (F32, F32),
+            true,
+            Tensor::new(I32, &[4], vec![-1.0, 5.0, 4.0, 0.0]),
+            12008,
+        ),
+        // Rank-0 indices: out [D].
+        embedding_q4_case(
+            9,
+            4,
+            4,
+            (F32, F32),
+            false,
+            Tensor::new(I32, &[], vec![8.0]),
+            12009,
+        ),
+    ];
+    // Dynamic: the token count down then up.
+    let t = Q4Table::new(29, 32, 8, F32, true, 12010);
+    let g = embedding_q4_graph(&t, &[1, 7], true, F32);
+    let mut case = OpCase::new(EMB_Q4, "dynamic indices [1, <=7], V 29 D 32 group 8", g).dynamic();
+    for (i, n) in [7usize, 1, 4, 7].into_iter().enumerate() {
+        let idx = Tensor::rand_int(I32, &[1, n], 0, 28, 12020 + i as u64);
+        let want = t.lookup(&idx, F32);
+        case = case.run(vec![idx], vec![want]);
     }
     v.push(case);
     v

@@ -2,6 +2,10 @@
 //! `et_vk.rms_norm.default(x, weight, eps Double, out)`,
 //! `aten._softmax.default(x, dim Int, half_to_float Bool, out)`,
 //! `et_vk.apply_rotary_emb.default(xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out))`,
+//! `et_vk.apply_rotary_emb_hf.default(xq, xk, freqs_cos, freqs_sin, start_pos,
+//! ValueList(xq_out, xk_out))` (rotate-half, tables `[max_seq, R]` read from row start_pos),
+//! `et_vk.apply_rotary_emb_interleaved.default(x, freqs_cis, out)` (x `[B, N, C]`, one
+//! table of interleaved (cos, sin) pairs),
 //! and the shape copies `aten.squeeze_copy.dims(x, dims IntList, out)`,
 //! `aten.unsqueeze_copy.default(x, dim Int, out)`,
 //! `aten.slice_copy.Tensor(x, dim, start, end, step, out)` (bounds Int / SymInt / None).
@@ -9,13 +13,15 @@
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
-use crate::case::{CaseGraph, OpCase};
+use crate::case::{CaseGraph, OpCase, Val};
 use crate::compare::Tol;
 use crate::tensor::Tensor;
 
 const RMS_NORM: &str = "et_vk.rms_norm.default";
 const SOFTMAX: &str = "aten._softmax.default";
 const ROTARY: &str = "et_vk.apply_rotary_emb.default";
+const ROTARY_HF: &str = "et_vk.apply_rotary_emb_hf.default";
+const ROTARY_IL: &str = "et_vk.apply_rotary_emb_interleaved.default";
 const SQUEEZE: &str = "aten.squeeze_copy.dims";
 const UNSQUEEZE: &str = "aten.unsqueeze_copy.default";
 const SLICE: &str = "aten.slice_copy.Tensor";
@@ -26,6 +32,8 @@ pub fn cases() -> Vec<OpCase> {
     let mut v = rms_norm_cases();
     v.extend(softmax_cases());
     v.extend(rotary_cases());
+    v.extend(rotary_hf_cases());
+    v.extend(rotary_il_cases());
     v.extend(squeeze_cases());
     v.extend(unsqueeze_cases());
     v.extend(slice_cases());
@@ -285,6 +293,232 @@ fn rotary_cases() -> Vec<OpCase> {
         let (c, sn) = freqs(F32, s, 3);
         let want = vec![rotary_ref(&xq, &c, &sn, F32), rotary_ref(&xk, &c, &sn, F32)];
         case = case.run(vec![xq, xk, c, sn], want);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- rotary_hf
+
+/// HF rotate-half RoPE of x `[B, S, H, D]` with tables `[rows, R]` from row `start`.
+fn rotary_hf_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, start: usize) -> Tensor {
+    let [b, s, h, d] = <[usize; 4]>::try_from(x.sizes.as_slice()).unwrap();
+    let r = cos.sizes[1];
+    let half = r / 2;
+    let mut out = x.data.clone();
+    for bi in 0..b {
+        for si in 0..s {
+            for hi in 0..h {
+                let base = ((bi * s + si) * h + hi) * d;
+                let row = &x.data[base..base + d];
+                for j in 0..r {
+                    let rot = if j < half {
+                        -row[j + half]
+                    } else {
+                        row[j - half]
+                    };
+                    let f = (start + si) * r + j;
+                    out[base + j] = row[j] * cos.data[f] + rot * sin.data[f];
+                }
+            }
+        }
+    }
+    Tensor::new(x.dtype, &x.sizes, out)
+}
+
+/// HF cos / sin tables `[rows, r]`: the angle of dim j repeats with period r / 2.
+fn hf_freqs(dt: DataType, rows: usize, r: usize) -> (Tensor, Tensor) {
+    let half = r / 2;
+    let theta = |p: usize, j: usize| p as f64 / 10000f64.powf(2.0 * (j % half) as f64 / r as f64);
+    let mk = |f: fn(f64) -> f64| {
+        let data = (0..rows * r).map(|i| f(theta(i / r, i % r))).collect();
+        Tensor::new(dt, &[rows, r], data)
+    };
+    (mk(f64::cos), mk(f64::sin))
+}
+
+/// `xq`, `xk` inputs, constant tables, start_pos a SymInt input (`sym`) or an Int.
+fn rotary_hf_graph(
+    dt: DataType,
+    q: &[usize],
+    k: &[usize],
+    tables: (&Tensor, &Tensor),
+    start: Option<i64>,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let qi = g.input(dt, q);
+    let ki = g.input(dt, k);
+    let ci = g.constant(tables.0);
+    let si = g.constant(tables.1);
+    let pos = match start {
+        Some(x) => g.int(x),
+        None => {
+            let p = g.symint();
+            g.builder().mark_input(p);
+            p
+        }
+    };
+    let oq = g.output(dt, q);
+    let ok = g.output(dt, k);
+    let outs = g.value_list(&[oq, ok]);
+    g.op(ROTARY_HF, &[qi, ki, ci, si, pos, outs]);
+    g
+}
+
+fn rotary_hf_case(
+    dt: DataType,
+    q: &[usize],
+    k: &[usize],
+    table: [usize; 2],
+    start: usize,
+    sym: bool,
+    seed: u64,
+) -> OpCase {
+    let (c, sn) = hf_freqs(dt, table[0], table[1]);
+    let xq = Tensor::rand_range(dt, q, -2.0, 2.0, seed);
+    let xk = Tensor::rand_range(dt, k, -2.0, 2.0, seed + 1);
+    let want = vec![
+        rotary_hf_ref(&xq, &c, &sn, start),
+        rotary_hf_ref(&xk, &c, &sn, start),
+    ];
+    let g = rotary_hf_graph(dt, q, k, (&c, &sn), (!sym).then_some(start as i64));
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32 };
+    let how = if sym { "SymInt" } else { "Int" };
+    let name = format!(
+        "{} xq {q:?} xk {k:?} freqs {table:?} start_pos {how} {start}",
+        dt.name()
+    );
+    let mut inputs: Vec<Val> = vec![xq.into(), xk.into()];
+    if sym {
+        inputs.push(Val::Int(start as i64));
+    }
+    OpCase::new(ROTARY_HF, name, g)
+        .tol(tol)
+        .run_vals(inputs, want.into_iter().map(Val::from).collect())
+}
+
+fn rotary_hf_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // Full rotation, the exporter's default start_pos 0 (an Int).
+        rotary_hf_case(F32, &[1, 4, 4, 32], &[1, 4, 2, 32], [4, 32], 0, false, 9800),
+        // Table longer than S, start_pos > 0 as a SymInt, odd S.
+        rotary_hf_case(F32, &[2, 3, 3, 8], &[2, 3, 1, 8], [11, 8], 5, true, 9802),
+        // Partial rotary: R = 6 of an odd head dim 9 (the tail passes through).
+        rotary_hf_case(F32, &[1, 5, 2, 9], &[1, 5, 1, 9], [7, 6], 2, true, 9804),
+        rotary_hf_case(
+            F16,
+            &[1, 7, 2, 10],
+            &[1, 7, 2, 10],
+            [13, 10],
+            6,
+            false,
+            9806,
+        ),
+    ];
+    // Dynamic: prefill then decode steps with start_pos advancing (a SymInt input), the
+    // last step ending exactly at the table's end.
+    let (c, sn) = hf_freqs(F32, 12, 6);
+    let g = rotary_hf_graph(F32, &[1, 5, 3, 7], &[1, 5, 1, 7], (&c, &sn), None);
+    let mut case = OpCase::new(
+        ROTARY_HF,
+        "dynamic S <= 5, start_pos advancing, R 6 of D 7",
+        g,
+    )
+    .dynamic();
+    let mut start = 0;
+    for (i, s) in [5usize, 1, 3, 1, 2].into_iter().enumerate() {
+        let seed = 9820 + 2 * i as u64;
+        let xq = Tensor::rand_range(F32, &[1, s, 3, 7], -2.0, 2.0, seed);
+        let xk = Tensor::rand_range(F32, &[1, s, 1, 7], -2.0, 2.0, seed + 1);
+        let want = vec![
+            rotary_hf_ref(&xq, &c, &sn, start).into(),
+            rotary_hf_ref(&xk, &c, &sn, start).into(),
+        ];
+        case = case.run_vals(vec![xq.into(), xk.into(), Val::Int(start as i64)], want);
+        start += s;
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- rotary_interleaved
+
+/// EdgeTAM RoPE: x `[B, N, C]` (real, imag) pairs times the complex number (cos, sin)
+/// stored at `freqs[n * C + 2k ..]`.
+fn rotary_il_ref(x: &Tensor, freqs: &Tensor) -> Tensor {
+    let [b, n, c] = <[usize; 3]>::try_from(x.sizes.as_slice()).unwrap();
+    let mut out = x.data.clone();
+    for bi in 0..b {
+        for ni in 0..n {
+            for k in 0..c / 2 {
+                let e = (bi * n + ni) * c + 2 * k;
+                let (re, im) = (x.data[e], x.data[e + 1]);
+                let (co, si) = (freqs.data[ni * c + 2 * k], freqs.data[ni * c + 2 * k + 1]);
+                out[e] = re * co - im * si;
+                out[e + 1] = re * si + im * co;
+            }
+        }
+    }
+    Tensor::new(x.dtype, &x.sizes, out)
+}
+
+/// `(cos, sin)` of random angles, interleaved, in a tensor of sizes `sizes` (N * C values).
+fn cis(dt: DataType, sizes: &[usize], seed: u64) -> Tensor {
+    let angles = Tensor::rand_range(F32, &[sizes.iter().product::<usize>() / 2], -3.0, 3.0, seed);
+    let data = angles
+        .data
+        .iter()
+        .flat_map(|a| [a.cos(), a.sin()])
+        .collect();
+    Tensor::new(dt, sizes, data)
+}
+
+fn rotary_il_graph(dt: DataType, x: &[usize], f: &[usize], f_const: Option<&Tensor>) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, x);
+    let fi = match f_const {
+        Some(t) => g.constant(t),
+        None => g.input(dt, f),
+    };
+    let out = g.output(dt, x);
+    g.op(ROTARY_IL, &[xi, fi, out]);
+    g
+}
+
+fn rotary_il_case(dt: DataType, x: &[usize], f: &[usize], f_const: bool, seed: u64) -> OpCase {
+    let xt = Tensor::rand_range(dt, x, -2.0, 2.0, seed);
+    let ft = cis(dt, f, seed + 1);
+    let want = rotary_il_ref(&xt, &ft);
+    let g = rotary_il_graph(dt, x, f, f_const.then_some(&ft));
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32 };
+    let how = if f_const { "const" } else { "input" };
+    let inputs = if f_const { vec![xt] } else { vec![xt, ft] };
+    OpCase::new(
+        ROTARY_IL,
+        format!("{} x {x:?} freqs_cis {f:?} {how}", dt.name()),
+        g,
+    )
+    .tol(tol)
+    .run(inputs, vec![want])
+}
+
+fn rotary_il_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        rotary_il_case(F32, &[2, 7, 6], &[7, 6], true, 9850),
+        // The view_as_real(...).unsqueeze(0) form [1, N, C/2, 2].
+        rotary_il_case(F32, &[1, 5, 10], &[1, 5, 5, 2], false, 9852),
+        rotary_il_case(F32, &[3, 1, 2], &[1, 2], true, 9854),
+        rotary_il_case(F16, &[1, 3, 64], &[3, 64], true, 9856),
+    ];
+    // Dynamic token count N, with the table as an input sized to match.
+    let g = rotary_il_graph(F32, &[2, 9, 6], &[9, 6], None);
+    let mut case = OpCase::new(ROTARY_IL, "dynamic x [2, <=9, 6], freqs_cis [<=9, 6]", g).dynamic();
+    for (i, n) in [9usize, 2, 5, 9].into_iter().enumerate() {
+        let seed = 9860 + 2 * i as u64;
+        let xt = Tensor::rand_range(F32, &[2, n, 6], -2.0, 2.0, seed);
+        let ft = cis(F32, &[n, 6], seed + 1);
+        let want = rotary_il_ref(&xt, &ft);
+        case = case.run(vec![xt, ft], vec![want]);
     }
     v.push(case);
     v

@@ -10,9 +10,12 @@ use crate::case::OpCase;
 
 pub mod attention;
 pub mod binary;
+pub mod creation;
 pub mod indexing;
 pub mod llama;
+pub mod logic;
 pub mod matmul;
+pub mod norm;
 pub mod prepack;
 pub mod q4_linear;
 pub mod reduce;
@@ -79,6 +82,18 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "reduce",
         cases: reduce::cases,
+    },
+    Family {
+        name: "logic",
+        cases: logic::cases,
+    },
+    Family {
+        name: "creation",
+        cases: creation::cases,
+    },
+    Family {
+        name: "norm",
+        cases: norm::cases,
     },
 ];
 

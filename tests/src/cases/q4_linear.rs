@@ -37,7 +37,13 @@ pub fn cases() -> Vec<OpCase> {
         q4gsw(Q4GSW_ALIAS, &[12], &[12, 2, 9], 64, 24, 32, false, 5),
         backward(&[2, 3], &[2], 64, 37, 16, 6),
         backward(&[16], &[16, 1, 6], 96, 40, 32, 7),
+        // Rows of >= 128 uvec4 chunks: the wide GEMV at M <= 2 (group in one chunk, groups
+        // split inside a chunk, ragged K with scalar x loads).
+        q4gsw(Q4GSW, &[2], &[2, 1, 2], 4096, 21, 64, true, 10),
+        q4gsw(Q4GSW, &[1], &[1], 4100, 13, 20, false, 11),
+        q4gsw(Q4GSW, &[2], &[1, 2], 4097, 9, 16, true, 12),
         qcs4w(&[1], &[1], 63, 37, 8),
+        qcs4w(&[2], &[2, 1], 4099, 11, 13),
         qcs4w(&[10], &[10, 3, 1], 64, 32, 9),
     ]
 }

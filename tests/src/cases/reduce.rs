@@ -2,7 +2,9 @@
 //! `aten.sum.dim_IntList(x, dims IntList|None, keepdim Bool, dtype None, out)`,
 //! `aten.mean.dim(x, dims, keepdim, dtype, out)`,
 //! `aten.amax.default(x, dims IntList, keepdim, out)`, `aten.amin.default(...)`,
-//! `aten.cat.default(ValueList(tensors), dim Int, out)`.
+//! `aten.cat.default(ValueList(tensors), dim Int, out)`,
+//! `aten.argmax.default(x, dim Int|None, keepdim Bool, out int32)`,
+//! `aten._log_softmax.default(x, dim Int, half_to_float Bool, out)`.
 //! References are computed in f64.
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
@@ -25,6 +27,8 @@ pub fn cases() -> Vec<OpCase> {
         v.extend(reduce_cases(op));
     }
     v.extend(cat_cases());
+    v.extend(argmax_cases());
+    v.extend(log_softmax_cases());
     v
 }
 
@@ -349,6 +353,331 @@ fn cat_cases() -> Vec<OpCase> {
             let b = Tensor::rand(&b_sizes, seed + 2 * i as u64 + 1);
             let want = cat_ref(&[a.clone(), b.clone()], dim);
             case = case.run(vec![a, b], vec![want]);
+        }
+        v.push(case);
+    }
+    v
+}
+
+// ---------------------------------------------------------------- argmax
+
+const ARGMAX: &str = "aten.argmax.default";
+const LOG_SOFTMAX: &str = "aten._log_softmax.default";
+
+/// `(outer, D, inner)` of x around `dim` (None: flattened; rank 0: one element).
+fn lines_of(sizes: &[usize], dim: Option<i64>) -> (usize, usize, usize) {
+    match dim {
+        Some(d) if !sizes.is_empty() => {
+            let d = norm(d, sizes.len());
+            (
+                sizes[..d].iter().product(),
+                sizes[d],
+                sizes[d + 1..].iter().product(),
+            )
+        }
+        _ => (1, sizes.iter().product(), 1),
+    }
+}
+
+/// PyTorch argmax: first index of the max, a NaN beating every number (first NaN wins).
+fn argmax_ref(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Tensor {
+    let rank = x.sizes.len();
+    let (outer, n, inner) = lines_of(&x.sizes, dim);
+    let mut data = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| x.data[(o * n + j) * inner + i];
+            let mut best = 0;
+            for j in 1..n {
+                let (v, b) = (at(j), at(best));
+                if !b.is_nan() && (v.is_nan() || v > b) {
+                    best = j;
+                }
+            }
+            data.push(best as f64);
+        }
+    }
+    let sizes: Vec<usize> = match dim {
+        None if keepdim => vec![1; rank],
+        None => vec![],
+        Some(_) if rank == 0 => vec![],
+        Some(d) => {
+            let d = norm(d, rank);
+            let mut s = x.sizes.clone();
+            if keepdim {
+                s[d] = 1;
+            } else {
+                s.remove(d);
+            }
+            s
+        }
+    };
+    Tensor::new(DataType::Int32, &sizes, data)
+}
+
+fn argmax_graph(
+    dt: DataType,
+    sizes: &[usize],
+    dim: Option<i64>,
+    keepdim: bool,
+    out: &[usize],
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, sizes);
+    let di = match dim {
+        Some(d) => g.int(d),
+        None => g.null(),
+    };
+    let k = g.bool(keepdim);
+    let o = g.output(DataType::Int32, out);
+    g.op(ARGMAX, &[xi, di, k, o]);
+    g
+}
+
+fn argmax_case(x: Tensor, dim: Option<i64>, keepdim: bool, label: &str) -> OpCase {
+    let want = argmax_ref(&x, dim, keepdim);
+    let g = argmax_graph(x.dtype, &x.sizes, dim, keepdim, &want.sizes);
+    OpCase::new(
+        ARGMAX,
+        format!(
+            "{} {:?} dim {dim:?} keepdim {keepdim}{label}",
+            x.dtype.name(),
+            x.sizes
+        ),
+        g,
+    )
+    .tol(Tol::EXACT)
+    .run(vec![x], vec![want])
+}
+
+fn argmax_cases() -> Vec<OpCase> {
+    let shapes: &[(&[usize], Option<i64>, bool)] = &[
+        (&[7, 13], Some(-1), false),
+        (&[7, 13], Some(0), true),
+        (&[2, 3, 5, 7], Some(1), false),
+        (&[2, 3, 5, 7], Some(-4), true),
+        (&[3, 300], Some(1), false),
+        (&[67, 3], Some(0), false),
+        (&[5, 7], None, false),
+        (&[5, 7], None, true),
+        (&[1000], None, false),
+        (&[9], Some(0), true),
+        (&[], None, false),
+        (&[], Some(0), true),
+    ];
+    let mut v: Vec<OpCase> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d, k))| {
+            let x = Tensor::rand_range(F32, s, -4.0, 4.0, 9900 + i as u64);
+            argmax_case(x, *d, *k, "")
+        })
+        .collect();
+    // Ties everywhere (few distinct values): the first index must win, in both kernels.
+    for (i, (s, d)) in [(&[4usize, 100][..], 1i64), (&[6, 10], 1), (&[90, 3], 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_int(F32, s, 0, 2, 9920 + i as u64);
+        v.push(argmax_case(x, Some(d), false, " ties"));
+    }
+    // NaN counts as the max; the first NaN wins. Row 0 none, row 1 two NaNs (late), row 2 a
+    // NaN first, row 3 NaN at the very end; long rows (workgroup kernel) and short ones.
+    for (n, seed) in [(70usize, 9930u64), (9, 9931)] {
+        let mut x = Tensor::rand_range(F32, &[4, n], -4.0, 4.0, seed);
+        x.data[n + n / 2] = f64::NAN;
+        x.data[n + n - 2] = f64::NAN;
+        x.data[2 * n] = f64::NAN;
+        x.data[4 * n - 1] = f64::NAN;
+        v.push(argmax_case(x.clone(), Some(1), false, " NaNs"));
+        v.push(argmax_case(x, None, false, " NaNs"));
+    }
+    v.push(argmax_case(
+        Tensor::rand_range(F16, &[3, 130], -4.0, 4.0, 9940),
+        Some(-1),
+        false,
+        "",
+    ));
+    v.push(argmax_case(
+        Tensor::rand_range(F16, &[5, 7, 3], -4.0, 4.0, 9941),
+        Some(1),
+        true,
+        "",
+    ));
+    // int32 values that differ only past float precision (2^30 + small).
+    v.push(argmax_case(
+        Tensor::rand_int(
+            DataType::Int32,
+            &[3, 77],
+            (1 << 30) - 3,
+            (1 << 30) + 3,
+            9942,
+        ),
+        Some(1),
+        false,
+        " near 2^30",
+    ));
+    v.push(argmax_case(
+        Tensor::rand_int(DataType::Int32, &[5, 6], -50, 50, 9943),
+        Some(0),
+        true,
+        "",
+    ));
+    // Dynamic: the reduced dim crosses the 64-element kernel switch, then a kept dim changes.
+    for (dim, out_max, seed) in [(1i64, vec![6usize], 9950u64), (0, vec![90], 9960)] {
+        let g = argmax_graph(F32, &[6, 90], Some(dim), false, &out_max);
+        let mut case = OpCase::new(ARGMAX, format!("dynamic [<=6, <=90] dim {dim}"), g)
+            .tol(Tol::EXACT)
+            .dynamic();
+        for (i, (m, n)) in [(6usize, 90usize), (1, 5), (3, 64), (6, 90)]
+            .into_iter()
+            .enumerate()
+        {
+            let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, seed + i as u64);
+            let want = argmax_ref(&x, Some(dim), false);
+            case = case.run(vec![x], vec![want]);
+        }
+        v.push(case);
+    }
+    let g = argmax_graph(F32, &[6, 90], None, false, &[]);
+    let mut case = OpCase::new(ARGMAX, "dynamic [<=6, <=90] flattened", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, (m, n)) in [(6usize, 90usize), (1, 5), (2, 40), (6, 90)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, 9970 + i as u64);
+        let want = argmax_ref(&x, None, false);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- log_softmax
+
+/// log_softmax along `dim` in f64, max-shifted; the result has `out_dt`.
+fn log_softmax_ref(x: &Tensor, dim: i64, out_dt: DataType) -> Tensor {
+    let (outer, n, inner) = lines_of(&x.sizes, Some(dim));
+    let mut data = vec![0.0; x.numel()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let idx = |j: usize| (o * n + j) * inner + i;
+            let m = (0..n)
+                .map(|j| x.data[idx(j)])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = (0..n).map(|j| (x.data[idx(j)] - m).exp()).sum();
+            for j in 0..n {
+                data[idx(j)] = x.data[idx(j)] - m - sum.ln();
+            }
+        }
+    }
+    Tensor::new(out_dt, &x.sizes, data)
+}
+
+fn log_softmax_graph(
+    dt: DataType,
+    sizes: &[usize],
+    dim: i64,
+    half_to_float: bool,
+    out_dt: DataType,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, sizes);
+    let di = g.int(dim);
+    let h = g.bool(half_to_float);
+    let o = g.output(out_dt, sizes);
+    g.op(LOG_SOFTMAX, &[xi, di, h, o]);
+    g
+}
+
+fn log_softmax_case(x: Tensor, dim: i64, half_to_float: bool, label: &str) -> OpCase {
+    let out_dt = if half_to_float { F32 } else { x.dtype };
+    let want = log_softmax_ref(&x, dim, out_dt);
+    let g = log_softmax_graph(x.dtype, &x.sizes, dim, half_to_float, out_dt);
+    let tol = if out_dt == F16 {
+        Tol::F16
+    } else {
+        Tol::F32_SUM
+    };
+    OpCase::new(
+        LOG_SOFTMAX,
+        format!(
+            "{} {:?} dim {dim} half_to_float {half_to_float}{label}",
+            x.dtype.name(),
+            x.sizes
+        ),
+        g,
+    )
+    .tol(tol)
+    .run(vec![x], vec![want])
+}
+
+fn log_softmax_cases() -> Vec<OpCase> {
+    let shapes: &[(&[usize], i64)] = &[
+        (&[7, 13], -1),
+        (&[7, 13], 0),
+        (&[2, 3, 5, 7], 1),
+        (&[2, 3, 5, 7], -4),
+        (&[3, 300], 1),
+        (&[1000], 0),
+        (&[67, 3, 5], 0),
+        (&[1, 1], -1),
+        (&[], 0),
+    ];
+    let mut v: Vec<OpCase> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d))| {
+            let x = Tensor::rand_range(F32, s, -6.0, 6.0, 10_000 + i as u64);
+            log_softmax_case(x, *d, false, "")
+        })
+        .collect();
+    v.push(log_softmax_case(
+        Tensor::rand_range(F16, &[3, 130], -4.0, 4.0, 10_020),
+        -1,
+        false,
+        "",
+    ));
+    v.push(log_softmax_case(
+        Tensor::rand_range(F16, &[5, 7, 3], -4.0, 4.0, 10_021),
+        1,
+        true,
+        "",
+    ));
+    // Large magnitudes (exp would overflow unshifted) and -inf entries (probability 0).
+    let x = Tensor::f32(
+        &[3, 4],
+        vec![
+            1000.0,
+            1001.0,
+            999.0,
+            -1000.0, //
+            -1e30,
+            0.0,
+            f64::NEG_INFINITY,
+            1.0, //
+            88.0,
+            89.0,
+            90.0,
+            f64::NEG_INFINITY,
+        ],
+    );
+    v.push(log_softmax_case(x, 1, false, " extremes"));
+    // Dynamic: the softmax dim and a kept dim change.
+    for (dim, seed) in [(1i64, 10_030u64), (0, 10_040)] {
+        let g = log_softmax_graph(F32, &[6, 90], dim, false, F32);
+        let mut case = OpCase::new(LOG_SOFTMAX, format!("dynamic [<=6, <=90] dim {dim}"), g)
+            .tol(Tol::F32_SUM)
+            .dynamic();
+        for (i, (m, n)) in [(6usize, 90usize), (1, 5), (3, 64), (6, 90)]
+            .into_iter()
+            .enumerate()
+        {
+            let x = Tensor::rand_range(F32, &[m, n], -6.0, 6.0, seed + i as u64);
+            let want = log_softmax_ref(&x, dim, F32);
+            case = case.run(vec![x], vec![want]);
         }
         v.push(case);
     }

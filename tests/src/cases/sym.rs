@@ -54,5 +54,241 @@ pub fn cases() -> Vec<OpCase> {
         case = case.run_vals(vec![x.into()], vec![want.into(), Val::Int(m as i64)]);
     }
     v.push(case);
+    v.extend(arith_cases());
     v
+}
+
+// SymInt arithmetic: the Python operators `add`, `sub`, `mul`, `floordiv` on SymInt / Int
+// operands (`(a, b, out SymInt)`), host steps recomputed at every resize. Each case derives
+// a SymInt from `sym_size.int` of a dynamic input, feeds it to a shape op and also returns
+// the arithmetic results (negative ones too) as Int outputs.
+
+/// Python's `a // b` (rounds toward negative infinity).
+fn py_floordiv(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if a % b != 0 && (a < 0) != (b < 0) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// `x[start..end]` along dim 0 (in-range bounds).
+fn rows(x: &Tensor, start: usize, end: usize) -> Tensor {
+    let inner: usize = x.sizes[1..].iter().product();
+    let mut sizes = x.sizes.clone();
+    sizes[0] = end - start;
+    Tensor::new(x.dtype, &sizes, x.data[start * inner..end * inner].to_vec())
+}
+
+fn arith_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+
+    // view_copy(x[<=8, 6], [add(s, s), 3]) with s = sym_size(x, 0); plus add(-5, s).
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[8, 6]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, d0, s]);
+    let t = g.symint();
+    g.op("add", &[s, s, t]);
+    let three = g.int(3);
+    let sizes = g.value_list(&[t, three]);
+    let out = g.output(F32, &[16, 3]);
+    g.op("aten.view_copy.default", &[xi, sizes, out]);
+    let minus5 = g.int(-5);
+    let u = g.symint();
+    g.op("add", &[minus5, s, u]);
+    g.mark_output(t);
+    g.mark_output(u);
+    let mut case = OpCase::new("add", "view_copy(x[<=8, 6], [s + s, 3]), -5 + s", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [8usize, 1, 5, 8].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 6], 8200 + i as u64);
+        let m = m as i64;
+        case = case.run_vals(
+            vec![x.clone().into()],
+            vec![
+                x.reshaped(&[2 * m as usize, 3]).into(),
+                Val::Int(2 * m),
+                Val::Int(m - 5),
+            ],
+        );
+    }
+    v.push(case);
+
+    // slice_copy(x[<=9, 2], 0, 0, sub(s, 2)); plus sub(1, s).
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[9, 2]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, d0, s]);
+    let two = g.int(2);
+    let e = g.symint();
+    g.op("sub", &[s, two, e]);
+    let start = g.int(0);
+    let step = g.int(1);
+    let out = g.output(F32, &[9, 2]);
+    g.op("aten.slice_copy.Tensor", &[xi, d0, start, e, step, out]);
+    let one = g.int(1);
+    let n = g.symint();
+    g.op("sub", &[one, s, n]);
+    g.mark_output(e);
+    g.mark_output(n);
+    let mut case = OpCase::new("sub", "slice_copy(x[<=9, 2], 0, 0, s - 2), 1 - s", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [9usize, 4, 3, 7].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 2], 8300 + i as u64);
+        let want = rows(&x, 0, m - 2);
+        let m = m as i64;
+        case = case.run_vals(
+            vec![x.into()],
+            vec![want.into(), Val::Int(m - 2), Val::Int(1 - m)],
+        );
+    }
+    v.push(case);
+
+    // view_copy(x[<=7, 6], [mul(s, 6)]); plus mul(s, -3).
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[7, 6]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, d0, s]);
+    let six = g.int(6);
+    let n = g.symint();
+    g.op("mul", &[s, six, n]);
+    let sizes = g.value_list(&[n]);
+    let out = g.output(F32, &[42]);
+    g.op("aten.view_copy.default", &[xi, sizes, out]);
+    let m3 = g.int(-3);
+    let p = g.symint();
+    g.op("mul", &[s, m3, p]);
+    g.mark_output(n);
+    g.mark_output(p);
+    let mut case = OpCase::new("mul", "view_copy(x[<=7, 6], [s * 6]), s * -3", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [7usize, 2, 1, 7].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 6], 8400 + i as u64);
+        let want = x.reshaped(&[6 * m]);
+        let m = m as i64;
+        case = case.run_vals(
+            vec![x.into()],
+            vec![want.into(), Val::Int(6 * m), Val::Int(-3 * m)],
+        );
+    }
+    v.push(case);
+
+    // slice_copy(x[<=9, 4], 0, floordiv(s, 2), None); plus floordiv(1 - s, 3) and
+    // floordiv(s, -4), which round toward -inf.
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[9, 4]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, d0, s]);
+    let two = g.int(2);
+    let h = g.symint();
+    g.op("floordiv", &[s, two, h]);
+    let end = g.null();
+    let step = g.int(1);
+    let out = g.output(F32, &[9, 4]);
+    g.op("aten.slice_copy.Tensor", &[xi, d0, h, end, step, out]);
+    let one = g.int(1);
+    let neg = g.symint();
+    g.op("sub", &[one, s, neg]);
+    let three = g.int(3);
+    let q1 = g.symint();
+    g.op("floordiv", &[neg, three, q1]);
+    let m4 = g.int(-4);
+    let q2 = g.symint();
+    g.op("floordiv", &[s, m4, q2]);
+    g.mark_output(h);
+    g.mark_output(q1);
+    g.mark_output(q2);
+    let mut case = OpCase::new(
+        "floordiv",
+        "slice_copy(x[<=9, 4], 0, s // 2), (1 - s) // 3, s // -4",
+        g,
+    )
+    .tol(Tol::EXACT)
+    .dynamic();
+    for (i, m) in [9usize, 5, 2, 1, 9].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 4], 8500 + i as u64);
+        let want = rows(&x, m / 2, m);
+        let m = m as i64;
+        case = case.run_vals(
+            vec![x.into()],
+            vec![
+                want.into(),
+                Val::Int(py_floordiv(m, 2)),
+                Val::Int(py_floordiv(1 - m, 3)),
+                Val::Int(py_floordiv(m, -4)),
+            ],
+        );
+    }
+    v.push(case);
+    v
+}
+
+#[cfg(test)]
+mod arith_tests {
+    use super::*;
+    use crate::case::{backend, run_case};
+    use etvk_runtime::Delegate;
+
+    #[test]
+    fn py_floordiv_matches_python() {
+        assert_eq!(py_floordiv(-7, 2), -4);
+        assert_eq!(py_floordiv(7, -2), -4);
+        assert_eq!(py_floordiv(-7, -2), 3);
+        assert_eq!(py_floordiv(6, 3), 2);
+    }
+
+    #[test]
+    fn floordiv_by_zero_is_an_error_naming_the_op() {
+        // A literal zero divisor fails at init.
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &[4, 2]);
+        let d0 = g.int(0);
+        let s = g.symint();
+        g.op(SYM_SIZE, &[xi, d0, s]);
+        let zero = g.int(0);
+        let q = g.symint();
+        g.op("floordiv", &[s, zero, q]);
+        g.mark_output(q);
+        let (blob, named) = g.finish();
+        let e = match Delegate::init(&backend(), &blob, &[], &named) {
+            Ok(_) => panic!("init succeeded"),
+            Err(e) => e,
+        };
+        assert!(
+            e.message.contains("floordiv") && e.message.contains("division by zero"),
+            "{e}"
+        );
+
+        // A divisor that becomes zero at execute time (s - 3 with s = 3) fails that execute.
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &[8, 2]);
+        let d0 = g.int(0);
+        let s = g.symint();
+        g.op(SYM_SIZE, &[xi, d0, s]);
+        let three = g.int(3);
+        let d = g.symint();
+        g.op("sub", &[s, three, d]);
+        let seven = g.int(7);
+        let q = g.symint();
+        g.op("floordiv", &[seven, d, q]);
+        g.mark_output(q);
+        let case = OpCase::new("floordiv", "7 // (s - 3)", g)
+            .dynamic()
+            .run_vals(vec![Tensor::rand(&[8, 2], 1).into()], vec![Val::Int(1)])
+            .run_vals(vec![Tensor::rand(&[3, 2], 2).into()], vec![Val::Int(0)]);
+        let e = run_case(&case).unwrap_err();
+        assert!(
+            e.contains("run 1") && e.contains("floordiv") && e.contains("division by zero"),
+            "{e}"
+        );
+    }
 }

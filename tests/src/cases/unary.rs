@@ -2,7 +2,7 @@
 //! ReLU gradient `aten.threshold_backward.default(grad, self, threshold, out)`, and the
 //! `abs`, `neg`, `exp`, `sqrt`, `rsqrt`, `sin`, `cos`, `tanh`, `gelu(x, approximate)`,
 //! `hardtanh(x, min_val, max_val)`, `clamp(x, min, max)`, `leaky_relu(x, negative_slope)`
-//! family, checked against f64 references.
+//! family, and `silu(x)`, checked against f64 references.
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
@@ -133,7 +133,19 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(op_cases(SIGMOID, 5100));
     v.extend(threshold_backward_cases());
     v.extend(more_cases());
+    v.extend(silu_cases());
     v
+}
+
+/// `aten.silu.default(x, out)`: x * sigmoid(x), written x / (1 + e^-x) in f64.
+fn silu_cases() -> Vec<OpCase> {
+    let silu = |v: f64| v / (1.0 + (-v).exp());
+    Spec::new("aten.silu.default", vec![], silu)
+        .range(-8.0, 8.0)
+        .specials(&[
+            0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 20.0, -20.0, 100.0, -100.0, INF, -INF, NAN,
+        ])
+        .cases(30_000, true)
 }
 
 /// A scalar argument as the exporter serializes it.

@@ -1,14 +1,20 @@
 //! Attention ops: `et_vk.sdpa.default` (`[q, k, v, attn_mask?, scale?, out]`, tensors
-//! `[B, H, S, D]`) and `sdpa_with_kv_cache.default` (`[q, k, v, k_cache, v_cache,
+//! `[B, H, S, D]`), `sdpa_with_kv_cache.default` (`[q, k, v, k_cache, v_cache,
 //! start_pos, seq_len, attn_mask?, dropout_p, is_causal, scale?, out]`, tensors
-//! `[B, S, H, D]`, caches `[B, max_seq, H_kv, D]`).
+//! `[B, S, H, D]`, caches `[B, max_seq, H_kv, D]`), and the unfused pair the exporter
+//! emits without the `causal_sdpa` fusion: `update_cache.default` (`[value, cache,
+//! start_pos, out]`) and `llama.custom_sdpa.default` (`[q, k_cache, v_cache, start_pos,
+//! attn_mask?, dropout_p, is_causal, scale?, out]`).
 //!
-//! Both run the `sdpa` shader: one 64-lane workgroup per (batch, head, query row) with an
-//! online softmax over key chunks, layouts given by strides. The KV-cache op first copies
-//! `k` / `v` into the caches at `[start_pos, start_pos + S)` in place: a constant cache is
-//! its contiguous prepack, which persists across executes, so decode steps accumulate.
-//! `start_pos` is read on the GPU from the scalar buffer, so a SymInt start position
-//! (a graph input or `et_vk.select_as_symint`) changes without a rebuild. fp32 only.
+//! Attention runs the `sdpa` shader: one 64-lane workgroup per (batch, head, query row)
+//! with an online softmax over key chunks, layouts given by strides. Cache writes copy
+//! `[B, S, H_kv, D]` rows into a cache at `[start_pos, start_pos + S)` in place: a constant
+//! cache is its contiguous prepack, which persists across executes (and which
+//! `Delegate::read_tensor` reads), so decode steps accumulate, and every op naming the same
+//! cache constant shares that one buffer. `start_pos` is read on the GPU from the scalar
+//! buffer, so a SymInt start position (a graph input or `et_vk.select_as_symint`) changes
+//! without a re-record; the resize functions, which rerun whenever it changes, check
+//! `start_pos + S <= max_seq` on the host. Attention is fp32 only.
 
 use etvk_format::ir::DataType;
 use etvk_shaders::ShaderId;
@@ -17,11 +23,13 @@ use crate::api::Result;
 use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, unsupported};
 use crate::graph::{to_u32, Binding, Global, Launch, Push, Shapes, TensorId};
-use crate::ops::same_dtype;
 use crate::ops::training::folded_grid;
+use crate::ops::{data_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
 const F32: &[DataType] = &[DataType::Float32];
+/// Dtypes of `update_cache` (the `sdpa_cache_update` copy variants).
+const CACHE_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
 /// Local size of the `sdpa` shader (its `LANES`).
 const LANES: u32 = 64;
 /// Head dims one workgroup can hold (`LANES * PER_LANE` in `sdpa.comp`).
@@ -44,6 +52,20 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: F32,
         dynamic_shapes: true,
         note: "writes k / v [B, S, H_kv, D] into caches [B, max_seq, H_kv, D] at start_pos (in place, persists), then attention of q [B, S, H, D] over cache positions [0, start_pos + S), causal when is_causal; GQA; no attn_mask, dropout 0; D <= 256",
+    })?;
+    r.register(OpEntry {
+        name: "update_cache.default",
+        build: build_update_cache,
+        dtypes: CACHE_DTYPES,
+        dynamic_shapes: true,
+        note: "llama::update_cache: writes value [B, S, H, D] into cache [B, max_seq, H, D] at rows start_pos.. in place (persists across executes); start_pos + S <= max_seq; the [1] output is a placeholder and is not written",
+    })?;
+    r.register(OpEntry {
+        name: "llama.custom_sdpa.default",
+        build: build_custom_sdpa,
+        dtypes: F32,
+        dynamic_shapes: true,
+        note: "attention of q [B, S, H, D] over cache positions [0, start_pos + S) of k_cache / v_cache [B, max_seq, H_kv, D]; causal relative to start_pos when is_causal; optional additive attn_mask [S, >= start_pos + S] (not with is_causal); GQA; dropout 0; D <= 256",
     })?;
     Ok(())
 }
@@ -260,37 +282,17 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
     expect_f32(&what, dt)?;
 
     // Cache writes: one dispatch per cache, k / v [B, S, H_kv, D] -> [B, max_seq, H_kv, D].
+    let pos_v = call.arg(5)?;
     for (src, cache, role) in [(k, k_cache, "k"), (v, v_cache, "v")] {
-        let what = what.clone();
-        let bindings = [
-            Binding::Tensor(cache),
-            Binding::Tensor(src),
-            Binding::Scalars,
-        ];
-        let d = Dispatch::new(ShaderId::SdpaCacheUpdateF32, bindings);
-        g.dispatch(call, d, move |s| {
-            let sd = s.dims(src).to_vec();
-            let [b, sq, h_kv, hd] = rank4(&what, role, &sd, "[B, S, H_kv, D]")?;
-            let cd = s.dims(cache).to_vec();
-            let [cb, max_seq, ch, cdd] = rank4(&what, "cache", &cd, "[B, max_seq, H_kv, D]")?;
-            if cb != b || ch != h_kv || cdd != hd || sq > max_seq {
-                return Err(invalid_arg(format!(
-                    "{what}: {role} {sd:?} does not fit its cache {cd:?} (same B, H_kv, D; S <= max_seq)"
-                )));
-            }
-            let numel = s.numel(src);
-            Ok(Launch {
-                push: Push::new()
-                    .u32(to_u32(numel, "numel")?)
-                    .u32(to_u32(sq.max(1), "S")?)
-                    .u32(to_u32((h_kv * hd).max(1), "H_kv * D")?)
-                    .u32(to_u32(max_seq, "max_seq")?)
-                    .u32(pos_slot)
-                    .u32_array(&[], 3, 0)
-                    .finish(),
-                global: Global::Linear(numel as u64),
-            })
-        })?;
+        cache_write(
+            g,
+            call,
+            src,
+            cache,
+            (pos_v, pos_slot),
+            ShaderId::SdpaCacheUpdateF32,
+            role,
+        )?;
     }
 
     let bindings = [
@@ -325,6 +327,174 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
             pos_slot,
             scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
             mask_row: None,
+            q_strides: [sq * h * d, d, h * d],
+            kv_strides: [max_seq * h_kv * d, d, h_kv * d],
+            out_strides: [sq * h * d, d, h * d],
+        }
+        .launch(&what)
+    })
+}
+
+/// Fail unless the cache window `[start_pos, start_pos + s)` lies inside `[0, max_seq)`.
+fn check_window(what: &str, start: f64, s: usize, max_seq: usize) -> Result<()> {
+    if start < 0.0 || start + s as f64 > max_seq as f64 {
+        return Err(invalid_arg(format!(
+            "{what}: start_pos {start} + S {s} exceeds the cache length {max_seq}"
+        )));
+    }
+    Ok(())
+}
+
+/// One dispatch writing `src` `[B, S, H_kv, D]` into `cache` `[B, max_seq, H_kv, D]` at
+/// rows `start_pos..` (`pos` = the start position's value id and scalar slot).
+fn cache_write(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    src: TensorId,
+    cache: TensorId,
+    pos: (usize, u32),
+    shader: ShaderId,
+    role: &'static str,
+) -> Result<()> {
+    let what = call.what();
+    let (pos_v, pos_slot) = pos;
+    let bindings = [
+        Binding::Tensor(cache),
+        Binding::Tensor(src),
+        Binding::Scalars,
+    ];
+    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+        let sd = s.dims(src).to_vec();
+        let [b, sq, h_kv, hd] = rank4(&what, role, &sd, "[B, S, H_kv, D]")?;
+        let cd = s.dims(cache).to_vec();
+        let [cb, max_seq, ch, cdd] = rank4(&what, "cache", &cd, "[B, max_seq, H_kv, D]")?;
+        if cb != b || ch != h_kv || cdd != hd || sq > max_seq {
+            return Err(invalid_arg(format!(
+                "{what}: {role} {sd:?} does not fit its cache {cd:?} (same B, H_kv, D; S <= max_seq)"
+            )));
+        }
+        check_window(&what, s.scalar(pos_v)?, sq, max_seq)?;
+        let numel = s.numel(src);
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(sq.max(1), "S")?)
+                .u32(to_u32((h_kv * hd).max(1), "H_kv * D")?)
+                .u32(to_u32(max_seq, "max_seq")?)
+                .u32(pos_slot)
+                .u32_array(&[], 3, 0)
+                .finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
+}
+
+/// `[value, cache, start_pos, out]` (ExecuTorch `llama::update_cache(Tensor value,
+/// Tensor(a!) cache, SymInt start_pos) -> Tensor`). ExecuTorch's kernel returns its `[1]`
+/// output untouched ("no one uses output, just a placeholder"), so it is not written here
+/// either; the effect is the in-place cache write that later ops (custom_sdpa) and
+/// `Delegate::read_tensor` see.
+fn build_update_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let value = g.tensor_or_prepack(call, 0)?;
+    let cache = g.tensor_or_prepack(call, 1)?;
+    let pos_v = call.arg(2)?;
+    let pos_slot = g.scalar_slot(pos_v)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(value), s.dtype(cache)])?;
+    let shader = data_shader("sdpa_cache_update", dt, call)?;
+    cache_write(g, call, value, cache, (pos_v, pos_slot), shader, "value")
+}
+
+/// `[q, k_cache, v_cache, start_pos, attn_mask?, dropout_p, is_causal, scale?, out]`
+/// (ExecuTorch `llama::custom_sdpa`, whose CPU kernel attends over the cache slice
+/// `[0, start_pos + S)`, masks key `j > start_pos + i` when causal, and adds a 2-D float
+/// mask `[S, keys]` otherwise). The caches are read as they are: the `update_cache` calls
+/// before this op have written the new rows.
+fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(9)?;
+    let what = call.what();
+    let q = g.tensor_or_prepack(call, 0)?;
+    let k_cache = g.tensor_or_prepack(call, 1)?;
+    let v_cache = g.tensor_or_prepack(call, 2)?;
+    let pos_v = call.arg(3)?;
+    let pos_slot = g.scalar_slot(pos_v)?;
+    let mask = g.opt_tensor_or_prepack(call, 4)?;
+    let dropout = g.double_arg_or(call, 5, 0.0)?;
+    if dropout != 0.0 {
+        return Err(unsupported(format!(
+            "{what}: dropout_p = {dropout} is not supported (inference only: 0)"
+        )));
+    }
+    let causal = match g.value(call.arg(6)?)? {
+        GValue::Null => false,
+        _ => g.int_arg(call, 6)? != 0,
+    };
+    if causal && mask.is_some() {
+        return Err(invalid_arg(format!(
+            "{what}: attn_mask and is_causal cannot both be set (as in ExecuTorch's kernel)"
+        )));
+    }
+    let scale = opt_scale(g, call, 7)?;
+    let out = g.tensor_arg(call, 8)?;
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(q), s.dtype(k_cache), s.dtype(v_cache), s.dtype(out)];
+    dts.extend(mask.map(|m| s.dtype(m)));
+    let dt = same_dtype(call, &dts)?;
+    expect_f32(&what, dt)?;
+    let bindings = [
+        Binding::Tensor(out),
+        Binding::Tensor(q),
+        Binding::Tensor(k_cache),
+        Binding::Tensor(v_cache),
+        Binding::Tensor(mask.unwrap_or(q)), // no mask: any bound buffer, never read
+        Binding::Scalars,
+    ];
+    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+        let qd = s.dims(q).to_vec();
+        let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
+        let cd = s.dims(k_cache).to_vec();
+        let [cb, max_seq, h_kv, cdd] = rank4(&what, "k_cache", &cd, "[B, max_seq, H_kv, D]")?;
+        if cb != b || cdd != d || s.dims(v_cache) != cd.as_slice() {
+            return Err(invalid_arg(format!(
+                "{what}: caches {cd:?} / {:?} must both be [B, max_seq, H_kv, D] with q {qd:?}'s B and D",
+                s.dims(v_cache)
+            )));
+        }
+        let group = check_heads(&what, h, h_kv, d)?;
+        let start = s.scalar(pos_v)?;
+        check_window(&what, start, sq, max_seq)?;
+        let keys = start as usize + sq;
+        let mask_row = match mask {
+            Some(m) => {
+                let md = s.dims(m);
+                // ExecuTorch's CPU kernel takes the mask row stride from the mask itself, so
+                // a mask wider than the attended keys (e.g. [S, max_seq]) works too.
+                match *md {
+                    [rows, w] if (rows == sq || rows == 1) && w >= keys => {
+                        Some(if rows == 1 { 0 } else { w })
+                    }
+                    _ => {
+                        return Err(invalid_arg(format!(
+                            "{what}: attn_mask sizes {md:?} must be [S or 1, >= start_pos + S] = [{sq}, >= {keys}]"
+                        )))
+                    }
+                }
+            }
+            None => None,
+        };
+        s.set_dims(out, qd)?;
+        SdpaPush {
+            rows: b * h * sq,
+            s: sq,
+            h,
+            group,
+            d,
+            l: max_seq,
+            causal,
+            pos_slot,
+            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
+            mask_row,
             q_strides: [sq * h * d, d, h * d],
             kv_strides: [max_seq * h_kv * d, d, h_kv * d],
             out_strides: [sq * h * d, d, h * d],

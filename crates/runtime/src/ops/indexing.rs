@@ -1,7 +1,8 @@
 //! Indexing ops: `aten.embedding.default` (`[weight, indices, padding_idx, scale_grad,
 //! sparse, out]`), `aten.index.Tensor` (`[x, indices ValueList, out]`),
-//! `aten.select_copy.int` (`[x, dim, index, out]`) and `et_vk.select_as_symint.default`
-//! (`[x, dim, index, out SymInt]`).
+//! `aten.select_copy.int` (`[x, dim, index, out]`), `et_vk.select_as_symint.default`
+//! (`[x, dim, index, out SymInt]`) and `et_vk.embedding_q4gsw.default` (`[weight, scales,
+//! group_size, indices, is_linear_weight, out]`, a 4-bit group-quantized embedding table).
 //!
 //! Gathers use the `gather` shader with int32 indices (ExecuTorch stages int64 host indices
 //! as int32 on the GPU). PyTorch raises on an out-of-range index; a kernel cannot, so an
@@ -11,10 +12,14 @@
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use etvk_shaders::ShaderId;
+
+use crate::builder::{
+    gvalue_kind, ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCall, Packed,
+};
 use crate::error::{internal, invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, TensorId};
-use crate::ops::{data_shader, norm_dim, same_dtype};
+use crate::ops::{data_shader, float_tag, norm_dim, same_dtype};
 use crate::registry::{OpBuildFn, Registry};
 
 /// Dtypes of the gathered / copied data (the `gather` / `slice` shader variants).
@@ -52,6 +57,17 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     for (name, build, dtypes, note) in entries {
         r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
+    r.register_dynamic(
+        &[DataType::Float32, DataType::Float16],
+        &[(
+            "et_vk.embedding_q4gsw.default",
+            build_embedding_q4gsw,
+            "constant uint8 weight [V, D/2] (two 4-bit codes per byte, value code - 8; \
+             is_linear_weight: even d in the low nibble, else the high one), scales [V, D / \
+             group_size] fp32 or fp16, int32 indices; out = indices.shape + [D], fp32 or fp16; \
+             out-of-range index -> zero row",
+        )],
+    )?;
     Ok(())
 }
 
@@ -294,6 +310,122 @@ fn build_select_as_symint(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result
         })?;
         s.set_scalar(out_v, v as f64)
     })
+}
+
+/// The serialized uint8 bytes as little-endian 32-bit words (zero-padded to a whole word),
+/// so the shader reads them through a `uint[]` binding that never runs past the buffer.
+fn byte_words() -> Layout {
+    Layout {
+        name: "u8_as_words".to_string(),
+        pack: Box::new(|_c: &ConstantInfo, bytes: &[u8]| {
+            let mut b = bytes.to_vec();
+            b.resize(bytes.len().div_ceil(4) * 4, 0);
+            Ok(Packed {
+                dtype: DataType::Int32,
+                dims: vec![b.len() / 4],
+                bytes: b,
+            })
+        }),
+    }
+}
+
+/// `[weight, scales, group_size, indices, is_linear_weight, out]` (ExecuTorch
+/// `embedding_q4gsw(Tensor weight, Tensor weight_scales, int group_size, Tensor indices,
+/// bool is_linear_weight=False) -> Tensor`).
+fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let what = call.what();
+    let wv = call.arg(0)?;
+    let info = match g.value(wv)? {
+        GValue::TensorRef(c) => c.clone(),
+        other => {
+            return Err(unsupported(format!(
+                "{what} arg 0 (value {wv}): the packed weight must be a constant, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let &[vocab, half] = info.dims.as_slice() else {
+        return Err(invalid_program(format!(
+            "{what}: weight sizes {:?} must be [V, D/2]",
+            info.dims
+        )));
+    };
+    if info.dtype != DataType::Uint8 {
+        return Err(unsupported(format!(
+            "{what}: weight dtype {} is not supported (uint8 packed nibbles)",
+            info.dtype.name()
+        )));
+    }
+    let d = half * 2;
+    let gs = g.int_arg(call, 2)?;
+    if gs <= 0 || d % gs as usize != 0 {
+        return Err(invalid_program(format!(
+            "{what}: group_size {gs} must be positive and divide the embedding dim {d}"
+        )));
+    }
+    let gs = gs as usize;
+    let groups = d / gs;
+    let scales = g.tensor_or_prepack(call, 1)?;
+    let idx = g.tensor_or_prepack(call, 3)?;
+    let linear = g.int_arg(call, 4)? != 0;
+    let out = g.tensor_arg(call, 5)?;
+    expect_int32(g, call, idx, 3)?;
+    let s = g.shapes();
+    if s.max_dims(scales) != [vocab, groups] {
+        return Err(invalid_program(format!(
+            "{what}: scales sizes {:?} must be [V, D / group_size] = [{vocab}, {groups}]",
+            s.max_dims(scales)
+        )));
+    }
+    if s.max_dims(out).len() != s.max_dims(idx).len() + 1 {
+        return Err(invalid_program(format!(
+            "{what}: output rank {} != index rank {} + 1",
+            s.max_dims(out).len(),
+            s.max_dims(idx).len()
+        )));
+    }
+    let tag = |dt: DataType, role: &str| {
+        float_tag(dt).ok_or_else(|| {
+            unsupported(format!(
+                "{what}: {role} dtype {} is not supported (float32, float16 are)",
+                dt.name()
+            ))
+        })
+    };
+    let name = format!(
+        "embedding_q4gsw_{}_s{}",
+        tag(s.dtype(out), "output")?,
+        tag(s.dtype(scales), "scales")?
+    );
+    let shader = ShaderId::from_name(&name).ok_or_else(|| {
+        internal(format!(
+            "{what}: shader variant {name} missing from the manifest"
+        ))
+    })?;
+    let w = g.prepack(wv, &byte_words())?;
+    g.dispatch(
+        call,
+        Dispatch::new(shader, [out, w, scales, idx]),
+        move |s| {
+            let mut od = s.dims(idx).to_vec();
+            od.push(d);
+            let numel: usize = od.iter().product();
+            s.set_dims(out, od)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(to_u32(d, "D")?)
+                    .u32(to_u32(vocab, "V")?)
+                    .u32(to_u32(gs, "group_size")?)
+                    .u32(to_u32(groups, "groups")?)
+                    .u32(linear as u32)
+                    .u32_array(&[], 2, 0)
+                    .finish(),
+                global: Global::Linear(numel as u64),
+            })
+        },
+    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Ops of the Llama transformer block that need their own kernels:
 //! `et_vk.rms_norm.default` (`[x, weight, eps, out]`), `aten._softmax.default`
-//! (`[x, dim, half_to_float, out]`) and `et_vk.apply_rotary_emb.default`
-//! (`[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`).
+//! (`[x, dim, half_to_float, out]`) and the RoPE variants
+//! `et_vk.apply_rotary_emb.default` (`[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out,
+//! xk_out)]`), `et_vk.apply_rotary_emb_hf.default` (`[xq, xk, freqs_cos, freqs_sin,
+//! start_pos, ValueList(xq_out, xk_out)]`) and `et_vk.apply_rotary_emb_interleaved.default`
+//! (`[x, freqs_cis, out]`).
 //!
 //! The reductions run one 64-lane workgroup per row with a loop over the row and a
 //! shared-memory tree (no subgroup size assumed), so rows of any length work. Math is in
@@ -12,7 +15,7 @@ use etvk_format::ir::DataType;
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program, unsupported};
-use crate::graph::{to_u32, Global, Launch, Push, TensorId};
+use crate::graph::{to_u32, Binding, Global, Launch, Push, TensorId};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, norm_dim, same_dtype};
 use crate::registry::{OpEntry, Registry};
@@ -43,6 +46,20 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: FLOATS,
         dynamic_shapes: true,
         note: "Llama interleaved-pair RoPE on xq / xk [B, S, H, D] with freqs_cos / freqs_sin [S, D/2]",
+    })?;
+    r.register(OpEntry {
+        name: "et_vk.apply_rotary_emb_hf.default",
+        build: build_rotary_hf,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "HF rotate-half RoPE on xq / xk [B, S, H, D]; freqs_cos / freqs_sin [max_seq, R] (R even, R <= D; dims >= R pass through) read at rows start_pos..start_pos+S; start_pos Int or SymInt (read on the GPU); start_pos + S <= max_seq",
+    })?;
+    r.register(OpEntry {
+        name: "et_vk.apply_rotary_emb_interleaved.default",
+        build: build_rotary_interleaved,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "pair-interleaved RoPE on x [B, N, C] (C even) with freqs_cis of N * C elements (any rank), (cos, sin) pairs interleaved like x",
     })?;
     Ok(())
 }
@@ -127,6 +144,60 @@ fn build_softmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     })
 }
 
+/// Arg `i`: a `ValueList` of the two output tensors `(xq_out, xk_out)`.
+fn two_outputs(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<[TensorId; 2]> {
+    let what = call.what();
+    let lv = call.arg(i)?;
+    match g.value(lv)? {
+        GValue::ValueList(ids) if ids.len() == 2 => {
+            let mut out = [TensorId(0); 2];
+            for (slot, &id) in out.iter_mut().zip(ids) {
+                *slot = match g.value(id)? {
+                    GValue::Tensor(t) => *t,
+                    other => {
+                        return Err(invalid_program(format!(
+                            "{what} arg {i}: output value {id} is {}, expected a tensor",
+                            gvalue_kind(other)
+                        )))
+                    }
+                };
+            }
+            Ok(out)
+        }
+        other => Err(invalid_program(format!(
+            "{what} arg {i} (value {lv}): expected a ValueList of 2 output tensors, got {}",
+            gvalue_kind(other)
+        ))),
+    }
+}
+
+/// Sizes of a RoPE input, which must be `[B, S, H, D]`.
+fn bshd(what: &str, dims: &[usize]) -> Result<[usize; 4]> {
+    <[usize; 4]>::try_from(dims)
+        .map_err(|_| invalid_arg(format!("{what}: input sizes {dims:?} must be [B, S, H, D]")))
+}
+
+/// Push block of the `rotary` shader: pair count, the `[.., S, H, D]` walk and the table
+/// strides (elements per position, per pair, and the sin entry's offset from the cos entry).
+fn rotary_push(
+    pairs: usize,
+    d: usize,
+    heads: usize,
+    seq: usize,
+    table: [usize; 3],
+) -> Result<Vec<u8>> {
+    Ok(Push::new()
+        .u32(to_u32(pairs, "pairs")?)
+        .u32(to_u32((d / 2).max(1), "D/2")?)
+        .u32(to_u32(heads.max(1), "H")?)
+        .u32(to_u32(seq.max(1), "S")?)
+        .u32(to_u32(table[0], "table row")?)
+        .u32(to_u32(table[1], "table step")?)
+        .u32(to_u32(table[2], "sin offset")?)
+        .u32(0)
+        .finish())
+}
+
 /// `[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`: one dispatch per output.
 fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(5)?;
@@ -135,25 +206,7 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let xk = g.tensor_or_prepack(call, 1)?;
     let cos = g.tensor_or_prepack(call, 2)?;
     let sin = g.tensor_or_prepack(call, 3)?;
-    let lv = call.arg(4)?;
-    let outs: Vec<TensorId> = match g.value(lv)? {
-        GValue::ValueList(ids) if ids.len() == 2 => ids
-            .iter()
-            .map(|&id| match g.value(id)? {
-                GValue::Tensor(t) => Ok(*t),
-                other => Err(invalid_program(format!(
-                    "{what} arg 4: output value {id} is {}, expected a tensor",
-                    gvalue_kind(other)
-                ))),
-            })
-            .collect::<Result<_>>()?,
-        other => {
-            return Err(invalid_program(format!(
-                "{what} arg 4 (value {lv}): expected a ValueList of 2 output tensors, got {}",
-                gvalue_kind(other)
-            )))
-        }
-    };
+    let outs = two_outputs(g, call, 4)?;
     let s = g.shapes();
     let dt = same_dtype(
         call,
@@ -171,11 +224,7 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         let what = what.clone();
         g.dispatch(call, Dispatch::new(shader, [out, x, cos, sin]), move |s| {
             let dims = s.dims(x).to_vec();
-            let &[_, seq, heads, d] = dims.as_slice() else {
-                return Err(invalid_arg(format!(
-                    "{what}: input sizes {dims:?} must be [B, S, H, D]"
-                )));
-            };
+            let [_, seq, heads, d] = bshd(&what, &dims)?;
             if d % 2 != 0 {
                 return Err(invalid_arg(format!(
                     "{what}: head dim {d} of {dims:?} must be even (interleaved pairs)"
@@ -193,15 +242,133 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             let pairs = s.numel(x) / 2;
             s.set_dims(out, dims)?;
             Ok(Launch {
-                push: Push::new()
-                    .u32(to_u32(pairs, "pairs")?)
-                    .u32(to_u32((d / 2).max(1), "D/2")?)
-                    .u32(to_u32(heads.max(1), "H")?)
-                    .u32(to_u32(seq.max(1), "S")?)
-                    .finish(),
+                push: rotary_push(pairs, d, heads, seq, [d / 2, 1, 0])?,
                 global: Global::Linear(pairs as u64),
             })
         })?;
     }
     Ok(())
+}
+
+/// `[xq, xk, freqs_cos, freqs_sin, start_pos, ValueList(xq_out, xk_out)]` (ExecuTorch's
+/// `apply_rotary_emb_hf(Tensor xq, Tensor xk, Tensor freqs_cos, Tensor freqs_sin, SymInt
+/// start_pos) -> (Tensor, Tensor)`). The exporter's pattern passes the full tables and the
+/// slice start, so the kernel reads rows `start_pos + s`; one dispatch per output.
+fn build_rotary_hf(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let what = call.what();
+    let xq = g.tensor_or_prepack(call, 0)?;
+    let xk = g.tensor_or_prepack(call, 1)?;
+    let cos = g.tensor_or_prepack(call, 2)?;
+    let sin = g.tensor_or_prepack(call, 3)?;
+    let pos_v = call.arg(4)?;
+    let pos_slot = g.scalar_slot(pos_v)?;
+    let outs = two_outputs(g, call, 5)?;
+    let s = g.shapes();
+    let dt = same_dtype(
+        call,
+        &[
+            s.dtype(xq),
+            s.dtype(xk),
+            s.dtype(cos),
+            s.dtype(sin),
+            s.dtype(outs[0]),
+            s.dtype(outs[1]),
+        ],
+    )?;
+    let shader = float_shader("rotary_hf", dt, call)?;
+    for (x, out) in [(xq, outs[0]), (xk, outs[1])] {
+        let what = what.clone();
+        let bindings = [
+            Binding::Tensor(out),
+            Binding::Tensor(x),
+            Binding::Tensor(cos),
+            Binding::Tensor(sin),
+            Binding::Scalars,
+        ];
+        g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+            let dims = s.dims(x).to_vec();
+            let [_, seq, heads, d] = bshd(&what, &dims)?;
+            let cd = s.dims(cos).to_vec();
+            let &[rows, r] = cd.as_slice() else {
+                return Err(invalid_arg(format!(
+                    "{what}: freqs_cos sizes {cd:?} must be [max_seq, rotary_dim]"
+                )));
+            };
+            if s.dims(sin) != cd.as_slice() {
+                return Err(invalid_arg(format!(
+                    "{what}: freqs_sin sizes {:?} differ from freqs_cos sizes {cd:?}",
+                    s.dims(sin)
+                )));
+            }
+            if r % 2 != 0 || r > d {
+                return Err(invalid_arg(format!(
+                    "{what}: rotary dim {r} (freqs {cd:?}) must be even and <= the head dim {d} of {dims:?}"
+                )));
+            }
+            let start = s.scalar(pos_v)?;
+            if start < 0.0 || start + seq as f64 > rows as f64 {
+                return Err(invalid_arg(format!(
+                    "{what}: start_pos {start} + S {seq} exceeds the {rows} rows of freqs {cd:?}"
+                )));
+            }
+            let numel = s.numel(x);
+            s.set_dims(out, dims)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(to_u32(d.max(1), "D")?)
+                    .u32(to_u32(heads.max(1), "H")?)
+                    .u32(to_u32(seq.max(1), "S")?)
+                    .u32(to_u32(r, "rotary dim")?)
+                    .u32(to_u32(rows.max(1), "freqs rows")?)
+                    .u32(pos_slot)
+                    .u32(0)
+                    .finish(),
+                global: Global::Linear(numel as u64),
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// `[x, freqs_cis, out]` (ExecuTorch's `apply_rotary_emb_interleaved(Tensor x, Tensor
+/// freqs_cis) -> Tensor`, EdgeTAM's complex RoPE): x `[B, N, C]` of (real, imag) pairs and
+/// freqs_cis of any rank whose flattened layout is `[N, C]` with (cos, sin) pairs. The
+/// `rotary` kernel reads x as `[B, N, 1, C]` and the one table as both cos and sin.
+fn build_rotary_interleaved(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let f = g.tensor_or_prepack(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(f), s.dtype(out)])?;
+    let shader = float_shader("rotary", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x, f, f]), move |s| {
+        let dims = s.dims(x).to_vec();
+        let &[_, n, c] = dims.as_slice() else {
+            return Err(invalid_arg(format!(
+                "{what}: x sizes {dims:?} must be [B, N, C]"
+            )));
+        };
+        if c % 2 != 0 {
+            return Err(invalid_arg(format!(
+                "{what}: C = {c} of x {dims:?} must be even ((real, imag) pairs)"
+            )));
+        }
+        if s.numel(f) != n * c {
+            return Err(invalid_arg(format!(
+                "{what}: freqs_cis sizes {:?} must hold N * C = {} elements for x {dims:?}",
+                s.dims(f),
+                n * c
+            )));
+        }
+        let pairs = s.numel(x) / 2;
+        s.set_dims(out, dims)?;
+        Ok(Launch {
+            push: rotary_push(pairs, c, 1, n, [c, 2, 1])?,
+            global: Global::Linear(pairs as u64),
+        })
+    })
 }

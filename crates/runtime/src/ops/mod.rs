@@ -11,9 +11,12 @@ use crate::registry::Registry;
 
 pub mod attention;
 pub mod binary;
+pub mod creation;
 pub mod indexing;
 pub mod llama;
+pub mod logic;
 pub mod matmul;
+pub mod norm;
 pub mod prepack;
 pub mod q4_linear;
 pub mod reduce;
@@ -25,9 +28,12 @@ pub mod unary;
 pub fn register_all(r: &mut Registry) -> Result<()> {
     attention::register_all(r)?;
     binary::register_all(r)?;
+    creation::register_all(r)?;
     indexing::register_all(r)?;
     llama::register_all(r)?;
+    logic::register_all(r)?;
     matmul::register_all(r)?;
+    norm::register_all(r)?;
     prepack::register_all(r)?;
     q4_linear::register_all(r)?;
     reduce::register_all(r)?;

@@ -12,6 +12,10 @@
 //! fixed for a given shape, so results are deterministic; math is in float for fp16 too.
 //!
 //! `cat` is one copy dispatch per input into its slab of the output.
+//!
+//! Also `aten.argmax.default` (`[x, dim|None, keepdim, out int32]`, the `argmax` shaders:
+//! workgroup-per-output or serial like the reductions) and `aten._log_softmax.default`
+//! (`[x, dim, half_to_float, out]`, one workgroup per line with an online max / sum).
 
 use etvk_format::ir::DataType;
 
@@ -68,6 +72,20 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: FLOATS,
         dynamic_shapes: true,
         note: "concatenate any number of tensors along dim (negative ok); 1-D empty inputs are skipped as in PyTorch",
+    })?;
+    r.register(OpEntry {
+        name: "aten.argmax.default",
+        build: build_argmax,
+        dtypes: &[DataType::Float32, DataType::Float16, DataType::Int32],
+        dynamic_shapes: true,
+        note: "int32 index of the max along dim (None = flattened), keepdim; first index on ties, NaN counts as the max",
+    })?;
+    r.register(OpEntry {
+        name: "aten._log_softmax.default",
+        build: build_log_softmax,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "x - max - log(sum(exp(x - max))) along any dim, float accumulation; half_to_float: fp16 in, fp32 out",
     })?;
     Ok(())
 }
@@ -404,6 +422,142 @@ fn cat_layout(
         out_sizes[d] = total;
     }
     Ok((out_sizes, offsets))
+}
+
+/// x viewed as `[outer, D, inner]` around dim `d` (`None`: flattened, D = numel; a rank-0
+/// x is one element).
+fn fold_dim(dims: &[usize], d: Option<usize>) -> (usize, usize, usize) {
+    match d {
+        Some(d) if d < dims.len() => (
+            dims[..d].iter().product(),
+            dims[d],
+            dims[d + 1..].iter().product(),
+        ),
+        _ => (1, dims.iter().product(), 1),
+    }
+}
+
+/// `[x, dim Int|None, keepdim, out int32]`.
+fn build_argmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = match g.value(call.arg(1)?)? {
+        GValue::Null => None,
+        _ => Some(g.int_arg(call, 1)?),
+    };
+    let keepdim = g.int_arg(call, 2)? != 0;
+    let out = g.tensor_arg(call, 3)?;
+    let s = g.shapes();
+    let dt = s.dtype(x);
+    if s.dtype(out) != DataType::Int32 {
+        return Err(unsupported(format!(
+            "{what}: output dtype {} is not supported (int32, the GPU form of int64 indices)",
+            s.dtype(out).name()
+        )));
+    }
+    let rank = s.max_dims(x).len();
+    // A rank-0 x accepts dim 0 / -1 and has the one element.
+    let d = match dim {
+        Some(d) => Some(norm_dim(d, rank.max(1), &what)?).filter(|_| rank > 0),
+        None => None,
+    };
+    let wide = crate::ops::data_shader("argmax", dt, call)?;
+    let serial = crate::ops::data_shader("argmax_serial", dt, call)?;
+    let variants = vec![
+        Dispatch::new(wide, [out, x]),
+        Dispatch::new(serial, [out, x]),
+    ];
+    g.dispatch_select(call, variants, move |s| {
+        let dims = s.dims(x).to_vec();
+        let (outer, n, inner) = fold_dim(&dims, d);
+        let lines = outer * inner;
+        if n == 0 && lines > 0 {
+            return Err(invalid_arg(format!(
+                "{what}: argmax over an empty dim (x sizes {dims:?}) has no answer"
+            )));
+        }
+        let od = match d {
+            Some(d) => out_dims(
+                &dims,
+                &(0..rank).map(|i| i == d).collect::<Vec<_>>(),
+                keepdim,
+            ),
+            None if keepdim => vec![1; rank],
+            None => Vec::new(),
+        };
+        s.set_dims(out, od)?;
+        to_u32(
+            outer.saturating_mul(n).saturating_mul(inner),
+            "x element count",
+        )?;
+        let push = Push::new()
+            .u32(to_u32(lines, "outputs")?)
+            .u32(to_u32(n, "dim size")?)
+            .u32(to_u32(inner.max(1), "inner size")?)
+            .u32(0)
+            .finish();
+        if n >= LANES as usize {
+            Ok((
+                0,
+                Launch {
+                    push,
+                    global: folded_grid(lines as u64, [LANES, 1, 1], &what)?,
+                },
+            ))
+        } else {
+            Ok((
+                1,
+                Launch {
+                    push,
+                    global: Global::Linear(lines as u64),
+                },
+            ))
+        }
+    })
+}
+
+/// `[x, dim, half_to_float, out]`. The tensors' dtypes pick the kernel: equal float dtypes,
+/// or fp16 in and fp32 out (half_to_float).
+fn build_log_softmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let half_to_float = g.int_arg(call, 2)? != 0;
+    let out = g.tensor_arg(call, 3)?;
+    let s = g.shapes();
+    let (dx, dout) = (s.dtype(x), s.dtype(out));
+    let shader = match (dx, dout) {
+        (DataType::Float16, DataType::Float32) => etvk_shaders::ShaderId::LogSoftmaxF16ToF32,
+        _ if half_to_float && dx == DataType::Float32 => {
+            return Err(invalid_program(format!(
+                "{what}: half_to_float needs a float16 input, got float32"
+            )))
+        }
+        _ => float_shader("log_softmax", same_dtype(call, &[dx, dout])?, call)?,
+    };
+    let rank = s.max_dims(x).len();
+    let d = Some(norm_dim(dim, rank.max(1), &what)?).filter(|_| rank > 0);
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let dims = s.dims(x).to_vec();
+        let (outer, n, inner) = fold_dim(&dims, d);
+        let lines = outer * inner;
+        to_u32(
+            outer.saturating_mul(n).saturating_mul(inner),
+            "x element count",
+        )?;
+        s.set_dims(out, dims)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(lines, "lines")?)
+                .u32(to_u32(n, "dim size")?)
+                .u32(to_u32(inner.max(1), "inner size")?)
+                .u32(0)
+                .finish(),
+            global: folded_grid(lines as u64, [LANES, 1, 1], &what)?,
+        })
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! `aten.squeeze_copy.dims` (`[x, dims, out]`), `aten.unsqueeze_copy.default`
 //! (`[x, dim, out]`), `aten.slice_copy.Tensor` (`[x, dim, start, end, step, out]`) and
 //! `sym_size.int` (`[x, dim, out SymInt]`).
+//! `aten.expand_copy.default` (`[x, size, implicit, out]`) broadcasts through the `permute`
+//! shader with stride 0 on new and size-1 dims.
 //!
 //! Outputs are real copies, never aliases of the input: the exporter's memory planner gives
 //! input and output their own memory objects and may reuse the input's object for another
@@ -71,6 +73,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     for (name, build, dtypes, note) in entries {
         r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
+    r.register_dynamic(
+        COPY_DTYPES,
+        &[(
+            "aten.expand_copy.default",
+            build_expand_copy,
+            "broadcast copy (PyTorch expand): new leading dims, size-1 dims broadcast, -1 keeps a dim; sizes may hold SymInts; rank <= 8",
+        )],
+    )?;
     Ok(())
 }
 
@@ -427,9 +437,116 @@ fn build_sym_size(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     }
 }
 
+/// PyTorch `expand` of sizes `xd` to `want` (`-1` keeps an existing dim): the output sizes
+/// and, per output dim, x's element stride (0 where the dim is new or broadcast).
+fn expand_plan(xd: &[usize], want: &[i64]) -> Result<(Vec<usize>, Vec<usize>)> {
+    if want.len() < xd.len() {
+        return Err(invalid_arg(format!(
+            "the number of sizes {want:?} must be at least the input rank {} (sizes {xd:?})",
+            xd.len()
+        )));
+    }
+    let off = want.len() - xd.len();
+    let xs = contiguous_strides(xd);
+    let mut od = Vec::with_capacity(want.len());
+    let mut os = Vec::with_capacity(want.len());
+    for (i, &w) in want.iter().enumerate() {
+        if i < off {
+            if w < 0 {
+                return Err(invalid_arg(format!(
+                    "size {w} for the new leading dim {i} of {want:?}: new dims need a size >= 0"
+                )));
+            }
+            od.push(w as usize);
+            os.push(0);
+            continue;
+        }
+        let n = xd[i - off];
+        let size = match w {
+            -1 => n,
+            w if w >= 0 && (w as usize == n || n == 1) => w as usize,
+            _ => {
+                return Err(invalid_arg(format!(
+                    "input sizes {xd:?} cannot be expanded to {want:?}: dim {i} has size {n} \
+                     (only size-1 dims broadcast)"
+                )))
+            }
+        };
+        od.push(size);
+        os.push(if n == size { xs[i - off] } else { 0 });
+    }
+    Ok((od, os))
+}
+
+/// `[x, size, implicit, out]`: a gather through the `permute` shader with stride 0 on the
+/// broadcast dims.
+fn build_expand_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let items = size_items(g, call, 1)?;
+    let out = g.tensor_arg(call, 3)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = items.len();
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: size has {rank} entries but the output has rank {}",
+            s.max_dims(out).len()
+        )));
+    }
+    if rank > MAX_RANK {
+        return Err(unsupported(format!(
+            "{what}: rank {rank} exceeds {MAX_RANK}"
+        )));
+    }
+    let shader = data_shader("permute", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let mut want = Vec::with_capacity(items.len());
+        for it in &items {
+            want.push(match *it {
+                SizeItem::Lit(v) => v,
+                SizeItem::Sym(id) => s.scalar(id)? as i64,
+            });
+        }
+        let (od, os) = expand_plan(s.dims(x), &want)?;
+        let numel = crate::graph::checked_numel(&od)
+            .ok_or_else(|| invalid_arg(format!("{what}: output sizes {od:?} overflow")))?;
+        // The shader takes dims innermost first.
+        let rev = |v: &[usize]| -> Result<Vec<u32>> {
+            v.iter().rev().map(|&x| to_u32(x, "size")).collect()
+        };
+        let push = Push::new()
+            .u32(to_u32(numel, "numel")?)
+            .u32(rank as u32)
+            .u32(0)
+            .u32(0)
+            .u32_array(&rev(&od)?, MAX_RANK, 1)
+            .u32_array(&rev(&os)?, MAX_RANK, 0)
+            .finish();
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push,
+            global: Global::Linear(numel as u64),
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expand_follows_pytorch() {
+        let (od, os) = expand_plan(&[3, 1], &[2, -1, 4]).unwrap();
+        assert_eq!(od, vec![2, 3, 4]);
+        assert_eq!(os, vec![0, 1, 0]);
+        let (od, os) = expand_plan(&[1], &[0]).unwrap();
+        assert_eq!((od, os), (vec![0], vec![0]));
+        assert!(expand_plan(&[3], &[4]).is_err());
+        assert!(expand_plan(&[3], &[-1, 3]).is_err());
+        assert!(expand_plan(&[2, 3], &[3]).is_err());
+    }
 
     #[test]
     fn sizes_infer_minus_one() {

@@ -4,6 +4,7 @@
 //! `aten.hardtanh.default` (`[x, min_val, max_val, out]`), `aten.clamp.default`
 //! (`[x, min, max, out]`), `aten.leaky_relu.default` (`[x, negative_slope, out]`), and the
 //! ReLU gradient `aten.threshold_backward.default` (`[grad_output, self, threshold, out]`).
+//! `aten.silu.default` (`[x, out]`) has its own `silu` shader.
 
 use etvk_format::ir::DataType;
 
@@ -58,7 +59,34 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dynamic_shapes: true,
         note: "self <= threshold ? 0 : grad_output (ReLU gradient); same shapes",
     })?;
+    r.register_dynamic(
+        FLOATS,
+        &[(
+            "aten.silu.default",
+            build_silu,
+            "x * sigmoid(x), as x / (1 + exp(-x))",
+        )],
+    )?;
     Ok(())
+}
+
+/// `[x, out]` on the `silu` shader.
+fn build_silu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(2)?;
+    let x = g.tensor_or_prepack(call, 0)?;
+    let out = g.tensor_arg(call, 1)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let shader = float_shader("silu", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let dims = s.dims(x).to_vec();
+        let numel: usize = dims.iter().product();
+        s.set_dims(out, dims)?;
+        Ok(Launch {
+            push: Push::new().u32(to_u32(numel, "numel")?).finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
 }
 
 /// `[grad_output, self, threshold, out]`: the gradient of `threshold(self, threshold, 0)`

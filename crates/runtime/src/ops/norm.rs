@@ -1,0 +1,181 @@
+//! Normalization: `aten.native_layer_norm.default` (`[input, normalized_shape, weight|None,
+//! bias|None, eps, out ValueList(out, mean, rstd)]`).
+//!
+//! The trailing `len(normalized_shape)` dims are normalized: x is viewed as `[R, N]` and the
+//! `layer_norm` shader runs one workgroup per row (two-pass mean and biased variance in
+//! float). mean / rstd get PyTorch's sizes, `input.shape[:axis] + [1] * len(normalized_shape)`,
+//! and are always written, even when the graph does not read them.
+
+use etvk_format::ir::DataType;
+
+use crate::api::Result;
+use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{invalid_arg, invalid_program};
+use crate::graph::{to_u32, Launch, Push, Shapes, TensorId};
+use crate::ops::training::folded_grid;
+use crate::ops::{float_shader, same_dtype};
+use crate::registry::Registry;
+
+const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
+/// Local size of the `layer_norm` shader (its `LANES`).
+const LANES: u32 = 64;
+
+/// Register the family.
+pub fn register_all(r: &mut Registry) -> Result<()> {
+    r.register_dynamic(
+        FLOATS,
+        &[(
+            "aten.native_layer_norm.default",
+            build_native_layer_norm,
+            "normalize over the trailing len(normalized_shape) dims; weight/bias optional; biased variance, float accumulation; outputs (out, mean, rstd)",
+        )],
+    )
+}
+
+/// One `normalized_shape` entry: a literal, or a SymInt read at every resize.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Lit(i64),
+    Sym(usize),
+}
+
+fn normalized_shape_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Vec<Item>> {
+    let v = call.arg(i)?;
+    match g.value(v)? {
+        GValue::IntList(l) => Ok(l.iter().map(|&x| Item::Lit(x)).collect()),
+        GValue::ValueList(ids) => ids
+            .iter()
+            .map(|&id| match g.value(id)? {
+                GValue::Int(x) => Ok(Item::Lit(*x)),
+                GValue::SymInt => Ok(Item::Sym(id)),
+                other => Err(invalid_program(format!(
+                    "{} arg {i}: normalized_shape item value {id} is {}, expected Int or SymInt",
+                    call.what(),
+                    gvalue_kind(other)
+                ))),
+            })
+            .collect(),
+        other => Err(invalid_program(format!(
+            "{} arg {i} (value {v}): normalized_shape must be an int list, got {}",
+            call.what(),
+            gvalue_kind(other)
+        ))),
+    }
+}
+
+/// The three tensors of the output ValueList.
+fn outputs(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<[TensorId; 3]> {
+    let v = call.arg(i)?;
+    let what = call.what();
+    let ids = match g.value(v)? {
+        GValue::ValueList(ids) if ids.len() == 3 => ids.clone(),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg {i} (value {v}): expected a ValueList of 3 tensors (out, mean, rstd), got {}",
+                match other {
+                    GValue::ValueList(ids) => format!("a ValueList of {}", ids.len()),
+                    o => gvalue_kind(o).to_string(),
+                }
+            )))
+        }
+    };
+    let mut t = [TensorId(0); 3];
+    for (k, id) in ids.into_iter().enumerate() {
+        t[k] = match g.value(id)? {
+            GValue::Tensor(x) => *x,
+            other => {
+                return Err(invalid_program(format!(
+                    "{what} arg {i}: output item {k} (value {id}) is {}, expected a tensor",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+    }
+    Ok(t)
+}
+
+fn build_native_layer_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let shape = normalized_shape_arg(g, call, 1)?;
+    let w = g.opt_tensor_or_prepack(call, 2)?;
+    let b = g.opt_tensor_or_prepack(call, 3)?;
+    let eps = g.double_arg_or(call, 4, 1e-5)? as f32;
+    let [out, mean, rstd] = outputs(g, call, 5)?;
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(rstd)];
+    dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
+    let dt = same_dtype(call, &dts)?;
+    let rank = s.max_dims(x).len();
+    let k = shape.len();
+    if k == 0 || k > rank {
+        return Err(invalid_program(format!(
+            "{what}: normalized_shape has {k} dims; it needs 1..={rank} for an input of rank {rank}"
+        )));
+    }
+    let axis = rank - k;
+    let shader = float_shader("layer_norm", dt, call)?;
+    let wb = match w {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let bb = match b {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
+    let d = Dispatch::new(shader, [out, mean, rstd, x, wb, bb]);
+    g.dispatch(call, d, move |s| {
+        let dims = s.dims(x).to_vec();
+        let want = resolve(&shape, s)?;
+        if dims[axis..] != want[..] {
+            return Err(invalid_arg(format!(
+                "{what}: input sizes {dims:?} do not end with normalized_shape {want:?}"
+            )));
+        }
+        let n: usize = want.iter().product();
+        let rows: usize = dims[..axis].iter().product();
+        for (t, role) in w
+            .iter()
+            .map(|&t| (t, "weight"))
+            .chain(b.iter().map(|&t| (t, "bias")))
+        {
+            if s.numel(t) != n {
+                return Err(invalid_arg(format!(
+                    "{what}: {role} sizes {:?} do not match normalized_shape {want:?}",
+                    s.dims(t)
+                )));
+            }
+        }
+        let mut stat = dims[..axis].to_vec();
+        stat.resize(rank, 1);
+        s.set_dims(out, dims)?;
+        s.set_dims(mean, stat.clone())?;
+        s.set_dims(rstd, stat)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(rows, "rows")?)
+                .u32(to_u32(n, "normalized elements")?)
+                .f32(eps)
+                .u32(flags)
+                .finish(),
+            global: folded_grid(rows as u64, [LANES, 1, 1], &what)?,
+        })
+    })
+}
+
+/// `normalized_shape` with SymInts at their current values.
+fn resolve(items: &[Item], s: &Shapes) -> Result<Vec<usize>> {
+    items
+        .iter()
+        .map(|it| {
+            let x = match *it {
+                Item::Lit(x) => x,
+                Item::Sym(id) => s.scalar(id)? as i64,
+            };
+            usize::try_from(x)
+                .map_err(|_| invalid_arg(format!("normalized_shape entry {x} is negative")))
+        })
+        .collect()
+}

@@ -1,0 +1,50 @@
+#version 450
+// 4-bit group-symmetric embedding lookup (et_vk.embedding_q4gsw):
+//   out[t, d] = (code(idx[t], d) - 8) * scales[idx[t], d / group_size]
+// weight: the serialized uint8 [V, D/2] bytes, read as little-endian words; byte j of row v
+// holds dims 2j and 2j+1. LINEAR (push) = 1: even d in the LOW nibble (q4gsw linear
+// convention); 0: even d in the HIGH nibble. scales [V, D / group_size] (SCALE_T).
+// An index outside [0, V) gives a zero row (PyTorch raises; a kernel cannot, and zeros are
+// easy to spot), as the `gather` shader does. One invocation per output element; the
+// dequantization is computed in float, then stored as DTYPE.
+#include "common.glsl"
+
+#ifndef SCALE_T
+#define SCALE_T float
+#endif
+
+layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
+layout(set = 0, binding = 1) readonly buffer Weight { uint w_[]; };
+layout(set = 0, binding = 2) readonly buffer Scales { SCALE_T scales_[]; };
+layout(set = 0, binding = 3) readonly buffer Idx { int idx_[]; };
+
+layout(push_constant) uniform Params {
+  uint numel;      // indices * D
+  uint D;
+  uint V;
+  uint group_size;
+  uint groups;     // D / group_size
+  uint linear;     // nibble order, see above
+  uint pad0_;
+  uint pad1_;
+} p;
+
+void main() {
+  uint e = linear_id();
+  if (e >= p.numel) {
+    return;
+  }
+  uint t = e / p.D;
+  uint d = e - t * p.D;
+  int v = idx_[t];
+  if (v < 0 || uint(v) >= p.V) {
+    out_[e] = DTYPE(0);
+    return;
+  }
+  uint byte_i = uint(v) * (p.D / 2u) + d / 2u;
+  uint b = (w_[byte_i / 4u] >> (8u * (byte_i % 4u))) & 0xFFu;
+  bool low = ((d & 1u) == 0u) == (p.linear != 0u);
+  uint code = low ? (b & 0xFu) : (b >> 4u);
+  float s = float(scales_[uint(v) * p.groups + d / p.group_size]);
+  out_[e] = DTYPE(float(int(code) - 8) * s);
+}

@@ -1,0 +1,22 @@
+#version 450
+// SiLU: out = x * sigmoid(x) = x / (1 + exp(-x)), computed in float for every storage type.
+#include "common.glsl"
+
+layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
+layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
+
+layout(push_constant) uniform Params {
+  uint numel;
+} p;
+
+void main() {
+  uint i = linear_id();
+  if (i >= p.numel) {
+    return;
+  }
+  float x = float(in_[i]);
+  // For very negative x, exp(-x) overflows to +inf and x / inf gives -0, the limit; like
+  // PyTorch's x / (1 + exp(-x)), x = -inf gives NaN.
+  float r = x / (1.0 + exp(-x));
+  out_[i] = DTYPE(r);
+}

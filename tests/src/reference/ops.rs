@@ -1,0 +1,1063 @@
+//! The op functions: PyTorch / ExecuTorch semantics in f64, written from the op schemas
+//! (format spec §4, §4.9, §4.10, ATen), one function per VkGraph op name, with the
+//! exporter's argument order (`[inputs..., out]`).
+//!
+//! Sizes always come from the current input tensors and SymInt values, never from the
+//! serialized sizes (those are only the upper bound the output must fit in), so the same
+//! graph evaluates at every dynamic size.
+
+use etvk_format::ir::{DataType, OperatorCall, Value};
+
+use crate::tensor::{numel, strides, unravel, Tensor};
+
+use super::graph::{what, RefGraph};
+
+type R<T> = Result<T, String>;
+
+/// Every op name [`run`] evaluates.
+pub const SUPPORTED: &[&str] = &[
+    "aten._softmax.default",
+    "aten.abs.default",
+    "aten.add.Tensor",
+    "aten.bmm.default",
+    "aten.clone.default",
+    "aten.cos.default",
+    "aten.div.Tensor",
+    "aten.embedding.default",
+    "aten.exp.default",
+    "aten.index.Tensor",
+    "aten.linear.default",
+    "aten.mm.default",
+    "aten.mul.Tensor",
+    "aten.neg.default",
+    "aten.permute_copy.default",
+    "aten.relu.default",
+    "aten.rsqrt.default",
+    "aten.select_copy.int",
+    "aten.sigmoid.default",
+    "aten.sin.default",
+    "aten.slice_copy.Tensor",
+    "aten.sqrt.default",
+    "aten.squeeze_copy.dims",
+    "aten.sub.Tensor",
+    "aten.tanh.default",
+    "aten.unsqueeze_copy.default",
+    "aten.view_copy.default",
+    "et_vk.apply_rotary_emb.default",
+    "et_vk.linear_dW.default",
+    "et_vk.linear_q4gsw.default",
+    "et_vk.linear_q4gsw_backward.default",
+    "et_vk.linear_qcs4w.default",
+    "et_vk.prepack.default",
+    "et_vk.q4gsw_linear.default",
+    "et_vk.rms_norm.default",
+    "et_vk.sdpa.default",
+    "et_vk.select_as_symint.default",
+    "sdpa_with_kv_cache.default",
+    "sym_size.int",
+];
+
+/// Whether [`run`] knows op `name`.
+pub fn is_supported(name: &str) -> bool {
+    SUPPORTED.contains(&name)
+}
+
+/// Evaluate one operator call on the graph state.
+pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
+    let w = what(call);
+    let a = &call.args;
+    let unary = |g: &mut RefGraph, f: fn(f64) -> f64| unary_op(g, a, &w, f);
+    match call.name.as_str() {
+        "aten.relu.default" => unary(g, |x| if x > 0.0 { x } else { 0.0 }),
+        "aten.sigmoid.default" => unary(g, |x| 1.0 / (1.0 + (-x).exp())),
+        "aten.neg.default" => unary(g, |x| -x),
+        "aten.abs.default" => unary(g, f64::abs),
+        "aten.exp.default" => unary(g, f64::exp),
+        "aten.sqrt.default" => unary(g, f64::sqrt),
+        "aten.rsqrt.default" => unary(g, |x| 1.0 / x.sqrt()),
+        "aten.tanh.default" => unary(g, f64::tanh),
+        "aten.sin.default" => unary(g, f64::sin),
+        "aten.cos.default" => unary(g, f64::cos),
+        "aten.add.Tensor" => binary_alpha(g, a, &w, 1.0),
+        "aten.sub.Tensor" => binary_alpha(g, a, &w, -1.0),
+        "aten.mul.Tensor" => binary(g, a, &w, |x, y| x * y),
+        "aten.div.Tensor" => binary(g, a, &w, |x, y| x / y),
+        "aten.linear.default" => linear(g, a, &w),
+        "aten.mm.default" => mm(g, a, &w),
+        "aten.bmm.default" => bmm(g, a, &w),
+        "aten._softmax.default" => softmax(g, a, &w),
+        "aten.view_copy.default" => view_copy(g, a, &w),
+        "aten.clone.default" => {
+            nargs(a, 3, &w)?;
+            let x = g.tensor(a[0], &w)?.clone();
+            g.put(a[2], x.sizes, x.data, &w)
+        }
+        "aten.permute_copy.default" => permute_copy(g, a, &w),
+        "aten.squeeze_copy.dims" => squeeze_copy(g, a, &w),
+        "aten.unsqueeze_copy.default" => unsqueeze_copy(g, a, &w),
+        "aten.slice_copy.Tensor" => slice_copy(g, a, &w),
+        "aten.select_copy.int" => {
+            nargs(a, 4, &w)?;
+            let (sizes, data) = select(g, a, &w)?;
+            g.put(a[3], sizes, data, &w)
+        }
+        "et_vk.select_as_symint.default" => {
+            nargs(a, 4, &w)?;
+            let (_, data) = select(g, a, &w)?;
+            if data.len() != 1 {
+                return Err(format!(
+                    "{w}: the selected slice has {} elements, a SymInt needs exactly 1",
+                    data.len()
+                ));
+            }
+            g.set_sym(a[3], data[0] as i64, &w)
+        }
+        "sym_size.int" => {
+            nargs(a, 3, &w)?;
+            let x = g.tensor(a[0], &w)?;
+            let d = norm_dim(g.int(a[1], &w)?, x.sizes.len(), &w)?;
+            let n = x.sizes.get(d).copied().unwrap_or(1) as i64;
+            g.set_sym(a[2], n, &w)
+        }
+        "aten.embedding.default" => embedding(g, a, &w),
+        "aten.index.Tensor" => index_tensor(g, a, &w),
+        "et_vk.prepack.default" => {
+            nargs(a, 2, &w)?;
+            g.alias(a[1], a[0], &w)
+        }
+        "et_vk.rms_norm.default" => rms_norm(g, a, &w),
+        "et_vk.apply_rotary_emb.default" => rotary(g, a, &w),
+        "et_vk.sdpa.default" => sdpa(g, a, &w),
+        "sdpa_with_kv_cache.default" => sdpa_kv_cache(g, a, &w),
+        "et_vk.linear_q4gsw.default" | "et_vk.q4gsw_linear.default" => q4gsw(g, a, &w),
+        "et_vk.linear_q4gsw_backward.default" => q4gsw_backward(g, a, &w),
+        "et_vk.linear_qcs4w.default" => qcs4w(g, a, &w),
+        "et_vk.linear_dW.default" => linear_dw(g, a, &w),
+        other => Err(format!("{w}: op {other} has no CPU reference")),
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn nargs(a: &[usize], n: usize, w: &str) -> R<()> {
+    if a.len() != n {
+        return Err(format!("{w}: {} args, expected {n}", a.len()));
+    }
+    Ok(())
+}
+
+/// PyTorch's dim wrapping: `d` in `[-rank, rank)` (a rank-0 tensor takes -1 and 0).
+fn norm_dim(d: i64, rank: usize, w: &str) -> R<usize> {
+    let r = rank.max(1) as i64;
+    let x = if d < 0 { d + r } else { d };
+    if !(0..r).contains(&x) {
+        return Err(format!("{w}: dim {d} out of range for rank {rank}"));
+    }
+    Ok(x as usize)
+}
+
+/// Values of a tensor of `sizes` where element `idx` is `src[f(idx)]`.
+fn gather(src: &[f64], sizes: &[usize], f: impl Fn(&[usize]) -> usize) -> Vec<f64> {
+    (0..numel(sizes))
+        .map(|i| src[f(&unravel(i, sizes))])
+        .collect()
+}
+
+/// NumPy broadcasting of two shapes.
+fn broadcast_shape(a: &[usize], b: &[usize], w: &str) -> R<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let x = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        *o = if x == y || y == 1 {
+            x
+        } else if x == 1 {
+            y
+        } else {
+            return Err(format!("{w}: sizes {a:?} and {b:?} do not broadcast"));
+        };
+    }
+    Ok(out)
+}
+
+/// Strides of a tensor of `sizes` seen through broadcasting to `out` (0 on broadcast dims).
+fn broadcast_strides(sizes: &[usize], out: &[usize]) -> Vec<usize> {
+    let st = strides(sizes);
+    let off = out.len() - sizes.len();
+    (0..out.len())
+        .map(|i| {
+            if i < off || sizes[i - off] == 1 {
+                0
+            } else {
+                st[i - off]
+            }
+        })
+        .collect()
+}
+
+fn dot(idx: &[usize], st: &[usize]) -> usize {
+    idx.iter().zip(st).map(|(i, s)| i * s).sum()
+}
+
+/// A binary operand: a tensor, or a scalar (Int / Double / Bool / SymInt value).
+fn operand(g: &RefGraph, v: usize, w: &str) -> R<Tensor> {
+    match g.value(v) {
+        Value::Tensor(_) => Ok(g.tensor(v, w)?.clone()),
+        _ => Ok(Tensor {
+            dtype: DataType::Float64,
+            sizes: Vec::new(),
+            data: vec![g.double(v, w)?],
+        }),
+    }
+}
+
+fn broadcast_apply(x: &Tensor, y: &Tensor, w: &str, f: impl Fn(f64, f64) -> f64) -> R<Tensor> {
+    let sizes = broadcast_shape(&x.sizes, &y.sizes, w)?;
+    let (sx, sy) = (
+        broadcast_strides(&x.sizes, &sizes),
+        broadcast_strides(&y.sizes, &sizes),
+    );
+    let data = (0..numel(&sizes))
+        .map(|i| {
+            let idx = unravel(i, &sizes);
+            f(x.data[dot(&idx, &sx)], y.data[dot(&idx, &sy)])
+        })
+        .collect();
+    Ok(Tensor {
+        dtype: x.dtype,
+        sizes,
+        data,
+    })
+}
+
+// ---------------------------------------------------------------- elementwise
+
+fn unary_op(g: &mut RefGraph, a: &[usize], w: &str, f: fn(f64) -> f64) -> R<()> {
+    nargs(a, 2, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (sizes, data) = (x.sizes.clone(), x.data.iter().map(|&v| f(v)).collect());
+    g.put(a[1], sizes, data, w)
+}
+
+fn binary(g: &mut RefGraph, a: &[usize], w: &str, f: fn(f64, f64) -> f64) -> R<()> {
+    nargs(a, 3, w)?;
+    let (x, y) = (operand(g, a[0], w)?, operand(g, a[1], w)?);
+    let t = broadcast_apply(&x, &y, w, f)?;
+    g.put(a[2], t.sizes, t.data, w)
+}
+
+/// `add` / `sub`: `[a, b, alpha, out]`, `out = a + sign * alpha * b`.
+fn binary_alpha(g: &mut RefGraph, a: &[usize], w: &str, sign: f64) -> R<()> {
+    nargs(a, 4, w)?;
+    let (x, y) = (operand(g, a[0], w)?, operand(g, a[1], w)?);
+    let alpha = g.opt_double(a[2], w)?.unwrap_or(1.0) * sign;
+    let t = broadcast_apply(&x, &y, w, |p, q| p + alpha * q)?;
+    g.put(a[3], t.sizes, t.data, w)
+}
+
+// ---------------------------------------------------------------- matmuls
+
+/// `out[m][n] = sum_k x[m][k] * wt(n, k)` for `m < rows`.
+fn rows_times(
+    x: &[f64],
+    rows: usize,
+    k: usize,
+    n: usize,
+    wt: impl Fn(usize, usize) -> f64,
+) -> Vec<f64> {
+    let mut out = vec![0.0; rows * n];
+    for m in 0..rows {
+        let xr = &x[m * k..(m + 1) * k];
+        for j in 0..n {
+            out[m * n + j] = xr.iter().enumerate().map(|(p, &xv)| xv * wt(j, p)).sum();
+        }
+    }
+    out
+}
+
+/// Leading sizes and the last dim of `x`, which must equal `k` when given.
+fn split_last(x: &Tensor, w: &str, role: &str) -> R<(Vec<usize>, usize, usize)> {
+    let k = *x
+        .sizes
+        .last()
+        .ok_or_else(|| format!("{w}: {role} is rank 0, expected [..., K]"))?;
+    let lead = x.sizes[..x.sizes.len() - 1].to_vec();
+    Ok((lead.clone(), numel(&lead), k))
+}
+
+/// `[x, weight [N, K], bias?, out]`: `x @ weight^T + bias`.
+fn linear(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let wt = g.tensor(a[1], w)?;
+    let bias = g.opt_tensor(a[2], w)?;
+    let (lead, m, k) = split_last(x, w, "x")?;
+    if wt.sizes.len() != 2 || wt.sizes[1] != k {
+        return Err(format!(
+            "{w}: weight sizes {:?} must be [N, {k}] for x {:?}",
+            wt.sizes, x.sizes
+        ));
+    }
+    let n = wt.sizes[0];
+    let mut data = rows_times(&x.data, m, k, n, |j, p| wt.data[j * k + p]);
+    if let Some(b) = bias {
+        if b.numel() < n {
+            return Err(format!(
+                "{w}: bias sizes {:?} hold fewer than N = {n}",
+                b.sizes
+            ));
+        }
+        for (i, v) in data.iter_mut().enumerate() {
+            *v += b.data[i % n];
+        }
+    }
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[a [M, K], b [K, N], out]`.
+fn mm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let (x, y) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    if x.sizes.len() != 2 || y.sizes.len() != 2 || x.sizes[1] != y.sizes[0] {
+        return Err(format!(
+            "{w}: sizes {:?} @ {:?} do not chain",
+            x.sizes, y.sizes
+        ));
+    }
+    let (m, k, n) = (x.sizes[0], x.sizes[1], y.sizes[1]);
+    let data = rows_times(&x.data, m, k, n, |j, p| y.data[p * n + j]);
+    g.put(a[2], vec![m, n], data, w)
+}
+
+/// `[a [B, M, K], b [B, K, N], out]`.
+fn bmm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let (x, y) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    let ok = x.sizes.len() == 3
+        && y.sizes.len() == 3
+        && x.sizes[0] == y.sizes[0]
+        && x.sizes[2] == y.sizes[1];
+    if !ok {
+        return Err(format!(
+            "{w}: sizes {:?} and {:?} are not [B, M, K] and [B, K, N]",
+            x.sizes, y.sizes
+        ));
+    }
+    let (b, m, k, n) = (x.sizes[0], x.sizes[1], x.sizes[2], y.sizes[2]);
+    let mut data = Vec::with_capacity(b * m * n);
+    for bi in 0..b {
+        let xb = &x.data[bi * m * k..(bi + 1) * m * k];
+        let yb = &y.data[bi * k * n..(bi + 1) * k * n];
+        data.extend(rows_times(xb, m, k, n, |j, p| yb[p * n + j]));
+    }
+    g.put(a[2], vec![b, m, n], data, w)
+}
+
+/// `[d_out [..., N], x [..., K], out [N, K]]`: `dW = d_out^T @ x` over the flattened rows.
+fn linear_dw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let (d, x) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    let (_, m, n) = split_last(d, w, "d_out")?;
+    let (_, mx, k) = split_last(x, w, "x")?;
+    if m != mx {
+        return Err(format!(
+            "{w}: d_out {:?} and x {:?} have different row counts",
+            d.sizes, x.sizes
+        ));
+    }
+    let mut data = vec![0.0; n * k];
+    for r in 0..m {
+        for j in 0..n {
+            let dv = d.data[r * n + j];
+            for p in 0..k {
+                data[j * k + p] += dv * x.data[r * k + p];
+            }
+        }
+    }
+    g.put(a[2], vec![n, k], data, w)
+}
+
+// ---------------------------------------------------------------- 4-bit linears
+
+/// The stored nibble (0..15) of a q4gsw weight `[N, cols]`: even k low, odd k high.
+fn q4gsw_code(wt: &Tensor, n: usize, k: usize) -> f64 {
+    let byte = wt.data[n * wt.sizes[1] + k / 2] as u32;
+    f64::from(if k.is_multiple_of(2) {
+        byte & 0xF
+    } else {
+        byte >> 4
+    })
+}
+
+/// Checked `(weights, scales, group_size)` of the q4gsw ops; returns (N, padded K, scale
+/// row stride).
+fn q4gsw_parts(wt: &Tensor, sc: &Tensor, gs: i64, w: &str) -> R<(usize, usize, usize)> {
+    if wt.sizes.len() != 2 || sc.sizes.len() != 2 {
+        return Err(format!(
+            "{w}: weights {:?} / scales {:?} must be [N, K/2] / [G, N]",
+            wt.sizes, sc.sizes
+        ));
+    }
+    let (n, kp) = (wt.sizes[0], wt.sizes[1] * 2);
+    if gs <= 0 {
+        return Err(format!("{w}: group_size {gs} must be positive"));
+    }
+    let groups = kp.div_ceil(gs as usize);
+    if sc.sizes[1] < n || sc.sizes[0] < groups {
+        return Err(format!(
+            "{w}: scales {:?} do not cover {groups} groups x N = {n}",
+            sc.sizes
+        ));
+    }
+    Ok((n, kp, sc.sizes[1]))
+}
+
+/// `[x, weights, scales, group_size, bias?, out]`:
+/// `W[n][k] = (code - 8) * scales[k / gs][n]`, `out = x @ W^T + bias`.
+fn q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    let gs = g.int(a[3], w)?;
+    let bias = g.opt_tensor(a[4], w)?;
+    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, w)?;
+    let (lead, m, k) = split_last(x, w, "x")?;
+    if k > kp {
+        return Err(format!("{w}: x {:?} has K > the weight's {kp}", x.sizes));
+    }
+    let gs = gs as usize;
+    let deq = |j: usize, p: usize| (q4gsw_code(wt, j, p) - 8.0) * sc.data[(p / gs) * stride + j];
+    let mut data = rows_times(&x.data, m, k, n, deq);
+    if let Some(b) = bias {
+        if b.numel() < n {
+            return Err(format!("{w}: bias {:?} holds fewer than N = {n}", b.sizes));
+        }
+        for (i, v) in data.iter_mut().enumerate() {
+            *v += b.data[i % n];
+        }
+    }
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[5], sizes, data, w)
+}
+
+/// `[d_out [..., N], weights, scales, group_size, d_x [..., K]]`: `d_x = d_out @ W`.
+fn q4gsw_backward(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 5, w)?;
+    let d = g.tensor(a[0], w)?;
+    let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    let gs = g.int(a[3], w)?;
+    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, w)?;
+    let (lead, m, dn) = split_last(d, w, "d_out")?;
+    if dn != n {
+        return Err(format!("{w}: d_out {:?} last dim must be N = {n}", d.sizes));
+    }
+    // d_x's K is the serialized one (padded K unless the exporter trimmed it).
+    let (_, out_max) = g.tensor_info(a[4], w)?;
+    let k = out_max.last().copied().unwrap_or(kp).min(kp);
+    let gs = gs as usize;
+    let deq = |p: usize, j: usize| (q4gsw_code(wt, j, p) - 8.0) * sc.data[(p / gs) * stride + j];
+    let data = rows_times(&d.data, m, n, k, deq);
+    let mut sizes = lead;
+    sizes.push(k);
+    g.put(a[4], sizes, data, w)
+}
+
+/// `[x, weight [N, ceil(K/2)], scales [N], out]`:
+/// `out[m][n] = s[n] * sum_k (code(n, k) - 8) * x[m][k]`, even k in the HIGH nibble.
+fn qcs4w(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    if wt.sizes.len() != 2 {
+        return Err(format!("{w}: weight {:?} must be [N, K/2]", wt.sizes));
+    }
+    let (n, cols) = (wt.sizes[0], wt.sizes[1]);
+    if sc.numel() < n {
+        return Err(format!(
+            "{w}: scales {:?} hold fewer than N = {n}",
+            sc.sizes
+        ));
+    }
+    let (lead, m, k) = split_last(x, w, "x")?;
+    if k > 2 * cols {
+        return Err(format!(
+            "{w}: x {:?} has K > the weight's {}",
+            x.sizes,
+            2 * cols
+        ));
+    }
+    let deq = |j: usize, p: usize| {
+        let byte = wt.data[j * cols + p / 2] as u32;
+        let code = if p.is_multiple_of(2) {
+            byte >> 4
+        } else {
+            byte & 0xF
+        };
+        (f64::from(code) - 8.0) * sc.data[j]
+    };
+    let data = rows_times(&x.data, m, k, n, deq);
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[3], sizes, data, w)
+}
+
+// ---------------------------------------------------------------- reductions / llama
+
+/// `[x, dim, half_to_float, out]`.
+fn softmax(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let len = x.sizes.get(d).copied().unwrap_or(1);
+    let inner: usize = x.sizes.iter().skip(d + 1).product();
+    let outer = x.numel() / (len * inner).max(1);
+    let mut data = x.data.clone();
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| o * len * inner + j * inner + i;
+            let mx = (0..len)
+                .map(|j| x.data[at(j)])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = (0..len).map(|j| (x.data[at(j)] - mx).exp()).sum();
+            for j in 0..len {
+                data[at(j)] = (x.data[at(j)] - mx).exp() / sum;
+            }
+        }
+    }
+    let sizes = x.sizes.clone();
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[x, weight [D], eps, out]`: `x / sqrt(mean(x^2 over the last dim) + eps) * weight`.
+fn rms_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let wt = g.tensor(a[1], w)?;
+    let eps = g.double(a[2], w)?;
+    let (_, rows, d) = split_last(x, w, "x")?;
+    if wt.numel() != d {
+        return Err(format!(
+            "{w}: weight {:?} must have D = {d} elements",
+            wt.sizes
+        ));
+    }
+    let mut data = vec![0.0; rows * d];
+    for r in 0..rows {
+        let row = &x.data[r * d..(r + 1) * d];
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / d.max(1) as f64;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for j in 0..d {
+            data[r * d + j] = row[j] * inv * wt.data[j];
+        }
+    }
+    let sizes = x.sizes.clone();
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[xq, xk, freqs_cos [S, D/2], freqs_sin [S, D/2], ValueList(xq_out, xk_out)]`, x
+/// `[B, S, H, D]`: Llama's interleaved-pair rotation.
+fn rotary(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 5, w)?;
+    let outs = g.value_list(a[4], w)?;
+    if outs.len() != 2 {
+        return Err(format!(
+            "{w}: {} outputs, expected (xq_out, xk_out)",
+            outs.len()
+        ));
+    }
+    let (c, s) = (g.tensor(a[2], w)?.clone(), g.tensor(a[3], w)?.clone());
+    for (src, dst) in [(a[0], outs[0]), (a[1], outs[1])] {
+        let x = g.tensor(src, w)?;
+        if x.sizes.len() != 4 || !x.sizes[3].is_multiple_of(2) {
+            return Err(format!(
+                "{w}: x {:?} must be [B, S, H, D] with D even",
+                x.sizes
+            ));
+        }
+        let (sq, h, d) = (x.sizes[1], x.sizes[2], x.sizes[3]);
+        let want = [sq, d / 2];
+        if c.sizes != want || s.sizes != want {
+            return Err(format!(
+                "{w}: freqs {:?} / {:?} must be [S, D/2] = {want:?} for x {:?}",
+                c.sizes, s.sizes, x.sizes
+            ));
+        }
+        let mut data = x.data.clone();
+        for (row, chunk) in data.chunks_mut(d).enumerate() {
+            let si = (row / h) % sq;
+            for p in 0..d / 2 {
+                let (re, im) = (chunk[2 * p], chunk[2 * p + 1]);
+                let (co, sn) = (c.data[si * (d / 2) + p], s.data[si * (d / 2) + p]);
+                chunk[2 * p] = re * co - im * sn;
+                chunk[2 * p + 1] = re * sn + im * co;
+            }
+        }
+        let sizes = x.sizes.clone();
+        g.put(dst, sizes, data, w)?;
+    }
+    Ok(())
+}
+
+/// The key and value rows one query attends over: rows `0..n`, row j of both at offset
+/// `at(j)` of `k` / `v`.
+struct Keys<'a, F: Fn(usize) -> usize> {
+    k: &'a [f64],
+    v: &'a [f64],
+    n: usize,
+    at: F,
+}
+
+/// Attention of one query row: `softmax(scale * q.k + bias) @ v`, `bias(j)` the additive
+/// mask (-inf drops key j).
+fn attend<F: Fn(usize) -> usize>(
+    q: &[f64],
+    keys: &Keys<'_, F>,
+    scale: f64,
+    bias: impl Fn(usize) -> f64,
+    out: &mut [f64],
+) {
+    let d = q.len();
+    let at = &keys.at;
+    let scores: Vec<f64> = (0..keys.n)
+        .map(|j| {
+            let kr = &keys.k[at(j)..at(j) + d];
+            scale * q.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() + bias(j)
+        })
+        .collect();
+    let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+    let sum: f64 = p.iter().sum();
+    for (e, o) in out.iter_mut().enumerate() {
+        *o = (0..keys.n).map(|j| p[j] * keys.v[at(j) + e]).sum::<f64>() / sum;
+    }
+}
+
+/// Query heads per KV head, checked.
+fn head_group(h: usize, h_kv: usize, w: &str) -> R<usize> {
+    if h_kv == 0 || !h.is_multiple_of(h_kv) {
+        return Err(format!(
+            "{w}: {h} query heads are not a multiple of {h_kv} KV heads"
+        ));
+    }
+    Ok(h / h_kv)
+}
+
+fn rank4(t: &Tensor, w: &str, role: &str, form: &str) -> R<[usize; 4]> {
+    <[usize; 4]>::try_from(t.sizes.as_slice())
+        .map_err(|_| format!("{w}: {role} sizes {:?} must be {form}", t.sizes))
+}
+
+/// `[q, k, v, attn_mask?, scale?, out]`, q `[B, H, S, D]`, k / v `[B, H_kv, L, D]`, mask
+/// additive (float) or keep-mask (bool), broadcast to `[B, H, S, L]`.
+fn sdpa(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let q = g.tensor(a[0], w)?;
+    let (k, v) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    let mask = g.opt_tensor(a[3], w)?;
+    let [b, h, s, d] = rank4(q, w, "q", "[B, H, S, D]")?;
+    let [kb, h_kv, l, kd] = rank4(k, w, "k", "[B, H_kv, L, D]")?;
+    if kb != b || kd != d || v.sizes != k.sizes {
+        return Err(format!(
+            "{w}: k {:?} / v {:?} do not match q {:?}",
+            k.sizes, v.sizes, q.sizes
+        ));
+    }
+    let group = head_group(h, h_kv, w)?;
+    let scale = g.opt_double(a[4], w)?.unwrap_or(1.0 / (d as f64).sqrt());
+    let full = [b, h, s, l];
+    let mask_st = match mask {
+        Some(m) => {
+            if broadcast_shape(&m.sizes, &full, w)? != full {
+                return Err(format!(
+                    "{w}: attn_mask {:?} does not broadcast to {full:?}",
+                    m.sizes
+                ));
+            }
+            Some(broadcast_strides(&m.sizes, &full))
+        }
+        None => None,
+    };
+    let mut data = vec![0.0; b * h * s * d];
+    for bi in 0..b {
+        for hi in 0..h {
+            let kvh = hi / group;
+            for i in 0..s {
+                let row = ((bi * h + hi) * s + i) * d;
+                let base = (bi * h_kv + kvh) * l * d;
+                let bias = |j: usize| match (mask, &mask_st) {
+                    (Some(m), Some(st)) => {
+                        let mv = m.data[dot(&[bi, hi, i, j], st)];
+                        if m.dtype == DataType::Bool {
+                            if mv != 0.0 {
+                                0.0
+                            } else {
+                                f64::NEG_INFINITY
+                            }
+                        } else {
+                            mv
+                        }
+                    }
+                    _ => 0.0,
+                };
+                let (qr, out) = (&q.data[row..row + d], &mut data[row..row + d]);
+                let keys = Keys {
+                    k: &k.data,
+                    v: &v.data,
+                    n: l,
+                    at: |j| base + j * d,
+                };
+                attend(qr, &keys, scale, bias, out);
+            }
+        }
+    }
+    let sizes = q.sizes.clone();
+    g.put(a[5], sizes, data, w)
+}
+
+/// `[q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask?, dropout_p, is_causal,
+/// scale?, out]`, q `[B, S, H, D]`, k / v `[B, S, H_kv, D]`, caches `[B, max_seq, H_kv, D]`
+/// (updated in place at rows `[start_pos, start_pos + S)`, kept across calls). Queries see
+/// keys `[0, start_pos + S)`, causally (`j <= start_pos + i`) when `is_causal`.
+fn sdpa_kv_cache(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 12, w)?;
+    let q = g.tensor(a[0], w)?.clone();
+    let (k, v) = (g.tensor(a[1], w)?.clone(), g.tensor(a[2], w)?.clone());
+    let start = g.int(a[5], w)?;
+    if g.opt_tensor(a[7], w)?.is_some() {
+        return Err(format!(
+            "{w}: attn_mask is not supported (the mask comes from start_pos)"
+        ));
+    }
+    let dropout = g.opt_double(a[8], w)?.unwrap_or(0.0);
+    if dropout != 0.0 {
+        return Err(format!("{w}: dropout_p = {dropout} (inference only: 0)"));
+    }
+    let causal = g.int(a[9], w)? != 0;
+    let [b, s, h, d] = rank4(&q, w, "q", "[B, S, H, D]")?;
+    let [kb, ks, h_kv, kd] = rank4(&k, w, "k", "[B, S, H_kv, D]")?;
+    if kb != b || ks != s || kd != d || v.sizes != k.sizes {
+        return Err(format!(
+            "{w}: k {:?} / v {:?} do not match q {:?}",
+            k.sizes, v.sizes, q.sizes
+        ));
+    }
+    let group = head_group(h, h_kv, w)?;
+    let scale = g.opt_double(a[10], w)?.unwrap_or(1.0 / (d as f64).sqrt());
+    let kc_sizes = g.tensor(a[3], w)?.sizes.clone();
+    let [cb, max_seq, ch, cd] = <[usize; 4]>::try_from(kc_sizes.as_slice())
+        .map_err(|_| format!("{w}: k_cache sizes {kc_sizes:?} must be [B, max_seq, H_kv, D]"))?;
+    if cb != b || ch != h_kv || cd != d || g.tensor(a[4], w)?.sizes != kc_sizes {
+        return Err(format!(
+            "{w}: caches {kc_sizes:?} / {:?} do not match k {:?}",
+            g.tensor(a[4], w)?.sizes,
+            k.sizes
+        ));
+    }
+    let end = usize::try_from(start)
+        .ok()
+        .map(|p| p + s)
+        .filter(|&e| e <= max_seq)
+        .ok_or_else(|| {
+            format!("{w}: start_pos {start} + S {s} does not fit the cache length {max_seq}")
+        })?;
+    let row = h_kv * d;
+    for (src, cache) in [(&k, a[3]), (&v, a[4])] {
+        let c = g.tensor_mut(cache, w)?;
+        for bi in 0..b {
+            for si in 0..s {
+                let from = (bi * s + si) * row;
+                let to = (bi * max_seq + start as usize + si) * row;
+                c.data[to..to + row].copy_from_slice(&src.data[from..from + row]);
+            }
+        }
+    }
+    let (kc, vc) = (g.tensor(a[3], w)?, g.tensor(a[4], w)?);
+    let mut data = vec![0.0; q.numel()];
+    for bi in 0..b {
+        for hi in 0..h {
+            let kvh = hi / group;
+            for i in 0..s {
+                let at = ((bi * s + i) * h + hi) * d;
+                let last = start as usize + i;
+                let k_at = |j: usize| (bi * max_seq + j) * row + kvh * d;
+                let bias = |j: usize| {
+                    if causal && j > last {
+                        f64::NEG_INFINITY
+                    } else {
+                        0.0
+                    }
+                };
+                let (qr, out) = (&q.data[at..at + d], &mut data[at..at + d]);
+                let keys = Keys {
+                    k: &kc.data,
+                    v: &vc.data,
+                    n: end,
+                    at: k_at,
+                };
+                attend(qr, &keys, scale, bias, out);
+            }
+        }
+    }
+    g.put(a[11], q.sizes.clone(), data, w)
+}
+
+// ---------------------------------------------------------------- shape ops
+
+/// `[x, sizes (IntList or ValueList of Int / SymInt, one -1 allowed), out]`.
+fn view_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let req = g.int_list(a[1], w)?;
+    let n = x.numel();
+    let known: i64 = req.iter().filter(|&&s| s != -1).product();
+    let infer = req.iter().filter(|&&s| s == -1).count();
+    if infer > 1 || req.iter().any(|&s| s < -1) {
+        return Err(format!("{w}: sizes {req:?} are not valid view sizes"));
+    }
+    let sizes: Vec<usize> = req
+        .iter()
+        .map(|&s| {
+            if s == -1 {
+                if known == 0 {
+                    0
+                } else {
+                    n / known as usize
+                }
+            } else {
+                s as usize
+            }
+        })
+        .collect();
+    if numel(&sizes) != n {
+        return Err(format!(
+            "{w}: view sizes {req:?} -> {sizes:?} do not hold the {n} elements of {:?}",
+            x.sizes
+        ));
+    }
+    let data = x.data.clone();
+    g.put(a[2], sizes, data, w)
+}
+
+/// `[x, dims, out]`.
+fn permute_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let r = x.sizes.len();
+    let dims = g
+        .int_list(a[1], w)?
+        .into_iter()
+        .map(|d| norm_dim(d, r, w))
+        .collect::<R<Vec<usize>>>()?;
+    let mut seen = vec![false; r];
+    if dims.len() != r || dims.iter().any(|&d| std::mem::replace(&mut seen[d], true)) {
+        return Err(format!(
+            "{w}: dims {dims:?} are not a permutation of rank {r}"
+        ));
+    }
+    let sizes: Vec<usize> = dims.iter().map(|&d| x.sizes[d]).collect();
+    let st = strides(&x.sizes);
+    let data = gather(&x.data, &sizes, |idx| {
+        idx.iter().zip(&dims).map(|(&i, &d)| i * st[d]).sum()
+    });
+    g.put(a[2], sizes, data, w)
+}
+
+/// `[x, dims, out]`: drop the listed dims that have size 1 (others stay, as in PyTorch).
+fn squeeze_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let r = x.sizes.len();
+    let dims = g
+        .int_list(a[1], w)?
+        .into_iter()
+        .map(|d| norm_dim(d, r, w))
+        .collect::<R<Vec<usize>>>()?;
+    let sizes: Vec<usize> = x
+        .sizes
+        .iter()
+        .enumerate()
+        .filter(|&(i, &s)| !(s == 1 && dims.contains(&i)))
+        .map(|(_, &s)| s)
+        .collect();
+    let data = x.data.clone();
+    g.put(a[2], sizes, data, w)
+}
+
+/// `[x, dim, out]`.
+fn unsqueeze_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len() + 1, w)?;
+    let mut sizes = x.sizes.clone();
+    sizes.insert(d, 1);
+    let data = x.data.clone();
+    g.put(a[2], sizes, data, w)
+}
+
+/// `[x, dim, start?, end?, step, out]` with PyTorch's clamping.
+fn slice_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let size = x.sizes[d] as i64;
+    let step = g.opt_int(a[4], w)?.unwrap_or(1);
+    if step <= 0 {
+        return Err(format!("{w}: step {step} must be positive"));
+    }
+    let wrap = |v: i64| if v < 0 { v + size } else { v };
+    let start = wrap(g.opt_int(a[2], w)?.unwrap_or(0)).clamp(0, size);
+    let end = wrap(g.opt_int(a[3], w)?.unwrap_or(size)).clamp(start, size);
+    let len = ((end - start) + step - 1) / step;
+    let mut sizes = x.sizes.clone();
+    sizes[d] = len as usize;
+    let st = strides(&x.sizes);
+    let (start, step) = (start as usize, step as usize);
+    let data = gather(&x.data, &sizes, |idx| {
+        idx.iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if i == d {
+                    (start + v * step) * st[i]
+                } else {
+                    v * st[i]
+                }
+            })
+            .sum()
+    });
+    g.put(a[5], sizes, data, w)
+}
+
+/// `x.select(dim, index)` for `[x, dim, index, ...]`: (sizes, values).
+fn select(g: &RefGraph, a: &[usize], w: &str) -> R<(Vec<usize>, Vec<f64>)> {
+    let x = g.tensor(a[0], w)?;
+    if x.sizes.is_empty() {
+        return Err(format!("{w}: select on a rank-0 tensor"));
+    }
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let size = x.sizes[d] as i64;
+    let i = g.int(a[2], w)?;
+    let i = if i < 0 { i + size } else { i };
+    if !(0..size).contains(&i) {
+        return Err(format!(
+            "{w}: index {} out of range for dim {d} of {:?}",
+            g.int(a[2], w)?,
+            x.sizes
+        ));
+    }
+    let mut sizes = x.sizes.clone();
+    sizes.remove(d);
+    let st = strides(&x.sizes);
+    let data = gather(&x.data, &sizes, |idx| {
+        let mut off = i as usize * st[d];
+        for (k, &v) in idx.iter().enumerate() {
+            off += v * st[if k < d { k } else { k + 1 }];
+        }
+        off
+    });
+    Ok((sizes, data))
+}
+
+/// Integer index `v` into a dim of `size`, negatives wrapped; PyTorch raises outside.
+fn wrap_index(v: f64, size: usize, w: &str) -> R<usize> {
+    let i = v as i64;
+    let j = if i < 0 { i + size as i64 } else { i };
+    if !(0..size as i64).contains(&j) {
+        return Err(format!(
+            "{w}: index {i} out of range for a dim of size {size}"
+        ));
+    }
+    Ok(j as usize)
+}
+
+/// `[weight [V, D], indices, padding_idx, scale_grad_by_freq, sparse, out]`.
+fn embedding(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let (wt, idx) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    if wt.sizes.len() != 2 {
+        return Err(format!("{w}: weight {:?} must be [V, D]", wt.sizes));
+    }
+    let (vocab, d) = (wt.sizes[0], wt.sizes[1]);
+    let mut data = Vec::with_capacity(idx.numel() * d);
+    for &t in &idx.data {
+        // Unlike index.Tensor, embedding does not wrap negative indices.
+        if t < 0.0 || t >= vocab as f64 {
+            return Err(format!(
+                "{w}: index {t} out of range for vocabulary {vocab}"
+            ));
+        }
+        let r = t as usize;
+        data.extend_from_slice(&wt.data[r * d..(r + 1) * d]);
+    }
+    let mut sizes = idx.sizes.clone();
+    sizes.push(d);
+    g.put(a[5], sizes, data, w)
+}
+
+/// `[x, ValueList(index tensors or Null), out]`: advanced indexing. The index tensors
+/// broadcast together; their result dims replace the indexed dims in place when the
+/// indexed dims are adjacent, and go first otherwise (NumPy / PyTorch rule).
+fn index_tensor(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let ids = g.value_list(a[1], w)?;
+    if ids.len() > x.sizes.len() {
+        return Err(format!(
+            "{w}: {} indices for rank {}",
+            ids.len(),
+            x.sizes.len()
+        ));
+    }
+    let idx: Vec<Option<&Tensor>> = ids.iter().map(|&v| g.opt_tensor(v, w)).collect::<R<_>>()?;
+    let used: Vec<usize> = (0..idx.len()).filter(|&i| idx[i].is_some()).collect();
+    let Some(&first) = used.first() else {
+        return Err(format!("{w}: every index is None"));
+    };
+    let mut bshape: Vec<usize> = Vec::new();
+    for t in idx.iter().flatten() {
+        bshape = broadcast_shape(&bshape, &t.sizes, w)?;
+    }
+    let bst: Vec<Option<Vec<usize>>> = idx
+        .iter()
+        .map(|t| t.map(|t| broadcast_strides(&t.sizes, &bshape)))
+        .collect();
+    let adjacent = used.windows(2).all(|p| p[1] == p[0] + 1);
+    let rest: Vec<usize> = (0..x.sizes.len()).filter(|d| !used.contains(d)).collect();
+    // Output: the non-indexed dims before `first` (adjacent case only), the broadcast
+    // block, then the remaining non-indexed dims.
+    let mut sizes: Vec<usize> = Vec::new();
+    let before = rest.iter().filter(|&&d| adjacent && d < first).count();
+    sizes.extend(rest[..before].iter().map(|&d| x.sizes[d]));
+    sizes.extend(&bshape);
+    sizes.extend(rest[before..].iter().map(|&d| x.sizes[d]));
+    let st = strides(&x.sizes);
+    let nb = bshape.len();
+    let mut data = Vec::with_capacity(numel(&sizes));
+    for flat in 0..numel(&sizes) {
+        let o = unravel(flat, &sizes);
+        let bidx = &o[before..before + nb];
+        let mut off = 0;
+        for (k, &d) in rest.iter().enumerate() {
+            let oi = if k < before { k } else { k + nb };
+            off += o[oi] * st[d];
+        }
+        for (d, (t, s)) in idx.iter().zip(&bst).enumerate() {
+            if let (Some(t), Some(s)) = (t, s) {
+                off += wrap_index(t.data[dot(bidx, s)], x.sizes[d], w)? * st[d];
+            }
+        }
+        data.push(x.data[off]);
+    }
+    g.put(a[2], sizes, data, w)
+}
