@@ -83,10 +83,7 @@ void main() {
       [[unroll]] for (uint u = 0u; u < U; ++u) {
         const uint wi = w0 + u * LANES;
         [[unroll]] for (uint i = 0u; i < R; ++i) {
-          // Unconditional load from a clamped address, masked afterwards: a load under a
-          // branch can make the compiler wait for it before issuing the next one.
-          const uint v = w[min(n0 + i, p.N - 1u) * p.KC * 4u + min(wi, nw - 1u)];
-          wv[u][i] = (wi < nw && n0 + i < p.N) ? v : 0x88888888u;
+          wv[u][i] = (wi < nw && n0 + i < p.N) ? w[(n0 + i) * p.KC * 4u + wi] : 0x88888888u;
         }
       }
       [[unroll]] for (uint u = 0u; u < U; ++u) {
@@ -117,8 +114,7 @@ void main() {
           float sc;
           if (pow2_groups) {
             const uint g = wi >> p.gshift;
-            const float sv = s[sbase + min(g, p.G - 1u)];
-            sc = g < p.G ? sv : 0.0;
+            sc = g < p.G ? s[sbase + g] : 0.0;
           } else {
             // gs % 4 == 0: each half-word lies in one group.
             const uint g0 = k / p.gs, g1 = (k + 4u) / p.gs;

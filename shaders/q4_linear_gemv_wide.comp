@@ -108,8 +108,8 @@ void main() {
     }
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec4 wv[UR];
-      // Unconditional loads from a clamped row, masked afterwards: a load under a branch
-      // can make the compiler wait for it before issuing the next one.
+      // Every lane loads (a clamped row) and rows past N are masked afterwards, so no
+      // branch sits between the loads.
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
         const uint n = n0 + r0 + u;
         const uvec4 v = w4[min(n, p.N - 1u) * p.KC + c];
