@@ -7,15 +7,31 @@
 // The whole workgroup (NT invocations) splits K: invocation t takes chunks t, t + NT, ... of
 // every one of the workgroup's RW rows. For each chunk it loads the chunk's 32 activations
 // once and reuses them for all RW rows, and each weight load is one uvec4 per lane (a
-// subgroup's load is a contiguous run of one row). UR rows' chunks are loaded before any is
-// used. Partial sums meet in shared memory at the end (a two-stage sum, fixed order).
+// subgroup's load is a contiguous run of one row). Rows go in batches of UR whose weights
+// and scales are loaded together. Partial sums meet in shared memory at the end (a
+// two-stage sum, fixed order).
 //
-// On an H200 the kernel is bound by instruction issue, not by memory (without the activation
-// and scale loads it still reaches only ~1.6 TB/s), so the decode is cut to three operations
-// per nibble (see below): ~10% faster than decoding each nibble to a float first
-// (docs/performance.md, GEMV history v10-v13).
+// Two forms (docs/performance.md, GEMV history v10-v16):
+// - DP4 (devices with packed int8 dot products, groups that are whole chunks): the chunk's
+//   activations become three int8 limbs and a row's chunk is 24 packed dot products; the
+//   next batch's weights and scales are loaded before the current batch is used. On an
+//   H200: 22.3 us at 8192^2, 0.43-0.56 of the read ceiling.
+// - float (every device, every group size): an in-place decode at three operations per
+//   nibble. 28.7 us at 8192^2.
+// The kernel is bound by instructions and load latency, not by bandwidth (without its
+// activation and scale loads the float form still reached only ~1.6 TB/s), which is why
+// both the instruction count per nibble and the overlap of the loads matter.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#ifdef DP4
+#extension GL_EXT_spirv_intrinsics : require
+// OpSDotKHR (4450) over two 32-bit words of 4 signed 8-bit lanes (PackedVectorFormat4x8Bit,
+// 0): the sum of the 4 lane products, exact in int32. Debian's glslang predates
+// GL_EXT_integer_dot_product, hence the raw instruction. Variants with DP4 are only picked
+// on devices with VK_KHR_shader_integer_dot_product.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal uint fmt);
+#endif
 
 #ifndef MT
 #define MT 1
@@ -59,6 +75,19 @@ vec4 codes4(uint h) {
       - (MAGIC + 8.0);
 }
 
+// Rows nb .. nb + UR - 1 of chunk c: their weights and, for chunk-aligned groups, the scale
+// of group gc. Every lane loads (a clamped row) and rows past N read as code 8 (zero), so
+// no branch sits between the loads; the scales travel with the weights so that their
+// latency overlaps.
+void load_batch(uint c, uint nb, uint gc, out uvec4 wv[UR], out float sb[UR]) {
+  [[unroll]] for (uint u = 0u; u < UR; ++u) {
+    const uint n = nb + u;
+    const uvec4 v = w4[min(n, p.N - 1u) * p.KC + c];
+    wv[u] = n < p.N ? v : uvec4(0x88888888u);
+    sb[u] = s[min(n, p.N - 1u) * p.G + min(gc, p.G - 1u)];
+  }
+}
+
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -96,6 +125,7 @@ void main() {
     // so the masked half ORed into 2^23's mantissa is 2^23 + code * 16^i exactly; minus 2^23
     // and times x pre-scaled by 16^-i (exact: a power of two) that is x * code: an AND-OR, a
     // subtract and an FMA per nibble, no shifts. The -8 comes once per chunk from the x sum.
+#ifndef DP4
     vec4 xs[MT][8];
     float xsum[MT];
     [[unroll]] for (uint m = 0u; m < MT; ++m) {
@@ -106,21 +136,99 @@ void main() {
       }
       xsum[m] = (t4.x + t4.y) + (t4.z + t4.w);
     }
+#endif
+#ifdef DP4
+    // Integer path (M = 1, groups aligned to chunks): the chunk's activations become three
+    // int8 limbs in units of amax / 127, x = unit * (a0 + a1 / 128 + a2 / 16384) to within
+    // amax * 2^-22, packed four to a word in the order the codes come out of a weight word
+    // (w & 0x0F0F0F0F: the even k of the word, (w >> 4) & 0x0F0F0F0F: the odd k). Then a row's
+    // chunk is 24 packed dot products (~1 operation per nibble, exact in int32) instead of
+    // 32 FMAs plus decode; the -8 comes from the limbs' sums.
+    uint le[3][4], lo[3][4];
+    int lsum[3];
+    float unit;
+    {
+      vec4 mx = vec4(0.0);
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) mx = max(mx, abs(xv[0][i]));
+      const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w));
+      // Inf / NaN activations: a NaN result, never a silently finite one.
+      const bool finite = amax <= 3.402823466e38;
+      const float inv = (finite && amax > 0.0) ? 127.0 / amax : 0.0;
+      unit = finite ? amax / 127.0 : amax * 0.0;
+      [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          le[l][j] = 0u;
+          lo[l][j] = 0u;
+        }
+      }
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+        const vec4 v = xv[0][i] * inv;
+        const vec4 f0 = round(v);
+        const vec4 r1 = (v - f0) * 128.0;
+        const vec4 f1 = round(r1);
+        const vec4 f2 = round((r1 - f1) * 128.0);
+        const uvec4 a[3] = uvec4[3](uvec4(ivec4(f0)) & 0xFFu, uvec4(ivec4(f1)) & 0xFFu,
+                                    uvec4(ivec4(f2)) & 0xFFu);
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          // Element k = 4i + q: word i / 2, position 4 (i % 2) + q in the word.
+          const uint pos = 4u * (i & 1u) + q;
+          const uint sh = 8u * (pos >> 1);
+          [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+            if ((pos & 1u) == 0u) {
+              le[l][i >> 1] |= a[l][q] << sh;
+            } else {
+              lo[l][i >> 1] |= a[l][q] << sh;
+            }
+          }
+        }
+      }
+      [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+        int t4 = 0;
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          t4 += sdot4x8(le[l][j], 0x01010101u, 0) + sdot4x8(lo[l][j], 0x01010101u, 0);
+        }
+        lsum[l] = t4;
+      }
+    }
+#endif
+    const uint gc = (p.G == 1u || !chunk_shift) ? 0u : c >> cshift;
+#ifdef DP4
+    // DP4 variants serve chunk-aligned groups only (the host picks them only then). The
+    // next batch of rows is loaded before the current one is used.
+    uvec4 wv[UR];
+    float sb[UR];
+    load_batch(c, n0, gc, wv, sb);
+    [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
+      uvec4 wn[UR];
+      float sn[UR];
+      if (r0 + UR < RW) load_batch(c, n0 + r0 + UR, gc, wn, sn);
+      [[unroll]] for (uint u = 0u; u < UR; ++u) {
+        const float sc = gc < p.G ? sb[u] : 0.0;
+        int i0 = 0, i1 = 0, i2 = 0;
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          const uint ev = wv[u][j] & 0x0F0F0F0Fu, od = (wv[u][j] >> 4) & 0x0F0F0F0Fu;
+          i0 += sdot4x8(le[0][j], ev, 0) + sdot4x8(lo[0][j], od, 0);
+          i1 += sdot4x8(le[1][j], ev, 0) + sdot4x8(lo[1][j], od, 0);
+          i2 += sdot4x8(le[2][j], ev, 0) + sdot4x8(lo[2][j], od, 0);
+        }
+        const float d = unit * (float(i0 - 8 * lsum[0]) + float(i1 - 8 * lsum[1]) * 0.0078125
+                                + float(i2 - 8 * lsum[2]) * 0.00006103515625);
+        acc[0][r0 + u] = fma(d, sc, acc[0][r0 + u]);
+      }
+      if (r0 + UR < RW) {
+        wv = wn;
+        sb = sn;
+      }
+    }
+#else
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec4 wv[UR];
-      // Every lane loads (a clamped row) and rows past N are masked afterwards, so no
-      // branch sits between the loads.
-      [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const uint n = n0 + r0 + u;
-        const uvec4 v = w4[min(n, p.N - 1u) * p.KC + c];
-        wv[u] = n < p.N ? v : uvec4(0x88888888u);
-      }
+      float sb[UR];
+      load_batch(c, n0 + r0, gc, wv, sb);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
         const uint sbase = min(n0 + r0 + u, p.N - 1u) * p.G;
         if (chunk_shift) {
-          const uint g = p.G == 1u ? 0u : c >> cshift;
-          const float sv = s[sbase + min(g, p.G - 1u)];
-          const float sc = g < p.G ? sv : 0.0;
+          const float sc = gc < p.G ? sb[u] : 0.0;
           vec4 f[8];
           [[unroll]] for (uint j = 0u; j < 4u; ++j) {
             const uint lo = wv[u][j], hi = wv[u][j] >> 16;
@@ -146,6 +254,7 @@ void main() {
         }
       }
     }
+#endif
   }
 
   [[unroll]] for (uint m = 0u; m < MT; ++m) {

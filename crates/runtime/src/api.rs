@@ -198,6 +198,10 @@ impl Backend {
     pub fn device_description(&self) -> String {
         self.inner.ctx.description()
     }
+    /// The device's capabilities and limits (what kernel variants can be picked).
+    pub fn device_caps(&self) -> &etvk_vulkan::DeviceCaps {
+        self.inner.ctx.caps()
+    }
     /// Backend internals (benchmarks drive the device directly).
     pub(crate) fn inner(&self) -> &Arc<crate::backend::BackendInner> {
         &self.inner
@@ -239,6 +243,14 @@ impl Delegate {
         builder.cpu_prepack = compile_specs
             .iter()
             .any(|(k, v)| k == crate::builder::CPU_PREPACK_SPEC && v.iter().any(|b| *b != 0));
+        builder.q4_gemv = compile_specs
+            .iter()
+            .find(|(k, _)| k == crate::builder::Q4_GEMV_SPEC)
+            .map(|(_, v)| {
+                String::from_utf8_lossy(v)
+                    .trim_end_matches('\0')
+                    .to_string()
+            });
         let graph = builder.build()?;
         backend.inner.check_validation("during delegate init")?;
         Ok(Delegate {

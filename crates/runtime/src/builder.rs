@@ -125,6 +125,10 @@ pub type GpuPackFn = Box<dyn Fn(&ConstantInfo) -> Result<GpuTransform>>;
 /// Compile spec that forces every prepack onto the CPU reference path (value != 0).
 pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 
+/// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide` or `wide_dp4` (tests
+/// and benchmarks compare them; the default picks by row length and device features).
+pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.
@@ -235,6 +239,8 @@ pub struct GraphBuilder<'a> {
     /// Compile spec [`CPU_PREPACK_SPEC`]: run every layout's CPU packer even where a GPU
     /// transform exists (tests compare both; a fallback for driver trouble).
     pub cpu_prepack: bool,
+    /// Compile spec [`Q4_GEMV_SPEC`], when given.
+    pub q4_gemv: Option<String>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
     /// until the first execute sets them, so a resize function that fails at build time may
     /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
@@ -278,6 +284,7 @@ impl<'a> GraphBuilder<'a> {
             alternatives: Vec::new(),
             dynamic,
             cpu_prepack: false,
+            q4_gemv: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

@@ -685,13 +685,45 @@ fn dynamic_m_moves_between_split_and_unsplit() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// Rows of >= 128 uvec4 chunks take the wide GEMV at M <= 2 (the workgroup splits K) and the
-/// lane-group GEMV above; M moves between them on one program. K = 4100 is ragged (scalar x
-/// loads for the last chunk), N = 37 leaves a partial workgroup of rows.
+/// Rows of >= 128 uvec4 chunks take the wide GEMV at M = 1 (the workgroup splits K; its int8
+/// dot-product form where the device has it) and the lane-group GEMV above; M moves between
+/// them on one program. K = 4100 is ragged (scalar x loads for the last chunk), N = 37
+/// leaves a partial workgroup of rows; group sizes 20 (groups split inside a chunk: the
+/// float form only), 32 and 64 (chunk-aligned), each with every GEMV forced in turn.
 #[test]
 fn long_rows_use_the_wide_gemv_at_small_m() {
     let be = backend();
-    let (k, n, gs, max_m) = (4100, 37, 20, 3);
+    for gs in [20, 32, 64] {
+        // The int8 form needs groups of a power-of-two number of 32-code chunks.
+        let dp4 = be.device_caps().integer_dot_product && gs != 20;
+        for (force, m1_kernel) in [
+            (
+                None,
+                if dp4 {
+                    "gemv_wide_m1_dp4"
+                } else {
+                    "gemv_wide_m1"
+                },
+            ),
+            (Some("lanes"), "gemv_m1"),
+            (Some("wide"), "gemv_wide_m1"),
+            (
+                Some("wide_dp4"),
+                if dp4 {
+                    "gemv_wide_m1_dp4"
+                } else {
+                    "gemv_wide_m1"
+                },
+            ),
+        ] {
+            wide_gemv_case(&be, gs, force, m1_kernel);
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, m1_kernel: &str) {
+    let (k, n, max_m) = (if gs == 20 { 4100 } else { 4160 }, 37, 3);
     let mut rng = Rng::new(1300);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let bias_v = rng.floats(n, -1.0, 1.0);
@@ -702,12 +734,16 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
     let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
     let o = g.output(&[max_m, n]);
     g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let mut d = g.load(&be, &dynamic()).unwrap();
+    let mut specs = dynamic();
+    if let Some(f) = force {
+        specs.push(("etvk_q4_gemv".to_string(), f.as_bytes().to_vec()));
+    }
+    let mut d = g.load(be, &specs).unwrap();
     for (m, kernel) in [
-        (1, "gemv_wide_m1"),
+        (1, m1_kernel),
         (2, "gemv_m2"),
         (3, "gemv_m4"),
-        (1, "gemv_wide_m1"),
+        (1, m1_kernel),
     ] {
         let x = rng.floats(m * k, -1.0, 1.0);
         let mut args = vec![host_f32(&[m, k], &x), empty_out()];
@@ -717,16 +753,15 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         assert_rel(
             &got,
             &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
-            &format!("wide GEMV M {m}"),
+            &format!("GEMV M {m} gs {gs} forced {force:?}"),
         );
         let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
         assert_eq!(
             names,
             vec![format!("{Q4GSW}/q4_linear_{kernel}")],
-            "M = {m}"
+            "M = {m}, gs {gs}, forced {force:?}"
         );
     }
-    assert_eq!(be.validation_error_count(), 0);
 }
 
 /// Forward and backward of the same constants share one packed weight and one packed

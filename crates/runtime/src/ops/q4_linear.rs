@@ -177,8 +177,8 @@ enum Kernel {
     /// GEMV for M <= MT: lane groups per row (`q4_linear_gemv`).
     Gemv(u32),
     /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
-    /// workgroup (`q4_linear_gemv_wide_m1`).
-    GemvWide,
+    /// workgroup (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
+    GemvWide { dp4: bool },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -247,11 +247,11 @@ fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
     }
 }
 
-/// Forward kernel for M rows, N outputs and x rows of K; `wide`: whether M = 1 takes the
-/// wide GEMV ([`wide_gemv`]; at M = 2 its doubled registers cost more than it gains).
-fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: bool) -> Kernel {
+/// Forward kernel for M rows, N outputs and x rows of K; `wide`: the wide GEMV M = 1 takes
+/// ([`wide_gemv`]; at M = 2 its doubled registers cost more than it gains).
+fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Kernel>) -> Kernel {
     match (m, wide) {
-        (0..=1, true) => Kernel::GemvWide,
+        (0..=1, Some(w)) => w,
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
@@ -264,14 +264,25 @@ const WIDE_GEMV_MIN_CHUNKS: usize = 128;
 /// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
 const WIDE_GEMV_ROWS: usize = 16;
 
-/// Whether M = 1 uses the wide GEMV for packed rows of `kpad` codes (long rows; the
-/// lane-group GEMV serves short ones). `ETVK_Q4_GEMV=lanes|wide` overrides the choice for
-/// benchmarking.
-fn wide_gemv(kpad: usize) -> bool {
-    match std::env::var("ETVK_Q4_GEMV").ok().as_deref() {
-        Some("lanes") => false,
-        Some("wide") => true,
-        _ => kpad / 32 >= WIDE_GEMV_MIN_CHUNKS,
+/// The wide GEMV M = 1 uses, or `None` for the lane-group GEMV: long rows (short ones would
+/// idle most of the workgroup) take the wide kernel, in its int8 dot-product form when the
+/// device has packed int8 dot products and every scale group is a power-of-two number of
+/// 32-code chunks (or one group spans the row); the float form serves every group size. Compile spec [`Q4_GEMV_SPEC`], else
+/// `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` overrides the choice (tests, benchmarks).
+fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
+    let kpad = q.kpad;
+    let shift = group_word_shift(q.gs);
+    let chunk_groups = q.groups == 1 || (shift != u32::MAX && shift >= 2);
+    let dp4_ok = chunk_groups && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
+    let forced = g
+        .q4_gemv
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_GEMV").ok());
+    match forced.as_deref() {
+        Some("lanes") => None,
+        Some("wide") => Some(Kernel::GemvWide { dp4: false }),
+        Some("wide_dp4") if dp4_ok => Some(Kernel::GemvWide { dp4: true }),
+        _ => (kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(Kernel::GemvWide { dp4: dp4_ok }),
     }
 }
 
@@ -369,7 +380,8 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Gemv(2), _) => ShaderId::Q4LinearGemvM2,
         (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
         (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
-        (Kernel::GemvWide, _) => ShaderId::Q4LinearGemvWideM1,
+        (Kernel::GemvWide { dp4: false }, _) => ShaderId::Q4LinearGemvWideM1,
+        (Kernel::GemvWide { dp4: true }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
         (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
@@ -402,7 +414,7 @@ fn gemv_lanes(kpad: usize, _mt: u32) -> u32 {
 fn gemv_rows_per_group(kernel: Kernel, kpad: usize) -> usize {
     match kernel {
         Kernel::Gemv(mt) => gemv_shape(kernel, kpad).1 * (4 / mt as usize).max(1),
-        Kernel::GemvWide => WIDE_GEMV_ROWS,
+        Kernel::GemvWide { .. } => WIDE_GEMV_ROWS,
         _ => 1,
     }
 }
@@ -668,7 +680,7 @@ fn push(
 ) -> Result<Vec<u8>> {
     // The GEMV counts uvec4 chunks per row, the tiled kernels u32 words.
     let (row_units, last) = match kernel {
-        Kernel::Gemv(_) | Kernel::GemvWide => (q.kpad / 32, group_word_shift(q.gs)),
+        Kernel::Gemv(_) | Kernel::GemvWide { .. } => (q.kpad / 32, group_word_shift(q.gs)),
         _ => (q.kpad / 8, to_u32(slice_len, "split-K slice length")?),
     };
     Ok(Push::new()
@@ -757,7 +769,7 @@ fn global(
         return Ok(Global::Linear(0));
     }
     let groups = match kernel {
-        Kernel::Gemv(_) | Kernel::GemvWide => cols.div_ceil(rows_per_gemv_group),
+        Kernel::Gemv(_) | Kernel::GemvWide { .. } => cols.div_ceil(rows_per_gemv_group),
         Kernel::SplitN(_) => {
             return Err(internal("the split backward is launched by split_launch"))
         }
@@ -868,7 +880,7 @@ fn forward(
         d[..d.len() - 1].iter().product()
     };
     let n = q.n;
-    let wide = wide_gemv(q.kpad);
+    let wide = wide_gemv(g, &q);
     let choose = move |m: usize| forward_kernel(m, n, k, big, wide);
     let plan = plan(max_m, g.dynamic, choose, |m, kn| {
         partial_floats(kn, m, n, k)
@@ -911,7 +923,7 @@ fn forward(
         let kn = choose(m);
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
-            Kernel::Gemv(_) | Kernel::GemvWide => Launch {
+            Kernel::Gemv(_) | Kernel::GemvWide { .. } => Launch {
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
@@ -1098,27 +1110,27 @@ mod tests {
     #[test]
     fn kernel_selection_and_reachability() {
         let k = 64; // short reduction: never split
-        assert_eq!(forward_kernel(1, 64, k, true, false), Kernel::Gemv(1));
-        assert_eq!(forward_kernel(3, 64, k, true, false), Kernel::Gemv(4));
-        assert_eq!(forward_kernel(8, 64, k, true, false), Kernel::Gemv(8));
+        assert_eq!(forward_kernel(1, 64, k, true, None), Kernel::Gemv(1));
+        assert_eq!(forward_kernel(3, 64, k, true, None), Kernel::Gemv(4));
+        assert_eq!(forward_kernel(8, 64, k, true, None), Kernel::Gemv(8));
         assert_eq!(
-            forward_kernel(9, 4096, k, true, false),
+            forward_kernel(9, 4096, k, true, None),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(32, 4096, k, true, false),
+            forward_kernel(32, 4096, k, true, None),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(33, 4096, k, true, false),
+            forward_kernel(33, 4096, k, true, None),
             tiled(Tile::T64, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, true, false),
+            forward_kernel(512, 4096, k, true, None),
             tiled(Tile::T128, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, false, false),
+            forward_kernel(512, 4096, k, false, None),
             tiled(Tile::T64, false)
         );
         assert_eq!(backward_kernel(1, 4096, k, true), Kernel::SplitN(1));
@@ -1130,7 +1142,7 @@ mod tests {
         );
         // The H200 shapes at M = 32: split.
         assert_eq!(
-            forward_kernel(32, 8192, 8192, true, false),
+            forward_kernel(32, 8192, 8192, true, None),
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
@@ -1140,7 +1152,7 @@ mod tests {
         let p = plan(
             64,
             true,
-            |m| forward_kernel(m, 64, k, true, false),
+            |m| forward_kernel(m, 64, k, true, None),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(
@@ -1158,7 +1170,7 @@ mod tests {
         let p = plan(
             5,
             false,
-            |m| forward_kernel(m, 64, k, true, false),
+            |m| forward_kernel(m, 64, k, true, None),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
@@ -1183,7 +1195,7 @@ mod tests {
         ];
         for (cols, r) in shapes {
             for big in [false, true] {
-                let fwd = |m| forward_kernel(m, cols, r, big, false);
+                let fwd = |m| forward_kernel(m, cols, r, big, None);
                 let bwd = |m| backward_kernel(m, cols, r, big);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
@@ -1205,10 +1217,10 @@ mod tests {
                     }
                 }
                 // Past STABLE_M nothing changes.
-                let last = forward_kernel(STABLE_M, cols, r, big, false);
+                let last = forward_kernel(STABLE_M, cols, r, big, None);
                 assert!(matches!(last, Kernel::Tiled { split: false, .. }));
                 for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
-                    assert_eq!(forward_kernel(m, cols, r, big, false), last);
+                    assert_eq!(forward_kernel(m, cols, r, big, None), last);
                 }
             }
         }
@@ -1216,7 +1228,7 @@ mod tests {
         let p = plan(
             32,
             false,
-            |m| forward_kernel(m, 8192, 8192, true, false),
+            |m| forward_kernel(m, 8192, 8192, true, None),
             |m, kn| partial_floats(kn, m, 8192, 8192),
         );
         assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);
