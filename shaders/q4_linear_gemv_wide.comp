@@ -153,7 +153,9 @@ void main() {
       const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w));
       // Inf / NaN activations: a NaN result, never a silently finite one.
       const bool finite = amax <= 3.402823466e38;
-      const float inv = (finite && amax > 0.0) ? 127.0 / amax : 0.0;
+      // x in units of amax / (127 * 16384), as one int per element; the limbs are its
+      // digits: a0 = round(I / 16384), a1 = round(rem / 128), a2 = the rest.
+      const float inv = (finite && amax > 0.0) ? 2080768.0 / amax : 0.0;
       unit = finite ? amax / 127.0 : amax * 0.0;
       [[unroll]] for (uint l = 0u; l < 3u; ++l) {
         [[unroll]] for (uint j = 0u; j < 4u; ++j) {
@@ -162,22 +164,21 @@ void main() {
         }
       }
       [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-        const vec4 v = xv[0][i] * inv;
-        const vec4 f0 = round(v);
-        const vec4 r1 = (v - f0) * 128.0;
-        const vec4 f1 = round(r1);
-        const vec4 f2 = round((r1 - f1) * 128.0);
-        const uvec4 a[3] = uvec4[3](uvec4(ivec4(f0)) & 0xFFu, uvec4(ivec4(f1)) & 0xFFu,
-                                    uvec4(ivec4(f2)) & 0xFFu);
+        const ivec4 iv = ivec4(round(xv[0][i] * inv));  // |iv| <= 127 * 16384
+        const ivec4 a0 = (iv + 8192) >> 14;             // [-127, 127]
+        const ivec4 rem = iv - (a0 << 14);              // [-8192, 8191]
+        const ivec4 a1 = (rem + 64) >> 7;               // [-64, 64]
+        const ivec4 a2 = rem - (a1 << 7);               // [-64, 63]
+        const uvec4 a[3] = uvec4[3](uvec4(a0), uvec4(a1), uvec4(a2));
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           // Element k = 4i + q: word i / 2, position 4 (i % 2) + q in the word.
           const uint pos = 4u * (i & 1u) + q;
-          const uint sh = 8u * (pos >> 1);
+          const int sh = int(8u * (pos >> 1));
           [[unroll]] for (uint l = 0u; l < 3u; ++l) {
             if ((pos & 1u) == 0u) {
-              le[l][i >> 1] |= a[l][q] << sh;
+              le[l][i >> 1] = bitfieldInsert(le[l][i >> 1], a[l][q], sh, 8);
             } else {
-              lo[l][i >> 1] |= a[l][q] << sh;
+              lo[l][i >> 1] = bitfieldInsert(lo[l][i >> 1], a[l][q], sh, 8);
             }
           }
         }
