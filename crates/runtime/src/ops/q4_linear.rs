@@ -10,8 +10,13 @@
 //!
 //! Kernels (fp32 arithmetic) and their selection, re-made by the resize fn whenever M (the
 //! product of the leading dims) changes:
-//! - forward, M <= 8: `q4_linear_gemv_m{1,2,4,8}` (smallest MT >= M): LANES invocations per
-//!   output row stream the packed row once and serve all M activation rows.
+//! - forward, M = 1 and rows of >= 128 uvec4 chunks (K >= 4096): `q4_linear_gemv_wide_m1`
+//!   (the workgroup splits K over 16 rows, uvec4 weight loads); its `_dp4` form (devices with
+//!   packed int8 dot products, scale groups of a power-of-two number of 32-code chunks) turns
+//!   each chunk's activations into three int8 limbs and a row's chunk into 24 packed dot
+//!   products. Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4` forces a choice.
+//! - forward, M <= 8 otherwise: `q4_linear_gemv_m{1,2,4,8}` (smallest MT >= M): LANES
+//!   invocations per output row stream the packed row once and serve all M activation rows.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
