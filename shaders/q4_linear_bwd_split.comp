@@ -16,9 +16,7 @@
 // invocation of a slice (a broadcast load, vec4 over 4 rows when aligned). U rows' words and
 // scales are loaded before any is used, to keep loads in flight. The group of a word is
 // fixed for the invocation, so its scale index needs no per-row arithmetic.
-// Decoding is the GEMV's (q4_linear_gemv.comp): a code becomes a float without an
-// int-to-float conversion by OR-ing it into the mantissa of 2^23 and subtracting 2^23 + 8,
-// which is exact.
+// Decoding is in place (codes4_inplace): an AND-OR and a subtract per code, no shifts.
 //
 // partial is [S][M][KWO * 8] (row stride padded to whole words, so the two vec4 stores per
 // row need no bounds checks); the reduce reads only k < K.
@@ -52,10 +50,14 @@ layout(push_constant) uniform Params {
 const float MAGIC = 8388608.0;  // 2^23
 const uint MAGIC_BITS = 0x4B000000u;
 
-// Codes of nibbles 0..3 of `h` (a 16-bit half of a word) minus 8, exactly.
-vec4 codes4(uint h) {
-  return uintBitsToFloat(uvec4(h & 15u, (h >> 4) & 15u, (h >> 8) & 15u, (h >> 12) & 15u) | MAGIC_BITS)
-      - (MAGIC + 8.0);
+// In-place decode of the 4 codes of a 16-bit half `h`: nibble q sits at bits 4q, so the
+// masked half ORed into 2^23's mantissa is 2^23 + code * 16^q exactly, and subtracting
+// 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also exact. No shifts per nibble; the
+// accumulators are scaled back by 16^-q (exact) once at the end.
+const vec4 UNMAGIC = vec4(MAGIC + 8.0, MAGIC + 128.0, MAGIC + 2048.0, MAGIC + 32768.0);
+const vec4 UNPOS = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
+vec4 codes4_inplace(uint h) {
+  return uintBitsToFloat((uvec4(h) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - UNMAGIC;
 }
 
 void main() {
@@ -121,8 +123,8 @@ void main() {
       }
     }
     [[unroll]] for (uint u = 0u; u < U; ++u) {
-      const vec4 qlo = codes4(wv[u] & 0xFFFFu);
-      const vec4 qhi = codes4(wv[u] >> 16);
+      const vec4 qlo = codes4_inplace(wv[u]);
+      const vec4 qhi = codes4_inplace(wv[u] >> 16);
       [[unroll]] for (uint m = 0u; m < MT; ++m) {
         const float dm = d[m][u / 4u][u % 4u];
         acc_lo[m] = fma(vec4(dm * s0[u]), qlo, acc_lo[m]);
@@ -134,8 +136,8 @@ void main() {
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
     if (m < p.M) {
       const uint o = ((j * p.M + m) * kwo + wi) * 2u;
-      part4[o] = live0 ? acc_lo[m] : vec4(0.0);
-      part4[o + 1u] = live1 ? acc_hi[m] : vec4(0.0);
+      part4[o] = live0 ? acc_lo[m] * UNPOS : vec4(0.0);
+      part4[o + 1u] = live1 ? acc_hi[m] * UNPOS : vec4(0.0);
     }
   }
 }
