@@ -244,23 +244,9 @@ fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
         let od: Vec<usize> = perm.iter().map(|&p| xd[p]).collect();
         let os: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
         let numel: usize = od.iter().product();
-        // The shader takes dims innermost first.
-        let rev = |v: &[usize]| -> Result<Vec<u32>> {
-            v.iter().rev().map(|&x| to_u32(x, "size")).collect()
-        };
-        let push = Push::new()
-            .u32(to_u32(numel, "numel")?)
-            .u32(rank as u32)
-            .u32(0)
-            .u32(0)
-            .u32_array(&rev(&od)?, MAX_RANK, 1)
-            .u32_array(&rev(&os)?, MAX_RANK, 0)
-            .finish();
+        let launch = strided_copy_launch(numel, rank, &od, &os)?;
         s.set_dims(out, od)?;
-        Ok(Launch {
-            push,
-            global: Global::Linear(numel as u64),
-        })
+        Ok(launch)
     })
 }
 
@@ -402,6 +388,25 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     })
 }
 
+/// Launch of the `permute` shader: `numel` outputs of sizes `od`, read from the input at
+/// strides `os` (per output dim; 0 broadcasts), rank <= MAX_RANK. The shader takes dims
+/// innermost first.
+fn strided_copy_launch(numel: usize, rank: usize, od: &[usize], os: &[usize]) -> Result<Launch> {
+    let rev =
+        |v: &[usize]| -> Result<Vec<u32>> { v.iter().rev().map(|&x| to_u32(x, "size")).collect() };
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(numel, "numel")?)
+            .u32(rank as u32)
+            .u32(0)
+            .u32(0)
+            .u32_array(&rev(od)?, MAX_RANK, 1)
+            .u32_array(&rev(os)?, MAX_RANK, 0)
+            .finish(),
+        global: Global::Linear(numel as u64),
+    })
+}
+
 fn build_sym_size(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(3)?;
     let what = call.what();
@@ -512,23 +517,9 @@ fn build_expand_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
         let (od, os) = expand_plan(s.dims(x), &want)?;
         let numel = crate::graph::checked_numel(&od)
             .ok_or_else(|| invalid_arg(format!("{what}: output sizes {od:?} overflow")))?;
-        // The shader takes dims innermost first.
-        let rev = |v: &[usize]| -> Result<Vec<u32>> {
-            v.iter().rev().map(|&x| to_u32(x, "size")).collect()
-        };
-        let push = Push::new()
-            .u32(to_u32(numel, "numel")?)
-            .u32(rank as u32)
-            .u32(0)
-            .u32(0)
-            .u32_array(&rev(&od)?, MAX_RANK, 1)
-            .u32_array(&rev(&os)?, MAX_RANK, 0)
-            .finish();
+        let launch = strided_copy_launch(numel, rank, &od, &os)?;
         s.set_dims(out, od)?;
-        Ok(Launch {
-            push,
-            global: Global::Linear(numel as u64),
-        })
+        Ok(launch)
     })
 }
 
