@@ -14,8 +14,10 @@
 // Two forms (docs/performance.md, GEMV history v10-v16):
 // - DP4 (devices with packed int8 dot products, groups that are whole chunks): the chunk's
 //   activations become three int8 limbs and a row's chunk is 24 packed dot products; the
-//   next batch's weights and scales are loaded before the current batch is used. On an
-//   H200: 22.3 us at 8192^2, 0.43-0.56 of the read ceiling.
+//   next batch's weights and scales are loaded before the current batch is used. With PRE
+//   the limbs come from a pre-pass (q4_act_limbs.comp) instead of from every workgroup,
+//   which pays off for large matrices. On an H200: 21.0 us at 8192^2 (0.44 of the read
+//   ceiling), 55.9 / 51.7 us with the pre-pass at 28672 x 8192 / 8192 x 28672 (0.57 / 0.62).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
@@ -31,6 +33,7 @@
 // on devices with VK_KHR_shader_integer_dot_product.
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
 int sdot4x8(uint a, uint b, spirv_literal uint fmt);
+#include "q4_limbs.glsl"
 #endif
 
 #ifndef MT
@@ -45,8 +48,12 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define SEGS (NT / ROWS_OUT)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+#ifdef PRE
+layout(set = 0, binding = 1) readonly buffer Lb { uvec4 lb[]; };
+#else
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
+#endif
 layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
@@ -107,6 +114,7 @@ void main() {
 
   for (uint c = t; c < p.KC; c += NT) {
     const uint k0 = c * 32u;
+#ifndef PRE
     vec4 xv[MT][8];
     [[unroll]] for (uint m = 0u; m < MT; ++m) {
       const uint row = min(m, p.M - 1u) * p.K;
@@ -121,6 +129,7 @@ void main() {
         }
       }
     }
+#endif
     // In-place decode (groups aligned to chunks): nibble i of a 16-bit half sits at bits 4i,
     // so the masked half ORed into 2^23's mantissa is 2^23 + code * 16^i exactly; minus 2^23
     // and times x pre-scaled by 16^-i (exact: a power of two) that is x * code: an AND-OR, a
@@ -147,50 +156,23 @@ void main() {
     uint le[3][4], lo[3][4];
     int lsum[3];
     float unit;
+#ifdef PRE
+    // Limbs made once per launch by q4_act_limbs.comp: 7 uvec4 per chunk, [7][KC].
     {
-      vec4 mx = vec4(0.0);
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) mx = max(mx, abs(xv[0][i]));
-      const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w));
-      // Inf / NaN activations: a NaN result, never a silently finite one.
-      const bool finite = amax <= 3.402823466e38;
-      // x in units of amax / (127 * 16384), as one int per element; the limbs are its
-      // digits: a0 = round(I / 16384), a1 = round(rem / 128), a2 = the rest.
-      const float inv = (finite && amax > 0.0) ? 2080768.0 / amax : 0.0;
-      unit = finite ? amax / 127.0 : amax * 0.0;
+      uvec4 q[7];
+      [[unroll]] for (uint i = 0u; i < 7u; ++i) q[i] = lb[i * p.KC + c];
       [[unroll]] for (uint l = 0u; l < 3u; ++l) {
         [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-          le[l][j] = 0u;
-          lo[l][j] = 0u;
+          le[l][j] = q[2u * l][j];
+          lo[l][j] = q[2u * l + 1u][j];
         }
+        lsum[l] = int(q[6][l]);
       }
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-        const ivec4 iv = ivec4(round(xv[0][i] * inv));  // |iv| <= 127 * 16384
-        const ivec4 a0 = (iv + 8192) >> 14;             // [-127, 127]
-        const ivec4 rem = iv - (a0 << 14);              // [-8192, 8191]
-        const ivec4 a1 = (rem + 64) >> 7;               // [-64, 64]
-        const ivec4 a2 = rem - (a1 << 7);               // [-64, 63]
-        const uvec4 a[3] = uvec4[3](uvec4(a0), uvec4(a1), uvec4(a2));
-        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-          // Element k = 4i + q: word i / 2, position 4 (i % 2) + q in the word.
-          const uint pos = 4u * (i & 1u) + q;
-          const int sh = int(8u * (pos >> 1));
-          [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-            if ((pos & 1u) == 0u) {
-              le[l][i >> 1] = bitfieldInsert(le[l][i >> 1], a[l][q], sh, 8);
-            } else {
-              lo[l][i >> 1] = bitfieldInsert(lo[l][i >> 1], a[l][q], sh, 8);
-            }
-          }
-        }
-      }
-      [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-        int t4 = 0;
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-          t4 += sdot4x8(le[l][j], 0x01010101u, 0) + sdot4x8(lo[l][j], 0x01010101u, 0);
-        }
-        lsum[l] = t4;
-      }
+      unit = uintBitsToFloat(q[6].w);
     }
+#else
+    make_limbs(xv[0], le, lo, lsum, unit);
+#endif
 #endif
     const uint gc = (p.G == 1u || !chunk_shift) ? 0u : c >> cshift;
 #ifdef DP4

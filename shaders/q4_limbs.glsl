@@ -1,0 +1,50 @@
+// Activation limbs of the int8 GEMV (q4_linear_gemv_wide.comp, q4_act_limbs.comp): the 32
+// activations of a chunk as three int8 limbs in units of amax / 127,
+//   x = unit * (a0 + a1 / 128 + a2 / 16384)   to within amax * 2^-22,
+// packed four to a word in the order the codes come out of a weight word (w & 0x0F0F0F0F:
+// the even k of the word, (w >> 4) & 0x0F0F0F0F: the odd k), with each limb's sum (for the
+// -8 of the codes). Needs sdot4x8 (OpSDotKHR) declared by the including shader.
+void make_limbs(vec4 xv[8], out uint le[3][4], out uint lo[3][4], out int lsum[3], out float unit) {
+  vec4 mx = vec4(0.0);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) mx = max(mx, abs(xv[i]));
+  const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w));
+  // Inf / NaN activations: a NaN result, never a silently finite one.
+  const bool finite = amax <= 3.402823466e38;
+  // x in units of amax / (127 * 16384), as one int per element; the limbs are its digits:
+  // a0 = round(I / 16384), a1 = round(rem / 128), a2 = the rest.
+  const float inv = (finite && amax > 0.0) ? 2080768.0 / amax : 0.0;
+  unit = finite ? amax / 127.0 : amax * 0.0;
+  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      le[l][j] = 0u;
+      lo[l][j] = 0u;
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+    const ivec4 iv = ivec4(round(xv[i] * inv));  // |iv| <= 127 * 16384
+    const ivec4 a0 = (iv + 8192) >> 14;          // [-127, 127]
+    const ivec4 rem = iv - (a0 << 14);           // [-8192, 8191]
+    const ivec4 a1 = (rem + 64) >> 7;            // [-64, 64]
+    const ivec4 a2 = rem - (a1 << 7);            // [-64, 63]
+    const uvec4 a[3] = uvec4[3](uvec4(a0), uvec4(a1), uvec4(a2));
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      // Element k = 4i + q: word i / 2, position 4 (i % 2) + q in the word.
+      const uint pos = 4u * (i & 1u) + q;
+      const int sh = int(8u * (pos >> 1));
+      [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+        if ((pos & 1u) == 0u) {
+          le[l][i >> 1] = bitfieldInsert(le[l][i >> 1], a[l][q], sh, 8);
+        } else {
+          lo[l][i >> 1] = bitfieldInsert(lo[l][i >> 1], a[l][q], sh, 8);
+        }
+      }
+    }
+  }
+  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+    int t4 = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      t4 += sdot4x8(le[l][j], 0x01010101u, 0) + sdot4x8(lo[l][j], 0x01010101u, 0);
+    }
+    lsum[l] = t4;
+  }
+}
