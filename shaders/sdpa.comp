@@ -23,11 +23,12 @@
 // producing NaN from (-inf) - (-inf).
 #define NEG_BIG -3.0e38
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
-layout(set = 0, binding = 1) readonly buffer Q { float q_[]; };
-layout(set = 0, binding = 2) readonly buffer K { float k_[]; };
-layout(set = 0, binding = 3) readonly buffer V { float v_[]; };
-layout(set = 0, binding = 4) readonly buffer Mask { float mask_[]; };
+// DTYPE: the tensors' storage (float or float16_t); the math is float either way.
+layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
+layout(set = 0, binding = 1) readonly buffer Q { DTYPE q_[]; };
+layout(set = 0, binding = 2) readonly buffer K { DTYPE k_[]; };
+layout(set = 0, binding = 3) readonly buffer V { DTYPE v_[]; };
+layout(set = 0, binding = 4) readonly buffer Mask { DTYPE mask_[]; };
 layout(set = 0, binding = 5) readonly buffer Scalars { int scalars_[]; };
 
 layout(push_constant) uniform Params {
@@ -62,7 +63,7 @@ void main() {
   uint b = row / (p.S * p.H);
   uint qbase = b * p.qst.x + h * p.qst.y + i * p.qst.z;
   for (uint d = lane; d < p.D; d += LANES) {
-    s_q[d] = q_[qbase + d];
+    s_q[d] = float(q_[qbase + d]);
   }
   barrier();
 
@@ -88,11 +89,11 @@ void main() {
       uint kb = kbase + j * p.kst.z;
       float dot_ = 0.0;
       for (uint d = 0; d < p.D; ++d) {
-        dot_ += s_q[d] * k_[kb + d];
+        dot_ += s_q[d] * float(k_[kb + d]);
       }
       s = dot_ * p.scale;
       if (p.has_mask != 0) {
-        s += mask_[i * p.mask_row + j];
+        s += float(mask_[i * p.mask_row + j]);
       }
       s = max(s, NEG_BIG);
     }
@@ -115,7 +116,7 @@ void main() {
       for (uint r = 0; r < PER_LANE; ++r) {
         uint d = lane + r * LANES;
         if (d < p.D) {
-          acc[r] += w * v_[vb + d];
+          acc[r] += w * float(v_[vb + d]);
         }
       }
     }
@@ -127,7 +128,7 @@ void main() {
   for (uint r = 0; r < PER_LANE; ++r) {
     uint d = lane + r * LANES;
     if (d < p.D) {
-      out_[obase + d] = acc[r] * inv;
+      out_[obase + d] = DTYPE(acc[r] * inv);
     }
   }
 }

@@ -97,21 +97,28 @@ fn causal_mask(s: usize, l: usize) -> Tensor {
     Tensor::f32(&[s, l], data)
 }
 
-/// Graph: q, k, v inputs (and the mask as an input of `mask` sizes), scale Double or Null.
-fn sdpa_graph(q: &[usize], kv: &[usize], mask: Option<&[usize]>, scale: Option<f64>) -> CaseGraph {
+/// Graph: q, k, v inputs of `dt` (and the mask as an input of `mask` sizes), scale Double or
+/// Null.
+fn sdpa_graph(
+    dt: DataType,
+    q: &[usize],
+    kv: &[usize],
+    mask: Option<&[usize]>,
+    scale: Option<f64>,
+) -> CaseGraph {
     let mut g = CaseGraph::new();
-    let qi = g.input(F32, q);
-    let ki = g.input(F32, kv);
-    let vi = g.input(F32, kv);
+    let qi = g.input(dt, q);
+    let ki = g.input(dt, kv);
+    let vi = g.input(dt, kv);
     let mi = match mask {
-        Some(m) => g.input(F32, m),
+        Some(m) => g.input(dt, m),
         None => g.null(),
     };
     let si = match scale {
         Some(x) => g.double(x),
         None => g.null(),
     };
-    let out = g.output(F32, q);
+    let out = g.output(dt, q);
     g.op(SDPA, &[qi, ki, vi, mi, si, out]);
     g
 }
@@ -123,21 +130,36 @@ fn sdpa_case(
     scale: Option<f64>,
     seed: u64,
 ) -> OpCase {
-    let qt = Tensor::rand_range(F32, q, -1.0, 1.0, seed);
-    let kt = Tensor::rand_range(F32, kv, -1.0, 1.0, seed + 1);
-    let vt = Tensor::rand_range(F32, kv, -1.0, 1.0, seed + 2);
+    sdpa_case_of(F32, q, kv, mask, scale, seed)
+}
+
+/// fp16 storage: inputs rounded to fp16 (the reference sees the rounded values), float
+/// math in the kernel, one fp16 rounding of the output.
+fn sdpa_case_of(
+    dt: DataType,
+    q: &[usize],
+    kv: &[usize],
+    mask: Option<Tensor>,
+    scale: Option<f64>,
+    seed: u64,
+) -> OpCase {
+    let qt = Tensor::rand_range(dt, q, -1.0, 1.0, seed);
+    let kt = Tensor::rand_range(dt, kv, -1.0, 1.0, seed + 1);
+    let vt = Tensor::rand_range(dt, kv, -1.0, 1.0, seed + 2);
+    let mask = mask.map(|m| Tensor::new(dt, &m.sizes, m.data));
     let sc = scale.unwrap_or(1.0 / (q[3] as f64).sqrt());
     let want = sdpa_ref(&qt, &kt, &vt, mask.as_ref(), sc);
-    let g = sdpa_graph(q, kv, mask.as_ref().map(|m| m.sizes.as_slice()), scale);
+    let want = Tensor::new(dt, &want.sizes, want.data);
+    let g = sdpa_graph(dt, q, kv, mask.as_ref().map(|m| m.sizes.as_slice()), scale);
     let name = format!(
-        "q {q:?} kv {kv:?} mask {:?} scale {scale:?}",
+        "{} q {q:?} kv {kv:?} mask {:?} scale {scale:?}",
+        dt.name(),
         mask.as_ref().map(|m| m.sizes.clone())
     );
     let mut inputs = vec![qt, kt, vt];
     inputs.extend(mask);
-    OpCase::new(SDPA, name, g)
-        .tol(Tol::F32_SUM)
-        .run(inputs, vec![want])
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    OpCase::new(SDPA, name, g).tol(tol).run(inputs, vec![want])
 }
 
 fn sdpa_cases() -> Vec<OpCase> {
@@ -168,9 +190,19 @@ fn sdpa_cases() -> Vec<OpCase> {
             None,
             9530,
         ),
+        // fp16 storage: causal mask; grouped heads past one key chunk.
+        sdpa_case_of(
+            F16,
+            &[1, 2, 8, 32],
+            &[1, 2, 8, 32],
+            Some(causal_mask(8, 8)),
+            None,
+            9560,
+        ),
+        sdpa_case_of(F16, &[1, 4, 3, 40], &[1, 2, 70, 40], None, Some(0.2), 9570),
     ];
     // Dynamic sequence length for q, k, v and the mask together.
-    let g = sdpa_graph(&[1, 2, 9, 16], &[1, 2, 9, 16], Some(&[9, 9]), None);
+    let g = sdpa_graph(F32, &[1, 2, 9, 16], &[1, 2, 9, 16], Some(&[9, 9]), None);
     let mut case = OpCase::new(SDPA, "dynamic S <= 9, causal mask", g)
         .tol(Tol::F32_SUM)
         .dynamic();
@@ -252,11 +284,18 @@ impl KvRef {
 
 /// Inputs q, k, v, start_pos (SymInt), and seq_len (SymInt when `sym_len`, else an Int
 /// of the exported length); zero caches as constants, scale Null.
-fn kv_graph(q: &[usize], kv: &[usize], cache: &[usize], causal: bool, sym_len: bool) -> CaseGraph {
+fn kv_graph(
+    dt: DataType,
+    q: &[usize],
+    kv: &[usize],
+    cache: &[usize],
+    causal: bool,
+    sym_len: bool,
+) -> CaseGraph {
     let mut g = CaseGraph::new();
-    let qi = g.input(F32, q);
-    let ki = g.input(F32, kv);
-    let vi = g.input(F32, kv);
+    let qi = g.input(dt, q);
+    let ki = g.input(dt, kv);
+    let vi = g.input(dt, kv);
     let sp = g.symint();
     g.builder().mark_input(sp);
     let sl = if sym_len {
@@ -266,14 +305,14 @@ fn kv_graph(q: &[usize], kv: &[usize], cache: &[usize], causal: bool, sym_len: b
     } else {
         g.int(q[1] as i64)
     };
-    let zeros = Tensor::f32(cache, vec![0.0; cache.iter().product()]);
+    let zeros = Tensor::new(dt, cache, vec![0.0; cache.iter().product()]);
     let kc = g.constant(&zeros);
     let vc = g.constant(&zeros);
     let mask = g.null();
     let dropout = g.int(0);
     let c = g.bool(causal);
     let scale = g.null();
-    let out = g.output(F32, q);
+    let out = g.output(dt, q);
     g.op(
         KV,
         &[qi, ki, vi, kc, vc, sp, sl, mask, dropout, c, scale, out],
@@ -289,19 +328,32 @@ fn kv_case(
     steps: &[(usize, usize)],
     seed: u64,
 ) -> OpCase {
+    kv_case_of(F32, name, dims, causal, steps, seed)
+}
+
+/// [`kv_case`] with q, k, v and the caches stored as `dt` (fp16: inputs rounded, the cache
+/// holds fp16 values, math in float).
+fn kv_case_of(
+    dt: DataType,
+    name: &str,
+    dims: ([usize; 4], [usize; 4], [usize; 4]),
+    causal: bool,
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
     let (q, kv, cache) = dims;
     let sym_len = steps.iter().any(|&(_, s)| s != q[1]);
-    let g = kv_graph(&q, &kv, &cache, causal, sym_len);
-    let mut case = OpCase::new(KV, name.to_string(), g)
-        .tol(Tol::F32_SUM)
-        .dynamic();
+    let g = kv_graph(dt, &q, &kv, &cache, causal, sym_len);
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    let mut case = OpCase::new(KV, name.to_string(), g).tol(tol).dynamic();
     let mut r = KvRef::new(cache, causal);
     for (i, &(start, s)) in steps.iter().enumerate() {
         let sd = 3 * i as u64 + seed;
-        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
-        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
-        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        let qt = Tensor::rand_range(dt, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
         let want = r.step(&qt, &kt, &vt, start);
+        let want = Tensor::new(dt, &want.sizes, want.data);
         let mut inputs: Vec<Val> = vec![qt.into(), kt.into(), vt.into(), Val::Int(start as i64)];
         if sym_len {
             inputs.push(Val::Int(s as i64));
@@ -328,6 +380,15 @@ fn kv_cases() -> Vec<OpCase> {
             true,
             &[(0, 5), (5, 1), (6, 3), (9, 1), (10, 5)],
             9650,
+        ),
+        // fp16 q / k / v and caches: GQA prefill then decode.
+        kv_case_of(
+            F16,
+            "fp16 GQA prefill + decode q [1, <=4, 4, 16] kv heads 2 cache [1, 12, 2, 16]",
+            ([1, 4, 4, 16], [1, 4, 2, 16], [1, 12, 2, 16]),
+            true,
+            &[(0, 4), (4, 1), (5, 2)],
+            9680,
         ),
         // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk.
         kv_case(
@@ -452,6 +513,7 @@ fn update_cache_cases() -> Vec<OpCase> {
 /// 0.0, is_causal, scale)`. Inputs q, k, v, start_pos (SymInt) and the mask when `mask`
 /// gives its max sizes; zero caches as constants.
 fn custom_graph(
+    dt: DataType,
     dims: ([usize; 4], [usize; 4], [usize; 4]),
     causal: Option<bool>,
     mask: Option<[usize; 2]>,
@@ -459,20 +521,20 @@ fn custom_graph(
 ) -> CaseGraph {
     let (q, kv, cache) = dims;
     let mut g = CaseGraph::new();
-    let qi = g.input(F32, &q);
-    let ki = g.input(F32, &kv);
-    let vi = g.input(F32, &kv);
+    let qi = g.input(dt, &q);
+    let ki = g.input(dt, &kv);
+    let vi = g.input(dt, &kv);
     let sp = g.symint();
     g.builder().mark_input(sp);
     let mi = match mask {
-        Some(m) => g.input(F32, &m),
+        Some(m) => g.input(dt, &m),
         None => g.null(),
     };
-    let zeros = Tensor::f32(&cache, vec![0.0; cache.iter().product()]);
+    let zeros = Tensor::new(dt, &cache, vec![0.0; cache.iter().product()]);
     let kc = g.constant(&zeros);
-    let vc = g.constant(&Tensor::f32(&cache, vec![0.0; cache.iter().product()]));
+    let vc = g.constant(&Tensor::new(dt, &cache, vec![0.0; cache.iter().product()]));
     for (src, c) in [(ki, kc), (vi, vc)] {
-        let dummy = g.tensor(F32, &[1]);
+        let dummy = g.tensor(dt, &[1]);
         g.op(UPDATE, &[src, c, sp, dummy]);
     }
     let dropout = g.double(0.0);
@@ -484,7 +546,7 @@ fn custom_graph(
         Some(x) => g.double(x),
         None => g.null(),
     };
-    let out = g.output(F32, &q);
+    let out = g.output(dt, &q);
     g.op(CUSTOM, &[qi, kc, vc, sp, mi, dropout, ci, si, out]);
     g
 }
@@ -537,6 +599,8 @@ impl CustomRef {
 
 /// Options of one custom_sdpa case.
 struct CustomOpts {
+    /// Storage of q, k, v, the mask and the caches (fp16: inputs rounded, float math).
+    dt: DataType,
     causal: Option<bool>,
     /// Mask width beyond `start + S` (a mask input `[S, start + S + extra]`), or no mask.
     mask_extra: Option<usize>,
@@ -552,10 +616,10 @@ fn custom_case(
 ) -> OpCase {
     let (q, kv, cache) = dims;
     let mask_max = opts.mask_extra.map(|e| [q[1], cache[1] + e]);
-    let g = custom_graph(dims, opts.causal, mask_max, opts.scale);
-    let mut case = OpCase::new(CUSTOM, name.to_string(), g)
-        .tol(Tol::F32_SUM)
-        .dynamic();
+    let dt = opts.dt;
+    let g = custom_graph(dt, dims, opts.causal, mask_max, opts.scale);
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    let mut case = OpCase::new(CUSTOM, name.to_string(), g).tol(tol).dynamic();
     let n = cache.iter().product();
     let mut r = CustomRef {
         dims: cache,
@@ -565,14 +629,15 @@ fn custom_case(
     let scale = opts.scale.unwrap_or(1.0 / (q[3] as f64).sqrt());
     for (i, &(start, s)) in steps.iter().enumerate() {
         let sd = 4 * i as u64 + seed;
-        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
-        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
-        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        let qt = Tensor::rand_range(dt, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
         let mt = opts
             .mask_extra
-            .map(|e| Tensor::rand_range(F32, &[s, start + s + e], -2.0, 0.0, sd + 3));
+            .map(|e| Tensor::rand_range(dt, &[s, start + s + e], -2.0, 0.0, sd + 3));
         let causal = opts.causal.unwrap_or(false);
         let want = r.step((&qt, &kt, &vt), start, causal, mt.as_ref(), scale);
+        let want = Tensor::new(dt, &want.sizes, want.data);
         let mut inputs: Vec<Val> = vec![qt.into(), kt.into(), vt.into(), Val::Int(start as i64)];
         inputs.extend(mt.map(Val::from));
         case = case.run_vals(inputs, vec![want.into()]);
@@ -582,11 +647,23 @@ fn custom_case(
 
 fn custom_sdpa_cases() -> Vec<OpCase> {
     let causal = |c: bool| CustomOpts {
+        dt: F32,
         causal: Some(c),
         mask_extra: None,
         scale: None,
     };
     vec![
+        // fp16 storage (q, k, v and the caches), causal prefill then decode.
+        custom_case(
+            "fp16 causal q [1, <=3, 2, 24] cache [1, 8, 2, 24]",
+            ([1, 3, 2, 24], [1, 3, 2, 24], [1, 8, 2, 24]),
+            CustomOpts {
+                dt: F16,
+                ..causal(true)
+            },
+            &[(0, 3), (3, 1), (4, 2)],
+            9940,
+        ),
         // Llama decode shapes: one token per step after a prefill.
         custom_case(
             "causal decode q [1, <=4, 2, 32] cache [1, 16, 2, 32]",
@@ -608,6 +685,7 @@ fn custom_sdpa_cases() -> Vec<OpCase> {
             "is_causal None B 2 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
             ([2, 40, 3, 80], [2, 40, 3, 80], [2, 72, 3, 80]),
             CustomOpts {
+                dt: F32,
                 causal: None,
                 mask_extra: None,
                 scale: None,
@@ -620,6 +698,7 @@ fn custom_sdpa_cases() -> Vec<OpCase> {
             "mask [S, >= start_pos + S] scale 0.2 q [1, <=3, 2, 5] cache [1, 9, 1, 5]",
             ([1, 3, 2, 5], [1, 3, 1, 5], [1, 9, 1, 5]),
             CustomOpts {
+                dt: F32,
                 causal: Some(false),
                 mask_extra: Some(2),
                 scale: Some(0.2),
@@ -652,7 +731,7 @@ mod tests {
     #[test]
     fn custom_sdpa_rejects_start_pos_past_the_end() {
         let dims = ([1, 2, 1, 4], [1, 2, 1, 4], [1, 6, 1, 4]);
-        let g = custom_graph(dims, Some(true), None, None);
+        let g = custom_graph(F32, dims, Some(true), None, None);
         let q = Tensor::rand(&[1, 2, 1, 4], 1);
         let case = OpCase::new(CUSTOM, "past the end", g).dynamic().run_vals(
             vec![

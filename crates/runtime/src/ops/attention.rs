@@ -27,7 +27,8 @@ use crate::ops::training::folded_grid;
 use crate::ops::{data_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
-const F32: &[DataType] = &[DataType::Float32];
+/// Storage dtypes of the attention ops (math in float either way).
+const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Dtypes of `update_cache` (the `sdpa_cache_update` copy variants).
 const CACHE_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
 /// Local size of the `sdpa` shader (its `LANES`).
@@ -42,14 +43,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register(OpEntry {
         name: "et_vk.sdpa.default",
         build: build_sdpa,
-        dtypes: F32,
+        dtypes: FLOATS,
         dynamic_shapes: true,
         note: "softmax(q k^T * scale + mask) v on [B, H, S, D], k / v [B, H_kv, L, D] (H_kv divides H), mask [S or 1, L] additive, scale default 1/sqrt(D); D <= 256",
     })?;
     r.register(OpEntry {
         name: "sdpa_with_kv_cache.default",
         build: build_sdpa_kv_cache,
-        dtypes: F32,
+        dtypes: FLOATS,
         dynamic_shapes: true,
         note: "writes k / v [B, S, H_kv, D] into caches [B, max_seq, H_kv, D] at start_pos (in place, persists), then attention of q [B, S, H, D] over cache positions [0, start_pos + S), causal when is_causal; GQA; no attn_mask, dropout 0; D <= 256",
     })?;
@@ -63,7 +64,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register(OpEntry {
         name: "llama.custom_sdpa.default",
         build: build_custom_sdpa,
-        dtypes: F32,
+        dtypes: FLOATS,
         dynamic_shapes: true,
         note: "attention of q [B, S, H, D] over cache positions [0, start_pos + S) of k_cache / v_cache [B, max_seq, H_kv, D]; causal relative to start_pos when is_causal; optional additive attn_mask [S, >= start_pos + S] (not with is_causal); GQA; dropout 0; D <= 256",
     })?;
@@ -156,7 +157,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let mut dts = vec![s.dtype(q), s.dtype(k), s.dtype(v), s.dtype(out)];
     dts.extend(mask.map(|m| s.dtype(m)));
     let dt = same_dtype(call, &dts)?;
-    expect_f32(&what, dt)?;
+    let sdpa = sdpa_shader(&what, dt)?;
     let mask_b = match mask {
         Some(m) => m,
         None => g.dummy()?,
@@ -169,7 +170,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         Binding::Tensor(mask_b),
         Binding::Scalars,
     ];
-    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+    g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
         let qd = s.dims(q).to_vec();
         let [b, h, sq, d] = rank4(&what, "q", &qd, "[B, H, S, D]")?;
         let kd = s.dims(k).to_vec();
@@ -221,14 +222,16 @@ fn mask_row_stride(s: &Shapes, m: TensorId, sq: usize, l: usize, what: &str) -> 
     Ok(if md[n - 2] == 1 { 0 } else { l })
 }
 
-fn expect_f32(what: &str, dt: DataType) -> Result<()> {
-    if dt != DataType::Float32 {
-        return Err(unsupported(format!(
-            "{what}: dtype {} is not supported (fp32 only)",
+/// The attention kernel for tensors of `dt` (float32 or float16 storage, float math).
+fn sdpa_shader(what: &str, dt: DataType) -> Result<ShaderId> {
+    match dt {
+        DataType::Float32 => Ok(ShaderId::SdpaF32),
+        DataType::Float16 => Ok(ShaderId::SdpaF16),
+        _ => Err(unsupported(format!(
+            "{what}: dtype {} is not supported (float32, float16 are)",
             dt.name()
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// `[q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask?, dropout_p, is_causal,
@@ -279,20 +282,13 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
             s.dtype(out),
         ],
     )?;
-    expect_f32(&what, dt)?;
+    let sdpa = sdpa_shader(&what, dt)?;
 
+    let cache_update = data_shader("sdpa_cache_update", dt, call)?;
     // Cache writes: one dispatch per cache, k / v [B, S, H_kv, D] -> [B, max_seq, H_kv, D].
     let pos_v = call.arg(5)?;
     for (src, cache, role) in [(k, k_cache, "k"), (v, v_cache, "v")] {
-        cache_write(
-            g,
-            call,
-            src,
-            cache,
-            (pos_v, pos_slot),
-            ShaderId::SdpaCacheUpdateF32,
-            role,
-        )?;
+        cache_write(g, call, src, cache, (pos_v, pos_slot), cache_update, role)?;
     }
 
     let bindings = [
@@ -303,7 +299,7 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
         Binding::Tensor(q), // no mask: any bound buffer, never read
         Binding::Scalars,
     ];
-    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+    g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
         let qd = s.dims(q).to_vec();
         let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
         let cd = s.dims(k_cache).to_vec();
@@ -441,7 +437,7 @@ fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
     let mut dts = vec![s.dtype(q), s.dtype(k_cache), s.dtype(v_cache), s.dtype(out)];
     dts.extend(mask.map(|m| s.dtype(m)));
     let dt = same_dtype(call, &dts)?;
-    expect_f32(&what, dt)?;
+    let sdpa = sdpa_shader(&what, dt)?;
     let bindings = [
         Binding::Tensor(out),
         Binding::Tensor(q),
@@ -450,7 +446,7 @@ fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
         Binding::Tensor(mask.unwrap_or(q)), // no mask: any bound buffer, never read
         Binding::Scalars,
     ];
-    g.dispatch(call, Dispatch::new(ShaderId::SdpaF32, bindings), move |s| {
+    g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
         let qd = s.dims(q).to_vec();
         let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
         let cd = s.dims(k_cache).to_vec();
