@@ -165,3 +165,88 @@ fn bad_arguments_are_one_line_errors() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A program with a dynamic token input and no KV cache (logits for every position): the
+/// host feeds the whole sequence each step, up to the exported maximum. Its "model" is an
+/// embedding whose row t is one-hot at perm(t) = (5t + 3) mod 16, so greedy generation
+/// must follow t -> perm(t) from the last prompt token.
+#[test]
+fn dynamic_length_program_without_kv_cache() {
+    use etvk_format::ir::DataType;
+    use etvk_format::program_ir::{PlanTensor, TensorData};
+    use etvk_format::program_writer::single_delegate_program;
+    use etvk_format::writer::GraphBuilder;
+
+    const V: usize = 16;
+    const MAX_L: usize = 8;
+    let perm = |t: i64| (5 * t + 3) % V as i64;
+    let mut table = vec![0f32; V * V];
+    for t in 0..V {
+        table[t * V + perm(t as i64) as usize] = 1.0;
+    }
+    let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut gb = GraphBuilder::new();
+    let tokens = gb.add_tensor(DataType::Int32, &[1, MAX_L]);
+    let weight = gb.add_constant_inline(DataType::Float32, &[V, V], &bytes);
+    let pad = gb.add_int(-1);
+    let no = gb.add_bool(false);
+    let logits = gb.add_tensor(DataType::Float32, &[1, MAX_L, V]);
+    gb.add_op(
+        "aten.embedding.default",
+        &[weight, tokens, pad, no, no, logits],
+    );
+    gb.mark_input(tokens);
+    gb.mark_output(logits);
+    let plan_tensor = |st: i8, sizes: &[i64]| PlanTensor {
+        scalar_type: st,
+        sizes: sizes.to_vec(),
+        dim_order: (0..sizes.len() as u8).collect(),
+        shape_dynamism: 1,
+        data: TensorData::None,
+    };
+    let program = single_delegate_program(
+        "forward",
+        gb.finish_delegate(),
+        vec![("require_dynamic_shapes".to_string(), vec![1])],
+        vec![],
+        vec![plan_tensor(4, &[1, MAX_L as i64])],
+        vec![plan_tensor(6, &[1, MAX_L as i64, V as i64])],
+    )
+    .expect("program");
+    let path = std::env::temp_dir().join(format!("etvk-gen-{}.pte", std::process::id()));
+    std::fs::write(&path, program).expect("write program");
+
+    let run = |args: &[&str]| {
+        let out = Command::new(cli_binary().expect("etvk binary"))
+            .arg("generate")
+            .arg(&path)
+            .args(args)
+            .env("ETVK_VALIDATION", "1")
+            .output()
+            .expect("run etvk generate");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let out = run(&["--prompt-tokens", "1,2,3", "--max-new", "4"]);
+    assert!(out.contains("no KV cache"), "{out}");
+    let mut want = Vec::new();
+    let mut t = 3;
+    for _ in 0..4 {
+        t = perm(t);
+        want.push(t);
+    }
+    assert_eq!(generated(&out), want, "{out}");
+    // A full prompt leaves room for one token; the next call would exceed the maximum.
+    let out = run(&["--prompt-tokens", "0,1,2,3,4,5,6,7", "--max-new", "3"]);
+    assert_eq!(generated(&out), vec![perm(7)], "{out}");
+    assert!(
+        out.contains("stopping: the sequence reached the 8 tokens"),
+        "{out}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
