@@ -166,87 +166,128 @@ fn bad_arguments_are_one_line_errors() {
     );
 }
 
-/// A program with a dynamic token input and no KV cache (logits for every position): the
-/// host feeds the whole sequence each step, up to the exported maximum. Its "model" is an
-/// embedding whose row t is one-hot at perm(t) = (5t + 3) mod 16, so greedy generation
-/// must follow t -> perm(t) from the last prompt token.
-#[test]
-fn dynamic_length_program_without_kv_cache() {
+/// Token ids t map to logits one-hot at perm(t) = (5t + 3) mod 16: an embedding "model"
+/// whose greedy continuation is known.
+const PERM_V: usize = 16;
+
+fn perm(t: i64) -> i64 {
+    (5 * t + 3) % PERM_V as i64
+}
+
+/// A one-delegate program: tokens int64 `[1, <= max_l]` (dynamic), optionally an `input_pos`
+/// int64 `[1]` input the graph does not read, logits `[1, L, 16]` = the permutation
+/// embedding of the tokens. Written to a temp file named after `tag`.
+fn perm_program(tag: &str, max_l: usize, with_pos: bool) -> std::path::PathBuf {
     use etvk_format::ir::DataType;
     use etvk_format::program_ir::{PlanTensor, TensorData};
     use etvk_format::program_writer::single_delegate_program;
     use etvk_format::writer::GraphBuilder;
 
-    const V: usize = 16;
-    const MAX_L: usize = 8;
-    let perm = |t: i64| (5 * t + 3) % V as i64;
-    let mut table = vec![0f32; V * V];
-    for t in 0..V {
-        table[t * V + perm(t as i64) as usize] = 1.0;
+    let v = PERM_V;
+    let mut table = vec![0f32; v * v];
+    for t in 0..v {
+        table[t * v + perm(t as i64) as usize] = 1.0;
     }
     let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
     let mut gb = GraphBuilder::new();
-    let tokens = gb.add_tensor(DataType::Int32, &[1, MAX_L]);
-    let weight = gb.add_constant_inline(DataType::Float32, &[V, V], &bytes);
+    let tokens = gb.add_tensor(DataType::Int32, &[1, max_l]);
+    let pos = with_pos.then(|| gb.add_tensor(DataType::Int32, &[1]));
+    let weight = gb.add_constant_inline(DataType::Float32, &[v, v], &bytes);
     let pad = gb.add_int(-1);
     let no = gb.add_bool(false);
-    let logits = gb.add_tensor(DataType::Float32, &[1, MAX_L, V]);
+    let logits = gb.add_tensor(DataType::Float32, &[1, max_l, v]);
     gb.add_op(
         "aten.embedding.default",
         &[weight, tokens, pad, no, no, logits],
     );
     gb.mark_input(tokens);
+    if let Some(p) = pos {
+        gb.mark_input(p);
+    }
     gb.mark_output(logits);
-    let plan_tensor = |st: i8, sizes: &[i64]| PlanTensor {
+    let plan_tensor = |st: i8, sizes: &[i64], dynamic: bool| PlanTensor {
         scalar_type: st,
         sizes: sizes.to_vec(),
         dim_order: (0..sizes.len() as u8).collect(),
-        shape_dynamism: 1,
+        shape_dynamism: dynamic as i8,
         data: TensorData::None,
     };
+    let mut inputs = vec![plan_tensor(4, &[1, max_l as i64], true)];
+    if with_pos {
+        inputs.push(plan_tensor(4, &[1], false));
+    }
     let program = single_delegate_program(
         "forward",
         gb.finish_delegate(),
         vec![("require_dynamic_shapes".to_string(), vec![1])],
         vec![],
-        vec![plan_tensor(4, &[1, MAX_L as i64])],
-        vec![plan_tensor(6, &[1, MAX_L as i64, V as i64])],
+        inputs,
+        vec![plan_tensor(6, &[1, max_l as i64, v as i64], true)],
     )
     .expect("program");
-    let path = std::env::temp_dir().join(format!("etvk-gen-{}.pte", std::process::id()));
+    let path = std::env::temp_dir().join(format!("etvk-gen-{tag}-{}.pte", std::process::id()));
     std::fs::write(&path, program).expect("write program");
+    path
+}
 
-    let run = |args: &[&str]| {
-        let out = Command::new(cli_binary().expect("etvk binary"))
-            .arg("generate")
-            .arg(&path)
-            .args(args)
-            .env("ETVK_VALIDATION", "1")
-            .output()
-            .expect("run etvk generate");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{args:?}:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    };
-    let out = run(&["--prompt-tokens", "1,2,3", "--max-new", "4"]);
+fn run_generate(path: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(cli_binary().expect("etvk binary"))
+        .arg("generate")
+        .arg(path)
+        .args(args)
+        .env("ETVK_VALIDATION", "1")
+        .output()
+        .expect("run etvk generate");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The greedy continuation of `last` under perm, `n` tokens.
+fn perm_chain(mut last: i64, n: usize) -> Vec<i64> {
+    (0..n)
+        .map(|_| {
+            last = perm(last);
+            last
+        })
+        .collect()
+}
+
+/// No KV cache (logits for every position): the whole sequence is fed every step, up to
+/// the exported maximum.
+#[test]
+fn dynamic_length_program_without_kv_cache() {
+    let path = perm_program("nokv", 8, false);
+    let out = run_generate(&path, &["--prompt-tokens", "1,2,3", "--max-new", "4"]);
     assert!(out.contains("no KV cache"), "{out}");
-    let mut want = Vec::new();
-    let mut t = 3;
-    for _ in 0..4 {
-        t = perm(t);
-        want.push(t);
-    }
-    assert_eq!(generated(&out), want, "{out}");
+    assert_eq!(generated(&out), perm_chain(3, 4), "{out}");
     // A full prompt leaves room for one token; the next call would exceed the maximum.
-    let out = run(&["--prompt-tokens", "0,1,2,3,4,5,6,7", "--max-new", "3"]);
+    let out = run_generate(
+        &path,
+        &["--prompt-tokens", "0,1,2,3,4,5,6,7", "--max-new", "3"],
+    );
     assert_eq!(generated(&out), vec![perm(7)], "{out}");
     assert!(
         out.contains("stopping: the sequence reached the 8 tokens"),
         "{out}"
     );
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A KV-cache program taking up to 4 tokens per call: a 6-token prompt is prefilled in two
+/// calls (4 + 2, the last row of the second call's logits picks the first new token), then
+/// one call per new token.
+#[test]
+fn dynamic_length_program_with_input_pos_prefills_in_chunks() {
+    let path = perm_program("kv", 4, true);
+    let out = run_generate(&path, &["--prompt-tokens", "9,8,7,6,5,4", "--max-new", "3"]);
+    assert!(out.contains("KV cache (input_pos)"), "{out}");
+    assert!(out.contains("prefill: 6 token(s) in 2 call(s)"), "{out}");
+    assert!(out.contains("decode: 2 call(s)"), "{out}");
+    assert_eq!(generated(&out), perm_chain(4, 3), "{out}");
     let _ = std::fs::remove_file(&path);
 }
