@@ -193,7 +193,18 @@ fn run(
 /// fixture's tolerance.
 pub fn sweep(name: &str, backend: &Arc<Backend>, extra: usize) -> Result<SweepReport, String> {
     let io = load_io(name)?;
-    let tol = Tol::new(io.atol, io.rtol);
+    // The fixture's tolerance covers PyTorch vs the exported program; against the f64
+    // reference an fp32 program is held tighter (the GPU agrees to ~2e-6 on g1 and g3).
+    let all_fp32 = io
+        .cases
+        .iter()
+        .flat_map(|c| &c.outputs)
+        .all(|t| t.dtype == etvk_runtime::HostDType::Float);
+    let tol = if all_fp32 {
+        Tol::new(io.atol.min(1e-4), io.rtol.min(1e-4))
+    } else {
+        Tol::new(io.atol, io.rtol)
+    };
     let program = load_fixture_program(name)?;
     let mut gpu = load_gpu_method(Arc::clone(&program), &io.method, backend)
         .map_err(|e| format!("{name}: {e}"))?;
