@@ -578,7 +578,16 @@ impl<'a> GraphBuilder<'a> {
             return Ok(*t);
         }
         let bytes = self.constant_bytes(info.constant_id)?;
-        let need = info.dims.iter().product::<usize>() * info.dtype.size_bytes();
+        let need = crate::graph::checked_numel(&info.dims)
+            .and_then(|n| n.checked_mul(info.dtype.size_bytes()))
+            .ok_or_else(|| {
+                invalid_program(format!(
+                    "constant {} (value {v}): sizes {:?} of {} overflow",
+                    info.constant_id,
+                    info.dims,
+                    info.dtype.name()
+                ))
+            })?;
         if bytes.len() < need {
             return Err(invalid_program(format!(
                 "constant {} (value {v}): {} bytes for {} {:?} ({need} needed)",
@@ -627,7 +636,14 @@ impl<'a> GraphBuilder<'a> {
                 (packed.dtype, packed.dims, packed.bytes, None)
             }
         };
-        let cap = dims.iter().product::<usize>() * dtype.size_bytes();
+        let cap = crate::graph::checked_numel(&dims)
+            .and_then(|n| n.checked_mul(dtype.size_bytes()))
+            .ok_or_else(|| {
+                internal(format!(
+                    "layout {}: packed sizes {dims:?} overflow",
+                    layout.name
+                ))
+            })?;
         if job.is_none() && data.len() > cap.max(1) {
             return Err(internal(format!(
                 "layout {}: packed {} bytes into a {cap}-byte tensor",

@@ -1042,7 +1042,7 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let sc = constant_arg(g, call, 2, "scales")?;
     float_scales_dtype(call, &sc)?;
     let (w, n, rb) = prepack_weight(g, call, 1, NibbleOrder::EvenHigh)?;
-    if sc.dims.iter().product::<usize>() != n || sc.dims.len() > 2 {
+    if crate::graph::checked_numel(&sc.dims) != Some(n) || sc.dims.len() > 2 {
         return Err(invalid_program(format!(
             "{}: scales must be per-channel [N = {n}], got {:?}",
             call.what(),

@@ -1,0 +1,201 @@
+//! Damaged op graphs never panic: every registry op case's graph, mutated at the IR level
+//! (extreme ints and doubles, empty or huge lists, an argument pointed at a value of the
+//! wrong kind, a missing argument, zero or huge tensor sizes), is built and, when that
+//! succeeds, executed once with the case's first inputs. Every outcome must be an `Ok` or a
+//! typed `Err`; a panic or a Vulkan validation error fails. Complements
+//! `crates/runtime/tests/mutated_delegates.rs`, which flips the bytes of exported blobs.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use etvk_format::ir::{Value, VkGraph, VulkanDelegate};
+use etvk_runtime::{Backend, Delegate, DelegateArg, HostTensor};
+use etvk_tests::case::{backend, OpCase, Val};
+use etvk_tests::cases;
+
+/// Mutations tried per case: all candidates up to this many, else this many chosen by a
+/// seeded generator.
+const PER_CASE: usize = 40;
+
+/// One IR edit.
+#[derive(Debug, Clone)]
+enum Mutation {
+    SetValue(usize, Value),
+    /// Point argument `arg` of op `op` at a new value.
+    Repoint {
+        op: usize,
+        arg: usize,
+        to: Value,
+    },
+    /// Drop the last argument of op `op`.
+    DropArg(usize),
+    /// Set the sizes of tensor value `v`.
+    Dims(usize, Vec<usize>),
+}
+
+fn candidates(g: &VkGraph) -> Vec<Mutation> {
+    let mut out = Vec::new();
+    for (oi, op) in g.chain.iter().enumerate() {
+        out.push(Mutation::DropArg(oi));
+        for (ai, &v) in op.args.iter().enumerate() {
+            out.push(Mutation::Repoint {
+                op: oi,
+                arg: ai,
+                to: Value::Null,
+            });
+            out.push(Mutation::Repoint {
+                op: oi,
+                arg: ai,
+                to: Value::Int(3),
+            });
+            match &g.values[v] {
+                Value::Int(_) => {
+                    for x in [-1, 0, i64::from(i32::MAX), -(1 << 40), 1 << 40] {
+                        out.push(Mutation::SetValue(v, Value::Int(x)));
+                    }
+                }
+                Value::Double(_) => {
+                    for x in [f64::NAN, f64::INFINITY, -1e300, 0.0] {
+                        out.push(Mutation::SetValue(v, Value::Double(x)));
+                    }
+                }
+                Value::IntList(l) => {
+                    out.push(Mutation::SetValue(v, Value::IntList(Vec::new())));
+                    out.push(Mutation::SetValue(
+                        v,
+                        Value::IntList(vec![1 << 30; l.len()]),
+                    ));
+                    out.push(Mutation::SetValue(v, Value::IntList(vec![-100; l.len()])));
+                }
+                Value::Tensor(t) => {
+                    let mut zero = t.dims.clone();
+                    if let Some(d) = zero.first_mut() {
+                        *d = 0;
+                    }
+                    out.push(Mutation::Dims(v, zero));
+                    out.push(Mutation::Dims(v, vec![1 << 20; t.dims.len().max(1)]));
+                    out.push(Mutation::Repoint {
+                        op: oi,
+                        arg: ai,
+                        to: Value::IntList(vec![2, 2]),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn apply(d: &VulkanDelegate, m: &Mutation) -> VulkanDelegate {
+    let mut d = d.clone();
+    let g = &mut d.graph;
+    match m {
+        Mutation::SetValue(v, x) => g.values[*v] = x.clone(),
+        Mutation::Repoint { op, arg, to } => {
+            g.values.push(to.clone());
+            let id = g.values.len() - 1;
+            g.chain[*op].args[*arg] = id;
+        }
+        Mutation::DropArg(op) => {
+            g.chain[*op].args.pop();
+        }
+        Mutation::Dims(v, dims) => {
+            if let Value::Tensor(t) = &mut g.values[*v] {
+                t.dims = dims.clone();
+                t.numel = dims.iter().fold(1usize, |a, &d| a.saturating_mul(d));
+            }
+        }
+    }
+    d
+}
+
+/// splitmix64, for a reproducible choice of mutations.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn arg_of(v: &Val) -> DelegateArg {
+    match v {
+        Val::Tensor(t) => DelegateArg::Tensor(t.to_host()),
+        Val::Int(x) => DelegateArg::Int(*x),
+    }
+}
+
+fn placeholder(v: &Val) -> DelegateArg {
+    match v {
+        Val::Tensor(t) => DelegateArg::Tensor(HostTensor {
+            dtype: t.to_host().dtype,
+            sizes: Vec::new(),
+            data: Vec::new(),
+        }),
+        Val::Int(_) => DelegateArg::Int(0),
+    }
+}
+
+/// Build the mutant and run it once; whether it reached an execute.
+fn try_mutant(be: &Arc<Backend>, case: &OpCase, d: &VulkanDelegate) -> bool {
+    let Ok(mut del) = Delegate::from_ir(be, d, &case.compile_specs, &case.named) else {
+        return false;
+    };
+    if let Some(run) = case.runs.first() {
+        let mut args: Vec<DelegateArg> = run.inputs.iter().map(arg_of).collect();
+        args.extend(run.expected.iter().map(placeholder));
+        let _ = del.execute(&mut args);
+    }
+    true
+}
+
+#[test]
+fn mutated_op_graphs_never_panic() {
+    let be = backend();
+    let mut rng = 0x0b5e_55ed_u64;
+    let (mut tried, mut built) = (0usize, 0usize);
+    let mut panics = Vec::new();
+    for case in cases::all() {
+        let Ok(parsed) = etvk_format::vkgraph::parse_delegate(&case.blob) else {
+            panic!("{}: the case's own blob does not parse", case.label());
+        };
+        let all = candidates(&parsed.graph);
+        if all.is_empty() {
+            continue;
+        }
+        let picks: Vec<usize> = if all.len() <= PER_CASE {
+            (0..all.len()).collect()
+        } else {
+            (0..PER_CASE)
+                .map(|_| (next(&mut rng) % all.len() as u64) as usize)
+                .collect()
+        };
+        for i in picks {
+            let m = &all[i];
+            let mutant = apply(&parsed, m);
+            tried += 1;
+            match catch_unwind(AssertUnwindSafe(|| try_mutant(&be, &case, &mutant))) {
+                Ok(true) => built += 1,
+                Ok(false) => {}
+                Err(_) => panics.push(format!("{}: {m:?}", case.label())),
+            }
+        }
+    }
+    println!("{tried} mutants, {built} built and executed");
+    assert!(
+        panics.is_empty(),
+        "{} mutant(s) panicked:\n{}",
+        panics.len(),
+        panics.join("\n")
+    );
+    assert!(
+        built > tried / 10,
+        "only {built} of {tried} mutants got past the build"
+    );
+    assert_eq!(
+        be.validation_error_count(),
+        0,
+        "validation errors during the sweep"
+    );
+}
