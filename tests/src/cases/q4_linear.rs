@@ -10,7 +10,7 @@
 //! `linear_qcs4w(x, weight u8 [N, ceil(K/2)] (even k high nibble), scales [N], out)`.
 //! Codes are uniform in [0, 15] (q = code - 8), scales in [0.005, 0.015].
 
-use etvk_format::ir::DataType::{Float32 as F32, Uint8 as U8};
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Uint8 as U8};
 
 use crate::case::{CaseGraph, OpCase};
 use crate::compare::Tol;
@@ -27,24 +27,39 @@ const TOL: Tol = Tol {
     rtol: 1e-5,
 };
 
+/// fp32 sums, or fp16 storage (inputs rounded, fp32 math, one fp16 rounding of the output).
+fn tol_of(dt: DataType) -> Tol {
+    if dt == F16 {
+        Tol::F16
+    } else {
+        TOL
+    }
+}
+
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
     vec![
-        q4gsw(Q4GSW, &[3], &[3], 64, 37, 16, true, 1),
-        q4gsw(Q4GSW, &[2, 3], &[2], 100, 8, 4, false, 2),
-        q4gsw(Q4GSW, &[16], &[16, 1, 5], 96, 40, 32, true, 3),
-        q4gsw(Q4GSW_ALIAS, &[1], &[1], 64, 32, 16, false, 4),
-        q4gsw(Q4GSW_ALIAS, &[12], &[12, 2, 9], 64, 24, 32, false, 5),
-        backward(&[2, 3], &[2], 64, 37, 16, 6),
-        backward(&[16], &[16, 1, 6], 96, 40, 32, 7),
+        q4gsw(F32, Q4GSW, &[3], &[3], 64, 37, 16, true, 1),
+        q4gsw(F32, Q4GSW, &[2, 3], &[2], 100, 8, 4, false, 2),
+        q4gsw(F32, Q4GSW, &[16], &[16, 1, 5], 96, 40, 32, true, 3),
+        q4gsw(F32, Q4GSW_ALIAS, &[1], &[1], 64, 32, 16, false, 4),
+        q4gsw(F32, Q4GSW_ALIAS, &[12], &[12, 2, 9], 64, 24, 32, false, 5),
+        backward(F32, &[2, 3], &[2], 64, 37, 16, 6),
+        backward(F32, &[16], &[16, 1, 6], 96, 40, 32, 7),
         // Rows of >= 128 uvec4 chunks: the wide GEMV at M <= 2 (group in one chunk, groups
         // split inside a chunk, ragged K with scalar x loads).
-        q4gsw(Q4GSW, &[2], &[2, 1, 2], 4096, 21, 64, true, 10),
-        q4gsw(Q4GSW, &[1], &[1], 4100, 13, 20, false, 11),
-        q4gsw(Q4GSW, &[2], &[1, 2], 4097, 9, 16, true, 12),
-        qcs4w(&[1], &[1], 63, 37, 8),
-        qcs4w(&[2], &[2, 1], 4099, 11, 13),
-        qcs4w(&[10], &[10, 3, 1], 64, 32, 9),
+        q4gsw(F32, Q4GSW, &[2], &[2, 1, 2], 4096, 21, 64, true, 10),
+        q4gsw(F32, Q4GSW, &[1], &[1], 4100, 13, 20, false, 11),
+        q4gsw(F32, Q4GSW, &[2], &[1, 2], 4097, 9, 16, true, 12),
+        qcs4w(F32, &[1], &[1], 63, 37, 8),
+        // fp16 activations and outputs (force_fp16 programs): converted around the fp32
+        // kernels; GEMV, wide GEMV and tiled paths, the backward and qcs4w.
+        q4gsw(F16, Q4GSW, &[9], &[9, 1, 3], 96, 40, 32, true, 14),
+        q4gsw(F16, Q4GSW, &[1], &[1], 4096, 12, 64, false, 15),
+        backward(F16, &[9], &[9, 2], 64, 37, 16, 16),
+        qcs4w(F16, &[3], &[3, 1], 64, 20, 17),
+        qcs4w(F32, &[2], &[2, 1], 4099, 11, 13),
+        qcs4w(F32, &[10], &[10, 3, 1], 64, 32, 9),
     ]
 }
 
@@ -120,6 +135,7 @@ fn q4gsw_problem(k: usize, n: usize, gs: usize, seed: u64) -> (Tensor, Tensor, V
 /// leading dim varies), dynamic when there is more than one run.
 #[allow(clippy::too_many_arguments)]
 fn q4gsw(
+    dt: DataType,
     op: &'static str,
     lead: &[usize],
     ms: &[usize],
@@ -136,7 +152,7 @@ fn q4gsw(
     let mut os = lead.to_vec();
     os.push(n);
     let mut g = CaseGraph::new();
-    let xi = g.input(F32, &xs);
+    let xi = g.input(dt, &xs);
     let wi = g.constant(&w);
     let si = g.constant(&s);
     let gi = g.int(gs as i64);
@@ -144,46 +160,56 @@ fn q4gsw(
         Some(b) => g.constant(b),
         None => g.null(),
     };
-    let out = g.output(F32, &os);
+    let out = g.output(dt, &os);
     g.op(op, &[xi, wi, si, gi, bi, out]);
-    let name = format!("x{xs:?} N {n} gs {gs} bias {bias} M {ms:?}");
-    let mut case = OpCase::new(op, name, g).tol(TOL);
+    let name = format!("{} x{xs:?} N {n} gs {gs} bias {bias} M {ms:?}", dt.name());
+    let mut case = OpCase::new(op, name, g).tol(tol_of(dt));
     if ms.len() > 1 {
         case = case.dynamic();
     }
     for (r, &m) in ms.iter().enumerate() {
         let mut sizes = xs.clone();
         sizes[0] = m;
-        let x = Tensor::rand(&sizes, seed + 10 * r as u64);
+        let x = Tensor::rand_range(dt, &sizes, -1.0, 1.0, seed + 10 * r as u64);
         let want = forward_ref(&x, &wd, kp, n, b.as_ref());
+        let want = Tensor::new(dt, &want.sizes, want.data);
         case = case.run(vec![x], vec![want]);
     }
     case
 }
 
 /// Backward built at d_out sizes `lead ++ [n]` -> d_x `lead ++ [Kp]`; runs at M = `ms`.
-fn backward(lead: &[usize], ms: &[usize], k: usize, n: usize, gs: usize, seed: u64) -> OpCase {
+#[allow(clippy::too_many_arguments)]
+fn backward(
+    dt: DataType,
+    lead: &[usize],
+    ms: &[usize],
+    k: usize,
+    n: usize,
+    gs: usize,
+    seed: u64,
+) -> OpCase {
     let (w, s, wd, kp) = q4gsw_problem(k, n, gs, seed);
     let mut ys = lead.to_vec();
     ys.push(n);
     let mut xs = lead.to_vec();
     xs.push(kp);
     let mut g = CaseGraph::new();
-    let yi = g.input(F32, &ys);
+    let yi = g.input(dt, &ys);
     let wi = g.constant(&w);
     let si = g.constant(&s);
     let gi = g.int(gs as i64);
-    let out = g.output(F32, &xs);
+    let out = g.output(dt, &xs);
     g.op(Q4GSW_BWD, &[yi, wi, si, gi, out]);
-    let name = format!("d_out{ys:?} Kp {kp} gs {gs} M {ms:?}");
-    let mut case = OpCase::new(Q4GSW_BWD, name, g).tol(TOL);
+    let name = format!("{} d_out{ys:?} Kp {kp} gs {gs} M {ms:?}", dt.name());
+    let mut case = OpCase::new(Q4GSW_BWD, name, g).tol(tol_of(dt));
     if ms.len() > 1 {
         case = case.dynamic();
     }
     for (r, &m) in ms.iter().enumerate() {
         let mut sizes = ys.clone();
         sizes[0] = m;
-        let dy = Tensor::rand(&sizes, seed + 10 * r as u64);
+        let dy = Tensor::rand_range(dt, &sizes, -1.0, 1.0, seed + 10 * r as u64);
         let rows = dy.numel() / n;
         let mut dx = Vec::with_capacity(rows * kp);
         for i in 0..rows {
@@ -193,13 +219,13 @@ fn backward(lead: &[usize], ms: &[usize], k: usize, n: usize, gs: usize, seed: u
         }
         let mut out_sizes = sizes.clone();
         *out_sizes.last_mut().expect("rank >= 1") = kp;
-        case = case.run(vec![dy], vec![Tensor::f32(&out_sizes, dx)]);
+        case = case.run(vec![dy], vec![Tensor::new(dt, &out_sizes, dx)]);
     }
     case
 }
 
 /// qcs4w built at x sizes `lead ++ [k]`; runs at M = `ms`.
-fn qcs4w(lead: &[usize], ms: &[usize], k: usize, n: usize, seed: u64) -> OpCase {
+fn qcs4w(dt: DataType, lead: &[usize], ms: &[usize], k: usize, n: usize, seed: u64) -> OpCase {
     let mut rng = Rng::new(seed);
     let row_bytes = k.div_ceil(2);
     let kp = 2 * row_bytes;
@@ -214,21 +240,22 @@ fn qcs4w(lead: &[usize], ms: &[usize], k: usize, n: usize, seed: u64) -> OpCase 
     let mut os = lead.to_vec();
     os.push(n);
     let mut g = CaseGraph::new();
-    let xi = g.input(F32, &xs);
+    let xi = g.input(dt, &xs);
     let wi = g.constant(&w);
     let si = g.constant(&s);
-    let out = g.output(F32, &os);
+    let out = g.output(dt, &os);
     g.op(QCS4W, &[xi, wi, si, out]);
-    let name = format!("x{xs:?} N {n} M {ms:?}");
-    let mut case = OpCase::new(QCS4W, name, g).tol(TOL);
+    let name = format!("{} x{xs:?} N {n} M {ms:?}", dt.name());
+    let mut case = OpCase::new(QCS4W, name, g).tol(tol_of(dt));
     if ms.len() > 1 {
         case = case.dynamic();
     }
     for (r, &m) in ms.iter().enumerate() {
         let mut sizes = xs.clone();
         sizes[0] = m;
-        let x = Tensor::rand(&sizes, seed + 10 * r as u64);
+        let x = Tensor::rand_range(dt, &sizes, -1.0, 1.0, seed + 10 * r as u64);
         let want = forward_ref(&x, &wd, kp, n, None);
+        let want = Tensor::new(dt, &want.sizes, want.data);
         case = case.run(vec![x], vec![want]);
     }
     case

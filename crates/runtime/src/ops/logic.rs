@@ -577,6 +577,19 @@ fn convert_copy(
 ) -> Result<()> {
     let x = g.tensor_or_prepack(call, x_arg)?;
     let out = g.tensor_arg(call, out_arg)?;
+    convert_tensor(g, call, x, out, x_arg)
+}
+
+/// A dispatch copying `x` into `out` (same rank; `out` takes `x`'s current sizes at every
+/// resize), converting to `out`'s dtype. `x_arg` names the source in errors. Other op
+/// families use it to run float32 kernels on float16 tensors.
+pub(crate) fn convert_tensor(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    out: TensorId,
+    x_arg: usize,
+) -> Result<()> {
     let s = g.shapes();
     let xc = dt_code(call, s.dtype(x), x_arg)?;
     let (name, per) = match s.dtype(out) {

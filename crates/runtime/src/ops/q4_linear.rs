@@ -56,7 +56,8 @@ use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::prepack::q4::{self, NibbleOrder};
 use crate::registry::{OpEntry, Registry};
 
-const FP32: &[DataType] = &[DataType::Float32];
+/// Activation / output dtypes: fp16 ones are converted to fp32 around the fp32 kernels.
+const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 
 /// Shared memory of the 128 x 128 tile: `As4[32][33] + Ws4[32][33]` vec4s.
 const T128_SHARED_BYTES: u32 = 2 * 32 * (128 / 4 + 1) * 16;
@@ -93,7 +94,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         r.register(OpEntry {
             name,
             build: build_linear_q4gsw,
-            dtypes: FP32,
+            dtypes: FLOATS,
             dynamic_shapes: true,
             note: "x[..., K] @ dequant(W4[N, Kp])^T + bias; per-group scales [G, N'] (gs % 4 == 0); GEMV for M <= 8, tiled GEMM above",
         })?;
@@ -101,14 +102,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register(OpEntry {
         name: "et_vk.linear_q4gsw_backward.default",
         build: build_linear_q4gsw_backward,
-        dtypes: FP32,
+        dtypes: FLOATS,
         dynamic_shapes: true,
         note: "d_x[..., Kp] = d_out[..., N] @ dequant(W4); shares the forward's packed weight",
     })?;
     r.register(OpEntry {
         name: "et_vk.linear_qcs4w.default",
         build: build_linear_qcs4w,
-        dtypes: FP32,
+        dtypes: FLOATS,
         dynamic_shapes: true,
         note: "x[..., K] @ dequant(W4[N, ceil(K/2)], even k high nibble)^T with per-channel scales [N]; every M",
     })
@@ -567,9 +568,11 @@ fn prepack_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall) -> Result<Q4> {
     })
 }
 
-/// x (arg `i`): fp32 with last dim in `1..=kmax`; returns (tensor, last dim).
+/// x (arg `i`): fp32 or fp16 with last dim in `1..=kmax`; returns (tensor, last dim). An
+/// fp16 x is converted into an fp32 scratch copy first (see [`as_f32`]); the kernels compute
+/// in fp32.
 fn activation(
-    g: &GraphBuilder<'_>,
+    g: &mut GraphBuilder<'_>,
     call: &OpCall,
     i: usize,
     name: &str,
@@ -579,24 +582,18 @@ fn activation(
     let x = g.tensor_arg(call, i)?;
     let s = g.shapes();
     match s.dtype(x) {
-        DataType::Float32 => {}
-        DataType::Float16 => {
-            return Err(unsupported(format!(
-                "{}: {name} is float16; the 4-bit kernels compute in float32 (export without force_fp16)",
-                call.what()
-            )))
-        }
+        DataType::Float32 | DataType::Float16 => {}
         d => {
             return Err(invalid_program(format!(
-                "{}: {name} must be float32, got {}",
+                "{}: {name} must be float32 or float16, got {}",
                 call.what(),
                 d.name()
             )))
         }
     }
-    let dims = s.max_dims(x);
+    let dims = s.max_dims(x).to_vec();
     match dims.last() {
-        Some(&k) if k >= 1 && k <= kmax => Ok((x, k)),
+        Some(&k) if k >= 1 && k <= kmax => Ok((as_f32(g, call, x, i, name)?, k)),
         _ => Err(invalid_program(format!(
             "{}: {name} has sizes {dims:?}; its last dim must be in 1..={kmax} ({rule})",
             call.what()
@@ -604,7 +601,59 @@ fn activation(
     }
 }
 
-/// The output (arg `i`): fp32 with max sizes `lead ++ [cols]`.
+/// `t` itself when it is fp32, else an fp32 scratch tensor of its sizes filled from it by a
+/// conversion dispatch (resized with it): fp16 (force_fp16) programs run the fp32 kernels.
+fn as_f32(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    t: TensorId,
+    arg: usize,
+    name: &str,
+) -> Result<TensorId> {
+    if g.shapes().dtype(t) == DataType::Float32 {
+        return Ok(t);
+    }
+    let dims = g.shapes().max_dims(t).to_vec();
+    let f = g.new_tensor(
+        DataType::Float32,
+        dims,
+        None,
+        format!("{}: {name} as float32", call.what()),
+    )?;
+    crate::ops::logic::convert_tensor(g, call, t, f, arg)?;
+    Ok(f)
+}
+
+/// Where the kernel writes `out`: `out` when fp32, else an fp32 scratch of its sizes that
+/// [`finish_output`] converts into `out` after the kernel.
+fn f32_output(g: &mut GraphBuilder<'_>, call: &OpCall, out: TensorId) -> Result<TensorId> {
+    if g.shapes().dtype(out) == DataType::Float32 {
+        return Ok(out);
+    }
+    let dims = g.shapes().max_dims(out).to_vec();
+    g.new_tensor(
+        DataType::Float32,
+        dims,
+        None,
+        format!("{}: output as float32", call.what()),
+    )
+}
+
+/// Convert the fp32 result `f` into `out` when they differ (fp16 outputs).
+fn finish_output(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    f: TensorId,
+    out: TensorId,
+    arg: usize,
+) -> Result<()> {
+    if f == out {
+        return Ok(());
+    }
+    crate::ops::logic::convert_tensor(g, call, f, out, arg)
+}
+
+/// The output (arg `i`): fp32 or fp16 with max sizes `lead ++ [cols]`.
 fn output(
     g: &GraphBuilder<'_>,
     call: &OpCall,
@@ -614,9 +663,9 @@ fn output(
 ) -> Result<(TensorId, usize)> {
     let out = g.tensor_arg(call, i)?;
     let s = g.shapes();
-    if s.dtype(out) != DataType::Float32 {
+    if !matches!(s.dtype(out), DataType::Float32 | DataType::Float16) {
         return Err(invalid_program(format!(
-            "{}: output must be float32, got {}",
+            "{}: output must be float32 or float16, got {}",
             call.what(),
             s.dtype(out).name()
         )));
@@ -639,7 +688,7 @@ fn output(
 }
 
 /// Optional bias (arg `i`): Null, a constant (any float dtype, >= N values; packed to fp32
-/// `[N]`), or an fp32 tensor with >= N elements (the first N are read).
+/// `[N]`), or a float tensor with >= N elements (the first N are read; fp16 is converted).
 fn bias_arg(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
@@ -663,15 +712,16 @@ fn bias_arg(
         }
         GValue::Tensor(t) => {
             let s = g.shapes();
-            if s.dtype(t) != DataType::Float32 || s.max_dims(t).iter().product::<usize>() < n {
+            let float = matches!(s.dtype(t), DataType::Float32 | DataType::Float16);
+            if !float || crate::graph::checked_numel(s.max_dims(t)).is_none_or(|c| c < n) {
                 return Err(invalid_program(format!(
-                    "{}: bias must be float32 with at least N = {n} values, got {} {:?}",
+                    "{}: bias must be float with at least N = {n} values, got {} {:?}",
                     call.what(),
                     s.dtype(t).name(),
                     s.max_dims(t)
                 )));
             }
-            Ok(Some(t))
+            as_f32(g, call, t, i, "bias").map(Some)
         }
         other => Err(invalid_program(format!(
             "{}: bias (arg {i}) must be a tensor or None, got {}",
@@ -1034,7 +1084,9 @@ fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     };
     let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 4, q.n)?;
-    forward(g, call, x, k, out, bias, q)
+    let out32 = f32_output(g, call, out)?;
+    forward(g, call, x, k, out32, bias, q)?;
+    finish_output(g, call, out32, out, 5)
 }
 
 fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
@@ -1074,7 +1126,9 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
         d[..d.len() - 1].to_vec()
     };
     let (out, _) = output(g, call, 3, &lead, Some(n))?;
-    forward(g, call, x, k, out, None, q)
+    let out32 = f32_output(g, call, out)?;
+    forward(g, call, x, k, out32, None, q)?;
+    finish_output(g, call, out32, out, 3)
 }
 
 fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
@@ -1092,7 +1146,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         }
         d[..d.len() - 1].to_vec()
     };
-    let (dx, kout) = output(g, call, 4, &lead, None)?;
+    let (dx_user, kout) = output(g, call, 4, &lead, None)?;
+    let dx = f32_output(g, call, dx_user)?;
     if kout > q.kp {
         return Err(invalid_program(format!(
             "{}: d_x's last dim {kout} exceeds the weights' Kp = {}",
@@ -1140,7 +1195,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     })?;
     let Some(partial) = partial else {
         // No reachable M takes a split kernel: the first node writes d_x at every M.
-        return Ok(());
+        return finish_output(g, call, dx, dx_user, 4);
     };
     // As in the forward: a one-variant dispatch_select, idle when d_x was written directly.
     let bias_t = g.dummy()?;
@@ -1156,7 +1211,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             _ => idle_reduce(kout)?,
         };
         Ok((0, launch))
-    })
+    })?;
+    finish_output(g, call, dx, dx_user, 4)
 }
 
 #[cfg(test)]
