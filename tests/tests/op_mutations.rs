@@ -199,3 +199,114 @@ fn mutated_op_graphs_never_panic() {
         "validation errors during the sweep"
     );
 }
+
+/// The exported fixtures' delegate graphs, mutated the same way (capped per delegate), built
+/// and run once with zero-filled inputs of their serialized sizes: real op combinations,
+/// SymInt chains and KV caches under damage.
+#[test]
+fn mutated_fixture_graphs_never_panic() {
+    use etvk_format::ir::DataType;
+    use etvk_format::program::parse_program;
+    use etvk_runtime::{HostDType, NamedData};
+
+    struct ProgramData<'a>(&'a etvk_format::program_ir::Program);
+    impl NamedData for ProgramData<'_> {
+        fn get(&self, key: &str) -> Option<&[u8]> {
+            self.0.named_data(key)
+        }
+    }
+
+    const PER_DELEGATE: usize = 400;
+    let be = backend();
+    let mut rng = 0xf1c7_u64;
+    let (mut tried, mut built) = (0usize, 0usize);
+    let mut panics = Vec::new();
+    let dir = etvk_tests::fixtures::fixtures_dir();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fixtures dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("model.pte").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in &names {
+        let bytes = std::fs::read(dir.join(name).join("model.pte")).expect("model.pte");
+        let program = parse_program(bytes).expect("fixture parses");
+        let data = ProgramData(&program);
+        for plan in &program.plans {
+            for (di, del) in plan.delegates.iter().enumerate() {
+                let Ok(parsed) = etvk_format::vkgraph::parse_delegate(program.delegate_blob(del))
+                else {
+                    panic!("{name} delegate {di}: does not parse");
+                };
+                let all = candidates(&parsed.graph);
+                for _ in 0..PER_DELEGATE.min(all.len()) {
+                    let m = &all[(next(&mut rng) % all.len() as u64) as usize];
+                    let mutant = apply(&parsed, m);
+                    tried += 1;
+                    let run = || -> bool {
+                        let Ok(mut d) = Delegate::from_ir(&be, &mutant, &del.compile_specs, &data)
+                        else {
+                            return false;
+                        };
+                        let g = &mutant.graph;
+                        let mut args = Vec::new();
+                        for &id in &g.input_ids {
+                            match &g.values[id] {
+                                Value::Tensor(t) => {
+                                    let dtype = match t.staging_dtype {
+                                        DataType::Float16 => HostDType::Half,
+                                        DataType::Int32 => HostDType::Int,
+                                        DataType::Int64 => HostDType::Long,
+                                        _ => HostDType::Float,
+                                    };
+                                    let n = t.dims.iter().fold(1usize, |a, &x| a.saturating_mul(x));
+                                    if n > 1 << 24 {
+                                        return true;
+                                    }
+                                    args.push(DelegateArg::Tensor(HostTensor {
+                                        dtype,
+                                        sizes: t.dims.clone(),
+                                        data: vec![0; n * dtype.size_bytes()],
+                                    }));
+                                }
+                                _ => args.push(DelegateArg::Int(1)),
+                            }
+                        }
+                        for _ in &g.output_ids {
+                            args.push(DelegateArg::Tensor(HostTensor {
+                                dtype: HostDType::Float,
+                                sizes: Vec::new(),
+                                data: Vec::new(),
+                            }));
+                        }
+                        let _ = d.execute(&mut args);
+                        true
+                    };
+                    match catch_unwind(AssertUnwindSafe(run)) {
+                        Ok(true) => built += 1,
+                        Ok(false) => {}
+                        Err(_) => panics.push(format!("{name} delegate {di}: {m:?}")),
+                    }
+                }
+            }
+        }
+    }
+    println!("{tried} fixture mutants, {built} built and executed");
+    assert!(
+        panics.is_empty(),
+        "{} mutant(s) panicked:\n{}",
+        panics.len(),
+        panics.join("\n")
+    );
+    // Most damage to a whole graph stops its build (a typed error); the rest must run.
+    assert!(
+        built >= 200,
+        "only {built} of {tried} mutants got past the build"
+    );
+    assert_eq!(
+        be.validation_error_count(),
+        0,
+        "validation errors during the sweep"
+    );
+}
