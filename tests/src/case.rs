@@ -272,7 +272,8 @@ impl OpCase {
     }
 }
 
-fn to_arg(v: &Val) -> DelegateArg {
+/// The execute argument of an input value.
+pub fn to_arg(v: &Val) -> DelegateArg {
     match v {
         Val::Tensor(t) => DelegateArg::Tensor(t.to_host()),
         Val::Int(x) => DelegateArg::Int(*x),
@@ -281,7 +282,7 @@ fn to_arg(v: &Val) -> DelegateArg {
 
 /// The placeholder passed for an output: its dtype says what the host wants back; sizes
 /// and data are overwritten. Int outputs start at a sentinel so a missing write shows.
-fn output_placeholder(v: &Val) -> DelegateArg {
+pub fn output_placeholder(v: &Val) -> DelegateArg {
     match v {
         Val::Tensor(t) => DelegateArg::Tensor(HostTensor {
             dtype: host_dtype(t.dtype),

@@ -32,22 +32,7 @@ fn argmax(v: &[f64]) -> usize {
 }
 
 fn generate(args: &[&str]) -> String {
-    let bin = cli_binary().expect("etvk binary");
-    let model = fixtures_dir().join(E5).join("model.pte");
-    let out = Command::new(&bin)
-        .arg("generate")
-        .arg(&model)
-        .args(args)
-        .env("ETVK_VALIDATION", "1")
-        .output()
-        .expect("run etvk generate");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "etvk generate {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    run_generate(&fixtures_dir().join(E5).join("model.pte"), args)
 }
 
 fn generated(stdout: &str) -> Vec<i64> {

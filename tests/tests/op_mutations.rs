@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use etvk_format::ir::{Value, VkGraph, VulkanDelegate};
 use etvk_runtime::{Backend, Delegate, DelegateArg, HostTensor};
-use etvk_tests::case::{backend, OpCase, Val};
+use etvk_tests::case::{backend, output_placeholder, to_arg, OpCase};
 use etvk_tests::cases;
 
 /// Mutations tried per case: all candidates up to this many, else this many chosen by a
@@ -110,6 +110,15 @@ fn apply(d: &VulkanDelegate, m: &Mutation) -> VulkanDelegate {
     d
 }
 
+fn no_panics(panics: &[String]) {
+    assert!(
+        panics.is_empty(),
+        "{} mutant(s) panicked:\n{}",
+        panics.len(),
+        panics.join("\n")
+    );
+}
+
 /// splitmix64, for a reproducible choice of mutations.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -119,32 +128,14 @@ fn next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn arg_of(v: &Val) -> DelegateArg {
-    match v {
-        Val::Tensor(t) => DelegateArg::Tensor(t.to_host()),
-        Val::Int(x) => DelegateArg::Int(*x),
-    }
-}
-
-fn placeholder(v: &Val) -> DelegateArg {
-    match v {
-        Val::Tensor(t) => DelegateArg::Tensor(HostTensor {
-            dtype: t.to_host().dtype,
-            sizes: Vec::new(),
-            data: Vec::new(),
-        }),
-        Val::Int(_) => DelegateArg::Int(0),
-    }
-}
-
 /// Build the mutant and run it once; whether it reached an execute.
 fn try_mutant(be: &Arc<Backend>, case: &OpCase, d: &VulkanDelegate) -> bool {
     let Ok(mut del) = Delegate::from_ir(be, d, &case.compile_specs, &case.named) else {
         return false;
     };
     if let Some(run) = case.runs.first() {
-        let mut args: Vec<DelegateArg> = run.inputs.iter().map(arg_of).collect();
-        args.extend(run.expected.iter().map(placeholder));
+        let mut args: Vec<DelegateArg> = run.inputs.iter().map(to_arg).collect();
+        args.extend(run.expected.iter().map(output_placeholder));
         let _ = del.execute(&mut args);
     }
     true
@@ -183,12 +174,7 @@ fn mutated_op_graphs_never_panic() {
         }
     }
     println!("{tried} mutants, {built} built and executed");
-    assert!(
-        panics.is_empty(),
-        "{} mutant(s) panicked:\n{}",
-        panics.len(),
-        panics.join("\n")
-    );
+    no_panics(&panics);
     assert!(
         built > tried / 10,
         "only {built} of {tried} mutants got past the build"
@@ -293,12 +279,7 @@ fn mutated_fixture_graphs_never_panic() {
         }
     }
     println!("{tried} fixture mutants, {built} built and executed");
-    assert!(
-        panics.is_empty(),
-        "{} mutant(s) panicked:\n{}",
-        panics.len(),
-        panics.join("\n")
-    );
+    no_panics(&panics);
     // Most damage to a whole graph stops its build (a typed error); the rest must run.
     assert!(
         built >= 200,
