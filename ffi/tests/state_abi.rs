@@ -336,3 +336,78 @@ fn state_calls_reject_bad_arguments() {
         assert_eq!(etvk_backend_destroy(backend), EtvkStatus::Ok);
     }
 }
+
+/// `etvk_delegate_profile`: the per-dispatch GPU times of the last execute, named by op and
+/// node id; a count query, a truncated copy, and bad arguments.
+#[test]
+fn profile_lists_the_last_execute_dispatches() {
+    use etvk_abi::{EtvkProfileEntry, ETVK_PROFILE_NAME_LEN};
+    let (backend, delegate, _ids) = create();
+    let mut gb = f32_bytes(&[0.5; 6]);
+    let mut ob = vec![0u8; 24];
+    let mut args = [
+        EtvkArg {
+            kind: ETVK_ARG_TENSOR,
+            int_value: 0,
+            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut gb),
+        },
+        EtvkArg {
+            kind: ETVK_ARG_TENSOR,
+            int_value: 0,
+            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut ob),
+        },
+    ];
+    // SAFETY: two valid args with live buffers.
+    let status = unsafe { etvk_delegate_execute(delegate, args.as_mut_ptr(), 2) };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+
+    let mut count = usize::MAX;
+    // SAFETY: a count query: null entries with capacity 0, a writable count.
+    let status = unsafe { etvk_delegate_profile(delegate, null_mut(), 0, &mut count) };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    assert!(count >= 1, "one dispatch at least, got {count}");
+    let empty = EtvkProfileEntry {
+        op: [0; ETVK_PROFILE_NAME_LEN],
+        node_id: u32::MAX,
+        gpu_us: -1.0,
+    };
+    let mut entries = vec![empty; count + 2];
+    let mut written = 0usize;
+    // SAFETY: `entries` holds count + 2 writable entries.
+    let status = unsafe {
+        etvk_delegate_profile(delegate, entries.as_mut_ptr(), entries.len(), &mut written)
+    };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    assert_eq!(written, count);
+    // SAFETY: the op name is NUL-terminated within the array.
+    let name = unsafe { CStr::from_ptr(entries[0].op.as_ptr()) }.to_string_lossy();
+    assert_eq!(name, "et_vk.adamw_step.default");
+    assert!(entries[0].gpu_us >= 0.0, "{}", entries[0].gpu_us);
+    assert_ne!(entries[0].node_id, u32::MAX);
+    assert_eq!(
+        entries[count].node_id,
+        u32::MAX,
+        "nothing past the count is written"
+    );
+
+    // A capacity of 1 writes one entry and still reports the total.
+    let mut one = vec![empty; 1];
+    let mut total = 0usize;
+    // SAFETY: one writable entry.
+    let status = unsafe { etvk_delegate_profile(delegate, one.as_mut_ptr(), 1, &mut total) };
+    assert_eq!(status, EtvkStatus::Ok);
+    assert_eq!(total, count);
+    assert_eq!(one[0].node_id, entries[0].node_id);
+
+    // SAFETY: the calls below pass null pointers on purpose; etvk checks them.
+    unsafe {
+        let status = etvk_delegate_profile(delegate, null_mut(), 0, null_mut());
+        expect_err(status, EtvkStatus::InvalidArgument, &["count"]);
+        let status = etvk_delegate_profile(delegate, null_mut(), 3, &mut total);
+        expect_err(status, EtvkStatus::InvalidArgument, &["entries"]);
+        let status = etvk_delegate_profile(null_mut(), null_mut(), 0, &mut total);
+        expect_err(status, EtvkStatus::InvalidArgument, &["delegate"]);
+        assert_eq!(etvk_delegate_destroy(delegate), EtvkStatus::Ok);
+        assert_eq!(etvk_backend_destroy(backend), EtvkStatus::Ok);
+    }
+}
