@@ -11,7 +11,7 @@
 // and scales are loaded together. Partial sums meet in shared memory at the end (a
 // two-stage sum, fixed order).
 //
-// Two forms (docs/performance.md, GEMV history v10-v16):
+// Two forms (docs/performance.md, GEMV history v10-v18):
 // - DP4 (devices with packed int8 dot products, groups that are whole chunks): the chunk's
 //   activations become three int8 limbs and a row's chunk is 24 packed dot products; the
 //   next batch's weights and scales are loaded before the current batch is used. With PRE

@@ -125,6 +125,28 @@ fn create() -> (*mut EtvkBackend, *mut EtvkDelegate, Ids) {
     (backend, delegate, ids)
 }
 
+/// One execute with gradient `g` ([2, 3]); returns the output (the updated parameter).
+fn execute_step(delegate: *mut EtvkDelegate, g: &[f32]) -> Vec<f32> {
+    let mut gb = f32_bytes(g);
+    let mut ob = vec![0u8; 24];
+    let mut args = [
+        EtvkArg {
+            kind: ETVK_ARG_TENSOR,
+            int_value: 0,
+            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut gb),
+        },
+        EtvkArg {
+            kind: ETVK_ARG_TENSOR,
+            int_value: 0,
+            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut ob),
+        },
+    ];
+    // SAFETY: two valid args with live buffers.
+    let status = unsafe { etvk_delegate_execute(delegate, args.as_mut_ptr(), 2) };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    f32s(&ob)
+}
+
 /// One f64 AdamW step (§4.4 order) with the scalars rounded to f32 as the GPU holds them.
 fn adamw_ref(p: &mut [f64], m: &mut [f64], v: &mut [f64], g: &[f32], lr: f64, bc1: f64, bc2: f64) {
     let r = |x: f64| x as f32 as f64;
@@ -188,25 +210,8 @@ fn state_persists_and_scalars_change_between_executes() {
         let g: Vec<f32> = (0..6)
             .map(|i| ((i * 7 + t as usize) % 5) as f32 - 2.0)
             .collect();
-        let mut gb = f32_bytes(&g);
-        let mut ob = vec![0u8; 24];
-        let mut args = [
-            EtvkArg {
-                kind: ETVK_ARG_TENSOR,
-                int_value: 0,
-                tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut gb),
-            },
-            EtvkArg {
-                kind: ETVK_ARG_TENSOR,
-                int_value: 0,
-                tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut ob),
-            },
-        ];
-        // SAFETY: two valid args with live buffers.
-        let status = unsafe { etvk_delegate_execute(delegate, args.as_mut_ptr(), 2) };
-        assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+        let out = execute_step(delegate, &g);
         adamw_ref(&mut p, &mut m, &mut v, &g, lr, bc1, bc2);
-        let out = f32s(&ob);
         let state = read_param(delegate, ids.param);
         for i in 0..6 {
             let tol = 1e-6 + 1e-5 * p[i].abs();
@@ -343,23 +348,7 @@ fn state_calls_reject_bad_arguments() {
 fn profile_lists_the_last_execute_dispatches() {
     use etvk_abi::{EtvkProfileEntry, ETVK_PROFILE_NAME_LEN};
     let (backend, delegate, _ids) = create();
-    let mut gb = f32_bytes(&[0.5; 6]);
-    let mut ob = vec![0u8; 24];
-    let mut args = [
-        EtvkArg {
-            kind: ETVK_ARG_TENSOR,
-            int_value: 0,
-            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut gb),
-        },
-        EtvkArg {
-            kind: ETVK_ARG_TENSOR,
-            int_value: 0,
-            tensor: tensor(ETVK_DTYPE_FLOAT, &[2, 3], &mut ob),
-        },
-    ];
-    // SAFETY: two valid args with live buffers.
-    let status = unsafe { etvk_delegate_execute(delegate, args.as_mut_ptr(), 2) };
-    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    execute_step(delegate, &[0.5; 6]);
 
     let mut count = usize::MAX;
     // SAFETY: a count query: null entries with capacity 0, a writable count.

@@ -87,7 +87,8 @@ pub fn round_to(dt: DataType, x: f64) -> f64 {
     }
 }
 
-/// IEEE binary16 bits of `x`, round to nearest even (overflow gives infinity).
+/// IEEE binary16 bits of `x`, round to nearest even (overflow gives infinity). Kept apart
+/// from `etvk_format::f16` on purpose: the references round independently of the runtime.
 pub fn f32_to_f16(x: f32) -> u16 {
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;

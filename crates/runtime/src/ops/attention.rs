@@ -118,6 +118,88 @@ impl SdpaPush {
 }
 
 /// Check the head dim fits the kernel and the head counts divide (grouped-query attention).
+/// Shapes of q `[B, S, H, D]` attending KV caches `[B, max_seq, H_kv, D]` (the
+/// `sdpa_with_kv_cache` and `custom_sdpa` layout), checked against each other.
+#[derive(Clone, Copy)]
+struct CacheAttention {
+    b: usize,
+    sq: usize,
+    h: usize,
+    d: usize,
+    max_seq: usize,
+    h_kv: usize,
+    group: usize,
+}
+
+impl CacheAttention {
+    /// The current shapes, and q's sizes (the output's).
+    fn of(
+        s: &Shapes,
+        what: &str,
+        q: TensorId,
+        k_cache: TensorId,
+        v_cache: TensorId,
+    ) -> Result<(Vec<usize>, CacheAttention)> {
+        let qd = s.dims(q).to_vec();
+        let [b, sq, h, d] = rank4(what, "q", &qd, "[B, S, H, D]")?;
+        let cd = s.dims(k_cache).to_vec();
+        let [cb, max_seq, h_kv, cdd] = rank4(what, "k_cache", &cd, "[B, max_seq, H_kv, D]")?;
+        if cb != b || cdd != d || s.dims(v_cache) != cd.as_slice() {
+            return Err(invalid_arg(format!(
+                "{what}: caches {cd:?} / {:?} must both be [B, max_seq, H_kv, D] with q {qd:?}'s B and D",
+                s.dims(v_cache)
+            )));
+        }
+        let group = check_heads(what, h, h_kv, d)?;
+        Ok((
+            qd,
+            CacheAttention {
+                b,
+                sq,
+                h,
+                d,
+                max_seq,
+                h_kv,
+                group,
+            },
+        ))
+    }
+
+    /// The kernel's push block over the caches (keys = cache rows).
+    fn push(
+        &self,
+        causal: bool,
+        pos_slot: u32,
+        scale: Option<f64>,
+        mask_row: Option<usize>,
+    ) -> SdpaPush {
+        let CacheAttention {
+            b,
+            sq,
+            h,
+            d,
+            max_seq,
+            h_kv,
+            group,
+        } = *self;
+        SdpaPush {
+            rows: b * h * sq,
+            s: sq,
+            h,
+            group,
+            d,
+            l: max_seq,
+            causal,
+            pos_slot,
+            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
+            mask_row,
+            q_strides: [sq * h * d, d, h * d],
+            kv_strides: [max_seq * h_kv * d, d, h_kv * d],
+            out_strides: [sq * h * d, d, h * d],
+        }
+    }
+}
+
 fn check_heads(what: &str, h: usize, h_kv: usize, d: usize) -> Result<usize> {
     if d > MAX_HEAD_DIM {
         return Err(unsupported(format!(
@@ -300,34 +382,9 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
         Binding::Scalars,
     ];
     g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
-        let qd = s.dims(q).to_vec();
-        let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
-        let cd = s.dims(k_cache).to_vec();
-        let [cb, max_seq, h_kv, cdd] = rank4(&what, "k_cache", &cd, "[B, max_seq, H_kv, D]")?;
-        if cb != b || cdd != d || s.dims(v_cache) != cd.as_slice() {
-            return Err(invalid_arg(format!(
-                "{what}: caches {cd:?} / {:?} must both be [B, max_seq, H_kv, D] with q {qd:?}'s B and D",
-                s.dims(v_cache)
-            )));
-        }
-        let group = check_heads(&what, h, h_kv, d)?;
+        let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
         s.set_dims(out, qd)?;
-        SdpaPush {
-            rows: b * h * sq,
-            s: sq,
-            h,
-            group,
-            d,
-            l: max_seq,
-            causal,
-            pos_slot,
-            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
-            mask_row: None,
-            q_strides: [sq * h * d, d, h * d],
-            kv_strides: [max_seq * h_kv * d, d, h_kv * d],
-            out_strides: [sq * h * d, d, h * d],
-        }
-        .launch(&what)
+        c.push(causal, pos_slot, scale, None).launch(&what)
     })
 }
 
@@ -447,17 +504,8 @@ fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
         Binding::Scalars,
     ];
     g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
-        let qd = s.dims(q).to_vec();
-        let [b, sq, h, d] = rank4(&what, "q", &qd, "[B, S, H, D]")?;
-        let cd = s.dims(k_cache).to_vec();
-        let [cb, max_seq, h_kv, cdd] = rank4(&what, "k_cache", &cd, "[B, max_seq, H_kv, D]")?;
-        if cb != b || cdd != d || s.dims(v_cache) != cd.as_slice() {
-            return Err(invalid_arg(format!(
-                "{what}: caches {cd:?} / {:?} must both be [B, max_seq, H_kv, D] with q {qd:?}'s B and D",
-                s.dims(v_cache)
-            )));
-        }
-        let group = check_heads(&what, h, h_kv, d)?;
+        let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
+        let (sq, max_seq) = (c.sq, c.max_seq);
         let start = s.scalar(pos_v)?;
         check_window(&what, start, sq, max_seq)?;
         let keys = start as usize + sq;
@@ -480,21 +528,6 @@ fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
             None => None,
         };
         s.set_dims(out, qd)?;
-        SdpaPush {
-            rows: b * h * sq,
-            s: sq,
-            h,
-            group,
-            d,
-            l: max_seq,
-            causal,
-            pos_slot,
-            scale: scale.unwrap_or(1.0 / (d.max(1) as f64).sqrt()) as f32,
-            mask_row,
-            q_strides: [sq * h * d, d, h * d],
-            kv_strides: [max_seq * h_kv * d, d, h_kv * d],
-            out_strides: [sq * h * d, d, h * d],
-        }
-        .launch(&what)
+        c.push(causal, pos_slot, scale, mask_row).launch(&what)
     })
 }

@@ -198,15 +198,26 @@ fn rotary_push(
         .finish())
 }
 
-/// `[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`: one dispatch per output.
-fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    call.expect_args(5)?;
-    let what = call.what();
+/// A RoPE op's xq, xk, cos and sin (args 0..3), its two outputs (a ValueList at arg
+/// `outs_arg`) and their common dtype.
+#[allow(clippy::type_complexity)]
+fn rotary_operands(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    outs_arg: usize,
+) -> Result<(
+    TensorId,
+    TensorId,
+    TensorId,
+    TensorId,
+    [TensorId; 2],
+    DataType,
+)> {
     let xq = g.tensor_or_prepack(call, 0)?;
     let xk = g.tensor_or_prepack(call, 1)?;
     let cos = g.tensor_or_prepack(call, 2)?;
     let sin = g.tensor_or_prepack(call, 3)?;
-    let outs = two_outputs(g, call, 4)?;
+    let outs = two_outputs(g, call, outs_arg)?;
     let s = g.shapes();
     let dt = same_dtype(
         call,
@@ -219,6 +230,14 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             s.dtype(outs[1]),
         ],
     )?;
+    Ok((xq, xk, cos, sin, outs, dt))
+}
+
+/// `[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`: one dispatch per output.
+fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(5)?;
+    let what = call.what();
+    let (xq, xk, cos, sin, outs, dt) = rotary_operands(g, call, 4)?;
     let shader = float_shader("rotary", dt, call)?;
     for (x, out) in [(xq, outs[0]), (xk, outs[1])] {
         let what = what.clone();
@@ -257,25 +276,9 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 fn build_rotary_hf(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
     let what = call.what();
-    let xq = g.tensor_or_prepack(call, 0)?;
-    let xk = g.tensor_or_prepack(call, 1)?;
-    let cos = g.tensor_or_prepack(call, 2)?;
-    let sin = g.tensor_or_prepack(call, 3)?;
     let pos_v = call.arg(4)?;
     let pos_slot = g.scalar_slot(pos_v)?;
-    let outs = two_outputs(g, call, 5)?;
-    let s = g.shapes();
-    let dt = same_dtype(
-        call,
-        &[
-            s.dtype(xq),
-            s.dtype(xk),
-            s.dtype(cos),
-            s.dtype(sin),
-            s.dtype(outs[0]),
-            s.dtype(outs[1]),
-        ],
-    )?;
+    let (xq, xk, cos, sin, outs, dt) = rotary_operands(g, call, 5)?;
     let shader = float_shader("rotary_hf", dt, call)?;
     for (x, out) in [(xq, outs[0]), (xk, outs[1])] {
         let what = what.clone();
