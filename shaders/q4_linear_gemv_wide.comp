@@ -43,9 +43,12 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define RW 16
 #endif
 #define UR 4
+#ifndef NT
 #define NT 256  // local size (the runtime launches this kernel with NT x 1 x 1)
+#endif
 #define ROWS_OUT (MT * RW)
-#define SEGS (NT / ROWS_OUT)
+#define RP (ROWS_OUT < 16 ? ROWS_OUT : 16)  // outputs per pass of the final sum
+#define SEGS (NT / RP)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 #ifdef PRE
@@ -69,8 +72,8 @@ layout(push_constant) uniform Params {
   uint gshift;    // log2(gs / 8), or 0xFFFFFFFF when gs / 8 is not a power of two
 } p;
 
-shared float red[ROWS_OUT * NT];
-shared float red2[ROWS_OUT * SEGS];
+shared float red[RP * NT];
+shared float red2[RP * SEGS];
 
 const float MAGIC = 8388608.0;  // 2^23
 const uint MAGIC_BITS = 0x4B000000u;
@@ -95,6 +98,117 @@ void load_batch(uint c, uint nb, uint gc, out uvec4 wv[UR], out float sb[UR]) {
   }
 }
 
+// Two-stage sum of each output's NT partials, RP outputs per pass through shared memory
+// (16 KiB). Stage 1: SEGS invocations per output each sum every SEGS-th partial (so that
+// consecutive invocations read consecutive words: no bank conflicts); stage 2: one
+// invocation per output sums its SEGS segments. Fixed order: the same result every run.
+// Called in uniform control flow (barriers); `red` may be reused right after it returns.
+void sum_and_write(float acc[MT][RW], uint n0, uint t) {
+  [[unroll]] for (uint pass = 0u; pass < ROWS_OUT / RP; ++pass) {
+    if (pass > 0u) barrier();  // the previous pass's readers are done
+    [[unroll]] for (uint r = 0u; r < RP; ++r) {
+      const uint o = pass * RP + r;
+      red[r * NT + t] = acc[o / RW][o % RW];
+    }
+    barrier();
+    {
+      const uint o = t / SEGS, seg = t % SEGS;
+      float v = 0.0;
+      [[unroll]] for (uint i = 0u; i < NT / SEGS; ++i) v += red[o * NT + seg + SEGS * i];
+      red2[o * SEGS + seg] = v;
+    }
+    barrier();
+    if (t < RP) {
+      const uint o = pass * RP + t;
+      const uint m = o / RW, n = n0 + o % RW;
+      if (m < p.M && n < p.N) {
+        float v = 0.0;
+        for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
+        if (p.has_bias != 0u) v += bias[n];
+        outp[m * p.N + n] = v;
+      }
+    }
+  }
+}
+
+#ifdef DP4
+// One row's chunk against the chunk's activation limbs: 24 packed dot products, exact in
+// int32, then the three limbs combined in float (the -8 of the codes from the limb sums).
+float row_dot(uvec4 w, uint le[3][4], uint lo[3][4], int lsum[3], float unit) {
+  int i0 = 0, i1 = 0, i2 = 0;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    const uint ev = w[j] & 0x0F0F0F0Fu, od = (w[j] >> 4) & 0x0F0F0F0Fu;
+    i0 += sdot4x8(le[0][j], ev, 0) + sdot4x8(lo[0][j], od, 0);
+    i1 += sdot4x8(le[1][j], ev, 0) + sdot4x8(lo[1][j], od, 0);
+    i2 += sdot4x8(le[2][j], ev, 0) + sdot4x8(lo[2][j], od, 0);
+  }
+  return unit * (float(i0 - 8 * lsum[0]) + float(i1 - 8 * lsum[1]) * 0.0078125
+                 + float(i2 - 8 * lsum[2]) * 0.00006103515625);
+}
+#endif
+
+#ifdef PERSIST
+// Persistent form (DP4, one chunk per invocation: KC <= NT): the invocation's limbs are made
+// once, then the workgroup walks row blocks wg, wg + (workgroups), ... of RW rows, the
+// first batch of the next block loaded before the current block's sums meet in shared
+// memory. The limbs are made once per workgroup instead of once per block, with no
+// pre-pass dispatch, and the blocks spread evenly over a launch sized to the GPU.
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+  const uint nblocks = (p.N + RW - 1u) / RW;
+  if (wg >= nblocks) return;  // the whole workgroup: no barrier is skipped by part of it
+  const uint c = min(t, p.KC - 1u);
+  const uint k0 = c * 32u;
+  const bool chunk_shift = p.G == 1u || (p.gshift != 0xFFFFFFFFu && p.gshift >= 2u);
+  const uint cshift = p.G == 1u ? 31u : p.gshift - 2u;
+  const uint gc = (p.G == 1u || !chunk_shift) ? 0u : c >> cshift;
+  vec4 xv[8];
+  if ((p.K & 3u) == 0u && c < p.K / 32u) {
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x4[(k0 >> 2) + i];
+  } else {
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+      const uint k = k0 + 4u * i;
+      xv[i] = vec4(k < p.K ? x[k] : 0.0, k + 1u < p.K ? x[k + 1u] : 0.0,
+                   k + 2u < p.K ? x[k + 2u] : 0.0, k + 3u < p.K ? x[k + 3u] : 0.0);
+    }
+  }
+  uint le[3][4], lo[3][4];
+  int lsum[3];
+  float unit;
+  make_limbs(xv, le, lo, lsum, unit);
+  // Invocations past the row's chunks hold a copy of the last chunk: they count zero.
+  if (t >= p.KC || gc >= p.G) unit = 0.0;
+
+  uvec4 wv[UR];
+  float sb[UR];
+  uint b = wg;
+  load_batch(c, b * RW, gc, wv, sb);
+  for (;;) {
+    const uint n0 = b * RW;
+    const uint bn = b + nwg;
+    float acc[MT][RW];
+    [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
+      uvec4 wn[UR];
+      float sn[UR];
+      if (r0 + UR < RW) {
+        load_batch(c, n0 + r0 + UR, gc, wn, sn);
+      } else if (bn < nblocks) {
+        load_batch(c, bn * RW, gc, wn, sn);
+      }
+      [[unroll]] for (uint u = 0u; u < UR; ++u) {
+        acc[0][r0 + u] = row_dot(wv[u], le, lo, lsum, unit) * sb[u];
+      }
+      wv = wn;
+      sb = sn;
+    }
+    sum_and_write(acc, n0, t);
+    if (bn >= nblocks) break;
+    b = bn;
+  }
+}
+#else
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -187,16 +301,7 @@ void main() {
       if (r0 + UR < RW) load_batch(c, n0 + r0 + UR, gc, wn, sn);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
         const float sc = gc < p.G ? sb[u] : 0.0;
-        int i0 = 0, i1 = 0, i2 = 0;
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-          const uint ev = wv[u][j] & 0x0F0F0F0Fu, od = (wv[u][j] >> 4) & 0x0F0F0F0Fu;
-          i0 += sdot4x8(le[0][j], ev, 0) + sdot4x8(lo[0][j], od, 0);
-          i1 += sdot4x8(le[1][j], ev, 0) + sdot4x8(lo[1][j], od, 0);
-          i2 += sdot4x8(le[2][j], ev, 0) + sdot4x8(lo[2][j], od, 0);
-        }
-        const float d = unit * (float(i0 - 8 * lsum[0]) + float(i1 - 8 * lsum[1]) * 0.0078125
-                                + float(i2 - 8 * lsum[2]) * 0.00006103515625);
-        acc[0][r0 + u] = fma(d, sc, acc[0][r0 + u]);
+        acc[0][r0 + u] = fma(row_dot(wv[u], le, lo, lsum, unit), sc, acc[0][r0 + u]);
       }
       if (r0 + UR < RW) {
         wv = wn;
@@ -240,26 +345,6 @@ void main() {
 #endif
   }
 
-  [[unroll]] for (uint m = 0u; m < MT; ++m) {
-    [[unroll]] for (uint r = 0u; r < RW; ++r) red[(m * RW + r) * NT + t] = acc[m][r];
-  }
-  barrier();
-  // Stage 1: invocation t sums ROWS_OUT consecutive partials of output (t / SEGS).
-  {
-    const uint o = t / SEGS, seg = t % SEGS;
-    const uint base = o * NT + seg * ROWS_OUT;
-    float v = 0.0;
-    for (uint i = 0u; i < ROWS_OUT; ++i) v += red[base + i];
-    red2[o * SEGS + seg] = v;
-  }
-  barrier();
-  if (t < ROWS_OUT) {
-    const uint m = t / RW, n = n0 + t % RW;
-    if (m < p.M && n < p.N) {
-      float v = 0.0;
-      for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
-      if (p.has_bias != 0u) v += bias[n];
-      outp[m * p.N + n] = v;
-    }
-  }
+  sum_and_write(acc, n0, t);
 }
+#endif  // PERSIST

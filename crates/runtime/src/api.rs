@@ -243,14 +243,15 @@ impl Delegate {
         builder.cpu_prepack = compile_specs
             .iter()
             .any(|(k, v)| k == crate::builder::CPU_PREPACK_SPEC && v.iter().any(|b| *b != 0));
-        builder.q4_gemv = compile_specs
-            .iter()
-            .find(|(k, _)| k == crate::builder::Q4_GEMV_SPEC)
-            .map(|(_, v)| {
+        let text_spec = |name: &str| {
+            compile_specs.iter().find(|(k, _)| k == name).map(|(_, v)| {
                 String::from_utf8_lossy(v)
                     .trim_end_matches('\0')
                     .to_string()
-            });
+            })
+        };
+        builder.q4_gemv = text_spec(crate::builder::Q4_GEMV_SPEC);
+        builder.q4_bwd = text_spec(crate::builder::Q4_BWD_SPEC);
         let graph = builder.build()?;
         backend.inner.check_validation("during delegate init")?;
         Ok(Delegate {

@@ -130,6 +130,11 @@ pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 /// them, the default picks by row length, weight count and device features.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 
+/// Compile spec forcing the 4-bit backward at M = 1: ASCII `split` (the split-N kernel),
+/// `wide` or `wide_u8` (the wide kernel, 4 or 8 rows per batch of loads); the default
+/// picks by row length.
+pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.
@@ -222,6 +227,8 @@ pub struct GraphBuilder<'a> {
     pub(crate) shapes: Shapes,
     pub(crate) tensor_mem: Vec<MemId>,
     pub(crate) mems: Vec<MemSpec>,
+    /// Tensors zeroed once when the graph is built ([`Self::new_zeroed_tensor`]).
+    pub(crate) zeroed: Vec<TensorId>,
     shared: HashMap<usize, MemId>,
     pub(crate) nodes: Vec<DispatchNode>,
     pub(crate) host_steps: Vec<HostStep>,
@@ -242,6 +249,8 @@ pub struct GraphBuilder<'a> {
     pub cpu_prepack: bool,
     /// Compile spec [`Q4_GEMV_SPEC`], when given.
     pub q4_gemv: Option<String>,
+    /// [`Q4_BWD_SPEC`]'s value, when given.
+    pub q4_bwd: Option<String>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
     /// until the first execute sets them, so a resize function that fails at build time may
     /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
@@ -273,6 +282,7 @@ impl<'a> GraphBuilder<'a> {
             },
             tensor_mem: Vec::new(),
             mems: Vec::new(),
+            zeroed: Vec::new(),
             shared: HashMap::new(),
             nodes: Vec::new(),
             host_steps: Vec::new(),
@@ -286,6 +296,7 @@ impl<'a> GraphBuilder<'a> {
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,
+            q4_bwd: None,
             symint_inputs: graph
                 .input_ids
                 .iter()
@@ -329,6 +340,20 @@ impl<'a> GraphBuilder<'a> {
             b.values.push(gv);
         }
         Ok(b)
+    }
+
+    /// A new tensor of its own memory, zero when the graph is built. For kernels that keep
+    /// state across launches and restore it themselves (the counters of a reduction by the
+    /// last workgroup to finish).
+    pub fn new_zeroed_tensor(
+        &mut self,
+        dtype: DataType,
+        dims: Vec<usize>,
+        label: String,
+    ) -> Result<TensorId> {
+        let t = self.new_tensor(dtype, dims, None, label)?;
+        self.zeroed.push(t);
+        Ok(t)
     }
 
     /// A new tensor; `mem_obj` shares one allocation per id (sized to its largest user).

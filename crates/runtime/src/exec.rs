@@ -197,6 +197,9 @@ impl ComputeGraph {
         for p in &b.packs {
             used[b.tensor_mem[p.tensor.0].0] = true;
         }
+        for t in &b.zeroed {
+            used[b.tensor_mem[t.0].0] = true;
+        }
         let mut mems = Vec::with_capacity(b.mems.len());
         for (i, spec) in b.mems.iter().enumerate() {
             if bound[i] && spec.bytes > max_range {
@@ -384,6 +387,17 @@ impl ComputeGraph {
             drop(temps);
         }
         drop(pack_pool);
+        if !b.zeroed.is_empty() {
+            let mut cmd = CommandBuffer::new(&ctx)?;
+            cmd.begin()?;
+            for &t in &b.zeroed {
+                cmd.zero(mem_of(t)?)?;
+            }
+            cmd.barrier(Access::Transfer, Access::All)?;
+            cmd.end()?;
+            cmd.submit(&fence)?;
+            fence.wait_and_reset(FENCE_TIMEOUT, "zeroing state tensors")?;
+        }
         let prepacked = b
             .packs
             .iter()
@@ -596,8 +610,12 @@ impl ComputeGraph {
                 .variants
                 .get(k.current())
                 .ok_or_else(|| internal(format!("op {}: kernel variant out of range", n.op)))?;
-            cmd.dispatch(pipeline, *set, &n.launch.push, groups[i])?;
-            cmd.barrier(Access::Compute, Access::Compute)?;
+            // A launch of no workgroups (a kernel idle at the current shapes) records
+            // nothing: neither the dispatch nor a barrier, which costs ~1 us on a GPU.
+            if groups[i].iter().all(|&g| g > 0) {
+                cmd.dispatch(pipeline, *set, &n.launch.push, groups[i])?;
+                cmd.barrier(Access::Compute, Access::Compute)?;
+            }
             if let Some(q) = &self.queries {
                 cmd.timestamp(q, i as u32 + 1)?;
             }

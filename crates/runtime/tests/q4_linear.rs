@@ -343,6 +343,18 @@ fn check_backward_cols(
     (k, n, gs): (usize, usize, usize),
     kout: Option<usize>,
 ) -> Vec<String> {
+    check_backward_forced(be, seed, lead, (k, n, gs), kout, None)
+}
+
+/// [`check_backward_cols`] with the backward kernel at M = 1 forced by `etvk_q4_bwd`.
+fn check_backward_forced(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    kout: Option<usize>,
+    force: Option<&str>,
+) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
@@ -358,9 +370,22 @@ fn check_backward_cols(
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&xd);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let mut d = g.load(be, &[]).unwrap();
+    let specs: Vec<(String, Vec<u8>)> = force
+        .map(|f| vec![("etvk_q4_bwd".to_string(), f.as_bytes().to_vec())])
+        .unwrap_or_default();
+    let mut d = g.load(be, &specs).unwrap();
     let (sizes, got) = run1(&mut d, &yd, &dy);
     assert_eq!(sizes, xd);
+    // Kernels that keep state across launches (the wide kernel's counters) restore it, and
+    // every sum runs in a fixed order: a second execute gives the same bits.
+    let (_, again) = run1(&mut d, &yd, &dy);
+    assert!(
+        again
+            .iter()
+            .zip(&got)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "backward lead {lead:?}: a second execute differs"
+    );
     let want = ref_backward(&dy, &c.wd, kp, m, n, kout);
     assert_rel(
         &got,
@@ -442,6 +467,81 @@ fn q4gsw_backward_split_many_slices_odd_groups() {
         check_backward_cols(&be, 312, &[2], (200, 999, 20), Some(195)),
         split_n(2)
     );
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The wide backward at M = 1 (a lane per uvec4 chunk column, the rows split over slices,
+/// which the last workgroup of each column block sums): picked by default for rows of >= 128
+/// chunks, forced elsewhere. Covers column blocks of 8, 16 and 32 chunks with dead lanes
+/// (KC = 130), N % 4 != 0 (scalar d_out loads), several slices with a short last one, group
+/// sizes inside a chunk (20: one scale per half-word) and chunk-aligned ones (32, 128), a d_x
+/// narrower than Kp, and `split` forcing the split-N kernel back.
+#[test]
+fn wide_backward_at_m1() {
+    let be = backend();
+    let wide = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m1_c{cw}")];
+    let split = vec![
+        format!("{Q4GSW_BWD}/q4_linear_bwd_split_m1"),
+        format!("{Q4GSW_BWD}/q4_linear_reduce"),
+    ];
+    // ((K, N, group size), d_x columns, forced kernel, profile names)
+    type Case<'a> = (
+        (usize, usize, usize),
+        Option<usize>,
+        Option<&'a str>,
+        Vec<String>,
+    );
+    let cases: &[Case] = &[
+        ((4160, 37, 32), None, None, wide(8)),
+        ((4160, 64, 128), Some(4150), None, wide(8)),
+        ((4160, 64, 32), None, Some("split"), split.clone()),
+        ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide(32)),
+        ((4160, 700, 32), Some(4153), Some("wide_c8"), wide(8)),
+        ((200, 1000, 20), Some(197), Some("wide_c8"), wide(8)),
+        ((1000, 999, 64), None, Some("wide_c16"), wide(16)),
+        ((64, 3, 16), None, Some("wide_c32"), wide(32)),
+    ];
+    for (i, (shape, kout, force, names)) in cases.iter().enumerate() {
+        let got = check_backward_forced(&be, 320 + i as u64, &[1], *shape, *kout, *force);
+        assert_eq!(&got, names, "{shape:?} forced {force:?}");
+    }
+    // One dynamic program whose M moves between the wide kernel (M = 1; 16-chunk blocks
+    // launch the most workgroups for N = 70) and the split-N
+    // kernel with its reduce (M = 2, 3).
+    let (k, n, gs) = (4160, 70, 32);
+    let mut rng = Rng::new(330);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let yi = g.input(&[3, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let o = g.output(&[3, kp]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+    let mut d = g.load(&be, &dynamic()).unwrap();
+    for (m, kernel) in [
+        (1, "bwd_wide_m1_c16"),
+        (2, "bwd_split_m2"),
+        (3, "bwd_split_m4"),
+        (1, "bwd_wide_m1_c16"),
+    ] {
+        let dy = rng.floats(m * n, -1.0, 1.0);
+        let (sizes, got) = run1(&mut d, &[m, n], &dy);
+        assert_eq!(sizes, vec![m, kp]);
+        assert_rel(
+            &got,
+            &ref_backward(&dy, &c.wd, kp, m, n, kp),
+            &format!("dynamic M = {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            names,
+            vec![
+                format!("{Q4GSW_BWD}/q4_linear_{kernel}"),
+                format!("{Q4GSW_BWD}/q4_linear_reduce")
+            ],
+            "M = {m}"
+        );
+    }
     assert_eq!(be.validation_error_count(), 0);
 }
 
@@ -698,7 +798,7 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         let dp4 = be.device_caps().integer_dot_product && gs != 20;
         let pick = |yes: &'static str, no: &'static str| if dp4 { yes } else { no };
         for (force, m1_kernel) in [
-            (None, pick("gemv_wide_m1_dp4", "gemv_wide_m1")),
+            (None, pick("gemv_wide_m1_dp4_persist", "gemv_wide_m1")),
             (Some("lanes"), "gemv_m1"),
             (Some("wide"), "gemv_wide_m1"),
             (Some("wide_dp4"), pick("gemv_wide_m1_dp4", "gemv_wide_m1")),
@@ -706,9 +806,33 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
                 Some("wide_dp4_pre"),
                 pick("gemv_wide_m1_dp4_pre", "gemv_wide_m1"),
             ),
+            (
+                Some("wide_dp4_persist"),
+                pick("gemv_wide_m1_dp4_persist", "gemv_wide_m1"),
+            ),
         ] {
             wide_gemv_case(&be, gs, force, m1_kernel);
         }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The persistent int8 GEMV (one chunk per invocation, one wave of workgroups walking the
+/// row blocks): more blocks than workgroups, so that workgroups walk several blocks and load
+/// the next block's first rows across the block boundary; 256 invocations for rows of 129..=256
+/// chunks, 128 for shorter ones; a last block cut short by N; bias.
+#[test]
+fn persistent_gemv_walks_row_blocks() {
+    let be = backend();
+    let dp4 = be.device_caps().integer_dot_product;
+    // 264 workgroups of 256 for 282 blocks of 16 rows; 528 of 128 for 532 blocks.
+    for (seed, k, n, gs, kernel) in [
+        (1400, 4160, 4500, 32, "gemv_wide_m1_dp4_persist"),
+        (1401, 4096, 8500, 64, "gemv_wide_m1_dp4_persist_n128"),
+    ] {
+        let names = check_forward(&be, seed, &[1], (k, n, gs), true, Q4GSW);
+        let want = if dp4 { kernel } else { "gemv_wide_m1" };
+        assert_eq!(names, vec![format!("{Q4GSW}/q4_linear_{want}")]);
     }
     assert_eq!(be.validation_error_count(), 0);
 }

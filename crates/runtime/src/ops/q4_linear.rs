@@ -183,12 +183,18 @@ enum Kernel {
     /// GEMV for M <= MT: lane groups per row (`q4_linear_gemv`).
     Gemv(u32),
     /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
-    /// workgroup (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
-    GemvWide { dp4: bool },
+    /// block (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
+    /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
+    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
+    GemvWide { dp4: bool, persist: u32 },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
     SplitN(u32),
+    /// Backward at M = 1 over long rows: a lane per uvec4 chunk column, rows split over
+    /// slices (`q4_linear_bwd_wide_m1_u{UR}`), summed by the last workgroup of each column
+    /// block to finish (no reduce dispatch).
+    BwdWide { cw: u32, nt: u32 },
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -304,20 +310,136 @@ fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let shift = group_word_shift(q.gs);
     let chunk_groups = q.groups == 1 || (shift != u32::MAX && shift >= 2);
     let dp4_ok = chunk_groups && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
+    // The persistent form holds one chunk's limbs per invocation: rows of at most 256
+    // chunks, on 256 invocations (more than 128 chunks) or 128.
+    let kc = kpad / 32;
+    let persist_local = match kc {
+        0..=128 => 128,
+        129..=256 => 256,
+        _ => 0,
+    };
+    let persist = if dp4_ok { persist_local } else { 0 };
+    let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
     match forced_gemv(g).as_deref() {
         Some("lanes") => None,
-        Some("wide") => Some(Kernel::GemvWide { dp4: false }),
-        Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(Kernel::GemvWide { dp4: true }),
-        _ => (kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(Kernel::GemvWide { dp4: dp4_ok }),
+        Some("wide") => Some(wide(false, 0)),
+        Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
+        Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
+        _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
 
-/// Backward kernel for M rows, `kout` output columns and N weight rows (the reduction).
-fn backward_kernel(m: usize, kout: usize, n: usize, big_tiles: bool) -> Kernel {
-    match m {
-        0..=8 => Kernel::SplitN(small_mt(m)),
+/// Backward kernel for M rows, `kout` output columns and N weight rows (the reduction);
+/// `wide`: the wide backward M = 1 takes ([`wide_backward`]).
+fn backward_kernel(
+    m: usize,
+    kout: usize,
+    n: usize,
+    big_tiles: bool,
+    wide: Option<Kernel>,
+) -> Kernel {
+    match (m, wide) {
+        (0..=1, Some(w)) => w,
+        (0..=8, _) => Kernel::SplitN(small_mt(m)),
         _ => tiled_kernel(m, kout, n, big_tiles),
     }
+}
+
+/// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
+/// [`WIDE_GEMV_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
+/// idle). Compile spec [`Q4_BWD_SPEC`], else `ETVK_Q4_BWD`, = `split` | `wide` | `wide_u8`
+/// overrides the choice (tests, benchmarks).
+fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
+    let forced = g
+        .q4_bwd
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_BWD").ok());
+    match forced.as_deref() {
+        Some("split") => None,
+        Some("wide") => Some(widest_bwd(q.n, q.kpad / 32)),
+        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, nt: 256 }),
+        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, nt: 256 }),
+        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, nt: 256 }),
+        _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
+    }
+}
+
+/// The wide backward's column-block width for N rows of `kc` chunks: the one whose geometry
+/// launches the most workgroups within [`WIDE_BWD_TARGET`] (the kernel is latency-bound, so
+/// its speed follows the resident workgroups: H200, N = 8192, K = 28672: 252 workgroups of
+/// 32 chunks 66.5 us, 224 of 8 chunks 71.8 us), the narrowest on a tie (fewer slices for
+/// the last workgroup to sum: 8192^2, 256 workgroups each: 8 chunks 23.7 us, 32 chunks
+/// 26.2 us).
+fn widest_bwd(n: usize, kc: usize) -> Kernel {
+    let target = wide_bwd_target();
+    let mut best = (0, 8);
+    for cw in [8u32, 16, 32] {
+        let geo = wide_bwd_geometry(n, kc, (cw, LOCAL), target);
+        let wgs = geo.blocks * geo.slices;
+        if wgs <= target && wgs > best.0 {
+            best = (wgs, cw);
+        }
+    }
+    Kernel::BwdWide {
+        cw: best.1,
+        nt: LOCAL,
+    }
+}
+/// Workgroups the wide backward aims for: two per SM of an H200 (its ~90 registers per
+/// invocation leave room for two 256-invocation workgroups). Device-independent like
+/// [`Tile::split_target`]; `ETVK_Q4_BWD_WGS` overrides it (benchmarks).
+const WIDE_BWD_TARGET: usize = 264;
+
+/// Geometry of the wide backward for N weight rows and `kc` chunks per packed row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WideBwdGeometry {
+    /// Column blocks of CW chunks (the kernel's `CW`).
+    blocks: usize,
+    /// Rows per slice, a multiple of 4 * RG, RG = 256 / CW row groups (each row group's rows then
+    /// start 16-byte aligned in d_out).
+    rows: usize,
+    /// Slices: `ceil(n / rows)`, all non-empty.
+    slices: usize,
+    /// Invocations per workgroup (the kernel's `NT`).
+    local: u32,
+}
+
+fn wide_bwd_geometry(n: usize, kc: usize, (cw, nt): (u32, u32), target: usize) -> WideBwdGeometry {
+    let cw = cw.max(1) as usize;
+    let blocks = kc.div_ceil(cw).max(1);
+    let unit = 4 * (nt as usize / cw).max(1);
+    let n = n.max(1);
+    // Rounded down: one workgroup past a full wave costs a second wave.
+    let want = (target.max(1) / blocks).clamp(1, n.div_ceil(unit));
+    let rows = n.div_ceil(want).next_multiple_of(unit);
+    WideBwdGeometry {
+        blocks,
+        rows,
+        slices: n.div_ceil(rows),
+        local: nt,
+    }
+}
+
+/// Workgroups of the persistent wide GEMV: two per SM of an H200 (128 registers per
+/// invocation leave room for two 256-invocation workgroups), so that every workgroup is
+/// resident at once. `ETVK_Q4_WIDE_WGS` overrides it (benchmarks).
+const PERSISTENT_GEMV_TARGET: usize = 264;
+
+fn persistent_gemv_target() -> usize {
+    std::env::var("ETVK_Q4_WIDE_WGS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v: &usize| v > 0)
+        .unwrap_or(PERSISTENT_GEMV_TARGET)
+}
+
+/// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS` when set to a positive number.
+fn wide_bwd_target() -> usize {
+    std::env::var("ETVK_Q4_BWD_WGS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v: &usize| v > 0)
+        .unwrap_or(WIDE_BWD_TARGET)
 }
 
 /// Geometry of the split backward for N weight rows and `kout` output columns.
@@ -406,12 +528,17 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Gemv(2), _) => ShaderId::Q4LinearGemvM2,
         (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
         (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
-        (Kernel::GemvWide { dp4: false }, _) => ShaderId::Q4LinearGemvWideM1,
-        (Kernel::GemvWide { dp4: true }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
+        (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
+        (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4PersistN128,
+        (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4Persist,
+        (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
         (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
         (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
+        (Kernel::BwdWide { cw: 8, .. }, _) => ShaderId::Q4LinearBwdWideM1C8,
+        (Kernel::BwdWide { cw: 16, .. }, _) => ShaderId::Q4LinearBwdWideM1C16,
+        (Kernel::BwdWide { .. }, _) => ShaderId::Q4LinearBwdWideM1C32,
         (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
             (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
             (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
@@ -804,6 +931,8 @@ fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
             let geo = split_geometry(r, cols);
             (geo.slices * 8 * geo.kwo).saturating_mul(m)
         }
+        // Needs the packed row length: sized by the backward op itself.
+        Kernel::BwdWide { .. } => 0,
         _ => 0,
     }
 }
@@ -812,7 +941,7 @@ fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
 fn writes_partials(kernel: Kernel) -> bool {
     matches!(
         kernel,
-        Kernel::SplitN(_) | Kernel::Tiled { split: true, .. }
+        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::Tiled { split: true, .. }
     )
 }
 
@@ -844,16 +973,27 @@ fn global(
         return Ok(Global::Linear(0));
     }
     let groups = match kernel {
+        // Persistent: at most one wave of resident workgroups, each walking row blocks.
+        Kernel::GemvWide { persist, .. } if persist > 0 => {
+            let target = persistent_gemv_target() * (LOCAL / persist) as usize;
+            cols.div_ceil(rows_per_gemv_group).min(target)
+        }
         Kernel::Gemv(_) | Kernel::GemvWide { .. } => cols.div_ceil(rows_per_gemv_group),
-        Kernel::SplitN(_) => {
-            return Err(internal("the split backward is launched by split_launch"))
+        Kernel::SplitN(_) | Kernel::BwdWide { .. } => {
+            return Err(internal(
+                "the split and wide backward kernels have launches of their own",
+            ))
         }
         Kernel::Tiled { tile, .. } => tile
             .count(m, cols)
             .checked_mul(slices)
             .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many tiles")))?,
     };
-    Ok(Global::Linear(groups as u64 * LOCAL as u64))
+    let local = match kernel {
+        Kernel::GemvWide { persist, .. } if persist > 0 => persist,
+        _ => LOCAL,
+    };
+    Ok(Global::Linear(groups as u64 * local as u64))
 }
 
 /// Launch of a tiled kernel for M rows, `cols` outputs (`k`: the push constants' K, x's row
@@ -895,6 +1035,30 @@ fn split_launch(m: usize, q: &Q4, kout: usize, geo: SplitGeometry) -> Result<Lau
     Ok(Launch {
         push,
         global: Global::Linear(invocations),
+    })
+}
+
+/// Launch of `q4_linear_bwd_wide_m1_*` (M = 1): a workgroup per (column block, slice); the
+/// last of a block to finish sums the block's slices into d_x.
+fn wide_bwd_launch(m: usize, q: &Q4, kout: usize, geo: WideBwdGeometry) -> Result<Launch> {
+    let push = Push::new()
+        .u32(to_u32(q.n, "N")?)
+        .u32(to_u32(q.kpad / 32, "packed row chunks")?)
+        .u32(to_u32(q.groups, "scale groups")?)
+        .u32(to_u32(q.gs, "group_size")?)
+        .u32(to_u32(geo.rows, "rows per slice")?)
+        .u32(group_word_shift(q.gs))
+        .u32(to_u32(kout, "K")?)
+        .u32(to_u32(geo.slices, "slices")?)
+        .finish();
+    let groups = if m == 0 {
+        0
+    } else {
+        geo.blocks as u64 * geo.slices as u64
+    };
+    Ok(Launch {
+        push,
+        global: Global::Linear(groups * geo.local as u64),
     })
 }
 
@@ -967,8 +1131,17 @@ fn forward(
     };
     // The int8 GEMV's activation limbs, made once per launch by a node of their own
     // (launching nothing at the M where another kernel runs).
-    let dp4 = Kernel::GemvWide { dp4: true };
-    let limbs = if plan.kernels.contains(&dp4) && limbs_prepass(g, &q) {
+    let is_dp4 = |kn: Kernel| {
+        matches!(
+            kn,
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 0,
+                ..
+            }
+        )
+    };
+    let limbs = if plan.kernels.iter().any(|&kn| is_dp4(kn)) && limbs_prepass(g, &q) {
         let chunks = q.kpad / 32;
         let t = g.new_tensor(
             DataType::Int32,
@@ -980,7 +1153,7 @@ fn forward(
         d.local = Some([64, 1, 1]);
         g.dispatch_select(call, vec![d], move |s| {
             let (_, m) = current_rows(s, x, k, "x")?;
-            let on = choose(m) == dp4;
+            let on = is_dp4(choose(m));
             Ok((
                 0,
                 Launch {
@@ -1003,13 +1176,16 @@ fn forward(
             let mut d = match (writes_partials(kn), partial, limbs) {
                 // The split variants leave the bias to the reduce (no bias binding).
                 (true, Some(p), _) => Dispatch::new(shader_of(kn, false), [p, x, q.w, q.s]),
-                (_, _, Some(l)) if kn == dp4 => Dispatch::new(
+                (_, _, Some(l)) if is_dp4(kn) => Dispatch::new(
                     ShaderId::Q4LinearGemvWideM1Dp4Pre,
                     [out, l, q.w, q.s, bias_t],
                 ),
                 _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
             };
-            d.local = Some([LOCAL, 1, 1]);
+            d.local = Some(match kn {
+                Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
+                _ => [LOCAL, 1, 1],
+            });
             if let Kernel::Gemv(_) = kn {
                 let (lanes, rows) = gemv_shape(kn, q.kpad);
                 d.spec = vec![lanes, rows as u32];
@@ -1158,28 +1334,57 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let big = big_tiles_ok(g);
     let max_m: usize = lead.iter().product();
     let n = q.n;
+    let wide = wide_backward(g, &q);
     // Output columns k (kout of them), reduction over the N weight rows.
-    let choose = move |m: usize| backward_kernel(m, kout, n, big);
-    let plan = plan(max_m, g.dynamic, choose, |m, kn| {
-        partial_floats(kn, m, kout, n)
+    let choose = move |m: usize| backward_kernel(m, kout, n, big, wide);
+    let shape = match wide {
+        Some(Kernel::BwdWide { cw, nt }) => (cw, nt),
+        _ => (8, LOCAL),
+    };
+    let wgeo = wide_bwd_geometry(n, q.kpad / 32, shape, wide_bwd_target());
+    let wide_stride = q.kpad;
+    let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
+        Kernel::BwdWide { .. } => wgeo.slices.saturating_mul(wide_stride),
+        _ => partial_floats(kn, m, kout, n),
     });
     let geo = split_geometry(n, kout);
-    // Partial sums of the split-N (M <= 8) and split-K kernels; the partials of M rows are
-    // packed densely, so every M uses a prefix.
+    // Partial sums of the split-N (M <= 8), wide (M = 1) and split-K kernels; the partials
+    // of M rows are packed densely, so every M uses a prefix.
     let partial = scratch(g, call, &plan)?;
+    // The wide kernel's counters of finished slices, one per column block.
+    let counters = match plan
+        .kernels
+        .iter()
+        .any(|k| matches!(k, Kernel::BwdWide { .. }))
+    {
+        true => Some(g.new_zeroed_tensor(
+            DataType::Int32,
+            vec![wgeo.blocks],
+            format!("{}: finished-slice counters", call.what()),
+        )?),
+        false => None,
+    };
     let variants = plan
         .kernels
         .iter()
         .map(|&kn| {
-            let out = match (writes_partials(kn), partial) {
-                (true, Some(p)) => p,
-                _ => dx,
+            let mut d = match (kn, writes_partials(kn), partial, counters) {
+                (Kernel::BwdWide { nt, .. }, _, Some(p), Some(c)) => {
+                    let mut d = Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx]);
+                    d.local = Some([nt, 1, 1]);
+                    return d;
+                }
+                (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
+                _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
             };
-            let mut d = Dispatch::new(shader_of(kn, true), [out, dy, q.w, q.s]);
             d.local = Some([LOCAL, 1, 1]);
             d
         })
         .collect();
+    let needs_reduce = plan
+        .kernels
+        .iter()
+        .any(|&k| writes_partials(k) && !matches!(k, Kernel::BwdWide { .. }));
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, dy, n, "d_out")?;
@@ -1189,12 +1394,14 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
             Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
+            Kernel::BwdWide { .. } => wide_bwd_launch(m, &q, kout, wgeo)?,
             _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))
     })?;
-    let Some(partial) = partial else {
-        // No reachable M takes a split kernel: the first node writes d_x at every M.
+    let (Some(partial), true) = (partial, needs_reduce) else {
+        // No reachable M takes a kernel that leaves its slices to the reduce: the first node
+        // writes d_x at every M.
         return finish_output(g, call, dx, dx_user, 4);
     };
     // As in the forward: a one-variant dispatch_select, idle when d_x was written directly.
@@ -1249,11 +1456,11 @@ mod tests {
             forward_kernel(512, 4096, k, false, None),
             tiled(Tile::T64, false)
         );
-        assert_eq!(backward_kernel(1, 4096, k, true), Kernel::SplitN(1));
-        assert_eq!(backward_kernel(3, 4096, k, true), Kernel::SplitN(4));
-        assert_eq!(backward_kernel(8, 4096, k, true), Kernel::SplitN(8));
+        assert_eq!(backward_kernel(1, 4096, k, true, None), Kernel::SplitN(1));
+        assert_eq!(backward_kernel(3, 4096, k, true, None), Kernel::SplitN(4));
+        assert_eq!(backward_kernel(8, 4096, k, true, None), Kernel::SplitN(8));
         assert_eq!(
-            backward_kernel(9, 4096, k, true),
+            backward_kernel(9, 4096, k, true, None),
             tiled(Tile::T32x128, false)
         );
         // The H200 shapes at M = 32: split.
@@ -1262,7 +1469,7 @@ mod tests {
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
-            backward_kernel(32, 8192, 8192, true),
+            backward_kernel(32, 8192, 8192, true, None),
             tiled(Tile::T32x128, true)
         );
         let p = plan(
@@ -1312,7 +1519,7 @@ mod tests {
         for (cols, r) in shapes {
             for big in [false, true] {
                 let fwd = |m| forward_kernel(m, cols, r, big, None);
-                let bwd = |m| backward_kernel(m, cols, r, big);
+                let bwd = |m| backward_kernel(m, cols, r, big, None);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
                     for choose in [&fwd as &dyn Fn(usize) -> Kernel, &bwd] {

@@ -1,0 +1,211 @@
+#version 450
+// 4-bit linear backward at M = 1 over long rows, fp32, one dispatch:
+//   partial[j][k] = sum_{n in slice j} dy[n] * (code(n,k) - 8) * s[n][k / gs]
+//   dx[k] = sum_j partial[j][k]
+// over etvk's packed Q4 layout (rows n contiguous along k, a row is KC uvec4 chunks of 32
+// codes; see q4_pack_weights.comp) and fp32 scales s[n][g] (G groups per row; g >= G has
+// scale 0).
+//
+// Why not the split-N kernel (q4_linear_bwd_split.comp) at M = 1: it reads one u32 per lane
+// and row, and u32 loads alone cap an H200 at 0.58 of its read ceiling (docs/performance.md).
+// Here a lane owns one chunk column c (32 consecutive k, 32 accumulators) and reads one
+// uvec4 per row, so a subgroup's load is a contiguous 512-byte run of one row. The
+// workgroup is CW chunk columns x RG row groups; row group r walks RR = RS / RG consecutive
+// rows of the workgroup's slice in batches of UR (loads of the next batch issued before the
+// current one is used made it slower on an H200: 109 registers instead of 82, two resident
+// workgroups per SM instead of three). With chunk-aligned groups one scale serves the
+// lane's whole chunk per row (one load per 32 codes). The RG row groups' sums meet in
+// shared memory (two passes of 16 k per chunk, 16 KiB), so the partial sums are
+// S = N / RS rows of K: few, next to the weight. Narrow column blocks (CW = 8 or 16: a
+// subgroup reads 128 or 256 contiguous bytes of each of 4 or 2 rows) give more column
+// blocks and so fewer slices for the same number of workgroups.
+//
+// The slices are summed by the last workgroup of each column block to finish (a counter per
+// block, incremented after the workgroup's partial sums are written and made visible), in
+// slice order, so the result does not depend on which workgroup finishes last. That saves
+// a second dispatch, which costs ~5 us on an H200 (docs/performance.md). The last workgroup
+// sets its counter back to zero, ready for the next launch (the runtime zeroes the
+// counters once, when the graph is built).
+//
+// Decoding is in place: an AND-OR and a subtract per code, no shifts (see codes4_inplace).
+#extension GL_EXT_control_flow_attributes : enable
+#include "common.glsl"
+
+#ifndef NT
+#define NT 256  // local size (the runtime launches this kernel with NT x 1 x 1)
+#endif
+#ifndef CW
+#define CW 32  // chunk columns per workgroup
+#endif
+#define RG (NT / CW)  // row groups
+#define PER ((CW * 32 + NT - 1) / NT)  // columns per invocation in the final sum
+#define UR 4  // rows per batch of loads
+
+layout(set = 0, binding = 0) coherent buffer Part { float part[]; };
+layout(set = 0, binding = 1) readonly buffer Dy { float dy[]; };
+layout(set = 0, binding = 1) readonly buffer Dy4 { vec4 dy4[]; };
+layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 4) coherent buffer Count { uint count[]; };  // [column blocks], 0 between launches
+layout(set = 0, binding = 5) writeonly buffer Out { float outp[]; };   // dx [K]
+
+layout(push_constant) uniform Params {
+  uint N;       // weight rows (the reduction)
+  uint KC;      // uvec4 chunks per weight row (Kpad / 32); partial rows are KC * 32 floats
+  uint G;       // scale groups per row
+  uint gs;      // group size (multiple of 4)
+  uint RS;      // rows per slice (a multiple of 4 * RG)
+  uint gshift;  // log2(gs / 8), or 0xFFFFFFFF when gs / 8 is not a power of two
+  uint K;       // dx's length (<= KC * 32)
+  uint S;       // slices: ceil(N / RS)
+} p;  // 8 words, as the split-N kernel's (the runtime selects between them on one node)
+
+// Shared sums of one pass: [16 k][RG][CW], the k stride padded by one float so that the
+// readers (consecutive invocations on consecutive k of one chunk) hit distinct banks.
+#define RED_STRIDE (RG * CW + 1)
+shared float red[16 * RED_STRIDE];
+shared bool last_to_finish;
+
+const float MAGIC = 8388608.0;  // 2^23
+const uint MAGIC_BITS = 0x4B000000u;
+
+// In-place decode of the 4 codes of a 16-bit half `h`: nibble q sits at bits 4q, so the
+// masked half ORed into 2^23's mantissa is 2^23 + code * 16^q exactly, and subtracting
+// 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also exact. The accumulators are scaled back by
+// 16^-q (exact) once at the end.
+const vec4 UNMAGIC = vec4(MAGIC + 8.0, MAGIC + 128.0, MAGIC + 2048.0, MAGIC + 32768.0);
+const vec4 UNPOS = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
+vec4 codes4_inplace(uint h) {
+  return uintBitsToFloat((uvec4(h) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - UNMAGIC;
+}
+
+// Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy. Rows at or past
+// `ne` read a valid (clamped) row and count with code 8 (zero) and dy = 0, so no branch
+// sits between the loads. vec_dy: n is a multiple of 4 and N % 4 == 0.
+void load_batch(uint n, uint ne, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
+                out float dv[UR]) {
+  [[unroll]] for (uint u = 0u; u < UR; ++u) {
+    const uint nr = min(n + u, p.N - 1u);
+    const uvec4 v = w4[nr * p.KC + cc];
+    wv[u] = n + u < ne ? v : uvec4(0x88888888u);
+    sv[u] = s[nr * p.G + g];
+  }
+  [[unroll]] for (uint q = 0u; q < UR; q += 4u) {
+    const uint n4 = n + q;
+    vec4 d4;
+    if (vec_dy && n4 + 3u < ne) {
+      d4 = dy4[n4 >> 2];
+    } else {
+      const uint last = p.N - 1u;
+      d4 = vec4(n4 < ne ? dy[min(n4, last)] : 0.0, n4 + 1u < ne ? dy[min(n4 + 1u, last)] : 0.0,
+                n4 + 2u < ne ? dy[min(n4 + 2u, last)] : 0.0, n4 + 3u < ne ? dy[min(n4 + 3u, last)] : 0.0);
+    }
+    [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[q + i] = d4[i];
+  }
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint blocks = (p.KC + CW - 1u) / CW;
+  const uint cb = wg % blocks, j = wg / blocks;
+  const uint cl = t % CW, rg = t / CW;
+  const uint c = cb * CW + cl;
+  const uint cc = min(c, p.KC - 1u);  // dead lanes (c >= KC) load a valid chunk, write nothing
+  const uint rr = p.RS / RG;
+  const uint nb = j * p.RS + rg * rr;
+  const uint ne = min(nb + rr, p.N);
+  // dy starts 16-byte aligned at every batch when N % 4 == 0 (nb and UR multiples of 4).
+  const bool vec_dy = (p.N & 3u) == 0u && (UR & 3u) == 0u;
+  uvec4 wv[UR];
+  float sv[UR], dv[UR];
+
+  // A chunk lies in one group when gs is a power-of-two multiple of 32 (or one group spans
+  // the row); its group is then a shift of the chunk index. Other group sizes (multiples of
+  // 4) read one scale per 4-code half-word.
+  const bool chunk_group = p.G == 1u || (p.gshift != 0xFFFFFFFFu && p.gshift >= 2u);
+  const uint gc = p.G == 1u ? 0u : (chunk_group ? cc >> (p.gshift - 2u) : 0u);
+  const bool live_gc = gc < p.G;
+  const uint gcl = min(gc, p.G - 1u);
+
+  vec4 acc[8];
+  [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[a] = vec4(0.0);
+
+  if (chunk_group) {
+    for (uint n = nb; n < ne; n += UR) {
+      load_batch(n, ne, cc, gcl, vec_dy, wv, sv, dv);
+      [[unroll]] for (uint u = 0u; u < UR; ++u) {
+        const vec4 coef = vec4(dv[u] * sv[u]);
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          acc[2u * q] = fma(coef, codes4_inplace(wv[u][q]), acc[2u * q]);
+          acc[2u * q + 1u] = fma(coef, codes4_inplace(wv[u][q] >> 16), acc[2u * q + 1u]);
+        }
+      }
+    }
+  } else {
+    // Groups inside a chunk (gs % 4 == 0: each 4-code half-word lies in one group).
+    for (uint n = nb; n < ne; ++n) {
+      const uvec4 v = w4[n * p.KC + cc];
+      const float d = dy[n];
+      [[unroll]] for (uint h = 0u; h < 8u; ++h) {
+        const uint g = (cc * 32u + 4u * h) / p.gs;
+        const float sc = g < p.G ? s[n * p.G + g] : 0.0;
+        const uint word = v[h >> 1];
+        acc[h] = fma(vec4(d * sc), codes4_inplace((h & 1u) == 0u ? word : word >> 16), acc[h]);
+      }
+    }
+  }
+
+  const bool live = c < p.KC && (live_gc || !chunk_group);
+  [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[a] = live ? acc[a] * UNPOS : vec4(0.0);
+
+  // acc[a][q] is column 4a + q of the chunk. Two passes of 16 columns through shared memory;
+  // invocation t then sums the RG row groups of 2 (column, chunk) pairs, column fastest.
+  const uint slice_base = j * p.KC * 32u;
+  [[unroll]] for (uint pass = 0u; pass < 2u; ++pass) {
+    if (pass == 1u) barrier();  // the previous pass's readers are done
+    [[unroll]] for (uint i = 0u; i < 16u; ++i) {
+      red[i * RED_STRIDE + rg * CW + cl] = acc[4u * pass + i / 4u][i % 4u];
+    }
+    barrier();
+    for (uint o = t; o < 16u * CW; o += NT) {
+      const uint i = o % 16u, ocl = o / 16u;
+      float v = 0.0;
+      [[unroll]] for (uint r = 0u; r < RG; ++r) v += red[i * RED_STRIDE + r * CW + ocl];
+      const uint oc = cb * CW + ocl;
+      if (oc < p.KC) part[slice_base + oc * 32u + 16u * pass + i] = v;
+    }
+  }
+  // Make this workgroup's partial sums visible device-wide before counting it as done.
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0u) last_to_finish = atomicAdd(count[cb], 1u) == p.S - 1u;
+  barrier();
+  if (!last_to_finish) return;
+  memoryBarrierBuffer();
+  // PER columns per invocation (consecutive invocations, consecutive columns), slices in
+  // order, all PER columns' loads of a batch of 8 slices in flight together.
+  const uint row = p.KC * 32u;  // floats per partial row
+  const uint c0 = cb * CW * 32u + t;
+  const uint cend = min((cb + 1u) * CW * 32u, p.K);
+  float v[PER];
+  [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] = 0.0;
+  uint jj = 0u;
+  for (; jj + 8u <= p.S; jj += 8u) {
+    float b[PER][8];
+    [[unroll]] for (uint i = 0u; i < PER; ++i) {
+      const uint kk = min(c0 + NT * i, row - 1u);
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) b[i][u] = part[(jj + u) * row + kk];
+    }
+    [[unroll]] for (uint i = 0u; i < PER; ++i) {
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) v[i] += b[i][u];
+    }
+  }
+  for (; jj < p.S; ++jj) {
+    [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] += part[jj * row + min(c0 + NT * i, row - 1u)];
+  }
+  [[unroll]] for (uint i = 0u; i < PER; ++i) {
+    if (c0 + NT * i < cend) outp[c0 + NT * i] = v[i];
+  }
+  if (t == 0u) count[cb] = 0u;
+}
