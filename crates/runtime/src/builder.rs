@@ -125,8 +125,9 @@ pub type GpuPackFn = Box<dyn Fn(&ConstantInfo) -> Result<GpuTransform>>;
 /// Compile spec that forces every prepack onto the CPU reference path (value != 0).
 pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 
-/// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide`, `wide_dp4` or
-/// `wide_dp4_pre` (its activation limbs from a pre-pass node); tests and benchmarks compare
+/// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide`, `wide_dp4`,
+/// `wide_dp4_pre` (its activation limbs from a pre-pass node) or `wide_dp4_persist` (one wave
+/// of workgroups walking the row blocks; rows of <= 256 chunks); tests and benchmarks compare
 /// them, the default picks by row length, weight count and device features.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 

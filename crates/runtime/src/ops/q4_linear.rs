@@ -11,17 +11,31 @@
 //! Kernels (fp32 arithmetic) and their selection, re-made by the resize fn whenever M (the
 //! product of the leading dims) changes:
 //! - forward, M = 1 and rows of >= 128 uvec4 chunks (K >= 4096): `q4_linear_gemv_wide_m1`
-//!   (the workgroup splits K over 16 rows, uvec4 weight loads); its `_dp4` form (devices with
-//!   packed int8 dot products, scale groups of a power-of-two number of 32-code chunks) turns
-//!   each chunk's activations into three int8 limbs and a row's chunk into 24 packed dot
-//!   products. Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4` forces a choice.
+//!   (the workgroup splits K over blocks of 16 rows, uvec4 weight loads); its int8 forms
+//!   (devices with packed int8 dot products, scale groups of a power-of-two number of 32-code
+//!   chunks) turn each chunk's activations into three int8 limbs and a row's chunk into 24
+//!   packed dot products:
+//!   - rows of <= 256 chunks (K <= 8192): `_dp4_persist` (`_n128` for <= 128 chunks), one
+//!     chunk per invocation, its limbs made once per workgroup, and one wave of
+//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the row blocks;
+//!   - longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs from a
+//!     `q4_act_limbs` node once N * Kpad >= 2^27.
+//!
+//!   Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4|wide_dp4_pre|wide_dp4_persist`
+//!   forces a choice.
 //! - forward, M <= 8 otherwise: `q4_linear_gemv_m{1,2,4,8}` (smallest MT >= M): LANES
 //!   invocations per output row stream the packed row once and serve all M activation rows.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
 //!   of shared memory it needs; `t64` (64 x 64) otherwise.
-//! - backward, M <= 8: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
+//! - backward, M = 1 and rows of >= 128 chunks: `q4_linear_bwd_wide_m1_c{8,16,32}`, one
+//!   dispatch: a lane per uvec4 chunk column, column blocks of CW chunks, the rows cut into
+//!   slices whose partial sums the last workgroup of each column block to finish adds up in
+//!   order (counters in a zeroed tensor, restored by that workgroup). CW by
+//!   `widest_bwd`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
+//!   forces a choice.
+//! - backward, M <= 8 otherwise: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
 //!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
 //!   `partial[S][M][8 * KWO]`; then `q4_linear_reduce` sums the S slices in a fixed order.
 //!   A tiled kernel would give each invocation a whole column of N and leave most of a large
