@@ -11,13 +11,16 @@
 // and scales are loaded together. Partial sums meet in shared memory at the end (a
 // two-stage sum, fixed order).
 //
-// Two forms (docs/performance.md, GEMV history v10-v18):
+// Forms (docs/performance.md, GEMV history v10-v21):
 // - DP4 (devices with packed int8 dot products, groups that are whole chunks): the chunk's
 //   activations become three int8 limbs and a row's chunk is 24 packed dot products; the
 //   next batch's weights and scales are loaded before the current batch is used. With PRE
 //   the limbs come from a pre-pass (q4_act_limbs.comp) instead of from every workgroup,
-//   which pays off for large matrices. On an H200: 21.0 us at 8192^2 (0.44 of the read
-//   ceiling), 55.9 / 51.7 us with the pre-pass at 28672 x 8192 / 8192 x 28672 (0.57 / 0.62).
+//   which pays off for large matrices (H200, 8192 x 28672: 51.2 us, 0.63 of the read
+//   ceiling).
+// - DP4 + PERSIST (rows of at most NT chunks): one chunk per invocation, its limbs made once;
+//   a wave of workgroups walks the blocks of RW rows. H200: 18.3 us at 8192^2, 47.4 us at
+//   28672 x 8192 (0.50 / 0.68 of the read ceiling).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
