@@ -5,15 +5,21 @@
 // the even k of the word, (w >> 4) & 0x0F0F0F0F: the odd k), with each limb's sum (for the
 // -8 of the codes). Needs sdot4x8 (OpSDotKHR) declared by the including shader.
 void make_limbs(vec4 xv[8], out uint le[3][4], out uint lo[3][4], out int lsum[3], out float unit) {
-  vec4 mx = vec4(0.0);
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) mx = max(mx, abs(xv[i]));
-  const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w));
-  // Inf / NaN activations: a NaN result, never a silently finite one.
-  const bool finite = amax <= 3.402823466e38;
+  // |x| maximum on the bit patterns: for non-negative floats the unsigned order is the float
+  // order, and NaN / Inf patterns sort above every finite one. A float max would not do:
+  // max(finite, NaN) may return the finite one (a NaN activation then counted as 0).
+  uvec4 mb = uvec4(0u);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) mb = max(mb, floatBitsToUint(xv[i]) & 0x7FFFFFFFu);
+  const uint amax_bits = max(max(mb.x, mb.y), max(mb.z, mb.w));
+  // Inf / NaN activations: a NaN result, never a silently finite one. The NaN is a bit
+  // pattern: Mesa folded the earlier `amax * 0.0` to 0.0 (compilers need not preserve
+  // Inf / NaN without SignedZeroInfNanPreserve), and the outputs came out finite.
+  const bool finite = amax_bits < 0x7F800000u;
+  const float amax = uintBitsToFloat(finite ? amax_bits : 0u);
   // x in units of amax / (127 * 16384), as one int per element; the limbs are its digits:
   // a0 = round(I / 16384), a1 = round(rem / 128), a2 = the rest.
-  const float inv = (finite && amax > 0.0) ? 2080768.0 / amax : 0.0;
-  unit = finite ? amax / 127.0 : amax * 0.0;
+  const float inv = amax > 0.0 ? 2080768.0 / amax : 0.0;
+  unit = finite ? amax / 127.0 : uintBitsToFloat(0x7FC00000u);
   [[unroll]] for (uint l = 0u; l < 3u; ++l) {
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
       le[l][j] = 0u;

@@ -1219,3 +1219,79 @@ fn f32_to_f16_bits(v: f32) -> u16 {
 fn f16_bits_to_f32(h: u16) -> f32 {
     etvk_runtime::dtype::f16_to_f32(h)
 }
+
+/// A non-finite activation never yields a finite output, whatever the kernel: in float
+/// arithmetic Inf * w is +-Inf (NaN where w = 0) for every output; the int8 forms turn the
+/// whole chunk's unit into NaN. Forward at M = 1 under every GEMV form (an Inf and a NaN),
+/// M = 3 and 40 (only the bad row), backward at M = 1 under both M = 1 kernels (a NaN in
+/// d_out reaches every d_x column).
+#[test]
+fn non_finite_activations_never_come_out_finite() {
+    let be = backend();
+    let (k, n, gs) = (4160, 40, 32);
+    let mut rng = Rng::new(1500);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let forms = [
+        "lanes",
+        "wide",
+        "wide_dp4",
+        "wide_dp4_pre",
+        "wide_dp4_persist",
+    ];
+    for form in forms {
+        for bad in [f32::INFINITY, f32::NAN] {
+            let mut g = G::new();
+            let xi = g.input(&[1, k]);
+            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+            let nul = g.b.add_null();
+            let o = g.output(&[1, n]);
+            g.b.add_op(Q4GSW, &[xi, w, s, gsv, nul, o]);
+            let specs = vec![("etvk_q4_gemv".to_string(), form.as_bytes().to_vec())];
+            let mut d = g.load(&be, &specs).unwrap();
+            let mut x = rng.floats(k, -1.0, 1.0);
+            x[1000] = bad;
+            let (_, got) = run1(&mut d, &[1, k], &x);
+            assert!(
+                got.iter().all(|v| !v.is_finite()),
+                "forward {form}, x[1000] = {bad}: {got:?}"
+            );
+        }
+    }
+    // M = 3 (lane-group GEMV) and M = 40 (tiled, split K): only row 1 holds the bad value;
+    // the other rows stay finite.
+    for m in [3, 40] {
+        let mut g = G::new();
+        let xi = g.input(&[m, k]);
+        let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+        let nul = g.b.add_null();
+        let o = g.output(&[m, n]);
+        g.b.add_op(Q4GSW, &[xi, w, s, gsv, nul, o]);
+        let mut d = g.load(&be, &[]).unwrap();
+        let mut x = rng.floats(m * k, -1.0, 1.0);
+        x[k + 17] = f32::NAN;
+        let (_, got) = run1(&mut d, &[m, k], &x);
+        for (i, row) in got.chunks(n).enumerate() {
+            assert!(
+                row.iter().all(|v| v.is_finite() == (i != 1)),
+                "forward M = {m}, row {i}: {row:?}"
+            );
+        }
+    }
+    for form in ["split", "wide"] {
+        let mut g = G::new();
+        let yi = g.input(&[1, n]);
+        let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+        let o = g.output(&[1, c.w.kp()]);
+        g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+        let specs = vec![("etvk_q4_bwd".to_string(), form.as_bytes().to_vec())];
+        let mut d = g.load(&be, &specs).unwrap();
+        let mut dy = rng.floats(n, -1.0, 1.0);
+        dy[7] = f32::NAN;
+        let (_, got) = run1(&mut d, &[1, n], &dy);
+        assert!(
+            got.iter().all(|v| v.is_nan()),
+            "backward {form}: a NaN in d_out left finite d_x values"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
