@@ -106,7 +106,8 @@ void load_batch(uint c, uint nb, uint gc, out uvec4 wv[UR], out float sb[UR]) {
 // consecutive invocations read consecutive words: no bank conflicts); stage 2: one
 // invocation per output sums its SEGS segments. Fixed order: the same result every run.
 // Called in uniform control flow (barriers); `red` may be reused right after it returns.
-void sum_and_write(float acc[MT][RW], uint n0, uint t) {
+// Output rows mrow .. mrow + MT - 1 (the persistent form: its workgroup's activation row).
+void sum_and_write(float acc[MT][RW], uint n0, uint mrow, uint t) {
   [[unroll]] for (uint pass = 0u; pass < ROWS_OUT / RP; ++pass) {
     if (pass > 0u) barrier();  // the previous pass's readers are done
     [[unroll]] for (uint r = 0u; r < RP; ++r) {
@@ -123,7 +124,7 @@ void sum_and_write(float acc[MT][RW], uint n0, uint t) {
     barrier();
     if (t < RP) {
       const uint o = pass * RP + t;
-      const uint m = o / RW, n = n0 + o % RW;
+      const uint m = mrow + o / RW, n = n0 + o % RW;
       if (m < p.M && n < p.N) {
         float v = 0.0;
         for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
@@ -152,16 +153,23 @@ float row_dot(uvec4 w, uint le[3][4], uint lo[3][4], int lsum[3], float unit) {
 
 #ifdef PERSIST
 // Persistent form (DP4, one chunk per invocation: KC <= NT): the invocation's limbs are made
-// once, then the workgroup walks row blocks wg, wg + (workgroups), ... of RW rows, the
-// first batch of the next block loaded before the current block's sums meet in shared
+// once, then the workgroup walks row blocks wr, wr + (workgroups per row), ... of RW rows,
+// the first batch of the next block loaded before the current block's sums meet in shared
 // memory. The limbs are made once per workgroup instead of once per block, with no
 // pre-pass dispatch, and the blocks spread evenly over a launch sized to the GPU.
+// M activation rows (M <= 8) split the launch: workgroup wg serves row wg / (workgroups per
+// row), and the M workgroups walking the same blocks at about the same time share the
+// weight through L2.
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+  const uint per_row = max((gl_NumWorkGroups.x * gl_NumWorkGroups.y) / p.M, 1u);
+  const uint m = wg / per_row, wr = wg % per_row;
   const uint nblocks = (p.N + RW - 1u) / RW;
-  if (wg >= nblocks) return;  // the whole workgroup: no barrier is skipped by part of it
+  // Whole workgroups leave: no barrier is skipped by part of one.
+  if (m >= p.M || wr >= nblocks) return;
+  const uint nwg = per_row;
+  const uint xrow = m * p.K;
   const uint c = min(t, p.KC - 1u);
   const uint k0 = c * 32u;
   const bool chunk_shift = p.G == 1u || (p.gshift != 0xFFFFFFFFu && p.gshift >= 2u);
@@ -169,12 +177,12 @@ void main() {
   const uint gc = (p.G == 1u || !chunk_shift) ? 0u : c >> cshift;
   vec4 xv[8];
   if ((p.K & 3u) == 0u && c < p.K / 32u) {
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x4[(k0 >> 2) + i];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x4[((xrow + k0) >> 2) + i];
   } else {
     [[unroll]] for (uint i = 0u; i < 8u; ++i) {
       const uint k = k0 + 4u * i;
-      xv[i] = vec4(k < p.K ? x[k] : 0.0, k + 1u < p.K ? x[k + 1u] : 0.0,
-                   k + 2u < p.K ? x[k + 2u] : 0.0, k + 3u < p.K ? x[k + 3u] : 0.0);
+      xv[i] = vec4(k < p.K ? x[xrow + k] : 0.0, k + 1u < p.K ? x[xrow + k + 1u] : 0.0,
+                   k + 2u < p.K ? x[xrow + k + 2u] : 0.0, k + 3u < p.K ? x[xrow + k + 3u] : 0.0);
     }
   }
   uint le[3][4], lo[3][4];
@@ -186,7 +194,7 @@ void main() {
 
   uvec4 wv[UR];
   float sb[UR];
-  uint b = wg;
+  uint b = wr;
   load_batch(c, b * RW, gc, wv, sb);
   for (;;) {
     const uint n0 = b * RW;
@@ -206,7 +214,7 @@ void main() {
       wv = wn;
       sb = sn;
     }
-    sum_and_write(acc, n0, t);
+    sum_and_write(acc, n0, m, t);
     if (bn >= nblocks) break;
     b = bn;
   }
@@ -348,6 +356,6 @@ void main() {
 #endif
   }
 
-  sum_and_write(acc, n0, t);
+  sum_and_write(acc, n0, 0u, t);
 }
 #endif  // PERSIST

@@ -820,17 +820,27 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
 /// The persistent int8 GEMV (one chunk per invocation, one wave of workgroups walking the
 /// row blocks): more blocks than workgroups, so that workgroups walk several blocks and load
 /// the next block's first rows across the block boundary; 256 invocations for rows of 129..=256
-/// chunks, 128 for shorter ones; a last block cut short by N; bias.
+/// chunks, 128 for shorter ones; a last block cut short by N; bias; M = 3 and 8 (the
+/// workgroups split over the activation rows, 88 and 33 per row) and leading dims.
 #[test]
 fn persistent_gemv_walks_row_blocks() {
     let be = backend();
     let dp4 = be.device_caps().integer_dot_product;
     // 264 workgroups of 256 for 282 blocks of 16 rows; 528 of 128 for 532 blocks.
-    for (seed, k, n, gs, kernel) in [
-        (1400, 4160, 4500, 32, "gemv_wide_m1_dp4_persist"),
-        (1401, 4096, 8500, 64, "gemv_wide_m1_dp4_persist_n128"),
+    for (seed, lead, k, n, gs, kernel) in [
+        (1400, &[1][..], 4160, 4500, 32, "gemv_wide_m1_dp4_persist"),
+        (
+            1401,
+            &[1][..],
+            4096,
+            8500,
+            64,
+            "gemv_wide_m1_dp4_persist_n128",
+        ),
+        (1402, &[3][..], 4160, 1500, 32, "gemv_wide_m1_dp4_persist"),
+        (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_m1_dp4_persist"),
     ] {
-        let names = check_forward(&be, seed, &[1], (k, n, gs), true, Q4GSW);
+        let names = check_forward(&be, seed, lead, (k, n, gs), true, Q4GSW);
         let want = if dp4 { kernel } else { "gemv_wide_m1" };
         assert_eq!(names, vec![format!("{Q4GSW}/q4_linear_{want}")]);
     }
@@ -854,10 +864,12 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
         specs.push(("etvk_q4_gemv".to_string(), f.as_bytes().to_vec()));
     }
     let mut d = g.load(be, &specs).unwrap();
+    // The persistent form serves M <= 8 too; the others leave M > 1 to the lane groups.
+    let persist = m1_kernel.ends_with("persist");
     for (m, kernel) in [
         (1, m1_kernel),
-        (2, "gemv_m2"),
-        (3, "gemv_m4"),
+        (2, if persist { m1_kernel } else { "gemv_m2" }),
+        (3, if persist { m1_kernel } else { "gemv_m4" }),
         (1, m1_kernel),
     ] {
         let x = rng.floats(m * k, -1.0, 1.0);

@@ -274,10 +274,13 @@ fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
 }
 
 /// Forward kernel for M rows, N outputs and x rows of K; `wide`: the wide GEMV M = 1 takes
-/// ([`wide_gemv`]; at M = 2 its doubled registers cost more than it gains).
+/// ([`wide_gemv`]), and M <= 8 when it is the persistent form (its workgroups split over the
+/// activation rows, each row's weight pass shared through L2).
 fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Kernel>) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
+        // The persistent GEMV serves M <= 8 by splitting its workgroups over the rows.
+        (2..=8, Some(w @ Kernel::GemvWide { persist, .. })) if persist > 0 => w,
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
@@ -445,6 +448,7 @@ fn persistent_gemv_target() -> usize {
         .and_then(|v| v.parse().ok())
         .filter(|&v: &usize| v > 0)
         .unwrap_or(PERSISTENT_GEMV_TARGET)
+        .min(8192)
 }
 
 /// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS` when set to a positive number.
@@ -988,9 +992,12 @@ fn global(
     }
     let groups = match kernel {
         // Persistent: at most one wave of resident workgroups, each walking row blocks.
+        // Workgroups per activation row times M; one grid row (the shader derives the
+        // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
             let target = persistent_gemv_target() * (LOCAL / persist) as usize;
-            cols.div_ceil(rows_per_gemv_group).min(target)
+            let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
+            per_row * m
         }
         Kernel::Gemv(_) | Kernel::GemvWide { .. } => cols.div_ceil(rows_per_gemv_group),
         Kernel::SplitN(_) | Kernel::BwdWide { .. } => {
