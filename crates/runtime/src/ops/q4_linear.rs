@@ -443,21 +443,24 @@ fn wide_bwd_geometry(n: usize, kc: usize, (cw, nt): (u32, u32), target: usize) -
 const PERSISTENT_GEMV_TARGET: usize = 264;
 
 fn persistent_gemv_target() -> usize {
-    std::env::var("ETVK_Q4_WIDE_WGS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&v: &usize| v > 0)
-        .unwrap_or(PERSISTENT_GEMV_TARGET)
-        .min(8192)
+    workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET)
 }
 
-/// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS` when set to a positive number.
+/// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS`.
 fn wide_bwd_target() -> usize {
-    std::env::var("ETVK_Q4_BWD_WGS")
+    workgroup_target("ETVK_Q4_BWD_WGS", WIDE_BWD_TARGET)
+}
+
+/// A workgroup-count target: environment variable `var` when it holds a positive number
+/// (benchmarks compare launch sizes), else `default`; at most 8192 (the persistent GEMV's
+/// launch must stay one row of the grid).
+fn workgroup_target(var: &str, default: usize) -> usize {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&v: &usize| v > 0)
-        .unwrap_or(WIDE_BWD_TARGET)
+        .unwrap_or(default)
+        .min(8192)
 }
 
 /// Geometry of the split backward for N weight rows and `kout` output columns.
