@@ -208,7 +208,7 @@ enum Kernel {
     /// Backward at M = 1 over long rows: a lane per uvec4 chunk column, rows split over
     /// slices (`q4_linear_bwd_wide_m1_u{UR}`), summed by the last workgroup of each column
     /// block to finish (no reduce dispatch).
-    BwdWide { cw: u32, nt: u32 },
+    BwdWide { cw: u32 },
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -374,9 +374,9 @@ fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     match forced.as_deref() {
         Some("split") => None,
         Some("wide") => Some(widest_bwd(q.n, q.kpad / 32)),
-        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, nt: 256 }),
-        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, nt: 256 }),
-        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, nt: 256 }),
+        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8 }),
+        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16 }),
+        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32 }),
         _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
     }
 }
@@ -391,16 +391,13 @@ fn widest_bwd(n: usize, kc: usize) -> Kernel {
     let target = wide_bwd_target();
     let mut best = (0, 8);
     for cw in [8u32, 16, 32] {
-        let geo = wide_bwd_geometry(n, kc, (cw, LOCAL), target);
+        let geo = wide_bwd_geometry(n, kc, cw, target);
         let wgs = geo.blocks * geo.slices;
         if wgs <= target && wgs > best.0 {
             best = (wgs, cw);
         }
     }
-    Kernel::BwdWide {
-        cw: best.1,
-        nt: LOCAL,
-    }
+    Kernel::BwdWide { cw: best.1 }
 }
 /// Workgroups the wide backward aims for: two per SM of an H200 (its ~90 registers per
 /// invocation leave room for two 256-invocation workgroups). Device-independent like
@@ -417,14 +414,12 @@ struct WideBwdGeometry {
     rows: usize,
     /// Slices: `ceil(n / rows)`, all non-empty.
     slices: usize,
-    /// Invocations per workgroup (the kernel's `NT`).
-    local: u32,
 }
 
-fn wide_bwd_geometry(n: usize, kc: usize, (cw, nt): (u32, u32), target: usize) -> WideBwdGeometry {
+fn wide_bwd_geometry(n: usize, kc: usize, cw: u32, target: usize) -> WideBwdGeometry {
     let cw = cw.max(1) as usize;
     let blocks = kc.div_ceil(cw).max(1);
-    let unit = 4 * (nt as usize / cw).max(1);
+    let unit = 4 * (LOCAL as usize / cw).max(1);
     let n = n.max(1);
     // Rounded down: one workgroup past a full wave costs a second wave.
     let want = (target.max(1) / blocks).clamp(1, n.div_ceil(unit));
@@ -433,7 +428,6 @@ fn wide_bwd_geometry(n: usize, kc: usize, (cw, nt): (u32, u32), target: usize) -
         blocks,
         rows,
         slices: n.div_ceil(rows),
-        local: nt,
     }
 }
 
@@ -1082,7 +1076,7 @@ fn wide_bwd_launch(m: usize, q: &Q4, kout: usize, geo: WideBwdGeometry) -> Resul
     };
     Ok(Launch {
         push,
-        global: Global::Linear(groups * geo.local as u64),
+        global: Global::Linear(groups * LOCAL as u64),
     })
 }
 
@@ -1361,11 +1355,11 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let wide = wide_backward(g, &q);
     // Output columns k (kout of them), reduction over the N weight rows.
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide);
-    let shape = match wide {
-        Some(Kernel::BwdWide { cw, nt }) => (cw, nt),
-        _ => (8, LOCAL),
+    let cw = match wide {
+        Some(Kernel::BwdWide { cw }) => cw,
+        _ => 8,
     };
-    let wgeo = wide_bwd_geometry(n, q.kpad / 32, shape, wide_bwd_target());
+    let wgeo = wide_bwd_geometry(n, q.kpad / 32, cw, wide_bwd_target());
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
         Kernel::BwdWide { .. } => wgeo.slices.saturating_mul(wide_stride),
@@ -1393,10 +1387,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         .iter()
         .map(|&kn| {
             let mut d = match (kn, writes_partials(kn), partial, counters) {
-                (Kernel::BwdWide { nt, .. }, _, Some(p), Some(c)) => {
-                    let mut d = Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx]);
-                    d.local = Some([nt, 1, 1]);
-                    return d;
+                (Kernel::BwdWide { .. }, _, Some(p), Some(c)) => {
+                    Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
@@ -1719,6 +1711,35 @@ mod tests {
                     g.kwo * g.slices >= SPLIT_INVOCATIONS / 2 || g.rows <= 2 * SPLIT_MIN_ROWS,
                     "{n} {kout}: {g:?}"
                 );
+            }
+        }
+    }
+
+    /// The wide backward's column-block width at the H200 shapes (journal, session 3), and
+    /// its geometry's invariants: slices cover N with rows a multiple of 4 * RG, no empty
+    /// slice, and no more workgroups than the target when the blocks allow it.
+    #[test]
+    fn wide_backward_geometry() {
+        let t = WIDE_BWD_TARGET;
+        assert_eq!(widest_bwd(8192, 256), Kernel::BwdWide { cw: 8 });
+        assert_eq!(widest_bwd(28672, 256), Kernel::BwdWide { cw: 8 });
+        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 32 });
+        let g = wide_bwd_geometry(8192, 256, 8, t);
+        assert_eq!((g.blocks, g.rows, g.slices), (32, 1024, 8));
+        let g = wide_bwd_geometry(8192, 896, 32, t);
+        assert_eq!((g.blocks, g.rows, g.slices), (28, 928, 9));
+        for n in [1, 3, 37, 100, 1000, 4097, 8192, 28672] {
+            for kc in [1, 2, 130, 256, 896, 4096] {
+                for cw in [8u32, 16, 32] {
+                    let g = wide_bwd_geometry(n, kc, cw, t);
+                    let unit = 4 * (LOCAL / cw) as usize;
+                    assert_eq!(g.rows % unit, 0, "N {n} KC {kc} CW {cw}");
+                    assert!(g.slices * g.rows >= n && (g.slices - 1) * g.rows < n);
+                    assert_eq!(g.blocks, kc.div_ceil(cw as usize));
+                    if g.blocks <= t {
+                        assert!(g.blocks * g.slices <= t, "N {n} KC {kc} CW {cw}: {g:?}");
+                    }
+                }
             }
         }
     }
