@@ -650,15 +650,16 @@ fn qcs4w_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// One loaded dynamic program: forward and backward of the same weight with M going
-/// 1 -> 64 -> 5 (GEMV / split-N backward, tiled, GEMV / split again); kernels are re-selected
-/// and named in profiles. The backward's reduce node stays in the graph on the tiled path
-/// (launching nothing).
-#[test]
-fn dynamic_m_reselects_kernels() {
+/// One loaded dynamic program holding the forward (with bias) and the backward of one
+/// weight of K x N, up to `max_m` rows: runs each `(M, profile names)` step in order and
+/// checks both outputs against the f64 reference and the kernels the profile names.
+fn dynamic_forward_backward(
+    seed: u64,
+    (k, n, gs, max_m): (usize, usize, usize, usize),
+    steps: &[(usize, Vec<String>)],
+) {
     let be = backend();
-    let (k, n, gs, max_m) = (96, 40, 32, 64);
-    let mut rng = Rng::new(500);
+    let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let bias_v = rng.floats(n, -1.0, 1.0);
     let kp = c.w.kp();
@@ -672,12 +673,8 @@ fn dynamic_m_reselects_kernels() {
     g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
     let mut d = g.load(&be, &dynamic()).unwrap();
-    for (m, fwd_kernel, bwd_kernel) in [
-        (1, "q4_linear_gemv_m1", "q4_linear_bwd_split_m1"),
-        (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
-        (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
-        (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
-    ] {
+    for (m, want_names) in steps {
+        let m = *m;
         let x = rng.floats(m * k, -1.0, 1.0);
         let dy = rng.floats(m * n, -1.0, 1.0);
         let mut args = vec![
@@ -702,87 +699,63 @@ fn dynamic_m_reselects_kernels() {
             &format!("dynamic backward M {m}"),
         );
         let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
-        assert_eq!(
-            names,
-            vec![
-                format!("{Q4GSW}/{fwd_kernel}"),
-                format!("{Q4GSW_BWD}/{bwd_kernel}"),
-                format!("{Q4GSW_BWD}/q4_linear_reduce"),
-            ],
-            "M = {m}"
-        );
+        assert_eq!(&names, want_names, "M = {m}");
     }
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// Dynamic M across split and unsplit choices in one program: forward (with bias) and
-/// backward of one weight, K = 512, N = 4096. Forward: GEMV at M <= 8; 32 x 128 tiles split
-/// in 2 slices at M = 16, 20; 64 x 64 tiles whole at M = 321 (384 tiles), where the forward's
-/// reduce node stays in the graph and launches nothing. Backward: split N at M <= 8; split K
-/// at every tiled M (16 slices of 256 rows at M = 16, 11 at M = 321). The scratch tensors
-/// are sized for the largest partial arrays among all M <= 321.
+/// M going 1 -> 64 -> 5 -> 2 at K = 96, N = 40 (GEMV / split-N backward, tiled, GEMV /
+/// split again); kernels are re-selected and named in profiles. The backward's reduce node
+/// stays in the graph on the tiled path (launching nothing).
+#[test]
+fn dynamic_m_reselects_kernels() {
+    let steps: Vec<(usize, Vec<String>)> = [
+        (1, "q4_linear_gemv_m1", "q4_linear_bwd_split_m1"),
+        (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
+        (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
+        (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
+    ]
+    .into_iter()
+    .map(|(m, fwd, bwd)| {
+        let names = vec![
+            format!("{Q4GSW}/{fwd}"),
+            format!("{Q4GSW_BWD}/{bwd}"),
+            format!("{Q4GSW_BWD}/q4_linear_reduce"),
+        ];
+        (m, names)
+    })
+    .collect();
+    dynamic_forward_backward(500, (96, 40, 32, 64), &steps);
+}
+
+/// Dynamic M across split and unsplit choices in one program, K = 512, N = 4096. Forward:
+/// GEMV at M <= 8; 32 x 128 tiles split in 2 slices at M = 16, 20; 64 x 64 tiles whole at
+/// M = 321 (384 tiles), where the forward's reduce node stays in the graph and launches
+/// nothing. Backward: split N at M <= 8; split K at every tiled M (16 slices of 256 rows at
+/// M = 16, 11 at M = 321). The scratch tensors are sized for the largest partial arrays
+/// among all M <= 321.
 #[test]
 fn dynamic_m_moves_between_split_and_unsplit() {
-    let be = backend();
-    let (k, n, gs, max_m) = (512, 4096, 32, 321);
-    let mut rng = Rng::new(1200);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let bias_v = rng.floats(n, -1.0, 1.0);
-    let kp = c.w.kp();
-    let mut g = G::new();
-    let xi = g.input(&[max_m, k]);
-    let yi = g.input(&[max_m, n]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
-    let o = g.output(&[max_m, n]);
-    let dx = g.output(&[max_m, kp]);
-    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
-    let mut d = g.load(&be, &dynamic()).unwrap();
-    for (m, fwd_kernel, bwd_kernel) in [
+    let steps: Vec<(usize, Vec<String>)> = [
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
         (321, "tiled_fwd_t64", "tiled_bwd_t64_split"),
         (1, "gemv_m1", "bwd_split_m1"),
         (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
         (5, "gemv_m8", "bwd_split_m8"),
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
-    ] {
-        let x = rng.floats(m * k, -1.0, 1.0);
-        let dy = rng.floats(m * n, -1.0, 1.0);
-        let mut args = vec![
-            host_f32(&[m, k], &x),
-            host_f32(&[m, n], &dy),
-            empty_out(),
-            empty_out(),
+    ]
+    .into_iter()
+    .map(|(m, fwd, bwd)| {
+        let names = vec![
+            format!("{Q4GSW}/q4_linear_{fwd}"),
+            format!("{Q4GSW}/q4_linear_reduce"),
+            format!("{Q4GSW_BWD}/q4_linear_{bwd}"),
+            format!("{Q4GSW_BWD}/q4_linear_reduce"),
         ];
-        d.execute(&mut args).unwrap();
-        let (os, got) = out_f32(&args[2]);
-        assert_eq!(os, vec![m, n]);
-        assert_rel(
-            &got,
-            &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
-            &format!("dynamic split forward M {m}"),
-        );
-        let (xs, got) = out_f32(&args[3]);
-        assert_eq!(xs, vec![m, kp]);
-        assert_rel(
-            &got,
-            &ref_backward(&dy, &c.wd, kp, m, n, kp),
-            &format!("dynamic split backward M {m}"),
-        );
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
-        assert_eq!(
-            names,
-            vec![
-                format!("{Q4GSW}/q4_linear_{fwd_kernel}"),
-                format!("{Q4GSW}/q4_linear_reduce"),
-                format!("{Q4GSW_BWD}/q4_linear_{bwd_kernel}"),
-                format!("{Q4GSW_BWD}/q4_linear_reduce"),
-            ],
-            "M = {m}"
-        );
-    }
-    assert_eq!(be.validation_error_count(), 0);
+        (m, names)
+    })
+    .collect();
+    dynamic_forward_backward(1200, (512, 4096, 32, 321), &steps);
 }
 
 /// Rows of >= 128 uvec4 chunks take the wide GEMV at M = 1 (the workgroup splits K; its int8
