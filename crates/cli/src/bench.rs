@@ -350,13 +350,24 @@ fn bench_linear(
             outln!("  node {name}: {us:.1} us");
         }
     }
+    // The kernels that ran (the op's dispatch nodes, `op/kernel`), in node order.
+    let mut kernels: Vec<String> = Vec::new();
+    for (name, _) in delegate.profile() {
+        if is_node_of(&name, plan.name) {
+            let k = name.rsplit('/').next().unwrap_or(&name).to_string();
+            if !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
     let us = median(&per_instance);
     let gbps = plan.bytes_per_instance as f64 / (us * 1e-6) / 1e9;
     let tflops = plan.flops_per_instance / (us * 1e-6) / 1e12;
     outln!(
-        "{} M={m} K={k} N={n} gs={gs}: {copies} copies ({:.1} MiB working set), load {load_ms:.0} ms, check {check} (worst sampled rel err {worst:.2e})",
+        "{} M={m} K={k} N={n} gs={gs}: {copies} copies ({:.1} MiB working set), load {load_ms:.0} ms, check {check} (worst sampled rel err {worst:.2e}), kernels {}",
         args.op,
-        (per_copy * copies as u64) as f64 / (1 << 20) as f64
+        (per_copy * copies as u64) as f64 / (1 << 20) as f64,
+        kernels.join(" + ")
     );
     outln!("| op | M | K | N | median us | GB/s eff | TFLOP/s | read ceiling GB/s | fraction |");
     outln!(

@@ -771,7 +771,7 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         let dp4 = be.device_caps().integer_dot_product && gs != 20;
         let pick = |yes: &'static str, no: &'static str| if dp4 { yes } else { no };
         for (force, m1_kernel) in [
-            (None, pick("gemv_wide_m1_dp4_persist", "gemv_wide_m1")),
+            (None, pick("gemv_wide_dp4_persist", "gemv_wide_m1")),
             (Some("lanes"), "gemv_m1"),
             (Some("wide"), "gemv_wide_m1"),
             (Some("wide_dp4"), pick("gemv_wide_m1_dp4", "gemv_wide_m1")),
@@ -781,7 +781,7 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
             ),
             (
                 Some("wide_dp4_persist"),
-                pick("gemv_wide_m1_dp4_persist", "gemv_wide_m1"),
+                pick("gemv_wide_dp4_persist", "gemv_wide_m1"),
             ),
         ] {
             wide_gemv_case(&be, gs, force, m1_kernel);
@@ -801,17 +801,10 @@ fn persistent_gemv_walks_row_blocks() {
     let dp4 = be.device_caps().integer_dot_product;
     // 264 workgroups of 256 for 282 blocks of 16 rows; 528 of 128 for 532 blocks.
     for (seed, lead, k, n, gs, kernel) in [
-        (1400, &[1][..], 4160, 4500, 32, "gemv_wide_m1_dp4_persist"),
-        (
-            1401,
-            &[1][..],
-            4096,
-            8500,
-            64,
-            "gemv_wide_m1_dp4_persist_n128",
-        ),
-        (1402, &[3][..], 4160, 1500, 32, "gemv_wide_m1_dp4_persist"),
-        (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_m1_dp4_persist"),
+        (1400, &[1][..], 4160, 4500, 32, "gemv_wide_dp4_persist"),
+        (1401, &[1][..], 4096, 8500, 64, "gemv_wide_dp4_persist_n128"),
+        (1402, &[3][..], 4160, 1500, 32, "gemv_wide_dp4_persist"),
+        (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_dp4_persist"),
     ] {
         let names = check_forward(&be, seed, lead, (k, n, gs), true, Q4GSW);
         let want = if dp4 { kernel } else { "gemv_wide_m1" };
