@@ -12,8 +12,8 @@
 // uvec4 per row, so a subgroup's load is a contiguous 512-byte run of one row. The
 // workgroup is CW chunk columns x RG row groups; row group r walks RR = RS / RG consecutive
 // rows of the workgroup's slice in batches of UR (loads of the next batch issued before the
-// current one is used made it slower on an H200: 109 registers instead of 82, two resident
-// workgroups per SM instead of three). With chunk-aligned groups one scale serves the
+// current one is used made it slower on an H200: 109-121 registers instead of 82, 24.5-26.2
+// us against 23.6-24.8 at 8192^2). With chunk-aligned groups one scale serves the
 // lane's whole chunk per row (one load per 32 codes). The RG row groups' sums meet in
 // shared memory (two passes of 16 k per chunk, 16 KiB), so the partial sums are
 // S = N / RS rows of K: few, next to the weight. Narrow column blocks (CW = 8 or 16: a
@@ -26,6 +26,10 @@
 // a second dispatch, which costs ~5 us on an H200 (docs/performance.md). The last workgroup
 // sets its counter back to zero, ready for the next launch (the runtime zeroes the
 // counters once, when the graph is built).
+//
+// H200 (docs/performance.md, session 3): 23.6 / 65.2 / 66.7 us at 8192^2 / N = 28672, K = 8192
+// / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. The weight loads
+// alone take ~16.9 us at 8192^2 and the decode alone ~15.8: they overlap only partly.
 //
 // Decoding is in place: an AND-OR and a subtract per code, no shifts (see codes4_inplace).
 #extension GL_EXT_control_flow_attributes : enable
