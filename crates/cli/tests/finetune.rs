@@ -180,41 +180,54 @@ impl Mat {
     fn at(&self, r: usize, c: usize) -> f64 {
         self.v[r * self.cols + c]
     }
-    /// `self @ other^T`.
-    fn mul_t(&self, other: &Mat) -> Mat {
-        assert_eq!(self.cols, other.cols);
-        let mut out = Mat::zeros(self.rows, other.rows);
-        for i in 0..self.rows {
-            for j in 0..other.rows {
-                out.v[i * other.rows + j] =
-                    (0..self.cols).map(|k| self.at(i, k) * other.at(j, k)).sum();
+    /// The `rows x cols` product `out[i][j] = sum_k a(i, k) * b(k, j)` over `inner` terms.
+    fn product(
+        rows: usize,
+        cols: usize,
+        inner: usize,
+        a: impl Fn(usize, usize) -> f64,
+        b: impl Fn(usize, usize) -> f64,
+    ) -> Mat {
+        let mut out = Mat::zeros(rows, cols);
+        for i in 0..rows {
+            for j in 0..cols {
+                out.v[i * cols + j] = (0..inner).map(|k| a(i, k) * b(k, j)).sum();
             }
         }
         out
+    }
+    /// `self @ other^T`.
+    fn mul_t(&self, other: &Mat) -> Mat {
+        assert_eq!(self.cols, other.cols);
+        Mat::product(
+            self.rows,
+            other.rows,
+            self.cols,
+            |i, k| self.at(i, k),
+            |k, j| other.at(j, k),
+        )
     }
     /// `self @ other`.
     fn mul(&self, other: &Mat) -> Mat {
         assert_eq!(self.cols, other.rows);
-        let mut out = Mat::zeros(self.rows, other.cols);
-        for i in 0..self.rows {
-            for j in 0..other.cols {
-                out.v[i * other.cols + j] =
-                    (0..self.cols).map(|k| self.at(i, k) * other.at(k, j)).sum();
-            }
-        }
-        out
+        Mat::product(
+            self.rows,
+            other.cols,
+            self.cols,
+            |i, k| self.at(i, k),
+            |k, j| other.at(k, j),
+        )
     }
     /// `self^T @ other`.
     fn t_mul(&self, other: &Mat) -> Mat {
         assert_eq!(self.rows, other.rows);
-        let mut out = Mat::zeros(self.cols, other.cols);
-        for i in 0..self.cols {
-            for j in 0..other.cols {
-                out.v[i * other.cols + j] =
-                    (0..self.rows).map(|m| self.at(m, i) * other.at(m, j)).sum();
-            }
-        }
-        out
+        Mat::product(
+            self.cols,
+            other.cols,
+            self.rows,
+            |i, m| self.at(m, i),
+            |m, j| other.at(m, j),
+        )
     }
     fn zip(&self, other: &Mat, f: impl Fn(f64, f64) -> f64) -> Mat {
         assert_eq!((self.rows, self.cols), (other.rows, other.cols));
