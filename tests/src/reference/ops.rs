@@ -156,6 +156,14 @@ fn norm_dim(d: i64, rank: usize, w: &str) -> R<usize> {
     Ok(x as usize)
 }
 
+/// The IntList value `v` as dims of a rank-`rank` tensor (negative ones from the end).
+fn dim_list(g: &RefGraph, v: usize, rank: usize, w: &str) -> R<Vec<usize>> {
+    g.int_list(v, w)?
+        .into_iter()
+        .map(|d| norm_dim(d, rank, w))
+        .collect()
+}
+
 /// Values of a tensor of `sizes` where element `idx` is `src[f(idx)]`.
 fn gather(src: &[f64], sizes: &[usize], f: impl Fn(&[usize]) -> usize) -> Vec<f64> {
     (0..numel(sizes))
@@ -855,11 +863,7 @@ fn permute_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 3, w)?;
     let x = g.tensor(a[0], w)?;
     let r = x.sizes.len();
-    let dims = g
-        .int_list(a[1], w)?
-        .into_iter()
-        .map(|d| norm_dim(d, r, w))
-        .collect::<R<Vec<usize>>>()?;
+    let dims = dim_list(g, a[1], r, w)?;
     let mut seen = vec![false; r];
     if dims.len() != r || dims.iter().any(|&d| std::mem::replace(&mut seen[d], true)) {
         return Err(format!(
@@ -879,11 +883,7 @@ fn squeeze_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 3, w)?;
     let x = g.tensor(a[0], w)?;
     let r = x.sizes.len();
-    let dims = g
-        .int_list(a[1], w)?
-        .into_iter()
-        .map(|d| norm_dim(d, r, w))
-        .collect::<R<Vec<usize>>>()?;
+    let dims = dim_list(g, a[1], r, w)?;
     let sizes: Vec<usize> = x
         .sizes
         .iter()

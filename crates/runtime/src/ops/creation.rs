@@ -15,6 +15,7 @@ use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::data_shader;
+use crate::ops::shape::{size_items, SizeItem};
 use crate::registry::Registry;
 
 /// Output dtypes the `fill` / `arange` shaders have variants for.
@@ -78,27 +79,13 @@ fn num_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize, role: &str) -> Res
 
 /// The `size` arg of `full`: an IntList, or a ValueList of Int / SymInt values.
 fn size_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Vec<Num>> {
-    let v = call.arg(i)?;
-    match g.value(v)? {
-        GValue::IntList(l) => Ok(l.iter().map(|&x| Num::Lit(x as f64)).collect()),
-        GValue::ValueList(ids) => ids
-            .iter()
-            .map(|&id| match g.value(id)? {
-                GValue::Int(x) => Ok(Num::Lit(*x as f64)),
-                GValue::SymInt => Ok(Num::Sym(id)),
-                other => Err(invalid_program(format!(
-                    "{} arg {i}: size item value {id} is {}, expected Int or SymInt",
-                    call.what(),
-                    gvalue_kind(other)
-                ))),
-            })
-            .collect(),
-        other => Err(invalid_program(format!(
-            "{} arg {i} (value {v}): expected an IntList or ValueList of sizes, got {}",
-            call.what(),
-            gvalue_kind(other)
-        ))),
-    }
+    Ok(size_items(g, call, i)?
+        .into_iter()
+        .map(|it| match it {
+            SizeItem::Lit(x) => Num::Lit(x as f64),
+            SizeItem::Sym(id) => Num::Sym(id),
+        })
+        .collect())
 }
 
 /// The 32 bits the `fill` / `arange` shaders read for `x` in an output of dtype `dt`: an

@@ -436,13 +436,16 @@ fn wide_bwd_geometry(n: usize, kc: usize, cw: u32, target: usize) -> WideBwdGeom
 /// resident at once. `ETVK_Q4_WIDE_WGS` overrides it (benchmarks).
 const PERSISTENT_GEMV_TARGET: usize = 264;
 
+/// Read once per process: the launch computation runs at every resize.
 fn persistent_gemv_target() -> usize {
-    workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET)
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
 }
 
 /// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS`.
 fn wide_bwd_target() -> usize {
-    workgroup_target("ETVK_Q4_BWD_WGS", WIDE_BWD_TARGET)
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_BWD_WGS", WIDE_BWD_TARGET))
 }
 
 /// A workgroup-count target: environment variable `var` when it holds a positive number
@@ -946,8 +949,7 @@ fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
             let geo = split_geometry(r, cols);
             (geo.slices * 8 * geo.kwo).saturating_mul(m)
         }
-        // Needs the packed row length: sized by the backward op itself.
-        Kernel::BwdWide { .. } => 0,
+        // The wide backward's partials need the packed row length: sized by its op.
         _ => 0,
     }
 }

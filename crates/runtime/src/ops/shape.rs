@@ -115,13 +115,17 @@ fn copy_dispatch(
 
 /// One requested size of `view_copy`: a literal, or a SymInt read at every resize.
 #[derive(Debug, Clone, Copy)]
-enum SizeItem {
+pub(crate) enum SizeItem {
     Lit(i64),
     Sym(usize),
 }
 
 /// The `sizes` arg: an `IntList` of literal ints, or a `ValueList` of Int / SymInt value ids.
-fn size_items(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Vec<SizeItem>> {
+pub(crate) fn size_items(
+    g: &GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    i: usize,
+) -> Result<Vec<SizeItem>> {
     let v = call.arg(i)?;
     match g.value(v)? {
         GValue::IntList(l) => Ok(l.iter().map(|&x| SizeItem::Lit(x)).collect()),
@@ -131,7 +135,7 @@ fn size_items(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Vec<S
                 GValue::Int(x) => Ok(SizeItem::Lit(*x)),
                 GValue::SymInt => Ok(SizeItem::Sym(id)),
                 other => Err(invalid_program(format!(
-                    "{} arg {i}: list item value {id} is {}, expected Int or SymInt",
+                    "{} arg {i}: size item value {id} is {}, expected Int or SymInt",
                     call.what(),
                     gvalue_kind(other)
                 ))),
