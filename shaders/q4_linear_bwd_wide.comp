@@ -11,9 +11,7 @@
 // Here a lane owns one chunk column c (32 consecutive k, 32 accumulators) and reads one
 // uvec4 per row, so a subgroup's load is a contiguous 512-byte run of one row. The
 // workgroup is CW chunk columns x RG row groups; row group r walks RR = RS / RG consecutive
-// rows of the workgroup's slice in batches of UR (loads of the next batch issued before the
-// current one is used made it slower on an H200: 109-121 registers instead of 82, 24.5-26.2
-// us against 23.6-24.8 at 8192^2). With chunk-aligned groups one scale serves the
+// rows of the workgroup's slice in batches of UR. With chunk-aligned groups one scale serves the
 // lane's whole chunk per row (one load per 32 codes). The RG row groups' sums meet in
 // shared memory (two passes of 16 k per chunk, 16 KiB), so the partial sums are
 // S = N / RS rows of K: few, next to the weight. Narrow column blocks (CW = 8 or 16: a
@@ -27,9 +25,13 @@
 // sets its counter back to zero, ready for the next launch (the runtime zeroes the
 // counters once, when the graph is built).
 //
-// H200 (docs/performance.md, session 3): 23.6 / 65.2 / 66.7 us at 8192^2 / N = 28672, K = 8192
-// / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. The weight loads
-// alone take ~16.9 us at 8192^2 and the decode alone ~15.8: they overlap only partly.
+// H200 (docs/performance.md, session 4): 23.4 / 63.4 / 64.7 us at 8192^2 / N = 28672, K = 8192
+// / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. The kernel is
+// bound by its decode: with synthetic codes and no loads at all it still takes 17.7 / 47.8
+// / 50.1 us (the weight loads alone ~16.9 / 42.8 / 43.6). Decoding with fp32 denormals
+// (an AND and an FMA per code, no subtract) would cut that to 12.8 / 30.4 / 31.9 us, but
+// the H200's driver cannot keep fp32 denormals (shaderDenormPreserveFloat32 = false).
+// Prefetching the next batch, 8 rows per batch and 3 workgroups per SM all ran slower.
 //
 // Decoding is in place: an AND-OR and a subtract per code, no shifts (see codes4_inplace).
 #extension GL_EXT_control_flow_attributes : enable
@@ -83,26 +85,28 @@ vec4 codes4_inplace(uint h) {
   return uintBitsToFloat((uvec4(h) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - UNMAGIC;
 }
 
-// Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy. Rows at or past
-// `ne` read a valid (clamped) row and count with code 8 (zero) and dy = 0, so no branch
-// sits between the loads. vec_dy: n is a multiple of 4 and N % 4 == 0.
-void load_batch(uint n, uint ne, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
+// Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy, from clamped
+// rows, so no branch sits between the loads; rows at or past the row group's end count
+// with coefficient 0 (the caller's mask). No select on a loaded value: it would make the
+// warp wait for the load where it is issued (H200: 65.2 -> 63.4 us at N = 28672, K = 8192).
+// (A non-finite dy or scale in such a row turns its column sums into NaN; the true result
+// holds that row too, so it is non-finite anyway.) vec_dy: n is a multiple of 4 and
+// N % 4 == 0.
+void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
                 out float dv[UR]) {
   [[unroll]] for (uint u = 0u; u < UR; ++u) {
     const uint nr = min(n + u, p.N - 1u);
-    const uvec4 v = w4[nr * p.KC + cc];
-    wv[u] = n + u < ne ? v : uvec4(0x88888888u);
+    wv[u] = w4[nr * p.KC + cc];
     sv[u] = s[nr * p.G + g];
   }
+  const uint last = p.N - 1u;
   [[unroll]] for (uint q = 0u; q < UR; q += 4u) {
     const uint n4 = n + q;
     vec4 d4;
-    if (vec_dy && n4 + 3u < ne) {
-      d4 = dy4[n4 >> 2];
+    if (vec_dy) {
+      d4 = dy4[min(n4, p.N - 4u) >> 2];
     } else {
-      const uint last = p.N - 1u;
-      d4 = vec4(n4 < ne ? dy[min(n4, last)] : 0.0, n4 + 1u < ne ? dy[min(n4 + 1u, last)] : 0.0,
-                n4 + 2u < ne ? dy[min(n4 + 2u, last)] : 0.0, n4 + 3u < ne ? dy[min(n4 + 3u, last)] : 0.0);
+      d4 = vec4(dy[min(n4, last)], dy[min(n4 + 1u, last)], dy[min(n4 + 2u, last)], dy[min(n4 + 3u, last)]);
     }
     [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[q + i] = d4[i];
   }
@@ -137,9 +141,9 @@ void main() {
 
   if (chunk_group) {
     for (uint n = nb; n < ne; n += UR) {
-      load_batch(n, ne, cc, gcl, vec_dy, wv, sv, dv);
+      load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const vec4 coef = vec4(dv[u] * sv[u]);
+        const vec4 coef = vec4(dv[u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           acc[2u * q] = fma(coef, codes4_inplace(wv[u][q]), acc[2u * q]);
           acc[2u * q + 1u] = fma(coef, codes4_inplace(wv[u][q] >> 16), acc[2u * q + 1u]);

@@ -19,8 +19,8 @@
 //   which pays off for large matrices (H200, 8192 x 28672: 51.2 us, 0.63 of the read
 //   ceiling).
 // - DP4 + PERSIST (rows of at most NT chunks): one chunk per invocation, its limbs made once;
-//   a wave of workgroups walks the blocks of RW rows. H200: 18.3 us at 8192^2, 47.4 us at
-//   28672 x 8192 (0.50 / 0.68 of the read ceiling).
+//   a wave of workgroups walks the blocks of RW (8) rows. H200: 17.5 us at 8192^2, 44.0 us at
+//   28672 x 8192 (0.53 / 0.74 of the read ceiling).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
@@ -89,14 +89,16 @@ vec4 codes4(uint h) {
 }
 
 // Rows nb .. nb + UR - 1 of chunk c: their weights and, for chunk-aligned groups, the scale
-// of group gc. Every lane loads (a clamped row) and rows past N read as code 8 (zero), so
-// no branch sits between the loads; the scales travel with the weights so that their
+// of group gc. Every lane loads a clamped row, so no branch sits between the loads; rows
+// past N are computed from row N - 1's data and never written. Nothing may select on a
+// loaded value here: a select makes the warp wait for the load where it is issued, which
+// undid the next batch's early load (H200: 18.3 -> 17.7 us at 8192^2, 47.0 -> 44.5 us at
+// N = 28672, docs/performance.md). The scales travel with the weights so that their
 // latency overlaps.
 void load_batch(uint c, uint nb, uint gc, out uvec4 wv[UR], out float sb[UR]) {
   [[unroll]] for (uint u = 0u; u < UR; ++u) {
     const uint n = nb + u;
-    const uvec4 v = w4[min(n, p.N - 1u) * p.KC + c];
-    wv[u] = n < p.N ? v : uvec4(0x88888888u);
+    wv[u] = w4[min(n, p.N - 1u) * p.KC + c];
     sb[u] = s[min(n, p.N - 1u) * p.G + min(gc, p.G - 1u)];
   }
 }

@@ -41,6 +41,35 @@ fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
     }
 }
 
+/// Kernel experiments: with `ETVK_SPIRV_OVERRIDE_DIR` set, `<dir>/<variant name>.spv` (when
+/// present) replaces that variant's embedded SPIR-V, so that a shader edit can be timed on
+/// a device without rebuilding the runtime there. The replacement must keep the variant's
+/// bindings and push constants; nothing here can check that, hence a warning per use.
+fn spirv_override(name: &str) -> Result<Option<Vec<u32>>> {
+    let Some(dir) = std::env::var_os("ETVK_SPIRV_OVERRIDE_DIR") else {
+        return Ok(None);
+    };
+    let path = std::path::Path::new(&dir).join(format!("{name}.spv"));
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(internal(format!("reading {}: {e}", path.display()))),
+    };
+    if bytes.len() % 4 != 0 || bytes.len() < 20 || bytes[..4] != [0x03, 0x02, 0x23, 0x07] {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{} is not little-endian SPIR-V", path.display()),
+        ));
+    }
+    log::warn!("shader {name}: SPIR-V replaced by {}", path.display());
+    Ok(Some(
+        bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect(),
+    ))
+}
+
 impl BackendInner {
     pub(crate) fn new(ctx: Arc<Context>) -> BackendInner {
         BackendInner {
@@ -88,10 +117,11 @@ impl BackendInner {
         if let Some(p) = cache.get(&key) {
             return Ok(p.clone());
         }
+        let replacement = spirv_override(info.name)?;
         let p = Arc::new(ComputePipeline::new(
             &self.ctx,
             info.name,
-            info.spirv,
+            replacement.as_deref().unwrap_or(info.spirv),
             info.num_bindings,
             info.push_constant_bytes,
             local,

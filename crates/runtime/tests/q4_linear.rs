@@ -799,7 +799,7 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
 fn persistent_gemv_walks_row_blocks() {
     let be = backend();
     let dp4 = be.device_caps().integer_dot_product;
-    // 264 workgroups of 256 for 282 blocks of 16 rows; 528 of 128 for 532 blocks.
+    // 264 workgroups of 256 for 563 blocks of 8 rows; 528 of 128 for 1063 blocks.
     for (seed, lead, k, n, gs, kernel) in [
         (1400, &[1][..], 4160, 4500, 32, "gemv_wide_dp4_persist"),
         (1401, &[1][..], 4096, 8500, 64, "gemv_wide_dp4_persist_n128"),

@@ -74,6 +74,9 @@ pub struct DeviceCaps {
     pub cooperative_matrix_nv: bool,
     /// `VK_KHR_shader_integer_dot_product` available and enabled.
     pub integer_dot_product: bool,
+    /// `shaderDenormPreserveFloat32`: shaders may ask that fp32 denormals be kept (not
+    /// flushed to zero), which the denormal nibble decode needs.
+    pub denorm_preserve_float32: bool,
     /// `maxComputeWorkGroupCount`.
     pub max_workgroup_count: [u32; 3],
     /// `maxComputeWorkGroupSize`.
@@ -121,6 +124,10 @@ impl DeviceCaps {
             ("storage_buffer_16bit".into(), v(self.storage_buffer_16bit)),
             ("storage_buffer_8bit".into(), v(self.storage_buffer_8bit)),
             ("integer_dot_product".into(), v(self.integer_dot_product)),
+            (
+                "denorm_preserve_float32".into(),
+                v(self.denorm_preserve_float32),
+            ),
             (
                 "cooperative_matrix_khr".into(),
                 v(self.cooperative_matrix_khr),

@@ -209,9 +209,11 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> P
 
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
     let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
+    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut props2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut driver)
-        .push_next(&mut p11);
+        .push_next(&mut p11)
+        .push_next(&mut p12);
     // SAFETY: `pd` belongs to `instance`; the chained structs outlive the call. The instance
     // is 1.2 so the *2 query and these structs are core.
     unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
@@ -254,6 +256,7 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> P
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
         cooperative_matrix_nv: has_ext(ash::nv::cooperative_matrix::NAME),
         integer_dot_product: integer_dot,
+        denorm_preserve_float32: p12.shader_denorm_preserve_float32 == vk::TRUE,
         max_workgroup_count: limits.max_compute_work_group_count,
         max_workgroup_size: limits.max_compute_work_group_size,
         max_workgroup_invocations: limits.max_compute_work_group_invocations,
