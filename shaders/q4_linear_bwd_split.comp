@@ -16,7 +16,7 @@
 // invocation of a slice (a broadcast load, vec4 over 4 rows when aligned). U rows' words and
 // scales are loaded before any is used, to keep loads in flight. The group of a word is
 // fixed for the invocation, so its scale index needs no per-row arithmetic.
-// Decoding is in place (codes4_inplace): an AND-OR and a subtract per code, no shifts.
+// Decoding is in place (codes4_pre): an AND and a subtract per code, no shifts.
 //
 // partial is [S][M][KWO * 8] (row stride padded to whole words, so the two vec4 stores per
 // row need no bounds checks); the reduce reads only k < K.
@@ -50,14 +50,16 @@ layout(push_constant) uniform Params {
 const float MAGIC = 8388608.0;  // 2^23
 const uint MAGIC_BITS = 0x4B000000u;
 
-// In-place decode of the 4 codes of a 16-bit half `h`: nibble q sits at bits 4q, so the
-// masked half ORed into 2^23's mantissa is 2^23 + code * 16^q exactly, and subtracting
-// 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also exact. No shifts per nibble; the
-// accumulators are scaled back by 16^-q (exact) once at the end.
+// In-place decode of the 4 codes of a 16-bit half: nibble q sits at bits 4q, so the half
+// with 2^23's bits ORed in (once per half), masked to nibble q and those bits, is
+// 2^23 + code * 16^q exactly, and subtracting 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also
+// exact. No shifts per nibble, one AND with one constant per code (an AND-OR with two
+// constants cost the H200 two operations; see q4_linear_bwd_wide.comp); the accumulators are
+// scaled back by 16^-q (exact) once at the end.
 const vec4 UNMAGIC = vec4(MAGIC + 8.0, MAGIC + 128.0, MAGIC + 2048.0, MAGIC + 32768.0);
 const vec4 UNPOS = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
-vec4 codes4_inplace(uint h) {
-  return uintBitsToFloat((uvec4(h) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - UNMAGIC;
+vec4 codes4_pre(uint hm) {
+  return uintBitsToFloat(uvec4(hm) & uvec4(0x4B00000Fu, 0x4B0000F0u, 0x4B000F00u, 0x4B00F000u)) - UNMAGIC;
 }
 
 void main() {
@@ -123,8 +125,8 @@ void main() {
       }
     }
     [[unroll]] for (uint u = 0u; u < U; ++u) {
-      const vec4 qlo = codes4_inplace(wv[u]);
-      const vec4 qhi = codes4_inplace(wv[u] >> 16);
+      const vec4 qlo = codes4_pre(wv[u] | MAGIC_BITS);
+      const vec4 qhi = codes4_pre((wv[u] >> 16) | MAGIC_BITS);
       [[unroll]] for (uint m = 0u; m < MT; ++m) {
         const float dm = d[m][u / 4u][u % 4u];
         acc_lo[m] = fma(vec4(dm * s0[u]), qlo, acc_lo[m]);

@@ -25,15 +25,18 @@
 // sets its counter back to zero, ready for the next launch (the runtime zeroes the
 // counters once, when the graph is built).
 //
-// H200 (docs/performance.md, session 4): 23.4 / 63.4 / 64.7 us at 8192^2 / N = 28672, K = 8192
-// / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. The kernel is
-// bound by its decode: with synthetic codes and no loads at all it still takes 17.7 / 47.8
-// / 50.1 us (the weight loads alone ~16.9 / 42.8 / 43.6). Decoding with fp32 denormals
-// (an AND and an FMA per code, no subtract) would cut that to 12.8 / 30.4 / 31.9 us, but
-// the H200's driver cannot keep fp32 denormals (shaderDenormPreserveFloat32 = false).
-// Prefetching the next batch, 8 rows per batch and 3 workgroups per SM all ran slower.
+// H200 (docs/performance.md, session 4): 20.6 / 51.8 / 51.7 us at 8192^2 / N = 28672, K = 8192
+// / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. 78 registers:
+// three workgroups fit an SM, which the runtime uses when each row group walks enough rows
+// (wide_bwd_target in ops/q4_linear.rs); a change that needs more than 80 registers loses
+// that third workgroup (at 95: 68 us at N = 28672). The kernel is bound by its decode: with
+// synthetic codes and no loads at all the session-3 form took 17.7 / 47.8 / 50.1 us. Decoding
+// with fp32 denormals (an AND and an FMA per code, no subtract) would cut that to 12.8 /
+// 30.4 / 31.9 us, but the H200's driver cannot keep fp32 denormals
+// (shaderDenormPreserveFloat32 = false). Prefetching the next batch, 8 rows per batch and
+// fp16 pair decoding (unpackHalf2x16) all ran slower.
 //
-// Decoding is in place: an AND-OR and a subtract per code, no shifts (see codes4_inplace).
+// Decoding is in place: an AND and a subtract per code, no shifts (see codes4_pre).
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
@@ -75,15 +78,21 @@ shared bool last_to_finish;
 const float MAGIC = 8388608.0;  // 2^23
 const uint MAGIC_BITS = 0x4B000000u;
 
-// In-place decode of the 4 codes of a 16-bit half `h`: nibble q sits at bits 4q, so the
-// masked half ORed into 2^23's mantissa is 2^23 + code * 16^q exactly, and subtracting
-// 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also exact. The accumulators are scaled back by
-// 16^-q (exact) once at the end.
+// In-place decode of the 4 codes of a 16-bit half: nibble q sits at bits 4q, so the half
+// with 2^23's bits ORed in, masked to nibble q and those bits, is 2^23 + code * 16^q exactly,
+// and subtracting 2^23 + 8 * 16^q leaves (code - 8) * 16^q, also exact. The accumulators are
+// scaled back by 16^-q (exact) once at the end. `hm` is the half already ORed with 2^23's
+// bits (once per half: bits 16..31 of a low half are overwritten, which the masks drop), so
+// each code costs one AND with one constant: written as (h & mask) | MAGIC_BITS the driver
+// spent two logic operations per code (H200: 23.4 -> 20.6 us at 8192^2, 63.4 -> 55.3 at
+// N = 28672, K = 8192).
 const vec4 UNMAGIC = vec4(MAGIC + 8.0, MAGIC + 128.0, MAGIC + 2048.0, MAGIC + 32768.0);
 const vec4 UNPOS = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
-vec4 codes4_inplace(uint h) {
-  return uintBitsToFloat((uvec4(h) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - UNMAGIC;
+vec4 codes4_pre(uint hm) {
+  return uintBitsToFloat(uvec4(hm) & uvec4(0x4B00000Fu, 0x4B0000F0u, 0x4B000F00u, 0x4B00F000u)) - UNMAGIC;
 }
+vec4 codes4_lo(uint w) { return codes4_pre(w | MAGIC_BITS); }
+vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
 
 // Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy, from clamped
 // rows, so no branch sits between the loads; rows at or past the row group's end count
@@ -145,8 +154,8 @@ void main() {
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
         const vec4 coef = vec4(dv[u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-          acc[2u * q] = fma(coef, codes4_inplace(wv[u][q]), acc[2u * q]);
-          acc[2u * q + 1u] = fma(coef, codes4_inplace(wv[u][q] >> 16), acc[2u * q + 1u]);
+          acc[2u * q] = fma(coef, codes4_lo(wv[u][q]), acc[2u * q]);
+          acc[2u * q + 1u] = fma(coef, codes4_hi(wv[u][q]), acc[2u * q + 1u]);
         }
       }
     }
@@ -159,7 +168,7 @@ void main() {
         const uint g = (cc * 32u + 4u * h) / p.gs;
         const float sc = g < p.G ? s[n * p.G + g] : 0.0;
         const uint word = v[h >> 1];
-        acc[h] = fma(vec4(d * sc), codes4_inplace((h & 1u) == 0u ? word : word >> 16), acc[h]);
+        acc[h] = fma(vec4(d * sc), (h & 1u) == 0u ? codes4_lo(word) : codes4_hi(word), acc[h]);
       }
     }
   }

@@ -332,9 +332,11 @@ void main() {
           const float sc = gc < p.G ? sb[u] : 0.0;
           vec4 f[8];
           [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-            const uint lo = wv[u][j], hi = wv[u][j] >> 16;
-            f[2u * j] = uintBitsToFloat((uvec4(lo) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - MAGIC;
-            f[2u * j + 1u] = uintBitsToFloat((uvec4(hi) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)) | MAGIC_BITS) - MAGIC;
+            // 2^23's bits ORed in once per half, then one AND with one constant per code.
+            const uint lo = wv[u][j] | MAGIC_BITS, hi = (wv[u][j] >> 16) | MAGIC_BITS;
+            const uvec4 masks = uvec4(0x4B00000Fu, 0x4B0000F0u, 0x4B000F00u, 0x4B00F000u);
+            f[2u * j] = uintBitsToFloat(uvec4(lo) & masks) - MAGIC;
+            f[2u * j + 1u] = uintBitsToFloat(uvec4(hi) & masks) - MAGIC;
           }
           [[unroll]] for (uint m = 0u; m < MT; ++m) {
             float d = -8.0 * xsum[m];

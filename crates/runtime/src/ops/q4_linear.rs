@@ -386,13 +386,11 @@ fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
 }
 
 /// The wide backward's column-block width for N rows of `kc` chunks: the one whose geometry
-/// launches the most workgroups within [`WIDE_BWD_TARGET`] (the kernel is latency-bound, so
-/// its speed follows the resident workgroups: H200, N = 8192, K = 28672: 252 workgroups of
-/// 32 chunks 66.5 us, 224 of 8 chunks 71.8 us), the narrowest on a tie (fewer slices for
-/// the last workgroup to sum: 8192^2, 256 workgroups each: 8 chunks 23.7 us, 32 chunks
-/// 26.2 us).
-fn widest_bwd(n: usize, kc: usize) -> Kernel {
-    let target = wide_bwd_target();
+/// launches the most workgroups within `target` (the kernel is latency-bound, so its speed
+/// follows the resident workgroups: H200, N = 8192, K = 28672: 252 workgroups of 32 chunks
+/// 66.5 us, 224 of 8 chunks 71.8 us), the narrowest on a tie (fewer slices for the last
+/// workgroup to sum: 8192^2, 256 workgroups each: 8 chunks 23.7 us, 32 chunks 26.2 us).
+fn widest_bwd_cw(n: usize, kc: usize, target: usize) -> u32 {
     let mut best = (0, 8);
     for cw in [8u32, 16, 32] {
         let geo = wide_bwd_geometry(n, kc, cw, target);
@@ -401,12 +399,41 @@ fn widest_bwd(n: usize, kc: usize) -> Kernel {
             best = (wgs, cw);
         }
     }
-    Kernel::BwdWide { cw: best.1 }
+    best.1
 }
-/// Workgroups the wide backward aims for: two per SM of an H200 (its ~90 registers per
-/// invocation leave room for two 256-invocation workgroups). Device-independent like
-/// [`Tile::split_target`]; `ETVK_Q4_BWD_WGS` overrides it (benchmarks).
+
+/// The wide backward kernel for N rows of `kc` chunks (its launch target:
+/// [`wide_bwd_target`]).
+fn widest_bwd(n: usize, kc: usize) -> Kernel {
+    Kernel::BwdWide {
+        cw: widest_bwd_cw(n, kc, wide_bwd_target(n, kc)),
+    }
+}
+
+/// Workgroups the wide backward aims for: two per SM of an H200 ([`WIDE_BWD_TARGET`]), or
+/// three ([`WIDE_BWD_TARGET_DEEP`]: its 78 registers per invocation leave room for three
+/// 256-invocation workgroups) when each row group would still walk at least
+/// [`WIDE_BWD_DEEP_MIN_ROWS`] rows. H200 (journal, session 4), two / three per SM: N = 28672,
+/// K = 8192 55.3 / 51.8 us; N = 8192, K = 28672 55.0 / 51.7 us; but 8192^2 (24 rows per row
+/// group at three per SM) 20.6 / 21.6 us. Device-independent like [`Tile::split_target`];
+/// `ETVK_Q4_BWD_WGS` overrides it (benchmarks).
+fn wide_bwd_target(n: usize, kc: usize) -> usize {
+    if let Some(t) = wide_bwd_target_override() {
+        return t;
+    }
+    let deep = WIDE_BWD_TARGET_DEEP;
+    let cw = widest_bwd_cw(n, kc, deep);
+    let geo = wide_bwd_geometry(n, kc, cw, deep);
+    let row_groups = (LOCAL / cw).max(1) as usize;
+    if geo.rows / row_groups >= WIDE_BWD_DEEP_MIN_ROWS {
+        deep
+    } else {
+        WIDE_BWD_TARGET
+    }
+}
 const WIDE_BWD_TARGET: usize = 264;
+const WIDE_BWD_TARGET_DEEP: usize = 396;
+const WIDE_BWD_DEEP_MIN_ROWS: usize = 64;
 
 /// Geometry of the wide backward for N weight rows and `kc` chunks per packed row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,10 +473,13 @@ fn persistent_gemv_target() -> usize {
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
 }
 
-/// [`WIDE_BWD_TARGET`], or `ETVK_Q4_BWD_WGS`.
-fn wide_bwd_target() -> usize {
-    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_BWD_WGS", WIDE_BWD_TARGET))
+/// `ETVK_Q4_BWD_WGS`, when set to a positive number (read once per process).
+fn wide_bwd_target_override() -> Option<usize> {
+    static TARGET: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| {
+        let t = workgroup_target("ETVK_Q4_BWD_WGS", 0);
+        (t > 0).then_some(t)
+    })
 }
 
 /// A workgroup-count target: environment variable `var` when it holds a positive number
@@ -1366,7 +1396,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         Some(Kernel::BwdWide { cw }) => cw,
         _ => 8,
     };
-    let wgeo = wide_bwd_geometry(n, q.kpad / 32, cw, wide_bwd_target());
+    let wgeo = wide_bwd_geometry(n, q.kpad / 32, cw, wide_bwd_target(n, q.kpad / 32));
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
         Kernel::BwdWide { .. } => wgeo.slices.saturating_mul(wide_stride),
@@ -1728,24 +1758,35 @@ mod tests {
     #[test]
     fn wide_backward_geometry() {
         let t = WIDE_BWD_TARGET;
+        // Two workgroups per SM at 8192^2 (24 rows per row group at three), three at the
+        // larger H200 shapes (journal, session 4).
+        assert_eq!(wide_bwd_target(8192, 256), WIDE_BWD_TARGET);
+        assert_eq!(wide_bwd_target(28672, 256), WIDE_BWD_TARGET_DEEP);
+        assert_eq!(wide_bwd_target(8192, 896), WIDE_BWD_TARGET_DEEP);
         assert_eq!(widest_bwd(8192, 256), Kernel::BwdWide { cw: 8 });
         assert_eq!(widest_bwd(28672, 256), Kernel::BwdWide { cw: 8 });
-        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 32 });
+        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 16 });
+        let g = wide_bwd_geometry(28672, 256, 8, WIDE_BWD_TARGET_DEEP);
+        assert_eq!((g.blocks, g.rows, g.slices), (32, 2432, 12));
+        let g = wide_bwd_geometry(8192, 896, 16, WIDE_BWD_TARGET_DEEP);
+        assert_eq!((g.blocks, g.rows, g.slices), (56, 1216, 7));
         let g = wide_bwd_geometry(8192, 256, 8, t);
         assert_eq!((g.blocks, g.rows, g.slices), (32, 1024, 8));
         let g = wide_bwd_geometry(8192, 896, 32, t);
         assert_eq!((g.blocks, g.rows, g.slices), (28, 928, 9));
-        for n in [1, 3, 37, 100, 1000, 4097, 8192, 28672] {
-            for kc in [1, 2, 130, 256, 896, 4096] {
-                for cw in [8u32, 16, 32] {
-                    let g = wide_bwd_geometry(n, kc, cw, t);
-                    let unit = 4 * (LOCAL / cw) as usize;
-                    assert_eq!(g.rows % unit, 0, "N {n} KC {kc} CW {cw}");
-                    assert!(g.slices * g.rows >= n && (g.slices - 1) * g.rows < n);
-                    assert_eq!(g.blocks, kc.div_ceil(cw as usize));
-                    if g.blocks <= t {
-                        assert!(g.blocks * g.slices <= t, "N {n} KC {kc} CW {cw}: {g:?}");
-                    }
+        for (n, kc, t) in [1, 3, 37, 100, 1000, 4097, 8192, 28672]
+            .into_iter()
+            .flat_map(|n| [1, 2, 130, 256, 896, 4096].map(|kc| (n, kc)))
+            .flat_map(|(n, kc)| [(n, kc, t), (n, kc, WIDE_BWD_TARGET_DEEP)])
+        {
+            for cw in [8u32, 16, 32] {
+                let g = wide_bwd_geometry(n, kc, cw, t);
+                let unit = 4 * (LOCAL / cw) as usize;
+                assert_eq!(g.rows % unit, 0, "N {n} KC {kc} CW {cw}");
+                assert!(g.slices * g.rows >= n && (g.slices - 1) * g.rows < n);
+                assert_eq!(g.blocks, kc.div_ceil(cw as usize));
+                if g.blocks <= t {
+                    assert!(g.blocks * g.slices <= t, "N {n} KC {kc} CW {cw}: {g:?}");
                 }
             }
         }
