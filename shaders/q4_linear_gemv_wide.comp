@@ -45,7 +45,9 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef RW
 #define RW 16
 #endif
+#ifndef UR
 #define UR 4
+#endif
 #ifndef NT
 #define NT 256  // local size (the runtime launches this kernel with NT x 1 x 1)
 #endif
