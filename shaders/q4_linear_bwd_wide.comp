@@ -46,6 +46,9 @@
 #ifndef CW
 #define CW 32  // chunk columns per workgroup
 #endif
+#ifndef MT
+#define MT 1  // activation rows (the runtime uses the MT variant at M == MT exactly)
+#endif
 #define RG (NT / CW)  // row groups
 #define PER ((CW * 32 + NT - 1) / NT)  // columns per invocation in the final sum
 #define UR 4  // rows per batch of loads
@@ -102,22 +105,26 @@ vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
 // holds that row too, so it is non-finite anyway.) vec_dy: n is a multiple of 4 and
 // N % 4 == 0.
 void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
-                out float dv[UR]) {
+                out float dv[MT][UR]) {
   [[unroll]] for (uint u = 0u; u < UR; ++u) {
     const uint nr = min(n + u, p.N - 1u);
     wv[u] = w4[nr * p.KC + cc];
     sv[u] = s[nr * p.G + g];
   }
   const uint last = p.N - 1u;
-  [[unroll]] for (uint q = 0u; q < UR; q += 4u) {
-    const uint n4 = n + q;
-    vec4 d4;
-    if (vec_dy) {
-      d4 = dy4[min(n4, p.N - 4u) >> 2];
-    } else {
-      d4 = vec4(dy[min(n4, last)], dy[min(n4 + 1u, last)], dy[min(n4 + 2u, last)], dy[min(n4 + 3u, last)]);
+  [[unroll]] for (uint m = 0u; m < MT; ++m) {
+    const uint row = m * p.N;  // dy is [MT][N]
+    [[unroll]] for (uint q = 0u; q < UR; q += 4u) {
+      const uint n4 = n + q;
+      vec4 d4;
+      if (vec_dy) {
+        d4 = dy4[(row + min(n4, p.N - 4u)) >> 2];
+      } else {
+        d4 = vec4(dy[row + min(n4, last)], dy[row + min(n4 + 1u, last)],
+                  dy[row + min(n4 + 2u, last)], dy[row + min(n4 + 3u, last)]);
+      }
+      [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[m][q + i] = d4[i];
     }
-    [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[q + i] = d4[i];
   }
 }
 
@@ -135,7 +142,7 @@ void main() {
   // dy starts 16-byte aligned at every batch when N % 4 == 0 (nb and UR multiples of 4).
   const bool vec_dy = (p.N & 3u) == 0u && (UR & 3u) == 0u;
   uvec4 wv[UR];
-  float sv[UR], dv[UR];
+  float sv[UR], dv[MT][UR];
 
   // A chunk lies in one group when gs is a power-of-two multiple of 32 (or one group spans
   // the row); its group is then a shift of the chunk index. Other group sizes (multiples of
@@ -145,17 +152,24 @@ void main() {
   const bool live_gc = gc < p.G;
   const uint gcl = min(gc, p.G - 1u);
 
-  vec4 acc[8];
-  [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[a] = vec4(0.0);
+  // acc[m][a]: activation row m; the MT rows share each code's decode.
+  vec4 acc[MT][8];
+  [[unroll]] for (uint m = 0u; m < MT; ++m) {
+    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[m][a] = vec4(0.0);
+  }
 
   if (chunk_group) {
     for (uint n = nb; n < ne; n += UR) {
       load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const vec4 coef = vec4(dv[u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
+        const float sl = sv[u] * (n + u < ne ? 1.0 : 0.0);
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-          acc[2u * q] = fma(coef, codes4_lo(wv[u][q]), acc[2u * q]);
-          acc[2u * q + 1u] = fma(coef, codes4_hi(wv[u][q]), acc[2u * q + 1u]);
+          const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
+          [[unroll]] for (uint m = 0u; m < MT; ++m) {
+            const vec4 coef = vec4(dv[m][u] * sl);
+            acc[m][2u * q] = fma(coef, lo, acc[m][2u * q]);
+            acc[m][2u * q + 1u] = fma(coef, hi, acc[m][2u * q + 1u]);
+          }
         }
       }
     }
@@ -163,34 +177,41 @@ void main() {
     // Groups inside a chunk (gs % 4 == 0: each 4-code half-word lies in one group).
     for (uint n = nb; n < ne; ++n) {
       const uvec4 v = w4[n * p.KC + cc];
-      const float d = dy[n];
       [[unroll]] for (uint h = 0u; h < 8u; ++h) {
         const uint g = (cc * 32u + 4u * h) / p.gs;
         const float sc = g < p.G ? s[n * p.G + g] : 0.0;
         const uint word = v[h >> 1];
-        acc[h] = fma(vec4(d * sc), (h & 1u) == 0u ? codes4_lo(word) : codes4_hi(word), acc[h]);
+        const vec4 q4 = (h & 1u) == 0u ? codes4_lo(word) : codes4_hi(word);
+        [[unroll]] for (uint m = 0u; m < MT; ++m) {
+          acc[m][h] = fma(vec4(dy[m * p.N + n] * sc), q4, acc[m][h]);
+        }
       }
     }
   }
 
   const bool live = c < p.KC && (live_gc || !chunk_group);
-  [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[a] = live ? acc[a] * UNPOS : vec4(0.0);
+  [[unroll]] for (uint m = 0u; m < MT; ++m) {
+    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[m][a] = live ? acc[m][a] * UNPOS : vec4(0.0);
+  }
 
-  // acc[a][q] is column 4a + q of the chunk. Two passes of 16 columns through shared memory;
-  // invocation t then sums the RG row groups of 2 (column, chunk) pairs, column fastest.
-  const uint slice_base = j * p.KC * 32u;
-  [[unroll]] for (uint pass = 0u; pass < 2u; ++pass) {
-    if (pass == 1u) barrier();  // the previous pass's readers are done
-    [[unroll]] for (uint i = 0u; i < 16u; ++i) {
-      red[i * RED_STRIDE + rg * CW + cl] = acc[4u * pass + i / 4u][i % 4u];
-    }
-    barrier();
-    for (uint o = t; o < 16u * CW; o += NT) {
-      const uint i = o % 16u, ocl = o / 16u;
-      float v = 0.0;
-      [[unroll]] for (uint r = 0u; r < RG; ++r) v += red[i * RED_STRIDE + r * CW + ocl];
-      const uint oc = cb * CW + ocl;
-      if (oc < p.KC) part[slice_base + oc * 32u + 16u * pass + i] = v;
+  // acc[m][a][q] is column 4a + q of the chunk. Two passes of 16 columns per activation row
+  // through shared memory; invocation t then sums the RG row groups of 2 (column, chunk)
+  // pairs, column fastest. Partial rows: [S][MT][KC * 32].
+  [[unroll]] for (uint m = 0u; m < MT; ++m) {
+    const uint slice_base = (j * MT + m) * p.KC * 32u;
+    [[unroll]] for (uint pass = 0u; pass < 2u; ++pass) {
+      if (m + pass > 0u) barrier();  // the previous pass's readers are done
+      [[unroll]] for (uint i = 0u; i < 16u; ++i) {
+        red[i * RED_STRIDE + rg * CW + cl] = acc[m][4u * pass + i / 4u][i % 4u];
+      }
+      barrier();
+      for (uint o = t; o < 16u * CW; o += NT) {
+        const uint i = o % 16u, ocl = o / 16u;
+        float v = 0.0;
+        [[unroll]] for (uint r = 0u; r < RG; ++r) v += red[i * RED_STRIDE + r * CW + ocl];
+        const uint oc = cb * CW + ocl;
+        if (oc < p.KC) part[slice_base + oc * 32u + 16u * pass + i] = v;
+      }
     }
   }
   // Make this workgroup's partial sums visible device-wide before counting it as done.
@@ -205,24 +226,26 @@ void main() {
   const uint row = p.KC * 32u;  // floats per partial row
   const uint c0 = cb * CW * 32u + t;
   const uint cend = min((cb + 1u) * CW * 32u, p.K);
-  float v[PER];
-  [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] = 0.0;
-  uint jj = 0u;
-  for (; jj + 8u <= p.S; jj += 8u) {
-    float b[PER][8];
-    [[unroll]] for (uint i = 0u; i < PER; ++i) {
-      const uint kk = min(c0 + NT * i, row - 1u);
-      [[unroll]] for (uint u = 0u; u < 8u; ++u) b[i][u] = part[(jj + u) * row + kk];
+  for (uint m = 0u; m < MT; ++m) {
+    float v[PER];
+    [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] = 0.0;
+    uint jj = 0u;
+    for (; jj + 8u <= p.S; jj += 8u) {
+      float b[PER][8];
+      [[unroll]] for (uint i = 0u; i < PER; ++i) {
+        const uint kk = min(c0 + NT * i, row - 1u);
+        [[unroll]] for (uint u = 0u; u < 8u; ++u) b[i][u] = part[((jj + u) * MT + m) * row + kk];
+      }
+      [[unroll]] for (uint i = 0u; i < PER; ++i) {
+        [[unroll]] for (uint u = 0u; u < 8u; ++u) v[i] += b[i][u];
+      }
+    }
+    for (; jj < p.S; ++jj) {
+      [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] += part[(jj * MT + m) * row + min(c0 + NT * i, row - 1u)];
     }
     [[unroll]] for (uint i = 0u; i < PER; ++i) {
-      [[unroll]] for (uint u = 0u; u < 8u; ++u) v[i] += b[i][u];
+      if (c0 + NT * i < cend) outp[m * p.K + c0 + NT * i] = v[i];
     }
-  }
-  for (; jj < p.S; ++jj) {
-    [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] += part[jj * row + min(c0 + NT * i, row - 1u)];
-  }
-  [[unroll]] for (uint i = 0u; i < PER; ++i) {
-    if (c0 + NT * i < cend) outp[c0 + NT * i] = v[i];
   }
   if (t == 0u) count[cb] = 0u;
 }

@@ -475,11 +475,13 @@ fn q4gsw_backward_split_many_slices_odd_groups() {
 /// chunks, forced elsewhere. Covers column blocks of 8, 16 and 32 chunks with dead lanes
 /// (KC = 130), N % 4 != 0 (scalar d_out loads), several slices with a short last one, group
 /// sizes inside a chunk (20: one scale per half-word) and chunk-aligned ones (32, 128), a d_x
-/// narrower than Kp, and `split` forcing the split-N kernel back.
+/// narrower than Kp, and `split` forcing the split-N kernel back; the M = 2 form at the same
+/// kinds of shapes, with leading dims.
 #[test]
-fn wide_backward_at_m1() {
+fn wide_backward_at_m1_and_m2() {
     let be = backend();
     let wide = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m1_c{cw}")];
+    let wide2 = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m2_c{cw}")];
     let split = vec![
         format!("{Q4GSW_BWD}/q4_linear_bwd_split_m1"),
         format!("{Q4GSW_BWD}/q4_linear_reduce"),
@@ -505,9 +507,20 @@ fn wide_backward_at_m1() {
         let got = check_backward_forced(&be, 320 + i as u64, &[1], *shape, *kout, *force);
         assert_eq!(&got, names, "{shape:?} forced {force:?}");
     }
-    // One dynamic program whose M moves between the wide kernel (M = 1; 16-chunk blocks
-    // launch the most workgroups for N = 70) and the split-N
-    // kernel with its reduce (M = 2, 3).
+    // M = 2: both activation rows share each code's decode (leading dims [2] and [1, 2]).
+    let cases2: &[(&[usize], Case)] = &[
+        (&[2], ((4160, 37, 32), None, None, wide2(8))),
+        (&[1, 2], ((4160, 64, 128), Some(4150), None, wide2(8))),
+        (&[2], ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide2(32))),
+        (&[2, 1], ((1000, 999, 64), None, Some("wide_c16"), wide2(16))),
+        (&[2], ((64, 3, 16), None, Some("wide_c8"), wide2(8))),
+    ];
+    for (i, (lead, (shape, kout, force, names))) in cases2.iter().enumerate() {
+        let got = check_backward_forced(&be, 340 + i as u64, lead, *shape, *kout, *force);
+        assert_eq!(&got, names, "lead {lead:?} {shape:?} forced {force:?}");
+    }
+    // One dynamic program whose M moves between the wide kernels (M = 1, 2; 16-chunk blocks
+    // launch the most workgroups for N = 70) and the split-N kernel with its reduce (M = 3).
     let (k, n, gs) = (4160, 70, 32);
     let mut rng = Rng::new(330);
     let c = q4gsw_case(&mut rng, k, n, gs);
@@ -520,8 +533,9 @@ fn wide_backward_at_m1() {
     let mut d = g.load(&be, &dynamic()).unwrap();
     for (m, kernel) in [
         (1, "bwd_wide_m1_c16"),
-        (2, "bwd_split_m2"),
+        (2, "bwd_wide_m2_c16"),
         (3, "bwd_split_m4"),
+        (2, "bwd_wide_m2_c16"),
         (1, "bwd_wide_m1_c16"),
     ] {
         let dy = rng.floats(m * n, -1.0, 1.0);
@@ -1255,21 +1269,25 @@ fn non_finite_activations_never_come_out_finite() {
             );
         }
     }
-    for form in ["split", "wide"] {
+    // M = 1 and 2 (the wide kernel's two forms); at M = 2 only row 0 holds the NaN.
+    for (form, m) in [("split", 1), ("wide", 1), ("split", 2), ("wide", 2)] {
         let mut g = G::new();
-        let yi = g.input(&[1, n]);
+        let yi = g.input(&[m, n]);
         let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-        let o = g.output(&[1, c.w.kp()]);
+        let kp = c.w.kp();
+        let o = g.output(&[m, kp]);
         g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
         let specs = vec![("etvk_q4_bwd".to_string(), form.as_bytes().to_vec())];
         let mut d = g.load(&be, &specs).unwrap();
-        let mut dy = rng.floats(n, -1.0, 1.0);
+        let mut dy = rng.floats(m * n, -1.0, 1.0);
         dy[7] = f32::NAN;
-        let (_, got) = run1(&mut d, &[1, n], &dy);
-        assert!(
-            got.iter().all(|v| v.is_nan()),
-            "backward {form}: a NaN in d_out left finite d_x values"
-        );
+        let (_, got) = run1(&mut d, &[m, n], &dy);
+        for (i, row) in got.chunks(kp).enumerate() {
+            assert!(
+                row.iter().all(|v| v.is_nan() == (i == 0)),
+                "backward {form} M = {m}, row {i}: a NaN in d_out row 0 must make exactly row 0 NaN"
+            );
+        }
     }
     assert_eq!(be.validation_error_count(), 0);
 }

@@ -205,10 +205,11 @@ enum Kernel {
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
     SplitN(u32),
-    /// Backward at M = 1 over long rows: a lane per uvec4 chunk column, rows split over
-    /// slices (`q4_linear_bwd_wide_m1_u{UR}`), summed by the last workgroup of each column
-    /// block to finish (no reduce dispatch).
-    BwdWide { cw: u32 },
+    /// Backward at M = `mt` (1 or 2) over long rows: a lane per uvec4 chunk column, rows
+    /// split over slices (`q4_linear_bwd_wide_m{mt}_c{cw}`), summed by the last workgroup of
+    /// each column block to finish (no reduce dispatch); at M = 2 both activation rows share
+    /// each code's decode.
+    BwdWide { cw: u32, mt: u32 },
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -361,6 +362,7 @@ fn backward_kernel(
 ) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
+        (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide { cw, mt: 2 },
         (0..=8, _) => Kernel::SplitN(small_mt(m)),
         _ => tiled_kernel(m, kout, n, big_tiles),
     }
@@ -378,9 +380,9 @@ fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     match forced.as_deref() {
         Some("split") => None,
         Some("wide") => Some(widest_bwd(q.n, q.kpad / 32)),
-        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8 }),
-        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16 }),
-        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32 }),
+        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, mt: 1 }),
+        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, mt: 1 }),
+        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, mt: 1 }),
         _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
     }
 }
@@ -407,6 +409,7 @@ fn widest_bwd_cw(n: usize, kc: usize, target: usize) -> u32 {
 fn widest_bwd(n: usize, kc: usize) -> Kernel {
     Kernel::BwdWide {
         cw: widest_bwd_cw(n, kc, wide_bwd_target(n, kc)),
+        mt: 1,
     }
 }
 
@@ -471,6 +474,12 @@ const PERSISTENT_GEMV_TARGET: usize = 264;
 fn persistent_gemv_target() -> usize {
     static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
+}
+
+/// Workgroups of the M = 2 wide backward: two per SM (its 64 accumulators per invocation
+/// leave no room for a third), or `ETVK_Q4_BWD_WGS`.
+fn wide_bwd_target_m2() -> usize {
+    wide_bwd_target_override().unwrap_or(WIDE_BWD_TARGET)
 }
 
 /// `ETVK_Q4_BWD_WGS`, when set to a positive number (read once per process).
@@ -588,6 +597,9 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
         (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
         (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
+        (Kernel::BwdWide { cw: 8, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C8,
+        (Kernel::BwdWide { cw: 16, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C16,
+        (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
         (Kernel::BwdWide { cw: 8, .. }, _) => ShaderId::Q4LinearBwdWideM1C8,
         (Kernel::BwdWide { cw: 16, .. }, _) => ShaderId::Q4LinearBwdWideM1C16,
         (Kernel::BwdWide { .. }, _) => ShaderId::Q4LinearBwdWideM1C32,
@@ -1393,13 +1405,20 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // Output columns k (kout of them), reduction over the N weight rows.
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide);
     let cw = match wide {
-        Some(Kernel::BwdWide { cw }) => cw,
+        Some(Kernel::BwdWide { cw, .. }) => cw,
         _ => 8,
     };
-    let wgeo = wide_bwd_geometry(n, q.kpad / 32, cw, wide_bwd_target(n, q.kpad / 32));
+    let kc = q.kpad / 32;
+    // Geometry of the M = 1 and M = 2 wide kernels (same column blocks: one counter set).
+    let wgeo1 = wide_bwd_geometry(n, kc, cw, wide_bwd_target(n, kc));
+    let wgeo2 = wide_bwd_geometry(n, kc, cw, wide_bwd_target_m2());
+    let wgeo = move |mt: u32| if mt == 2 { wgeo2 } else { wgeo1 };
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
-        Kernel::BwdWide { .. } => wgeo.slices.saturating_mul(wide_stride),
+        Kernel::BwdWide { mt, .. } => wgeo(mt)
+            .slices
+            .saturating_mul(mt as usize)
+            .saturating_mul(wide_stride),
         _ => partial_floats(kn, m, kout, n),
     });
     let geo = split_geometry(n, kout);
@@ -1414,7 +1433,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     {
         true => Some(g.new_zeroed_tensor(
             DataType::Int32,
-            vec![wgeo.blocks],
+            vec![wgeo1.blocks],
             format!("{}: finished-slice counters", call.what()),
         )?),
         false => None,
@@ -1447,7 +1466,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
             Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
-            Kernel::BwdWide { .. } => wide_bwd_launch(m, &q, kout, wgeo)?,
+            Kernel::BwdWide { mt, .. } => wide_bwd_launch(m, &q, kout, wgeo(mt))?,
             _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))
@@ -1763,9 +1782,9 @@ mod tests {
         assert_eq!(wide_bwd_target(8192, 256), WIDE_BWD_TARGET);
         assert_eq!(wide_bwd_target(28672, 256), WIDE_BWD_TARGET_DEEP);
         assert_eq!(wide_bwd_target(8192, 896), WIDE_BWD_TARGET_DEEP);
-        assert_eq!(widest_bwd(8192, 256), Kernel::BwdWide { cw: 8 });
-        assert_eq!(widest_bwd(28672, 256), Kernel::BwdWide { cw: 8 });
-        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 16 });
+        assert_eq!(widest_bwd(8192, 256), Kernel::BwdWide { cw: 8, mt: 1 });
+        assert_eq!(widest_bwd(28672, 256), Kernel::BwdWide { cw: 8, mt: 1 });
+        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 16, mt: 1 });
         let g = wide_bwd_geometry(28672, 256, 8, WIDE_BWD_TARGET_DEEP);
         assert_eq!((g.blocks, g.rows, g.slices), (32, 2432, 12));
         let g = wide_bwd_geometry(8192, 896, 16, WIDE_BWD_TARGET_DEEP);
