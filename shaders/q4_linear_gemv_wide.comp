@@ -227,7 +227,11 @@ void main() {
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint n0 = wg * RW;
+  // M activation rows (the int8 forms serve M <= 8 this way): workgroup wg takes row block
+  // wg / M for activation row wg % M, so the M workgroups of a block run next to each other
+  // and share its weight through L2.
+  const uint mrow = wg % p.M;
+  const uint n0 = (wg / p.M) * RW;
   const bool vec_x = (p.K & 3u) == 0u;
   const uint nfull = p.K / 32u;  // chunks whose 32 columns are all inside K
   // A chunk lies in one group when gs is a multiple of 32; with gs / 32 a power of two its
@@ -246,7 +250,7 @@ void main() {
 #ifndef PRE
     vec4 xv[MT][8];
     [[unroll]] for (uint m = 0u; m < MT; ++m) {
-      const uint row = min(m, p.M - 1u) * p.K;
+      const uint row = min(mrow + m, p.M - 1u) * p.K;
       if (vec_x && c < nfull) {
         const uint b4 = (row + k0) >> 2;
         [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[m][i] = x4[b4 + i];
@@ -286,10 +290,10 @@ void main() {
     int lsum[3];
     float unit;
 #ifdef PRE
-    // Limbs made once per launch by q4_act_limbs.comp: 7 uvec4 per chunk, [7][KC].
+    // Limbs made once per launch by q4_act_limbs.comp: 7 uvec4 per chunk, [M][7][KC].
     {
       uvec4 q[7];
-      [[unroll]] for (uint i = 0u; i < 7u; ++i) q[i] = lb[i * p.KC + c];
+      [[unroll]] for (uint i = 0u; i < 7u; ++i) q[i] = lb[(mrow * 7u + i) * p.KC + c];
       [[unroll]] for (uint l = 0u; l < 3u; ++l) {
         [[unroll]] for (uint j = 0u; j < 4u; ++j) {
           le[l][j] = q[2u * l][j];
@@ -362,6 +366,6 @@ void main() {
 #endif
   }
 
-  sum_and_write(acc, n0, 0u, t);
+  sum_and_write(acc, n0, mrow, t);
 }
 #endif  // PERSIST

@@ -262,9 +262,22 @@ fn check_forward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     lead: &[usize],
+    shape: (usize, usize, usize),
+    bias: bool,
+    op: &str,
+) -> Vec<String> {
+    check_forward_specs(be, seed, lead, shape, bias, op, &[])
+}
+
+/// [`check_forward`] with compile specs (e.g. a forced GEMV).
+fn check_forward_specs(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
     (k, n, gs): (usize, usize, usize),
     bias: bool,
     op: &str,
+    specs: &[(String, Vec<u8>)],
 ) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
@@ -285,7 +298,7 @@ fn check_forward(
     };
     let o = g.output(&od);
     g.b.add_op(op, &[xi, w, s, gsv, b, o]);
-    let mut d = g.load(be, &[]).unwrap();
+    let mut d = g.load(be, specs).unwrap();
     let (sizes, got) = run1(&mut d, &xd, &x);
     assert_eq!(sizes, od);
     let want = ref_forward(&x, &c.wd, c.w.kp(), bias.then_some(&bias_v[..]), m, k, n);
@@ -511,8 +524,14 @@ fn wide_backward_at_m1_and_m2() {
     let cases2: &[(&[usize], Case)] = &[
         (&[2], ((4160, 37, 32), None, None, wide2(8))),
         (&[1, 2], ((4160, 64, 128), Some(4150), None, wide2(8))),
-        (&[2], ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide2(32))),
-        (&[2, 1], ((1000, 999, 64), None, Some("wide_c16"), wide2(16))),
+        (
+            &[2],
+            ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide2(32)),
+        ),
+        (
+            &[2, 1],
+            ((1000, 999, 64), None, Some("wide_c16"), wide2(16)),
+        ),
         (&[2], ((64, 3, 16), None, Some("wide_c8"), wide2(8))),
     ];
     for (i, (lead, (shape, kout, force, names))) in cases2.iter().enumerate() {
@@ -628,6 +647,7 @@ fn qcs4w_matches_f64_reference() {
         (&[3], 63, 37),
         (&[2, 3], 128, 40),
         (&[17], 33, 7),
+        (&[4], 8230, 13),
     ]
     .iter()
     .enumerate()
@@ -773,8 +793,8 @@ fn dynamic_m_moves_between_split_and_unsplit() {
 }
 
 /// Rows of >= 128 uvec4 chunks take the wide GEMV at M = 1 (the workgroup splits K; its int8
-/// dot-product form where the device has it) and the lane-group GEMV above; M moves between
-/// them on one program. K = 4100 is ragged (scalar x loads for the last chunk), N = 37
+/// dot-product form where the device has it, which serves M <= 8 too) and the lane-group GEMV
+/// above (float form); M moves between them on one program. K = 4100 is ragged (scalar x loads for the last chunk), N = 37
 /// leaves a partial workgroup of rows; group sizes 20 (groups split inside a chunk: the
 /// float form only), 32 and 64 (chunk-aligned), each with every GEMV forced in turn.
 #[test]
@@ -827,6 +847,69 @@ fn persistent_gemv_walks_row_blocks() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// Rows longer than the persistent GEMV's (> 256 chunks) at M = 2..8: the int8 wide GEMV's
+/// workgroups split over the activation rows (workgroup per row block and row), with the
+/// limbs made per workgroup or, forced, by the pre-pass for every row; leading dims, ragged
+/// K, odd N, bias (qcs4w at M = 4, K = 8230: in qcs4w_matches_f64_reference).
+#[test]
+fn long_rows_split_over_activation_rows() {
+    let be = backend();
+    if !be.device_caps().integer_dot_product {
+        return;
+    }
+    let pre = vec![("etvk_q4_gemv".to_string(), b"wide_dp4_pre".to_vec())];
+    for (seed, lead, k, n, gs, force, want) in [
+        (
+            1500,
+            &[8][..],
+            8224,
+            37,
+            32,
+            false,
+            vec!["gemv_wide_m1_dp4"],
+        ),
+        (
+            1501,
+            &[2, 3][..],
+            8300,
+            21,
+            64,
+            false,
+            vec!["gemv_wide_m1_dp4"],
+        ),
+        (
+            1502,
+            &[5][..],
+            8224,
+            40,
+            32,
+            true,
+            vec!["act_limbs", "gemv_wide_m1_dp4_pre"],
+        ),
+        (
+            1503,
+            &[2][..],
+            9000,
+            9,
+            32,
+            true,
+            vec!["act_limbs", "gemv_wide_m1_dp4_pre"],
+        ),
+    ] {
+        let specs: &[(String, Vec<u8>)] = if force { &pre } else { &[] };
+        let names = check_forward_specs(&be, seed, lead, (k, n, gs), seed % 2 == 0, Q4GSW, specs);
+        let want: Vec<String> = want
+            .iter()
+            .map(|w| match *w {
+                "act_limbs" => format!("{Q4GSW}/q4_act_limbs"),
+                kernel => format!("{Q4GSW}/q4_linear_{kernel}"),
+            })
+            .collect();
+        assert_eq!(names, want, "lead {lead:?} K {k} N {n} forced pre {force}");
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, m1_kernel: &str) {
     let (k, n, max_m) = (if gs == 20 { 4100 } else { 4160 }, 37, 3);
     let mut rng = Rng::new(1300);
@@ -844,12 +927,13 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
         specs.push(("etvk_q4_gemv".to_string(), f.as_bytes().to_vec()));
     }
     let mut d = g.load(be, &specs).unwrap();
-    // The persistent form serves M <= 8 too; the others leave M > 1 to the lane groups.
-    let persist = m1_kernel.ends_with("persist");
+    // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
+    // pre-pass makes the limbs of every row); the float forms leave M > 1 to the lane groups.
+    let int8 = m1_kernel.contains("dp4");
     for (m, kernel) in [
         (1, m1_kernel),
-        (2, if persist { m1_kernel } else { "gemv_m2" }),
-        (3, if persist { m1_kernel } else { "gemv_m4" }),
+        (2, if int8 { m1_kernel } else { "gemv_m2" }),
+        (3, if int8 { m1_kernel } else { "gemv_m4" }),
         (1, m1_kernel),
     ] {
         let x = rng.floats(m * k, -1.0, 1.0);
@@ -863,7 +947,7 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
             &format!("GEMV M {m} gs {gs} forced {force:?}"),
         );
         let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
-        // The limbs pre-pass is a node of its own (launching nothing at M > 1).
+        // The limbs pre-pass is a node of its own.
         let mut want = Vec::new();
         if m1_kernel.ends_with("_pre") {
             want.push(format!("{Q4GSW}/q4_act_limbs"));

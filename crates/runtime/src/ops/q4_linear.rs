@@ -17,23 +17,30 @@
 //!   packed dot products:
 //!   - rows of <= 256 chunks (K <= 8192): `_dp4_persist` (`_n128` for <= 128 chunks), one
 //!     chunk per invocation, its limbs made once per workgroup, and one wave of
-//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the row blocks;
+//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the blocks of 8 rows;
 //!   - longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs from a
 //!     `q4_act_limbs` node once N * Kpad >= 2^27.
 //!
+//!   The int8 forms serve M <= 8 too: their workgroups split over the activation rows (the
+//!   persistent form's launch is divided among the rows; the others take a workgroup per row
+//!   block and row, the rows of a block next to each other), each row's pass over the weight
+//!   shared through L2.
+//!
 //!   Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4|wide_dp4_pre|wide_dp4_persist`
 //!   forces a choice.
-//! - forward, M <= 8 otherwise: `q4_linear_gemv_m{1,2,4,8}` (smallest MT >= M): LANES
+//! - forward, M <= 8 otherwise (short rows, or no int8 form): `q4_linear_gemv_m{1,2,4,8}`
+//!   (smallest MT >= M): LANES
 //!   invocations per output row stream the packed row once and serve all M activation rows.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
 //!   of shared memory it needs; `t64` (64 x 64) otherwise.
-//! - backward, M = 1 and rows of >= 128 chunks: `q4_linear_bwd_wide_m1_c{8,16,32}`, one
-//!   dispatch: a lane per uvec4 chunk column, column blocks of CW chunks, the rows cut into
-//!   slices whose partial sums the last workgroup of each column block to finish adds up in
-//!   order (counters in a zeroed tensor, restored by that workgroup). CW by
-//!   `widest_bwd`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
+//! - backward, M = 1 or 2 and rows of >= 128 chunks: `q4_linear_bwd_wide_m{1,2}_c{8,16,32}`,
+//!   one dispatch: a lane per uvec4 chunk column (at M = 2 both rows share each code's
+//!   decode), column blocks of CW chunks, the rows cut into slices whose partial sums the
+//!   last workgroup of each column block to finish adds up in order (counters in a zeroed
+//!   tensor, restored by that workgroup). CW by `widest_bwd`; two or three workgroups per SM
+//!   by `wide_bwd_target`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
 //!   forces a choice.
 //! - backward, M <= 8 otherwise: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
 //!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
@@ -275,13 +282,13 @@ fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
 }
 
 /// Forward kernel for M rows, N outputs and x rows of K; `wide`: the wide GEMV M = 1 takes
-/// ([`wide_gemv`]), and M <= 8 when it is the persistent form (its workgroups split over the
+/// ([`wide_gemv`]), and M <= 8 when it is an int8 form (its workgroups split over the
 /// activation rows, each row's weight pass shared through L2).
 fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Kernel>) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
-        // The persistent GEMV serves M <= 8 by splitting its workgroups over the rows.
-        (2..=8, Some(w @ Kernel::GemvWide { persist, .. })) if persist > 0 => w,
+        // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows.
+        (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
@@ -1045,7 +1052,12 @@ fn global(
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
         }
-        Kernel::Gemv(_) | Kernel::GemvWide { .. } => cols.div_ceil(rows_per_gemv_group),
+        Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
+        // A workgroup per (row block, activation row).
+        Kernel::GemvWide { .. } => cols
+            .div_ceil(rows_per_gemv_group)
+            .checked_mul(m)
+            .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
         Kernel::SplitN(_) | Kernel::BwdWide { .. } => {
             return Err(internal(
                 "the split and wide backward kernels have launches of their own",
@@ -1210,9 +1222,14 @@ fn forward(
     };
     let limbs = if plan.kernels.iter().any(|&kn| is_dp4(kn)) && limbs_prepass(g, &q) {
         let chunks = q.kpad / 32;
+        // [M][7][chunks] uvec4 for the largest M that takes the int8 GEMV.
+        let rows = (1..=max_m.min(8))
+            .filter(|&m| is_dp4(choose(m)))
+            .max()
+            .unwrap_or(1);
         let t = g.new_tensor(
             DataType::Int32,
-            vec![7 * 4 * chunks],
+            vec![rows * 7 * 4 * chunks],
             None,
             format!("{}: int8 activation limbs", call.what()),
         )?;
@@ -1227,8 +1244,9 @@ fn forward(
                     push: Push::new()
                         .u32(to_u32(k, "K")?)
                         .u32(to_u32(chunks, "chunks")?)
+                        .u32(to_u32(m, "M")?)
                         .finish(),
-                    global: Global::Linear(if on { chunks as u64 } else { 0 }),
+                    global: Global::Linear(if on { (chunks * m) as u64 } else { 0 }),
                 },
             ))
         })?;
