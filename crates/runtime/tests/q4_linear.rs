@@ -488,17 +488,20 @@ fn q4gsw_backward_split_many_slices_odd_groups() {
 /// chunks, forced elsewhere. Covers column blocks of 8, 16 and 32 chunks with dead lanes
 /// (KC = 130), N % 4 != 0 (scalar d_out loads), several slices with a short last one, group
 /// sizes inside a chunk (20: one scale per half-word) and chunk-aligned ones (32, 128), a d_x
-/// narrower than Kp, and `split` forcing the split-N kernel back; the M = 2 form at the same
-/// kinds of shapes, with leading dims.
+/// narrower than Kp, and `split` forcing the split-N kernel back; the M = 2 form and the
+/// staged kernel (M = 3..8) at the same kinds of shapes, with leading dims.
 #[test]
-fn wide_backward_at_m1_and_m2() {
+fn wide_and_staged_backward() {
     let be = backend();
     let wide = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m1_c{cw}")];
     let wide2 = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m2_c{cw}")];
-    let split = vec![
-        format!("{Q4GSW_BWD}/q4_linear_bwd_split_m1"),
-        format!("{Q4GSW_BWD}/q4_linear_reduce"),
-    ];
+    let split_names_m = |mt: usize| {
+        vec![
+            format!("{Q4GSW_BWD}/q4_linear_bwd_split_m{mt}"),
+            format!("{Q4GSW_BWD}/q4_linear_reduce"),
+        ]
+    };
+    let split = split_names_m(1);
     // ((K, N, group size), d_x columns, forced kernel, profile names)
     type Case<'a> = (
         (usize, usize, usize),
@@ -538,23 +541,55 @@ fn wide_backward_at_m1_and_m2() {
         let got = check_backward_forced(&be, 340 + i as u64, lead, *shape, *kout, *force);
         assert_eq!(&got, names, "lead {lead:?} {shape:?} forced {force:?}");
     }
-    // One dynamic program whose M moves between the wide kernels (M = 1, 2; 16-chunk blocks
-    // launch the most workgroups for N = 70) and the split-N kernel with its reduce (M = 3).
+    // M = 3..8: split-N by default; the staged kernel on request (`staged`) where the scale
+    // groups are whole chunks (a partial last column block, slices cut short by N, groups of
+    // 2 chunks), split-N where they are not (gs = 20).
+    let staged = |mt: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_staged_m{mt}")];
+    let cases3: &[(&[usize], Case)] = &[
+        (&[3], ((4160, 37, 32), None, None, split_names_m(4))),
+        (&[3], ((4160, 37, 32), None, Some("staged"), staged(4))),
+        (
+            &[2, 3],
+            ((4400, 300, 64), Some(4390), Some("staged"), staged(8)),
+        ),
+        (&[8], ((4160, 1000, 32), None, Some("staged"), staged(8))),
+        (
+            &[4, 1],
+            ((1000, 999, 64), Some(997), Some("staged"), staged(4)),
+        ),
+        (&[7], ((64, 3, 32), None, Some("staged"), staged(8))),
+        (
+            &[3],
+            ((4100, 64, 20), None, Some("staged"), split_names_m(4)),
+        ),
+    ];
+    for (i, (lead, (shape, kout, force, names))) in cases3.iter().enumerate() {
+        let got = check_backward_forced(&be, 360 + i as u64, lead, *shape, *kout, *force);
+        assert_eq!(&got, names, "lead {lead:?} {shape:?} forced {force:?}");
+    }
+    // One dynamic program (staged requested) whose M moves between the wide kernels (M = 1,
+    // 2; 16-chunk blocks launch the most workgroups for N = 70) and the staged ones (M =
+    // 3..8): every M writes d_x in one dispatch, so the node has no reduce.
     let (k, n, gs) = (4160, 70, 32);
     let mut rng = Rng::new(330);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let kp = c.w.kp();
     let mut g = G::new();
-    let yi = g.input(&[3, n]);
+    let yi = g.input(&[8, n]);
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let o = g.output(&[3, kp]);
+    let o = g.output(&[8, kp]);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let mut d = g.load(&be, &dynamic()).unwrap();
+    let mut specs = dynamic();
+    specs.push(("etvk_q4_bwd".to_string(), b"staged".to_vec()));
+    let mut d = g.load(&be, &specs).unwrap();
     for (m, kernel) in [
         (1, "bwd_wide_m1_c16"),
         (2, "bwd_wide_m2_c16"),
-        (3, "bwd_split_m4"),
+        (3, "bwd_staged_m4"),
+        (8, "bwd_staged_m8"),
+        (5, "bwd_staged_m8"),
         (2, "bwd_wide_m2_c16"),
+        (4, "bwd_staged_m4"),
         (1, "bwd_wide_m1_c16"),
     ] {
         let dy = rng.floats(m * n, -1.0, 1.0);
@@ -568,10 +603,7 @@ fn wide_backward_at_m1_and_m2() {
         let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
         assert_eq!(
             names,
-            vec![
-                format!("{Q4GSW_BWD}/q4_linear_{kernel}"),
-                format!("{Q4GSW_BWD}/q4_linear_reduce")
-            ],
+            vec![format!("{Q4GSW_BWD}/q4_linear_{kernel}")],
             "M = {m}"
         );
     }
@@ -1353,8 +1385,16 @@ fn non_finite_activations_never_come_out_finite() {
             );
         }
     }
-    // M = 1 and 2 (the wide kernel's two forms); at M = 2 only row 0 holds the NaN.
-    for (form, m) in [("split", 1), ("wide", 1), ("split", 2), ("wide", 2)] {
+    // M = 1 and 2 (the wide kernel's two forms) and 5 (staged, or split-N); only row 0
+    // holds the NaN.
+    for (form, m) in [
+        ("split", 1),
+        ("wide", 1),
+        ("split", 2),
+        ("wide", 2),
+        ("split", 5),
+        ("staged", 5),
+    ] {
         let mut g = G::new();
         let yi = g.input(&[m, n]);
         let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);

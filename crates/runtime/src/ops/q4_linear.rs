@@ -42,6 +42,9 @@
 //!   tensor, restored by that workgroup). CW by `widest_bwd`; two or three workgroups per SM
 //!   by `wide_bwd_target`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
 //!   forces a choice.
+//! - backward, M = 3..8 on request (`etvk_q4_bwd` = `staged`, groups of whole chunks):
+//!   `q4_linear_bwd_staged_m{4,8}`, stages of 128 rows x 8 chunks through shared memory, one
+//!   dispatch like the wide kernel; not the default until measured (its first form was slow).
 //! - backward, M <= 8 otherwise: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
 //!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
 //!   `partial[S][M][8 * KWO]`; then `q4_linear_reduce` sums the S slices in a fixed order.
@@ -217,6 +220,10 @@ enum Kernel {
     /// each column block to finish (no reduce dispatch); at M = 2 both activation rows share
     /// each code's decode.
     BwdWide { cw: u32, mt: u32 },
+    /// Backward at M = 3..=MT (4 or 8) over long rows whose scale groups are whole chunks:
+    /// stages of the weight through shared memory, narrow lanes over all MT rows
+    /// (`q4_linear_bwd_staged_m{4,8}`), one dispatch like [`Kernel::BwdWide`].
+    BwdStaged(u32),
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -366,10 +373,12 @@ fn backward_kernel(
     n: usize,
     big_tiles: bool,
     wide: Option<Kernel>,
+    staged: bool,
 ) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
         (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide { cw, mt: 2 },
+        (3..=8, Some(_)) if staged => Kernel::BwdStaged(if m <= 4 { 4 } else { 8 }),
         (0..=8, _) => Kernel::SplitN(small_mt(m)),
         _ => tiled_kernel(m, kout, n, big_tiles),
     }
@@ -377,21 +386,24 @@ fn backward_kernel(
 
 /// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
 /// [`WIDE_GEMV_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
-/// idle). Compile spec [`Q4_BWD_SPEC`], else `ETVK_Q4_BWD`, = `split` | `wide` | `wide_u8`
-/// overrides the choice (tests, benchmarks).
+/// idle). Compile spec [`Q4_BWD_SPEC`], else `ETVK_Q4_BWD`, = `split` | `wide` | `wide_c8` |
+/// `wide_c16` | `wide_c32` | `staged` overrides the choice (tests, benchmarks).
 fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
-    let forced = g
-        .q4_bwd
-        .clone()
-        .or_else(|| std::env::var("ETVK_Q4_BWD").ok());
-    match forced.as_deref() {
+    match forced_bwd(g).as_deref() {
         Some("split") => None,
-        Some("wide") => Some(widest_bwd(q.n, q.kpad / 32)),
+        Some("wide" | "staged") => Some(widest_bwd(q.n, q.kpad / 32)),
         Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, mt: 1 }),
         Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, mt: 1 }),
         Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, mt: 1 }),
         _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
     }
+}
+
+/// The forced backward choice: compile spec [`Q4_BWD_SPEC`], else `ETVK_Q4_BWD`.
+fn forced_bwd(g: &GraphBuilder<'_>) -> Option<String> {
+    g.q4_bwd
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_BWD").ok())
 }
 
 /// The wide backward's column-block width for N rows of `kc` chunks: the one whose geometry
@@ -604,6 +616,8 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
         (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
         (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
+        (Kernel::BwdStaged(4), _) => ShaderId::Q4LinearBwdStagedM4,
+        (Kernel::BwdStaged(_), _) => ShaderId::Q4LinearBwdStagedM8,
         (Kernel::BwdWide { cw: 8, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C8,
         (Kernel::BwdWide { cw: 16, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C16,
         (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
@@ -1012,7 +1026,10 @@ fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
 fn writes_partials(kernel: Kernel) -> bool {
     matches!(
         kernel,
-        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::Tiled { split: true, .. }
+        Kernel::SplitN(_)
+            | Kernel::BwdWide { .. }
+            | Kernel::BwdStaged(_)
+            | Kernel::Tiled { split: true, .. }
     )
 }
 
@@ -1058,7 +1075,7 @@ fn global(
             .div_ceil(rows_per_gemv_group)
             .checked_mul(m)
             .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
-        Kernel::SplitN(_) | Kernel::BwdWide { .. } => {
+        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::BwdStaged(_) => {
             return Err(internal(
                 "the split and wide backward kernels have launches of their own",
             ))
@@ -1117,14 +1134,24 @@ fn split_launch(m: usize, q: &Q4, kout: usize, geo: SplitGeometry) -> Result<Lau
     })
 }
 
-/// Launch of `q4_linear_bwd_wide_m1_*` (M = 1): a workgroup per (column block, slice); the
-/// last of a block to finish sums the block's slices into d_x.
-fn wide_bwd_launch(m: usize, q: &Q4, kout: usize, geo: WideBwdGeometry) -> Result<Launch> {
+/// Launch of `q4_linear_bwd_wide_m{1,2}_*` and (`staged`) `q4_linear_bwd_staged_m{4,8}`: a
+/// workgroup per (column block, slice); the last of a block to finish sums the block's
+/// slices into d_x.
+fn wide_bwd_launch(
+    m: usize,
+    q: &Q4,
+    kout: usize,
+    geo: WideBwdGeometry,
+    staged: bool,
+) -> Result<Launch> {
+    // The staged kernel takes M where the wide ones take the group size (it needs only the
+    // group shift): every variant of the node pushes 8 words.
+    let fourth = if staged { m } else { q.gs };
     let push = Push::new()
         .u32(to_u32(q.n, "N")?)
         .u32(to_u32(q.kpad / 32, "packed row chunks")?)
         .u32(to_u32(q.groups, "scale groups")?)
-        .u32(to_u32(q.gs, "group_size")?)
+        .u32(to_u32(fourth, "group_size or M")?)
         .u32(to_u32(geo.rows, "rows per slice")?)
         .u32(group_word_shift(q.gs))
         .u32(to_u32(kout, "K")?)
@@ -1420,8 +1447,16 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let max_m: usize = lead.iter().product();
     let n = q.n;
     let wide = wide_backward(g, &q);
+    // The staged kernel (M = 3..8) reads one scale per chunk: groups of whole chunks. Only
+    // on request (`staged`) until it is measured: its first H200 form, with its accumulators
+    // in local memory, took 284 / 514 us at M = 4 / 8 on 8192^2 against split-N's 63.5 / 89.3.
+    let staged = forced_bwd(g).as_deref() == Some("staged")
+        && (q.groups == 1 || {
+            let shift = group_word_shift(q.gs);
+            shift != u32::MAX && shift >= 2
+        });
     // Output columns k (kout of them), reduction over the N weight rows.
-    let choose = move |m: usize| backward_kernel(m, kout, n, big, wide);
+    let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged);
     let cw = match wide {
         Some(Kernel::BwdWide { cw, .. }) => cw,
         _ => 8,
@@ -1431,9 +1466,16 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let wgeo1 = wide_bwd_geometry(n, kc, cw, wide_bwd_target(n, kc));
     let wgeo2 = wide_bwd_geometry(n, kc, cw, wide_bwd_target_m2());
     let wgeo = move |mt: u32| if mt == 2 { wgeo2 } else { wgeo1 };
+    // The staged kernel's column blocks are 8 chunks, its stages 128 rows: the wide
+    // geometry's at CW = 8.
+    let sgeo = wide_bwd_geometry(n, kc, 8, wide_bwd_target_m2());
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
         Kernel::BwdWide { mt, .. } => wgeo(mt)
+            .slices
+            .saturating_mul(mt as usize)
+            .saturating_mul(wide_stride),
+        Kernel::BwdStaged(mt) => sgeo
             .slices
             .saturating_mul(mt as usize)
             .saturating_mul(wide_stride),
@@ -1443,25 +1485,31 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // Partial sums of the split-N (M <= 8), wide (M = 1) and split-K kernels; the partials
     // of M rows are packed densely, so every M uses a prefix.
     let partial = scratch(g, call, &plan)?;
-    // The wide kernel's counters of finished slices, one per column block.
-    let counters = match plan
+    // The wide and staged kernels' counters of finished slices, one per column block (each
+    // kernel uses a prefix and leaves it zeroed).
+    let counter_len = plan
         .kernels
         .iter()
-        .any(|k| matches!(k, Kernel::BwdWide { .. }))
-    {
-        true => Some(g.new_zeroed_tensor(
+        .filter_map(|k| match k {
+            Kernel::BwdWide { .. } => Some(wgeo1.blocks),
+            Kernel::BwdStaged(_) => Some(sgeo.blocks),
+            _ => None,
+        })
+        .max();
+    let counters = match counter_len {
+        Some(len) => Some(g.new_zeroed_tensor(
             DataType::Int32,
-            vec![wgeo1.blocks],
+            vec![len],
             format!("{}: finished-slice counters", call.what()),
         )?),
-        false => None,
+        None => None,
     };
     let variants = plan
         .kernels
         .iter()
         .map(|&kn| {
             let mut d = match (kn, writes_partials(kn), partial, counters) {
-                (Kernel::BwdWide { .. }, _, Some(p), Some(c)) => {
+                (Kernel::BwdWide { .. } | Kernel::BwdStaged(_), _, Some(p), Some(c)) => {
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
@@ -1471,10 +1519,9 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             d
         })
         .collect();
-    let needs_reduce = plan
-        .kernels
-        .iter()
-        .any(|&k| writes_partials(k) && !matches!(k, Kernel::BwdWide { .. }));
+    let needs_reduce = plan.kernels.iter().any(|&k| {
+        writes_partials(k) && !matches!(k, Kernel::BwdWide { .. } | Kernel::BwdStaged(_))
+    });
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, dy, n, "d_out")?;
@@ -1484,7 +1531,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
             Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
-            Kernel::BwdWide { mt, .. } => wide_bwd_launch(m, &q, kout, wgeo(mt))?,
+            Kernel::BwdWide { mt, .. } => wide_bwd_launch(m, &q, kout, wgeo(mt), false)?,
+            Kernel::BwdStaged(_) => wide_bwd_launch(m, &q, kout, sgeo, true)?,
             _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))
@@ -1546,11 +1594,39 @@ mod tests {
             forward_kernel(512, 4096, k, false, None),
             tiled(Tile::T64, false)
         );
-        assert_eq!(backward_kernel(1, 4096, k, true, None), Kernel::SplitN(1));
-        assert_eq!(backward_kernel(3, 4096, k, true, None), Kernel::SplitN(4));
-        assert_eq!(backward_kernel(8, 4096, k, true, None), Kernel::SplitN(8));
         assert_eq!(
-            backward_kernel(9, 4096, k, true, None),
+            backward_kernel(1, 4096, k, true, None, true),
+            Kernel::SplitN(1)
+        );
+        assert_eq!(
+            backward_kernel(3, 4096, k, true, None, true),
+            Kernel::SplitN(4)
+        );
+        assert_eq!(
+            backward_kernel(8, 4096, k, true, None, true),
+            Kernel::SplitN(8)
+        );
+        // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
+        // kernel when the scale groups are whole chunks, split-N otherwise.
+        let w = Some(Kernel::BwdWide { cw: 16, mt: 1 });
+        assert_eq!(
+            backward_kernel(2, 4096, k, true, w, true),
+            Kernel::BwdWide { cw: 16, mt: 2 }
+        );
+        assert_eq!(
+            backward_kernel(3, 4096, k, true, w, true),
+            Kernel::BwdStaged(4)
+        );
+        assert_eq!(
+            backward_kernel(5, 4096, k, true, w, true),
+            Kernel::BwdStaged(8)
+        );
+        assert_eq!(
+            backward_kernel(5, 4096, k, true, w, false),
+            Kernel::SplitN(8)
+        );
+        assert_eq!(
+            backward_kernel(9, 4096, k, true, None, true),
             tiled(Tile::T32x128, false)
         );
         // The H200 shapes at M = 32: split.
@@ -1559,7 +1635,7 @@ mod tests {
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
-            backward_kernel(32, 8192, 8192, true, None),
+            backward_kernel(32, 8192, 8192, true, None, true),
             tiled(Tile::T32x128, true)
         );
         let p = plan(
@@ -1609,7 +1685,7 @@ mod tests {
         for (cols, r) in shapes {
             for big in [false, true] {
                 let fwd = |m| forward_kernel(m, cols, r, big, None);
-                let bwd = |m| backward_kernel(m, cols, r, big, None);
+                let bwd = |m| backward_kernel(m, cols, r, big, None, true);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
                     for choose in [&fwd as &dyn Fn(usize) -> Kernel, &bwd] {
