@@ -1594,37 +1594,24 @@ mod tests {
             forward_kernel(512, 4096, k, false, None),
             tiled(Tile::T64, false)
         );
-        assert_eq!(
-            backward_kernel(1, 4096, k, true, None, true),
-            Kernel::SplitN(1)
-        );
-        assert_eq!(
-            backward_kernel(3, 4096, k, true, None, true),
-            Kernel::SplitN(4)
-        );
-        assert_eq!(
-            backward_kernel(8, 4096, k, true, None, true),
-            Kernel::SplitN(8)
-        );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
-        // kernel when the scale groups are whole chunks, split-N otherwise.
+        // kernel when requested and the scale groups are whole chunks, split-N otherwise.
         let w = Some(Kernel::BwdWide { cw: 16, mt: 1 });
-        assert_eq!(
-            backward_kernel(2, 4096, k, true, w, true),
-            Kernel::BwdWide { cw: 16, mt: 2 }
-        );
-        assert_eq!(
-            backward_kernel(3, 4096, k, true, w, true),
-            Kernel::BwdStaged(4)
-        );
-        assert_eq!(
-            backward_kernel(5, 4096, k, true, w, true),
-            Kernel::BwdStaged(8)
-        );
-        assert_eq!(
-            backward_kernel(5, 4096, k, true, w, false),
-            Kernel::SplitN(8)
-        );
+        for (m, wide, staged, want) in [
+            (1, None, true, Kernel::SplitN(1)),
+            (3, None, true, Kernel::SplitN(4)),
+            (8, None, true, Kernel::SplitN(8)),
+            (2, w, true, Kernel::BwdWide { cw: 16, mt: 2 }),
+            (3, w, true, Kernel::BwdStaged(4)),
+            (5, w, true, Kernel::BwdStaged(8)),
+            (5, w, false, Kernel::SplitN(8)),
+        ] {
+            assert_eq!(
+                backward_kernel(m, 4096, k, true, wide, staged),
+                want,
+                "M = {m}"
+            );
+        }
         assert_eq!(
             backward_kernel(9, 4096, k, true, None, true),
             tiled(Tile::T32x128, false)
