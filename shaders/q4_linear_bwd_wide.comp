@@ -105,7 +105,7 @@ vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
 // holds that row too, so it is non-finite anyway.) vec_dy: n is a multiple of 4 and
 // N % 4 == 0.
 void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
-                out float dv[MT][UR]) {
+                out float dv[MT * UR]) {
   [[unroll]] for (uint u = 0u; u < UR; ++u) {
     const uint nr = min(n + u, p.N - 1u);
     wv[u] = w4[nr * p.KC + cc];
@@ -123,7 +123,7 @@ void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out floa
         d4 = vec4(dy[row + min(n4, last)], dy[row + min(n4 + 1u, last)],
                   dy[row + min(n4 + 2u, last)], dy[row + min(n4 + 3u, last)]);
       }
-      [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[m][q + i] = d4[i];
+      [[unroll]] for (uint i = 0u; i < 4u && q + i < UR; ++i) dv[m * UR + q + i] = d4[i];
     }
   }
 }
@@ -142,7 +142,7 @@ void main() {
   // dy starts 16-byte aligned at every batch when N % 4 == 0 (nb and UR multiples of 4).
   const bool vec_dy = (p.N & 3u) == 0u && (UR & 3u) == 0u;
   uvec4 wv[UR];
-  float sv[UR], dv[MT][UR];
+  float sv[UR], dv[MT * UR];
 
   // A chunk lies in one group when gs is a power-of-two multiple of 32 (or one group spans
   // the row); its group is then a shift of the chunk index. Other group sizes (multiples of
@@ -152,23 +152,23 @@ void main() {
   const bool live_gc = gc < p.G;
   const uint gcl = min(gc, p.G - 1u);
 
-  // acc[m][a]: activation row m; the MT rows share each code's decode.
-  vec4 acc[MT][8];
+  // acc[8 m + a]: activation row m; the MT rows share each code's decode. (Flat arrays: at
+  // MT = 1 the kernel is the one measured before MT existed.)
+  vec4 acc[MT * 8];
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
-    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[m][a] = vec4(0.0);
+    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = vec4(0.0);
   }
 
   if (chunk_group) {
     for (uint n = nb; n < ne; n += UR) {
       load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const float sl = sv[u] * (n + u < ne ? 1.0 : 0.0);
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
           [[unroll]] for (uint m = 0u; m < MT; ++m) {
-            const vec4 coef = vec4(dv[m][u] * sl);
-            acc[m][2u * q] = fma(coef, lo, acc[m][2u * q]);
-            acc[m][2u * q + 1u] = fma(coef, hi, acc[m][2u * q + 1u]);
+            const vec4 coef = vec4(dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
+            acc[8u * m + 2u * q] = fma(coef, lo, acc[8u * m + 2u * q]);
+            acc[8u * m + 2u * q + 1u] = fma(coef, hi, acc[8u * m + 2u * q + 1u]);
           }
         }
       }
@@ -177,13 +177,15 @@ void main() {
     // Groups inside a chunk (gs % 4 == 0: each 4-code half-word lies in one group).
     for (uint n = nb; n < ne; ++n) {
       const uvec4 v = w4[n * p.KC + cc];
+      float d[MT];
+      [[unroll]] for (uint m = 0u; m < MT; ++m) d[m] = dy[m * p.N + n];
       [[unroll]] for (uint h = 0u; h < 8u; ++h) {
         const uint g = (cc * 32u + 4u * h) / p.gs;
         const float sc = g < p.G ? s[n * p.G + g] : 0.0;
         const uint word = v[h >> 1];
         const vec4 q4 = (h & 1u) == 0u ? codes4_lo(word) : codes4_hi(word);
         [[unroll]] for (uint m = 0u; m < MT; ++m) {
-          acc[m][h] = fma(vec4(dy[m * p.N + n] * sc), q4, acc[m][h]);
+          acc[8u * m + h] = fma(vec4(d[m] * sc), q4, acc[8u * m + h]);
         }
       }
     }
@@ -191,10 +193,10 @@ void main() {
 
   const bool live = c < p.KC && (live_gc || !chunk_group);
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
-    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[m][a] = live ? acc[m][a] * UNPOS : vec4(0.0);
+    [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = live ? acc[8u * m + a] * UNPOS : vec4(0.0);
   }
 
-  // acc[m][a][q] is column 4a + q of the chunk. Two passes of 16 columns per activation row
+  // acc[8 m + a][q] is column 4a + q of the chunk. Two passes of 16 columns per activation row
   // through shared memory; invocation t then sums the RG row groups of 2 (column, chunk)
   // pairs, column fastest. Partial rows: [S][MT][KC * 32].
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
@@ -202,7 +204,7 @@ void main() {
     [[unroll]] for (uint pass = 0u; pass < 2u; ++pass) {
       if (m + pass > 0u) barrier();  // the previous pass's readers are done
       [[unroll]] for (uint i = 0u; i < 16u; ++i) {
-        red[i * RED_STRIDE + rg * CW + cl] = acc[m][4u * pass + i / 4u][i % 4u];
+        red[i * RED_STRIDE + rg * CW + cl] = acc[8u * m + 4u * pass + i / 4u][i % 4u];
       }
       barrier();
       for (uint o = t; o < 16u * CW; o += NT) {
@@ -226,7 +228,7 @@ void main() {
   const uint row = p.KC * 32u;  // floats per partial row
   const uint c0 = cb * CW * 32u + t;
   const uint cend = min((cb + 1u) * CW * 32u, p.K);
-  for (uint m = 0u; m < MT; ++m) {
+  [[unroll]] for (uint m = 0u; m < MT; ++m) {
     float v[PER];
     [[unroll]] for (uint i = 0u; i < PER; ++i) v[i] = 0.0;
     uint jj = 0u;
