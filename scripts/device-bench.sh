@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two halves of an H200 benchmark run (docs/performance.md, "Running on the H200").
 #   scripts/device-bench.sh prepare   # here: release build + Vulkan loader into .gl/ (git-ignored)
-#   .gl/device-bench.sh [quick]       # there (device tool, carry [".gl"]): the full table to $OUT
+#   .gl/device-bench.sh               # there (device tool, carry [".gl"]): the full table to $OUT
+#   SMALL_M=1 .gl/device-bench.sh     # there: M = 1..8 only, forward and every backward form
+#                                     # (default, split-N, staged) side by side, to $OUT/small-m.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "prepare" ]; then
@@ -21,6 +23,31 @@ if ! .gl/bin/etvk devices >/dev/null 2>&1; then
 fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 etvk=.gl/bin/etvk
+if [ "${SMALL_M:-}" = 1 ]; then
+    # One line per bench: the kernels that ran and the table row.
+    row() {
+        $etvk bench "$@" --iters 20 --ceiling-mib 512 2>&1 | grep -E '^\| linear|kernels' |
+            sed 's/.*kernels/kernels/' | tr '\n' ' ' || true
+        echo
+    }
+    {
+        $etvk bench read --ceiling-mib 2048 2>&1 | grep -E 'ceiling|u32|copy'
+        for shape in "8192 8192" "28672 8192" "8192 28672" "4096 14336"; do
+            set -- $shape
+            for m in 1 2 3 4 8; do
+                row linear_q4gsw --m $m --n $1 --k $2
+                row linear_q4gsw_backward --m $m --n $1 --k $2
+                if [ "$m" -ge 3 ]; then
+                    ETVK_Q4_BWD=staged row linear_q4gsw_backward --m $m --n $1 --k $2
+                fi
+                if [ "$m" -ge 2 ]; then
+                    ETVK_Q4_BWD=split row linear_q4gsw_backward --m $m --n $1 --k $2
+                fi
+            done
+        done
+    } 2>&1 | tee "$OUT/small-m.txt"
+    exit 0
+fi
 {
     $etvk devices
     $etvk bench read
