@@ -1574,6 +1574,27 @@ mod tests {
         assert_eq!(forward_kernel(1, 64, k, true, None), Kernel::Gemv(1));
         assert_eq!(forward_kernel(3, 64, k, true, None), Kernel::Gemv(4));
         assert_eq!(forward_kernel(8, 64, k, true, None), Kernel::Gemv(8));
+        // The int8 wide GEMVs (persistent or not) serve M <= 8; the float one only M = 1.
+        for wide in [
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 256,
+            },
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 0,
+            },
+        ] {
+            for m in [1, 2, 5, 8] {
+                assert_eq!(forward_kernel(m, 64, k, true, Some(wide)), wide, "M = {m}");
+            }
+        }
+        let float = Kernel::GemvWide {
+            dp4: false,
+            persist: 0,
+        };
+        assert_eq!(forward_kernel(1, 64, k, true, Some(float)), float);
+        assert_eq!(forward_kernel(2, 64, k, true, Some(float)), Kernel::Gemv(2));
         assert_eq!(
             forward_kernel(9, 4096, k, true, None),
             tiled(Tile::T32x128, false)
