@@ -10,7 +10,7 @@
 // so it can own only one packed word per row; loading that word itself (the split-N kernel)
 // leaves 4 bytes per lane and row in flight, and the loads, not the FMAs, set the pace.
 // Here the workgroup loads a stage of SR rows x CB chunks with uvec4 loads (each invocation
-// 4 of them, issued before the previous stage is used) into shared memory, with the stage's
+// 4 of them, issued before the current stage is computed) into shared memory, with the stage's
 // scales and dy, and its invocations read their words from there: invocation t owns word
 // t % 32 of the column block (lanes of a subgroup read consecutive words) and rows
 // (t / 32) * SR / RG .. of every stage. Each code is decoded once for all MT rows.
@@ -77,8 +77,7 @@ void load_stage(uint n0, uint cb, uint t, out uvec4 wr[4], out float sr[4], out 
     const uint g = p.G == 1u ? 0u : min(ch >> (p.gshift - 2u), p.G - 1u);
     sr[q] = s[n * p.G + g];
     // dy: SR * MT values, [MT][SR] in the load order (consecutive invocations, consecutive n).
-    const uint jd = t + NT * q;
-    const uint m = jd / SR, rd = jd % SR;
+    const uint m = i / SR, rd = i % SR;
     dr[q] = m < MT ? dy[min(m, p.M - 1u) * p.N + min(n0 + rd, p.N - 1u)] : 0.0;
   }
 }

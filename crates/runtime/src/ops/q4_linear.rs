@@ -311,6 +311,13 @@ const WIDE_GEMV_MIN_CHUNKS: usize = 128;
 /// -> 22.8 us, a loss).
 const LIMBS_PREPASS_MIN_WEIGHTS: usize = 1 << 27;
 
+/// Whether every scale group is a power-of-two number of 32-code chunks (or one group spans
+/// the row): the kernels that read one scale per chunk (int8 GEMVs, staged backward).
+fn groups_are_whole_chunks(q: &Q4) -> bool {
+    let shift = group_word_shift(q.gs);
+    q.groups == 1 || (shift != u32::MAX && shift >= 2)
+}
+
 /// The forced GEMV choice: compile spec [`Q4_GEMV_SPEC`], else `ETVK_Q4_GEMV`.
 fn forced_gemv(g: &GraphBuilder<'_>) -> Option<String> {
     g.q4_gemv
@@ -343,9 +350,7 @@ const PERSISTENT_GEMV_ROWS: usize = 8;
 /// `wide_dp4_pre` overrides the choice (tests, benchmarks).
 fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let kpad = q.kpad;
-    let shift = group_word_shift(q.gs);
-    let chunk_groups = q.groups == 1 || (shift != u32::MAX && shift >= 2);
-    let dp4_ok = chunk_groups && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
+    let dp4_ok = groups_are_whole_chunks(q) && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
     // The persistent form holds one chunk's limbs per invocation: rows of at most 256
     // chunks, on 256 invocations (more than 128 chunks) or 128.
     let kc = kpad / 32;
@@ -495,9 +500,9 @@ fn persistent_gemv_target() -> usize {
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
 }
 
-/// Workgroups of the M = 2 wide backward: two per SM (its 64 accumulators per invocation
-/// leave no room for a third), or `ETVK_Q4_BWD_WGS`.
-fn wide_bwd_target_m2() -> usize {
+/// Workgroups of the M = 2 wide backward and the staged backward: two per SM (their 64
+/// accumulators per invocation leave no room for a third), or `ETVK_Q4_BWD_WGS`.
+fn bwd_target_two_per_sm() -> usize {
     wide_bwd_target_override().unwrap_or(WIDE_BWD_TARGET)
 }
 
@@ -1450,11 +1455,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // The staged kernel (M = 3..8) reads one scale per chunk: groups of whole chunks. Only
     // on request (`staged`) until it is measured: its first H200 form, with its accumulators
     // in local memory, took 284 / 514 us at M = 4 / 8 on 8192^2 against split-N's 63.5 / 89.3.
-    let staged = forced_bwd(g).as_deref() == Some("staged")
-        && (q.groups == 1 || {
-            let shift = group_word_shift(q.gs);
-            shift != u32::MAX && shift >= 2
-        });
+    let staged = forced_bwd(g).as_deref() == Some("staged") && groups_are_whole_chunks(&q);
     // Output columns k (kout of them), reduction over the N weight rows.
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged);
     let cw = match wide {
@@ -1464,11 +1465,11 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let kc = q.kpad / 32;
     // Geometry of the M = 1 and M = 2 wide kernels (same column blocks: one counter set).
     let wgeo1 = wide_bwd_geometry(n, kc, cw, wide_bwd_target(n, kc));
-    let wgeo2 = wide_bwd_geometry(n, kc, cw, wide_bwd_target_m2());
+    let wgeo2 = wide_bwd_geometry(n, kc, cw, bwd_target_two_per_sm());
     let wgeo = move |mt: u32| if mt == 2 { wgeo2 } else { wgeo1 };
     // The staged kernel's column blocks are 8 chunks, its stages 128 rows: the wide
     // geometry's at CW = 8.
-    let sgeo = wide_bwd_geometry(n, kc, 8, wide_bwd_target_m2());
+    let sgeo = wide_bwd_geometry(n, kc, 8, bwd_target_two_per_sm());
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
         Kernel::BwdWide { mt, .. } => wgeo(mt)
