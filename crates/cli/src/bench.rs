@@ -13,7 +13,7 @@ use std::sync::Arc;
 use clap::Args;
 use etvk_format::ir::DataType;
 use etvk_format::writer::{named_key, GraphBuilder};
-use etvk_runtime::bench::{copy_ceiling, median, read_ceiling, Bandwidth};
+use etvk_runtime::bench::{copy_ceiling, median, read_ceiling, read_rotating, Bandwidth};
 use etvk_runtime::{
     Backend, Delegate, DelegateArg, HostDType, HostTensor, NamedData, RuntimeOptions,
 };
@@ -376,6 +376,19 @@ fn bench_linear(
         read.gbps,
         gbps / read.gbps
     );
+    // A plain read of the same bytes from DRAM, launch and ramp included: what no kernel of
+    // this size gets under (the ceiling above is a 2 GiB read, which amortizes both).
+    if plan.bytes_per_instance < (256 << 20) {
+        let same = read_rotating(backend, plan.bytes_per_instance, 20)?;
+        outln!(
+            "same-size read: {:.1} MiB in {:.1} us ({:.0} GB/s, {:.2} of the ceiling); the op takes {:.2}x that",
+            same.bytes as f64 / (1 << 20) as f64,
+            same.median_us,
+            same.gbps,
+            same.gbps / read.gbps,
+            us / same.median_us
+        );
+    }
     if check != "ok" {
         return Err(CliError(format!(
             "bench {}: sampled outputs differ from the f64 reference (worst relative error {worst:.2e})",

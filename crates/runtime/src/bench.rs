@@ -33,7 +33,16 @@ pub fn median(values: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<Bandwidth> {
+/// Working set of the rotating read: above the H200's 60 MB L2 several times over.
+const ROTATING_SET_BYTES: u64 = 256 << 20;
+
+fn stream(
+    backend: &Backend,
+    shader: ShaderId,
+    bytes: u64,
+    reps: u32,
+    copies: u32,
+) -> Result<Bandwidth> {
     let inner = backend.inner();
     let ctx = &inner.ctx;
     let caps = ctx.caps();
@@ -51,11 +60,17 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
     };
     let n_vec4 = u32::try_from(bytes / elem).map_err(|_| unsupported("bench buffer too large"))?;
     let copy = shader == ShaderId::BenchCopy;
-    let src = Buffer::new(ctx, bytes, MemoryKind::DeviceLocal)?;
+    let copies = copies.max(1);
+    let srcs = (0..copies)
+        .map(|_| Buffer::new(ctx, bytes, MemoryKind::DeviceLocal))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     let dst = Buffer::new(ctx, if copy { bytes } else { 16 }, MemoryKind::DeviceLocal)?;
     let pipeline = inner.pipeline(shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, 1, 2)?;
-    let set = pool.allocate(&pipeline, &[&dst, &src])?;
+    let mut pool = DescriptorPool::new(ctx, copies, 2 * copies)?;
+    let sets = srcs
+        .iter()
+        .map(|src| pool.allocate(&pipeline, &[&dst, src]))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     // Enough invocations to fill any GPU, few enough to stay in range everywhere.
     let groups = (caps.max_workgroup_count[0])
         .min(65535)
@@ -70,11 +85,13 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
     let mut cb = CommandBuffer::new(ctx)?;
     cb.begin()?;
     cb.reset_queries(&queries, 0, 2 * total)?;
-    cb.zero(&src)?;
+    for src in &srcs {
+        cb.zero(src)?;
+    }
     cb.barrier(Access::Transfer, Access::Compute)?;
     for r in 0..total {
         cb.timestamp(&queries, 2 * r)?;
-        cb.dispatch(&pipeline, set, &push, [groups, 1, 1])?;
+        cb.dispatch(&pipeline, sets[(r % copies) as usize], &push, [groups, 1, 1])?;
         cb.barrier(Access::Compute, Access::Compute)?;
         cb.timestamp(&queries, 2 * r + 1)?;
     }
@@ -101,16 +118,25 @@ fn stream(backend: &Backend, shader: ShaderId, bytes: u64, reps: u32) -> Result<
 
 /// The read ceiling: a plain uvec4 read over `bytes` (capped at the storage range).
 pub fn read_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchRead, bytes, reps)
+    stream(backend, ShaderId::BenchRead, bytes, reps, 1)
+}
+
+/// A read of `bytes` from DRAM rather than L2: the dispatches rotate over enough buffers
+/// (>= 256 MiB together) that no repetition finds its data cached. For a small kernel this
+/// is the time a plain read of its bytes takes, launch and ramp included: the part of its
+/// time no kernel of that size avoids.
+pub fn read_rotating(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
+    let copies = ROTATING_SET_BYTES.div_ceil(bytes.max(16)).clamp(1, 64) as u32;
+    stream(backend, ShaderId::BenchRead, bytes, reps, copies)
 }
 
 /// The read rate with one u32 per invocation and step (the q4 kernels' access width), for
 /// comparison with [`read_ceiling`].
 pub fn read_words(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchReadWords, bytes, reps)
+    stream(backend, ShaderId::BenchReadWords, bytes, reps, 1)
 }
 
 /// The copy rate: uvec4 copy of `bytes`, counting read + written bytes.
 pub fn copy_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchCopy, bytes, reps)
+    stream(backend, ShaderId::BenchCopy, bytes, reps, 1)
 }

@@ -541,13 +541,14 @@ fn wide_and_staged_backward() {
         let got = check_backward_forced(&be, 340 + i as u64, lead, *shape, *kout, *force);
         assert_eq!(&got, names, "lead {lead:?} {shape:?} forced {force:?}");
     }
-    // M = 3..8: split-N by default; the staged kernel on request (`staged`) where the scale
-    // groups are whole chunks (a partial last column block, slices cut short by N, groups of
-    // 2 chunks), split-N where they are not (gs = 20).
+    // M = 3..8: the staged kernel where the scale groups are whole chunks (a partial last
+    // column block, slices cut short by N, groups of 2 chunks), split-N where they are not
+    // (gs = 20) or when forced (`split`).
     let staged = |mt: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_staged_m{mt}")];
     let cases3: &[(&[usize], Case)] = &[
-        (&[3], ((4160, 37, 32), None, None, split_names_m(4))),
-        (&[3], ((4160, 37, 32), None, Some("staged"), staged(4))),
+        (&[3], ((4160, 37, 32), None, None, staged(4))),
+        (&[3], ((4160, 37, 32), None, Some("split"), split_names_m(4))),
+        (&[6], ((4160, 37, 32), None, Some("split"), split_names_m(8))),
         (
             &[2, 3],
             ((4400, 300, 64), Some(4390), Some("staged"), staged(8)),
@@ -558,16 +559,13 @@ fn wide_and_staged_backward() {
             ((1000, 999, 64), Some(997), Some("staged"), staged(4)),
         ),
         (&[7], ((64, 3, 32), None, Some("staged"), staged(8))),
-        (
-            &[3],
-            ((4100, 64, 20), None, Some("staged"), split_names_m(4)),
-        ),
+        (&[3], ((4100, 64, 20), None, None, split_names_m(4))),
     ];
     for (i, (lead, (shape, kout, force, names))) in cases3.iter().enumerate() {
         let got = check_backward_forced(&be, 360 + i as u64, lead, *shape, *kout, *force);
         assert_eq!(&got, names, "lead {lead:?} {shape:?} forced {force:?}");
     }
-    // One dynamic program (staged requested) whose M moves between the wide kernels (M = 1,
+    // One dynamic program whose M moves between the wide kernels (M = 1,
     // 2; 16-chunk blocks launch the most workgroups for N = 70) and the staged ones (M =
     // 3..8): every M writes d_x in one dispatch, so the node has no reduce.
     let (k, n, gs) = (4160, 70, 32);
@@ -579,9 +577,7 @@ fn wide_and_staged_backward() {
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&[8, kp]);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let mut specs = dynamic();
-    specs.push(("etvk_q4_bwd".to_string(), b"staged".to_vec()));
-    let mut d = g.load(&be, &specs).unwrap();
+    let mut d = g.load(&be, &dynamic()).unwrap();
     for (m, kernel) in [
         (1, "bwd_wide_m1_c16"),
         (2, "bwd_wide_m2_c16"),

@@ -42,9 +42,9 @@
 //!   tensor, restored by that workgroup). CW by `widest_bwd`; two or three workgroups per SM
 //!   by `wide_bwd_target`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
 //!   forces a choice.
-//! - backward, M = 3..8 on request (`etvk_q4_bwd` = `staged`, groups of whole chunks):
+//! - backward, M = 3..8 over long rows whose scale groups are whole chunks:
 //!   `q4_linear_bwd_staged_m{4,8}`, stages of 128 rows x 8 chunks through shared memory, one
-//!   dispatch like the wide kernel; not the default until measured (its first form was slow).
+//!   dispatch like the wide kernel (`etvk_q4_bwd` = `split` turns it off, with the wide ones).
 //! - backward, M <= 8 otherwise: split N, two dispatches. `q4_linear_bwd_split_m{1,2,4,8}` (smallest
 //!   MT >= M): invocation (word column, row slice) sums its slice's rows into a scratch tensor
 //!   `partial[S][M][8 * KWO]`; then `q4_linear_reduce` sums the S slices in a fixed order.
@@ -1452,10 +1452,10 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let max_m: usize = lead.iter().product();
     let n = q.n;
     let wide = wide_backward(g, &q);
-    // The staged kernel (M = 3..8) reads one scale per chunk: groups of whole chunks. Only
-    // on request (`staged`) until it is measured: its first H200 form, with its accumulators
-    // in local memory, took 284 / 514 us at M = 4 / 8 on 8192^2 against split-N's 63.5 / 89.3.
-    let staged = forced_bwd(g).as_deref() == Some("staged") && groups_are_whole_chunks(&q);
+    // The staged kernel (M = 3..8, long rows) reads one scale per chunk: groups of whole
+    // chunks. H200 (docs/performance.md, session 5): 35.2 / 57.9 us at M = 4 / 8 on 8192^2
+    // against split-N's 62.7 / 89.3, 1.4-1.8x faster on every long-row shape measured.
+    let staged = groups_are_whole_chunks(&q);
     // Output columns k (kout of them), reduction over the N weight rows.
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged);
     let cw = match wide {
@@ -1617,7 +1617,7 @@ mod tests {
             tiled(Tile::T64, false)
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
-        // kernel when requested and the scale groups are whole chunks, split-N otherwise.
+        // kernel when the scale groups are whole chunks, split-N otherwise.
         let w = Some(Kernel::BwdWide { cw: 16, mt: 1 });
         for (m, wide, staged, want) in [
             (1, None, true, Kernel::SplitN(1)),
