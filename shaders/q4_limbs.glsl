@@ -4,12 +4,18 @@
 // packed four to a word in the order the codes come out of a weight word (w & 0x0F0F0F0F:
 // the even k of the word, (w >> 4) & 0x0F0F0F0F: the odd k), with each limb's sum (for the
 // -8 of the codes). Needs sdot4x8 (OpSDotKHR) declared by the including shader.
-void make_limbs(vec4 xv[8], out uint le[3][4], out uint lo[3][4], out int lsum[3], out float unit) {
+// LIMB_WORDS (default 4): words per limb and parity, so 4 * LIMB_WORDS activations (a whole
+// chunk, or with 2 the half chunk of q4_linear_gemv_half.comp) share one unit.
+#ifndef LIMB_WORDS
+#define LIMB_WORDS 4
+#endif
+void make_limbs(vec4 xv[2 * LIMB_WORDS], out uint le[3][LIMB_WORDS], out uint lo[3][LIMB_WORDS],
+                out int lsum[3], out float unit) {
   // |x| maximum on the bit patterns: for non-negative floats the unsigned order is the float
   // order, and NaN / Inf patterns sort above every finite one. A float max would not do:
   // max(finite, NaN) may return the finite one (a NaN activation then counted as 0).
   uvec4 mb = uvec4(0u);
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) mb = max(mb, floatBitsToUint(xv[i]) & 0x7FFFFFFFu);
+  [[unroll]] for (uint i = 0u; i < 2u * LIMB_WORDS; ++i) mb = max(mb, floatBitsToUint(xv[i]) & 0x7FFFFFFFu);
   const uint amax_bits = max(max(mb.x, mb.y), max(mb.z, mb.w));
   // Inf / NaN activations: a NaN result, never a silently finite one. The NaN is a bit
   // pattern: Mesa folded the earlier `amax * 0.0` to 0.0 (compilers need not preserve
@@ -21,12 +27,12 @@ void make_limbs(vec4 xv[8], out uint le[3][4], out uint lo[3][4], out int lsum[3
   const float inv = amax > 0.0 ? 2080768.0 / amax : 0.0;
   unit = finite ? amax / 127.0 : uintBitsToFloat(0x7FC00000u);
   [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    [[unroll]] for (uint j = 0u; j < LIMB_WORDS; ++j) {
       le[l][j] = 0u;
       lo[l][j] = 0u;
     }
   }
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+  [[unroll]] for (uint i = 0u; i < 2u * LIMB_WORDS; ++i) {
     const ivec4 iv = ivec4(round(xv[i] * inv));  // |iv| <= 127 * 16384
     const ivec4 a0 = (iv + 8192) >> 14;          // [-127, 127]
     const ivec4 rem = iv - (a0 << 14);           // [-8192, 8191]
@@ -48,7 +54,7 @@ void make_limbs(vec4 xv[8], out uint le[3][4], out uint lo[3][4], out int lsum[3
   }
   [[unroll]] for (uint l = 0u; l < 3u; ++l) {
     int t4 = 0;
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    [[unroll]] for (uint j = 0u; j < LIMB_WORDS; ++j) {
       t4 += sdot4x8(le[l][j], 0x01010101u, 0) + sdot4x8(lo[l][j], 0x01010101u, 0);
     }
     lsum[l] = t4;

@@ -91,7 +91,12 @@ fn stream(
     cb.barrier(Access::Transfer, Access::Compute)?;
     for r in 0..total {
         cb.timestamp(&queries, 2 * r)?;
-        cb.dispatch(&pipeline, sets[(r % copies) as usize], &push, [groups, 1, 1])?;
+        cb.dispatch(
+            &pipeline,
+            sets[(r % copies) as usize],
+            &push,
+            [groups, 1, 1],
+        )?;
         cb.barrier(Access::Compute, Access::Compute)?;
         cb.timestamp(&queries, 2 * r + 1)?;
     }

@@ -126,9 +126,10 @@ pub type GpuPackFn = Box<dyn Fn(&ConstantInfo) -> Result<GpuTransform>>;
 pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 
 /// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide`, `wide_dp4`,
-/// `wide_dp4_pre` (its activation limbs from a pre-pass node) or `wide_dp4_persist` (one wave
-/// of workgroups walking the row blocks; rows of <= 256 chunks); tests and benchmarks compare
-/// them, the default picks by row length, weight count and device features.
+/// `wide_dp4_pre` (its activation limbs from a pre-pass node), `wide_dp4_persist` (one wave
+/// of workgroups walking the row blocks; rows of <= 256 chunks) or `half` (the same with half
+/// a chunk per invocation; rows of 129..=256 chunks); tests and benchmarks compare them, the
+/// default picks by row length, weight count and device features.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 
 /// Compile spec forcing the 4-bit backward at M = 1: ASCII `split` (the split-N kernel),

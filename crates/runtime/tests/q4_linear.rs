@@ -547,8 +547,14 @@ fn wide_and_staged_backward() {
     let staged = |mt: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_staged_m{mt}")];
     let cases3: &[(&[usize], Case)] = &[
         (&[3], ((4160, 37, 32), None, None, staged(4))),
-        (&[3], ((4160, 37, 32), None, Some("split"), split_names_m(4))),
-        (&[6], ((4160, 37, 32), None, Some("split"), split_names_m(8))),
+        (
+            &[3],
+            ((4160, 37, 32), None, Some("split"), split_names_m(4)),
+        ),
+        (
+            &[6],
+            ((4160, 37, 32), None, Some("split"), split_names_m(8)),
+        ),
         (
             &[2, 3],
             ((4400, 300, 64), Some(4390), Some("staged"), staged(8)),
@@ -832,8 +838,16 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         // The int8 form needs groups of a power-of-two number of 32-code chunks.
         let dp4 = be.device_caps().integer_dot_product && gs != 20;
         let pick = |yes: &'static str, no: &'static str| if dp4 { yes } else { no };
+        // The half-chunk form at M = 1 where 512 invocations fit (lavapipe: 1024).
+        let half = be.device_caps().max_workgroup_invocations >= 512;
+        let persist_m1 = if half {
+            "gemv_half_n512"
+        } else {
+            "gemv_wide_dp4_persist"
+        };
         for (force, m1_kernel) in [
-            (None, pick("gemv_wide_dp4_persist", "gemv_wide_m1")),
+            (None, pick(persist_m1, "gemv_wide_m1")),
+            (Some("half"), pick(persist_m1, "gemv_wide_m1")),
             (Some("lanes"), "gemv_m1"),
             (Some("wide"), "gemv_wide_m1"),
             (Some("wide_dp4"), pick("gemv_wide_m1_dp4", "gemv_wide_m1")),
@@ -852,18 +866,45 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// The persistent int8 GEMV (one chunk per invocation, one wave of workgroups walking the
-/// row blocks): more blocks than workgroups, so that workgroups walk several blocks and load
-/// the next block's first rows across the block boundary; 256 invocations for rows of 129..=256
-/// chunks, 128 for shorter ones; a last block cut short by N; bias; M = 3 and 8 (the
-/// workgroups split over the activation rows, 88 and 33 per row) and leading dims.
+/// The persistent int8 GEMVs (one wave of workgroups walking the row blocks): more blocks
+/// than workgroups, so that workgroups walk several blocks and load the next block's first
+/// rows across the block boundary; at M = 1 over 129..=256 chunks the half-chunk form (512
+/// invocations; K = 8000: a last chunk of 32 codes inside K, gs = 64: a scale per two
+/// chunks), elsewhere 256 invocations of a chunk each for rows of 129..=256 chunks, 128 for
+/// shorter ones; a last block cut short by N; bias; M = 3 and 8 (the workgroups split over
+/// the activation rows, 88 and 33 per row) and leading dims.
 #[test]
 fn persistent_gemv_walks_row_blocks() {
     let be = backend();
     let dp4 = be.device_caps().integer_dot_product;
-    // 264 workgroups of 256 for 563 blocks of 8 rows; 528 of 128 for 1063 blocks.
+    let half = be.device_caps().max_workgroup_invocations >= 512;
+    // 264 workgroups (of 512 invocations at M = 1, 256 at M > 1) for 563 blocks of 8 rows;
+    // 528 of 128 for 1063 blocks.
     for (seed, lead, k, n, gs, kernel) in [
-        (1400, &[1][..], 4160, 4500, 32, "gemv_wide_dp4_persist"),
+        (
+            1400,
+            &[1][..],
+            4160,
+            4500,
+            32,
+            if half {
+                "gemv_half_n512"
+            } else {
+                "gemv_wide_dp4_persist"
+            },
+        ),
+        (
+            1404,
+            &[1][..],
+            8000,
+            2300,
+            64,
+            if half {
+                "gemv_half_n512"
+            } else {
+                "gemv_wide_dp4_persist"
+            },
+        ),
         (1401, &[1][..], 4096, 8500, 64, "gemv_wide_dp4_persist_n128"),
         (1402, &[3][..], 4160, 1500, 32, "gemv_wide_dp4_persist"),
         (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_dp4_persist"),
@@ -956,12 +997,19 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
     }
     let mut d = g.load(be, &specs).unwrap();
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
-    // pre-pass makes the limbs of every row); the float forms leave M > 1 to the lane groups.
-    let int8 = m1_kernel.contains("dp4");
+    // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
+    // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
+    let half = m1_kernel == "gemv_half_n512";
+    let int8 = m1_kernel.contains("dp4") || half;
+    let small_m = if half {
+        "gemv_wide_dp4_persist"
+    } else {
+        m1_kernel
+    };
     for (m, kernel) in [
         (1, m1_kernel),
-        (2, if int8 { m1_kernel } else { "gemv_m2" }),
-        (3, if int8 { m1_kernel } else { "gemv_m4" }),
+        (2, if int8 { small_m } else { "gemv_m2" }),
+        (3, if int8 { small_m } else { "gemv_m4" }),
         (1, m1_kernel),
     ] {
         let x = rng.floats(m * k, -1.0, 1.0);
@@ -1341,6 +1389,7 @@ fn non_finite_activations_never_come_out_finite() {
         "wide_dp4",
         "wide_dp4_pre",
         "wide_dp4_persist",
+        "half",
     ];
     for form in forms {
         for bad in [f32::INFINITY, f32::NAN] {

@@ -17,7 +17,9 @@
 //!   packed dot products:
 //!   - rows of <= 256 chunks (K <= 8192): `_dp4_persist` (`_n128` for <= 128 chunks), one
 //!     chunk per invocation, its limbs made once per workgroup, and one wave of
-//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the blocks of 8 rows;
+//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the blocks of 8 rows; at M = 1
+//!     over 129..256 chunks `q4_linear_gemv_half_n512` instead (half a chunk per invocation,
+//!     512 invocations, two workgroups per SM at 61 registers) where 512 invocations fit;
 //!   - longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs from a
 //!     `q4_act_limbs` node once N * Kpad >= 2^27.
 //!
@@ -26,7 +28,7 @@
 //!   block and row, the rows of a block next to each other), each row's pass over the weight
 //!   shared through L2.
 //!
-//!   Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4|wide_dp4_pre|wide_dp4_persist`
+//!   Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4|wide_dp4_pre|wide_dp4_persist|half`
 //!   forces a choice.
 //! - forward, M <= 8 otherwise (short rows, or no int8 form): `q4_linear_gemv_m{1,2,4,8}`
 //!   (smallest MT >= M): LANES
@@ -209,7 +211,8 @@ enum Kernel {
     /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
     /// block (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
     /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
-    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
+    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks;
+    /// NT = [`HALF_GEMV_LOCAL`]: its half-chunk form `q4_linear_gemv_half_n512` (M = 1).
     GemvWide { dp4: bool, persist: u32 },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
@@ -294,8 +297,17 @@ fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
 fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Kernel>) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
-        // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows.
-        (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
+        // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows; the
+        // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
+        // form at M >= 2 (faster there: docs/performance.md, session 5).
+        (2..=8, Some(Kernel::GemvWide { dp4: true, persist })) => Kernel::GemvWide {
+            dp4: true,
+            persist: if persist == HALF_GEMV_LOCAL {
+                256
+            } else {
+                persist
+            },
+        },
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
@@ -337,6 +349,11 @@ fn limbs_prepass(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 
 /// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
 const WIDE_GEMV_ROWS: usize = 16;
+/// Invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half_n512`): half a chunk
+/// each over rows of 129..256 chunks; at 61 registers two workgroups share an SM of an H200
+/// (8192^2: 16.1 us against the 256-invocation form's 17.5).
+const HALF_GEMV_LOCAL: u32 = 512;
+
 /// Rows per block of the persistent wide GEMV (its manifest `RW`): 8 rows need 94 registers
 /// against 16 rows' 110, and ran ~1% faster on an H200 (17.5 / 44.0 us against 17.7 / 44.5
 /// at 8192^2 / N = 28672, K = 8192).
@@ -347,7 +364,7 @@ const PERSISTENT_GEMV_ROWS: usize = 8;
 /// device has packed int8 dot products and every scale group is a power-of-two number of
 /// 32-code chunks (or one group spans the row); the float form serves every group size.
 /// Compile spec [`Q4_GEMV_SPEC`], else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
-/// `wide_dp4_pre` overrides the choice (tests, benchmarks).
+/// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
 fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let kpad = q.kpad;
     let dp4_ok = groups_are_whole_chunks(q) && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
@@ -360,12 +377,20 @@ fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
         _ => 0,
     };
     let persist = if dp4_ok { persist_local } else { 0 };
+    // The half-chunk form for rows of 129..256 chunks, where 512 invocations fit.
+    let caps = g.caps();
+    let half_ok = persist == 256
+        && caps.max_workgroup_invocations >= HALF_GEMV_LOCAL
+        && caps.max_workgroup_size[0] >= HALF_GEMV_LOCAL
+        && g.shader_supported(ShaderId::Q4LinearGemvHalfN512);
     let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
     match forced_gemv(g).as_deref() {
         Some("lanes") => None,
         Some("wide") => Some(wide(false, 0)),
         Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
         Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
+        Some("half") if half_ok => Some(wide(true, HALF_GEMV_LOCAL)),
+        _ if half_ok => Some(wide(true, HALF_GEMV_LOCAL)),
         _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
@@ -616,6 +641,13 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
         (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
         (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
+        (
+            Kernel::GemvWide {
+                persist: HALF_GEMV_LOCAL,
+                ..
+            },
+            _,
+        ) => ShaderId::Q4LinearGemvHalfN512,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
@@ -1070,7 +1102,14 @@ fn global(
         // Workgroups per activation row times M; one grid row (the shader derives the
         // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
-            let target = persistent_gemv_target() * (LOCAL / persist) as usize;
+            // Two 256-invocation workgroups per SM (94 registers), four of 128; the
+            // half-chunk form's 512 at 61 registers also fit two.
+            let per_sm_scale = if persist == HALF_GEMV_LOCAL {
+                1
+            } else {
+                (LOCAL / persist) as usize
+            };
+            let target = persistent_gemv_target() * per_sm_scale;
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
         }
@@ -1589,6 +1628,22 @@ mod tests {
             for m in [1, 2, 5, 8] {
                 assert_eq!(forward_kernel(m, 64, k, true, Some(wide)), wide, "M = {m}");
             }
+        }
+        // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
+        let half = Kernel::GemvWide {
+            dp4: true,
+            persist: HALF_GEMV_LOCAL,
+        };
+        assert_eq!(forward_kernel(1, 64, k, true, Some(half)), half);
+        for m in [2, 5, 8] {
+            assert_eq!(
+                forward_kernel(m, 64, k, true, Some(half)),
+                Kernel::GemvWide {
+                    dp4: true,
+                    persist: 256
+                },
+                "M = {m}"
+            );
         }
         let float = Kernel::GemvWide {
             dp4: false,

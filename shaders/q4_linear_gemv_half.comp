@@ -1,0 +1,156 @@
+#version 450
+// 4-bit weight-only linear for M = 1 over rows of 129..256 chunks (K <= 8192), int8 dot
+// products, fp32 in and out:
+//   out[n] = sum_k x[k] * (code(n,k) - 8) * s[n][k / gs]  (+ bias[n])
+// over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32 word; see
+// q4_pack_weights.comp) and fp32 scales s[n][g], groups of whole chunks (gs a power-of-two
+// multiple of 32, or one group per row).
+//
+// The persistent GEMV of q4_linear_gemv_wide.comp with half a chunk (16 codes, a uvec2 per
+// row) per invocation and NT = 512 invocations: the activation limbs of an invocation are
+// made from 16 activations instead of 32, and at 61 registers two workgroups of 512 share
+// an SM, 32 warps against the 256-invocation form's 16 (94 registers). H200, 8192^2: 16.1 us
+// against 17.5 (docs/performance.md, session 5). At M >= 2 the wide form stays faster.
+//
+// A wave of workgroups walks the blocks of RW rows (wg, wg + workgroups, ...), rows in
+// batches of UR whose weights and scales are loaded together, the next batch before the
+// current one is used (the first before the activations are read). Each block's NT partial
+// sums per row meet in shared memory in a fixed order.
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_spirv_intrinsics : require
+#include "common.glsl"
+// OpSDotKHR over two words of 4 signed 8-bit lanes (see q4_linear_gemv_wide.comp).
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal uint fmt);
+#define LIMB_WORDS 2
+#include "q4_limbs.glsl"
+
+#ifndef NT
+#define NT 512  // local size (the runtime launches this kernel with NT x 1 x 1)
+#endif
+#define RW 8  // rows per block
+#define UR 4  // rows per batch of loads
+#define SEGS (NT / RW)
+
+layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+layout(set = 0, binding = 1) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+
+layout(push_constant) uniform Params {
+  uint M;         // activation rows (1 here; the push constants of the wide GEMVs)
+  uint N;         // output features
+  uint K;         // activation row length (<= Kpad)
+  uint KC;        // uvec4 chunks per weight row (Kpad / 32)
+  uint G;         // scale groups per row
+  uint gs;        // group size
+  uint has_bias;
+  uint gshift;    // log2(gs / 8) (>= 2 here), or 0xFFFFFFFF when G == 1
+} p;
+
+shared float red[RW * NT];
+shared float red2[RW * SEGS];
+
+// Rows nb .. nb + UR - 1 of half chunk h: weights and scales, clamped rows (rows past N are
+// computed from row N - 1 and never written; no select on a loaded value, which would make
+// the warp wait for the load where it is issued).
+void load_batch(uint h, uint nb, uint gc, out uvec2 wv[UR], out float sb[UR]) {
+  [[unroll]] for (uint u = 0u; u < UR; ++u) {
+    const uint n = min(nb + u, p.N - 1u);
+    wv[u] = w2[n * (2u * p.KC) + h];
+    sb[u] = s[n * p.G + gc];
+  }
+}
+
+// A row's half chunk against the half chunk's limbs: 12 packed dot products in three
+// independent chains, combined in int32 (|sum| < 2^31: 16 * 127 * 15 * 2^14 + ...), with
+// the codes' -8 of all three limbs in `lsumc`; one conversion.
+float row_dot(uvec2 w, uint le[3][2], uint lo[3][2], int lsumc, float unit) {
+  int i0 = 0, i1 = 0, i2 = 0;
+  [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+    const uint ev = w[j] & 0x0F0F0F0Fu, od = (w[j] >> 4) & 0x0F0F0F0Fu;
+    i0 += sdot4x8(le[0][j], ev, 0) + sdot4x8(lo[0][j], od, 0);
+    i1 += sdot4x8(le[1][j], ev, 0) + sdot4x8(lo[1][j], od, 0);
+    i2 += sdot4x8(le[2][j], ev, 0) + sdot4x8(lo[2][j], od, 0);
+  }
+  return float((i0 * 128 + i1) * 128 + i2 - lsumc) * unit;
+}
+
+// Two-stage sum of each row's NT partials (stage 1: SEGS invocations per row each sum every
+// SEGS-th partial, no bank conflicts; stage 2: one invocation per row). Fixed order.
+void sum_and_write(float acc[RW], uint n0, uint t) {
+  [[unroll]] for (uint r = 0u; r < RW; ++r) red[r * NT + t] = acc[r];
+  barrier();
+  {
+    const uint o = t / SEGS, seg = t % SEGS;
+    float v = 0.0;
+    [[unroll]] for (uint i = 0u; i < NT / SEGS; ++i) v += red[o * NT + seg + SEGS * i];
+    red2[o * SEGS + seg] = v;
+  }
+  barrier();
+  if (t < RW) {
+    const uint n = n0 + t;
+    if (n < p.N) {
+      float v = 0.0;
+      for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
+      if (p.has_bias != 0u) v += bias[n];
+      outp[n] = v;
+    }
+  }
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+  const uint nblocks = (p.N + RW - 1u) / RW;
+  // Whole workgroups leave: no barrier is skipped by part of one.
+  if (wg >= nblocks) return;
+  // Invocations past the row's half chunks hold a copy of the last one and count zero.
+  const uint h = min(t, 2u * p.KC - 1u);
+  const uint k0 = h * 16u;
+  const uint gc = p.G == 1u ? 0u : min((h >> 1) >> (p.gshift - 2u), p.G - 1u);
+  uvec2 wv[UR];
+  float sb[UR];
+  uint b = wg;
+  load_batch(h, b * RW, gc, wv, sb);
+  vec4 xv[4];
+  if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = x4[(k0 >> 2) + i];
+  } else {
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      const uint k = k0 + 4u * i;
+      xv[i] = vec4(k < p.K ? x[k] : 0.0, k + 1u < p.K ? x[k + 1u] : 0.0,
+                   k + 2u < p.K ? x[k + 2u] : 0.0, k + 3u < p.K ? x[k + 3u] : 0.0);
+    }
+  }
+  uint le[3][2], lo[3][2];
+  int lsum[3];
+  float unit;
+  make_limbs(xv, le, lo, lsum, unit);
+  const int lsumc = 8 * (lsum[0] * 16384 + lsum[1] * 128 + lsum[2]);
+  // In units of the last limb (2^-14: exact).
+  unit = t < 2u * p.KC ? unit * 0.00006103515625 : 0.0;
+  for (;;) {
+    const uint n0 = b * RW;
+    const uint bn = b + nwg;
+    float acc[RW];
+    [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
+      uvec2 wn[UR];
+      float sn[UR];
+      if (r0 + UR < RW) {
+        load_batch(h, n0 + r0 + UR, gc, wn, sn);
+      } else if (bn < nblocks) {
+        load_batch(h, bn * RW, gc, wn, sn);
+      }
+      [[unroll]] for (uint u = 0u; u < UR; ++u) acc[r0 + u] = row_dot(wv[u], le, lo, lsumc, unit) * sb[u];
+      wv = wn;
+      sb = sn;
+    }
+    sum_and_write(acc, n0, t);
+    if (bn >= nblocks) break;
+    b = bn;
+  }
+}
