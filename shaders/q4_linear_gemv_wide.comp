@@ -20,7 +20,9 @@
 //   ceiling).
 // - DP4 + PERSIST (rows of at most NT chunks): one chunk per invocation, its limbs made once;
 //   a wave of workgroups walks the blocks of RW (8) rows. H200: 17.5 us at 8192^2, 44.0 us at
-//   28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table).
+//   28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table). At M = 1 over
+//   129..256 chunks q4_linear_gemv_half.comp (half a chunk per invocation) is faster and
+//   takes over; this form serves M = 2..8 there and rows of <= 128 chunks.
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
