@@ -25,7 +25,8 @@ use crate::error::CliError;
 pub struct BenchArgs {
     /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
     /// `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
-    /// vs its forward pass).
+    /// vs its forward pass), `coopmat` (fp16 GEMM through NV cooperative matrices: M x K
+    /// times K x N, checked against f64).
     pub op: String,
     /// Activation rows.
     #[arg(long, default_value_t = 1)]
@@ -132,6 +133,36 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     let ceiling_bytes = args.ceiling_mib << 20;
     let read = read_ceiling(&backend, ceiling_bytes, 20)?;
     print_ceiling("read ceiling", &read);
+    if args.op == "coopmat" {
+        let (m, n, k) = (args.m, args.n, args.k);
+        let to_u32 = |v: usize, what: &str| {
+            u32::try_from(v)
+                .map_err(|_| CliError(format!("bench coopmat: --{what} {v} is too large")))
+        };
+        let r = etvk_runtime::bench::coopmat_gemm(
+            &backend,
+            to_u32(m, "m")?,
+            to_u32(n, "n")?,
+            to_u32(k, "k")?,
+            args.iters as u32,
+        )?;
+        outln!(
+            "coopmat f16 GEMM M={m} N={n} K={k}, tile {}: {:.1} us, {:.1} TFLOP/s, worst error {:.2e}",
+            r.shape,
+            r.median_us,
+            r.tflops,
+            r.worst_err
+        );
+        // fp16 operands, fp32 accumulation (not IEEE-exact inside the tensor cores): the
+        // error grows with K; H200: 7.2e-6 at K = 384, 1.3e-4 at 4096, 3.6e-4 at 8192.
+        if r.worst_err > coopmat_tolerance(k) {
+            return Err(CliError(format!(
+                "bench coopmat: outputs differ from the f64 reference (worst error {:.2e})",
+                r.worst_err
+            )));
+        }
+        return Ok(());
+    }
     if args.op == "read" {
         let words = etvk_runtime::bench::read_words(&backend, ceiling_bytes, 20)?;
         print_ceiling("read, u32 loads", &words);
@@ -145,7 +176,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         }
         "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
         other => Err(CliError(format!(
-            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step)"
+            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step, lora_step, coopmat)"
         ))),
     }
 }
@@ -473,4 +504,10 @@ fn bench_adamw(
         gbps / copy.gbps
     );
     Ok(())
+}
+
+/// Largest accepted error of the cooperative-matrix GEMM against f64 (relative to
+/// max(|ref|, 1)): two 2^-24 (one f32::EPSILON) per accumulated product.
+fn coopmat_tolerance(k: usize) -> f64 {
+    k as f64 * f64::from(f32::EPSILON)
 }

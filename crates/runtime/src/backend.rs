@@ -35,9 +35,9 @@ fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
             caps.integer_dot_product,
             "VK_KHR_shader_integer_dot_product",
         ),
-        // Detected but not enabled yet: shaders using them are refused.
+        // KHR: detected, not enabled (Debian's glslang cannot emit it): shaders refused.
         Feature::CooperativeMatrixKhr => (false, "VK_KHR_cooperative_matrix"),
-        Feature::CooperativeMatrixNv => (false, "VK_NV_cooperative_matrix"),
+        Feature::CooperativeMatrixNv => (caps.cooperative_matrix_nv, "VK_NV_cooperative_matrix"),
     }
 }
 

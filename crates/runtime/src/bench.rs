@@ -145,3 +145,163 @@ pub fn read_words(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth>
 pub fn copy_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
     stream(backend, ShaderId::BenchCopy, bytes, reps, 1)
 }
+
+/// A tensor-core GEMM measured by [`coopmat_gemm`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoopMatGemm {
+    /// The cooperative-matrix shape used (`MxNxK types`).
+    pub shape: String,
+    /// Median GPU time of one GEMM, microseconds.
+    pub median_us: f64,
+    /// `2 M N K / median` in TFLOP/s.
+    pub tflops: f64,
+    /// Largest `|got - ref| / max(|ref|, 1)` over every output, against an f64 product of
+    /// the same fp16-rounded operands.
+    pub worst_err: f64,
+}
+
+/// `D = A * B` (fp16 operands, fp32 accumulate) through NV cooperative matrices
+/// (`coopmat_gemm_f16`): proves that the device's tensor-core path works and times its plain
+/// form. M, N, K must be multiples of the device's f16*f16+f32->f32 tile.
+pub fn coopmat_gemm(backend: &Backend, m: u32, n: u32, k: u32, reps: u32) -> Result<CoopMatGemm> {
+    let inner = backend.inner();
+    let ctx = &inner.ctx;
+    let caps = ctx.caps();
+    if !caps.timestamps {
+        return Err(unsupported(format!(
+            "{}: the compute queue has no timestamps",
+            ctx.description()
+        )));
+    }
+    let shape = caps
+        .cooperative_matrix_nv_shapes
+        .iter()
+        .find(|s| s.types == "f16*f16+f32->f32")
+        .cloned()
+        .ok_or_else(|| {
+            unsupported(format!(
+                "{}: no NV cooperative matrix with f16 operands and f32 accumulate",
+                ctx.description()
+            ))
+        })?;
+    let fits = |v: u32, t: u32| v > 0 && t > 0 && v.is_multiple_of(t);
+    if !(fits(m, shape.m) && fits(n, shape.n) && fits(k, shape.k)) {
+        return Err(unsupported(format!(
+            "coopmat GEMM: M = {m}, N = {n}, K = {k} must be positive multiples of the tile {shape}"
+        )));
+    }
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    // Operands in [-1, 1] from a fixed LCG, rounded to fp16 once (the reference uses the
+    // rounded values, so only the accumulation is compared).
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        crate::dtype::f32_to_f16(((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+    };
+    let a: Vec<u16> = (0..mu * ku).map(|_| next()).collect();
+    let b: Vec<u16> = (0..ku * nu).map(|_| next()).collect();
+    let bytes = |v: &[u16]| v.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
+    let (a_bytes, b_bytes) = (bytes(&a), bytes(&b));
+    let up_a = Buffer::new(ctx, a_bytes.len() as u64, MemoryKind::Upload)?;
+    let up_b = Buffer::new(ctx, b_bytes.len() as u64, MemoryKind::Upload)?;
+    up_a.write(0, &a_bytes)?;
+    up_b.write(0, &b_bytes)?;
+    let dev_a = Buffer::new(ctx, a_bytes.len() as u64, MemoryKind::DeviceLocal)?;
+    let dev_b = Buffer::new(ctx, b_bytes.len() as u64, MemoryKind::DeviceLocal)?;
+    let d_bytes = (mu * nu * 4) as u64;
+    let dev_d = Buffer::new(ctx, d_bytes, MemoryKind::DeviceLocal)?;
+    let back = Buffer::new(ctx, d_bytes, MemoryKind::Readback)?;
+    let pipeline = inner.pipeline(
+        ShaderId::CoopmatGemmF16,
+        [128, 1, 1],
+        &[shape.m, shape.n, shape.k],
+    )?;
+    let mut pool = DescriptorPool::new(ctx, 1, 3)?;
+    let set = pool.allocate(&pipeline, &[&dev_d, &dev_a, &dev_b])?;
+    let push: Vec<u8> = [m, n, k].iter().flat_map(|v| v.to_le_bytes()).collect();
+    // One subgroup per tile; 128 invocations hold 128 / subgroup-size subgroups.
+    let per_group = (128 / caps.subgroup_size.max(1)).max(1);
+    let tiles = (m / shape.m) * (n / shape.n);
+    let groups = tiles.div_ceil(per_group);
+    let grid = if groups <= 65535 {
+        [groups, 1, 1]
+    } else {
+        [65535, groups.div_ceil(65535), 1]
+    };
+    let warmup = 2u32;
+    let total = warmup + reps.max(1);
+    let queries = QueryPool::new(ctx, 2 * total)?;
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    cb.reset_queries(&queries, 0, 2 * total)?;
+    cb.copy(&up_a, 0, &dev_a, 0, a_bytes.len() as u64)?;
+    cb.copy(&up_b, 0, &dev_b, 0, b_bytes.len() as u64)?;
+    cb.barrier(Access::Transfer, Access::Compute)?;
+    for r in 0..total {
+        cb.timestamp(&queries, 2 * r)?;
+        cb.dispatch(&pipeline, set, &push, grid)?;
+        cb.barrier(Access::Compute, Access::Compute)?;
+        cb.timestamp(&queries, 2 * r + 1)?;
+    }
+    cb.barrier(Access::Compute, Access::Transfer)?;
+    cb.copy(&dev_d, 0, &back, 0, d_bytes)?;
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(Duration::from_secs(120), "cooperative-matrix GEMM")?;
+    let ticks = queries.read(0, 2 * total)?;
+    let period = f64::from(caps.timestamp_period_ns);
+    let times: Vec<f64> = (warmup..total)
+        .map(|r| {
+            let (t0, t1) = (ticks[2 * r as usize], ticks[2 * r as usize + 1]);
+            t1.wrapping_sub(t0) as f64 * period / 1e3
+        })
+        .collect();
+    let median_us = median(&times);
+    let mut out = vec![0u8; d_bytes as usize];
+    back.read(0, &mut out)?;
+    let af: Vec<f64> = a
+        .iter()
+        .map(|&h| f64::from(crate::dtype::f16_to_f32(h)))
+        .collect();
+    let bf: Vec<f64> = b
+        .iter()
+        .map(|&h| f64::from(crate::dtype::f16_to_f32(h)))
+        .collect();
+    // Every output of small products, 4096 sampled ones of large products (each costs K
+    // multiply-adds here).
+    let outputs = mu * nu;
+    let checked: Vec<usize> = if outputs * ku <= 1 << 28 {
+        (0..outputs).collect()
+    } else {
+        (0..4096u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as usize % outputs)
+            .collect()
+    };
+    let mut worst = 0.0f64;
+    for idx in checked {
+        let (i, j) = (idx / nu, idx % nu);
+        let want: f64 = (0..ku).map(|l| af[i * ku + l] * bf[l * nu + j]).sum();
+        let o = 4 * idx;
+        let got = f64::from(f32::from_le_bytes([
+            out[o],
+            out[o + 1],
+            out[o + 2],
+            out[o + 3],
+        ]));
+        let e = (got - want).abs() / want.abs().max(1.0);
+        worst = if e.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(e)
+        };
+    }
+    Ok(CoopMatGemm {
+        shape: shape.to_string(),
+        median_us,
+        tflops: 2.0 * f64::from(m) * f64::from(n) * f64::from(k) / (median_us * 1e-6) / 1e12,
+        worst_err: worst,
+    })
+}

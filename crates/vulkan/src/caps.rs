@@ -49,6 +49,26 @@ impl DeviceType {
     }
 }
 
+/// One cooperative-matrix shape: D (M x N) = A (M x K) * B (K x N) + C, with the component
+/// types written `a*b+c->d` (`f16*f16+f32->f32`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoopMatShape {
+    /// Rows of A, C and D.
+    pub m: u32,
+    /// Columns of B, C and D.
+    pub n: u32,
+    /// Columns of A, rows of B.
+    pub k: u32,
+    /// Component types, `a*b+c->d`.
+    pub types: String,
+}
+
+impl std::fmt::Display for CoopMatShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{} {}", self.m, self.n, self.k, self.types)
+    }
+}
+
 /// Features (all enabled on the device when present) and limits that kernels care about.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceCaps {
@@ -70,8 +90,11 @@ pub struct DeviceCaps {
     pub subgroup_size: u32,
     /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
     pub cooperative_matrix_khr: bool,
-    /// `VK_NV_cooperative_matrix` is available (detected; not enabled yet).
+    /// `VK_NV_cooperative_matrix` with its `cooperativeMatrix` feature: enabled on the
+    /// device when present (shaders declaring the capability need it).
     pub cooperative_matrix_nv: bool,
+    /// The NV cooperative matrix shapes the device offers (subgroup scope).
+    pub cooperative_matrix_nv_shapes: Vec<CoopMatShape>,
     /// `VK_KHR_shader_integer_dot_product` available and enabled.
     pub integer_dot_product: bool,
     /// `shaderDenormPreserveFloat32`: shaders may ask that fp32 denormals be kept (not
@@ -134,7 +157,16 @@ impl DeviceCaps {
             ),
             (
                 "cooperative_matrix_nv".into(),
-                v(self.cooperative_matrix_nv),
+                if self.cooperative_matrix_nv_shapes.is_empty() {
+                    v(self.cooperative_matrix_nv)
+                } else {
+                    let shapes: Vec<String> = self
+                        .cooperative_matrix_nv_shapes
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                    format!("{} ({})", v(self.cooperative_matrix_nv), shapes.join("; "))
+                },
             ),
             ("subgroup_size".into(), self.subgroup_size.to_string()),
             (

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
-use crate::caps::{DeviceCaps, DeviceType};
+use crate::caps::{CoopMatShape, DeviceCaps, DeviceType};
 use crate::error::{VkError, VkResult};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -203,7 +203,73 @@ fn compute_queue_family(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Opt
     pick.map(|(i, f)| (i as u32, f.timestamp_valid_bits))
 }
 
-fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> PhysicalDeviceInfo {
+/// Short name of a cooperative-matrix component type.
+fn component_name(t: vk::ComponentTypeNV) -> String {
+    match t {
+        vk::ComponentTypeNV::FLOAT16 => "f16".into(),
+        vk::ComponentTypeNV::FLOAT32 => "f32".into(),
+        vk::ComponentTypeNV::FLOAT64 => "f64".into(),
+        vk::ComponentTypeNV::SINT8 => "s8".into(),
+        vk::ComponentTypeNV::SINT16 => "s16".into(),
+        vk::ComponentTypeNV::SINT32 => "s32".into(),
+        vk::ComponentTypeNV::SINT64 => "s64".into(),
+        vk::ComponentTypeNV::UINT8 => "u8".into(),
+        vk::ComponentTypeNV::UINT16 => "u16".into(),
+        vk::ComponentTypeNV::UINT32 => "u32".into(),
+        vk::ComponentTypeNV::UINT64 => "u64".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The NV cooperative matrix shapes of `pd` (subgroup scope only: the one GLSL exposes).
+fn cooperative_matrix_nv_shapes(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> Vec<CoopMatShape> {
+    let loader = ash::nv::cooperative_matrix::Instance::new(entry, instance);
+    let f = loader
+        .fp()
+        .get_physical_device_cooperative_matrix_properties_nv;
+    let mut count = 0u32;
+    // SAFETY: `pd` belongs to `instance`, which has the extension's instance function loaded
+    // (the caller checked that the device offers VK_NV_cooperative_matrix); a null array
+    // asks for the count only.
+    if unsafe { f(pd, &mut count, std::ptr::null_mut()) } != vk::Result::SUCCESS || count == 0 {
+        return Vec::new();
+    }
+    let mut props = vec![vk::CooperativeMatrixPropertiesNV::default(); count as usize];
+    // SAFETY: `props` holds `count` default-initialized structs (sType set), as the call
+    // requires; it writes at most `count`.
+    let r = unsafe { f(pd, &mut count, props.as_mut_ptr()) };
+    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+        return Vec::new();
+    }
+    props.truncate(count as usize);
+    props
+        .iter()
+        .filter(|p| p.scope == vk::ScopeNV::SUBGROUP)
+        .map(|p| CoopMatShape {
+            m: p.m_size,
+            n: p.n_size,
+            k: p.k_size,
+            types: format!(
+                "{}*{}+{}->{}",
+                component_name(p.a_type),
+                component_name(p.b_type),
+                component_name(p.c_type),
+                component_name(p.d_type)
+            ),
+        })
+        .collect()
+}
+
+fn describe(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    index: usize,
+) -> PhysicalDeviceInfo {
     let exts = device_extensions(instance, pd);
     let has_ext = |name: &CStr| exts.iter().any(|e| e.as_c_str() == name);
 
@@ -221,12 +287,24 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> P
 
     let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let coop_nv_ext = has_ext(ash::nv::cooperative_matrix::NAME);
+    let mut coop_nv = vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default();
     let mut feats2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut f11)
         .push_next(&mut f12);
-    // SAFETY: as above.
+    if coop_nv_ext {
+        feats2 = feats2.push_next(&mut coop_nv);
+    }
+    // SAFETY: as above; the cooperative-matrix struct is chained only when the device
+    // offers its extension.
     unsafe { instance.get_physical_device_features2(pd, &mut feats2) };
     let base = feats2.features;
+    let coop_nv_ok = coop_nv_ext && coop_nv.cooperative_matrix == vk::TRUE;
+    let coop_nv_shapes = if coop_nv_ok {
+        cooperative_matrix_nv_shapes(entry, instance, pd)
+    } else {
+        Vec::new()
+    };
 
     let name = props
         .device_name_as_c_str()
@@ -254,7 +332,8 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> P
         storage_buffer_8bit: f12.storage_buffer8_bit_access == vk::TRUE,
         subgroup_size: p11.subgroup_size,
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
-        cooperative_matrix_nv: has_ext(ash::nv::cooperative_matrix::NAME),
+        cooperative_matrix_nv: coop_nv_ok,
+        cooperative_matrix_nv_shapes: coop_nv_shapes,
         integer_dot_product: integer_dot,
         denorm_preserve_float32: p12.shader_denorm_preserve_float32 == vk::TRUE,
         max_workgroup_count: limits.max_compute_work_group_count,
@@ -330,6 +409,7 @@ fn select(infos: &mut [PhysicalDeviceInfo], selector: Option<&str>) -> VkResult<
 }
 
 fn enumerate(
+    entry: &ash::Entry,
     instance: &ash::Instance,
 ) -> VkResult<(Vec<vk::PhysicalDevice>, Vec<PhysicalDeviceInfo>)> {
     // SAFETY: plain enumeration on a live instance.
@@ -338,7 +418,7 @@ fn enumerate(
     let infos = pds
         .iter()
         .enumerate()
-        .map(|(i, pd)| describe(instance, *pd, i))
+        .map(|(i, pd)| describe(entry, instance, *pd, i))
         .collect();
     Ok((pds, infos))
 }
@@ -347,7 +427,7 @@ fn enumerate(
 pub fn list_physical_devices(selector: Option<&str>) -> VkResult<Vec<PhysicalDeviceInfo>> {
     let entry = load_entry()?;
     let instance = create_instance(&entry, false)?;
-    let result = enumerate(&instance).map(|(_, mut infos)| {
+    let result = enumerate(&entry, &instance).map(|(_, mut infos)| {
         // A selector that matches nothing still lists the devices (none marked).
         let _ = select(&mut infos, selector);
         infos
@@ -408,7 +488,7 @@ impl Context {
                     instance.destroy_instance(None);
                 }
             };
-        let (pds, mut infos) = match enumerate(&instance) {
+        let (pds, mut infos) = match enumerate(&entry, &instance) {
             Ok(v) => v,
             Err(e) => {
                 destroy_instance(debug);
@@ -583,6 +663,8 @@ fn create_device(
         .storage_buffer8_bit_access(caps.storage_buffer_8bit);
     let mut dot = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default()
         .shader_integer_dot_product(true);
+    let mut coop_nv =
+        vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
     let mut ext_names: Vec<*const std::ffi::c_char> = Vec::new();
     let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
@@ -592,6 +674,10 @@ fn create_device(
     if caps.integer_dot_product {
         ext_names.push(ash::khr::shader_integer_dot_product::NAME.as_ptr());
         info = info.push_next(&mut dot);
+    }
+    if caps.cooperative_matrix_nv {
+        ext_names.push(ash::nv::cooperative_matrix::NAME.as_ptr());
+        info = info.push_next(&mut coop_nv);
     }
     let mut stats = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
         .pipeline_executable_info(true);

@@ -17,7 +17,7 @@ mod error;
 mod memory;
 mod pipeline;
 
-pub use caps::{DeviceCaps, DeviceType};
+pub use caps::{CoopMatShape, DeviceCaps, DeviceType};
 pub use command::{Access, CommandBuffer, Fence, QueryPool};
 pub use context::{list_physical_devices, Context, ContextOptions, PhysicalDeviceInfo};
 pub use error::{VkError, VkResult};
