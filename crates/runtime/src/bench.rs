@@ -36,6 +36,48 @@ pub fn median(values: &[f64]) -> f64 {
 /// Working set of the rotating read: above the H200's 60 MB L2 several times over.
 const ROTATING_SET_BYTES: u64 = 256 << 20;
 
+/// Benchmarks time with GPU timestamps: refused on queues without them.
+fn require_timestamps(ctx: &etvk_vulkan::Context) -> Result<()> {
+    if ctx.caps().timestamps {
+        Ok(())
+    } else {
+        Err(unsupported(format!(
+            "{}: the compute queue has no timestamps",
+            ctx.description()
+        )))
+    }
+}
+
+/// Record `total` repetitions of `dispatch`, each between timestamps 2r and 2r + 1 and
+/// followed by a full compute barrier (so that repetitions do not overlap).
+fn record_timed(
+    cb: &mut CommandBuffer,
+    queries: &QueryPool,
+    total: u32,
+    mut dispatch: impl FnMut(&mut CommandBuffer, u32) -> etvk_vulkan::VkResult<()>,
+) -> Result<()> {
+    for r in 0..total {
+        cb.timestamp(queries, 2 * r)?;
+        dispatch(cb, r)?;
+        cb.barrier(Access::Compute, Access::Compute)?;
+        cb.timestamp(queries, 2 * r + 1)?;
+    }
+    Ok(())
+}
+
+/// Median microseconds of repetitions `warmup..total` recorded by [`record_timed`].
+fn timed_median_us(queries: &QueryPool, warmup: u32, total: u32, period_ns: f32) -> Result<f64> {
+    let ticks = queries.read(0, 2 * total)?;
+    let period = f64::from(period_ns);
+    let times: Vec<f64> = (warmup..total)
+        .map(|r| {
+            let (t0, t1) = (ticks[2 * r as usize], ticks[2 * r as usize + 1]);
+            t1.wrapping_sub(t0) as f64 * period / 1e3
+        })
+        .collect();
+    Ok(median(&times))
+}
+
 fn stream(
     backend: &Backend,
     shader: ShaderId,
@@ -46,12 +88,7 @@ fn stream(
     let inner = backend.inner();
     let ctx = &inner.ctx;
     let caps = ctx.caps();
-    if !caps.timestamps {
-        return Err(unsupported(format!(
-            "{}: the compute queue has no timestamps",
-            ctx.description()
-        )));
-    }
+    require_timestamps(ctx)?;
     let bytes = bytes.min(caps.max_storage_buffer_range as u64) / 16 * 16;
     let elem = if shader == ShaderId::BenchReadWords {
         4
@@ -89,30 +126,19 @@ fn stream(
         cb.zero(src)?;
     }
     cb.barrier(Access::Transfer, Access::Compute)?;
-    for r in 0..total {
-        cb.timestamp(&queries, 2 * r)?;
+    record_timed(&mut cb, &queries, total, |cb, r| {
         cb.dispatch(
             &pipeline,
             sets[(r % copies) as usize],
             &push,
             [groups, 1, 1],
-        )?;
-        cb.barrier(Access::Compute, Access::Compute)?;
-        cb.timestamp(&queries, 2 * r + 1)?;
-    }
+        )
+    })?;
     cb.end()?;
     let fence = Fence::new(ctx)?;
     cb.submit(&fence)?;
     fence.wait_and_reset(Duration::from_secs(120), "bandwidth benchmark")?;
-    let ticks = queries.read(0, 2 * total)?;
-    let period = f64::from(caps.timestamp_period_ns);
-    let times: Vec<f64> = (warmup..total)
-        .map(|r| {
-            let (a, b) = (ticks[2 * r as usize], ticks[2 * r as usize + 1]);
-            b.wrapping_sub(a) as f64 * period / 1e3
-        })
-        .collect();
-    let median_us = median(&times);
+    let median_us = timed_median_us(&queries, warmup, total, caps.timestamp_period_ns)?;
     let counted = if copy { 2 * bytes } else { bytes };
     Ok(Bandwidth {
         bytes: counted,
@@ -167,12 +193,7 @@ pub fn coopmat_gemm(backend: &Backend, m: u32, n: u32, k: u32, reps: u32) -> Res
     let inner = backend.inner();
     let ctx = &inner.ctx;
     let caps = ctx.caps();
-    if !caps.timestamps {
-        return Err(unsupported(format!(
-            "{}: the compute queue has no timestamps",
-            ctx.description()
-        )));
-    }
+    require_timestamps(ctx)?;
     let shape = caps
         .cooperative_matrix_nv_shapes
         .iter()
@@ -239,27 +260,16 @@ pub fn coopmat_gemm(backend: &Backend, m: u32, n: u32, k: u32, reps: u32) -> Res
     cb.copy(&up_a, 0, &dev_a, 0, a_bytes.len() as u64)?;
     cb.copy(&up_b, 0, &dev_b, 0, b_bytes.len() as u64)?;
     cb.barrier(Access::Transfer, Access::Compute)?;
-    for r in 0..total {
-        cb.timestamp(&queries, 2 * r)?;
-        cb.dispatch(&pipeline, set, &push, grid)?;
-        cb.barrier(Access::Compute, Access::Compute)?;
-        cb.timestamp(&queries, 2 * r + 1)?;
-    }
+    record_timed(&mut cb, &queries, total, |cb, _| {
+        cb.dispatch(&pipeline, set, &push, grid)
+    })?;
     cb.barrier(Access::Compute, Access::Transfer)?;
     cb.copy(&dev_d, 0, &back, 0, d_bytes)?;
     cb.end()?;
     let fence = Fence::new(ctx)?;
     cb.submit(&fence)?;
     fence.wait_and_reset(Duration::from_secs(120), "cooperative-matrix GEMM")?;
-    let ticks = queries.read(0, 2 * total)?;
-    let period = f64::from(caps.timestamp_period_ns);
-    let times: Vec<f64> = (warmup..total)
-        .map(|r| {
-            let (t0, t1) = (ticks[2 * r as usize], ticks[2 * r as usize + 1]);
-            t1.wrapping_sub(t0) as f64 * period / 1e3
-        })
-        .collect();
-    let median_us = median(&times);
+    let median_us = timed_median_us(&queries, warmup, total, caps.timestamp_period_ns)?;
     let mut out = vec![0u8; d_bytes as usize];
     back.read(0, &mut out)?;
     let af: Vec<f64> = a
