@@ -525,10 +525,22 @@ fn persistent_gemv_target() -> usize {
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
 }
 
-/// Workgroups of the M = 2 wide backward and the staged backward: two per SM (their 64
-/// accumulators per invocation leave no room for a third), or `ETVK_Q4_BWD_WGS`.
+/// Workgroups of the M = 2 wide backward and the staged backward at MT = 4: two per SM
+/// (their 64 accumulators per invocation leave no room for a third), or `ETVK_Q4_BWD_WGS`.
 fn bwd_target_two_per_sm() -> usize {
     wide_bwd_target_override().unwrap_or(WIDE_BWD_TARGET)
+}
+
+/// Workgroups of the staged backward at MT = `mt`: at MT = 8 one per SM (144 registers
+/// leave no room for a second, so 264 ran as two waves: H200 57.9 / 162.9 / 182.4 us at
+/// 8192^2 / N = 28672, K = 8192 / N = 8192, K = 28672 against 53.2 / 156.1 / 175.8 at 132),
+/// at MT = 4 two (100 registers), or `ETVK_Q4_BWD_WGS`.
+fn staged_bwd_target(mt: u32) -> usize {
+    wide_bwd_target_override().unwrap_or(if mt >= 8 {
+        WIDE_BWD_TARGET / 2
+    } else {
+        WIDE_BWD_TARGET
+    })
 }
 
 /// `ETVK_Q4_BWD_WGS`, when set to a positive number (read once per process).
@@ -1507,15 +1519,17 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let wgeo2 = wide_bwd_geometry(n, kc, cw, bwd_target_two_per_sm());
     let wgeo = move |mt: u32| if mt == 2 { wgeo2 } else { wgeo1 };
     // The staged kernel's column blocks are 8 chunks, its stages 128 rows: the wide
-    // geometry's at CW = 8.
-    let sgeo = wide_bwd_geometry(n, kc, 8, bwd_target_two_per_sm());
+    // geometry's at CW = 8 (the same column blocks at either MT: one counter set).
+    let sgeo4 = wide_bwd_geometry(n, kc, 8, staged_bwd_target(4));
+    let sgeo8 = wide_bwd_geometry(n, kc, 8, staged_bwd_target(8));
+    let sgeo = move |mt: u32| if mt >= 8 { sgeo8 } else { sgeo4 };
     let wide_stride = q.kpad;
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
         Kernel::BwdWide { mt, .. } => wgeo(mt)
             .slices
             .saturating_mul(mt as usize)
             .saturating_mul(wide_stride),
-        Kernel::BwdStaged(mt) => sgeo
+        Kernel::BwdStaged(mt) => sgeo(mt)
             .slices
             .saturating_mul(mt as usize)
             .saturating_mul(wide_stride),
@@ -1532,7 +1546,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         .iter()
         .filter_map(|k| match k {
             Kernel::BwdWide { .. } => Some(wgeo1.blocks),
-            Kernel::BwdStaged(_) => Some(sgeo.blocks),
+            Kernel::BwdStaged(mt) => Some(sgeo(*mt).blocks),
             _ => None,
         })
         .max();
@@ -1572,7 +1586,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let launch = match kn {
             Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
             Kernel::BwdWide { mt, .. } => wide_bwd_launch(m, &q, kout, wgeo(mt), false)?,
-            Kernel::BwdStaged(_) => wide_bwd_launch(m, &q, kout, sgeo, true)?,
+            Kernel::BwdStaged(mt) => wide_bwd_launch(m, &q, kout, sgeo(mt), true)?,
             _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))
