@@ -1505,7 +1505,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let wide = wide_backward(g, &q);
     // The staged kernel (M = 3..8, long rows) reads one scale per chunk: groups of whole
     // chunks. H200 (docs/performance.md, session 5): 35.2 / 57.9 us at M = 4 / 8 on 8192^2
-    // against split-N's 62.7 / 89.3, 1.4-1.8x faster on every long-row shape measured.
+    // against split-N's 62.7 / 89.3; 1.3-1.8x faster on every long-row shape measured (run 1).
     let staged = groups_are_whole_chunks(&q);
     // Output columns k (kout of them), reduction over the N weight rows.
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged);
