@@ -9,6 +9,13 @@
 // hi and lo (columns 0 and 1) after a power-of-two scale per (step, chunk) that keeps the
 // largest |c| of the 16 rows in [2^14, 2^15); D = A * B (16 k x 8) is scaled back and added
 // in fp32.
+//
+// Outcome (H200, session 6, docs/performance.md): right (5e-9 at 8192^2) but slow: 44.2 us
+// at 8192^2 against the CUDA-core kernel's 20.7, at its best launch (528-660 workgroups, PF
+// = 4 steps of loads in flight; 1 step: 63 us at 264). Without weight loads 32.4, without
+// the MMAs 30.0, without both 20.4: the per-step skeleton (decode to shared memory, the
+// coefficient split, two barriers per 16 rows) alone costs what the whole CUDA-core kernel
+// does. -DDIAG_NO_LOADS / -DDIAG_NO_MMA build those diagnostics (wrong results).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -20,7 +27,8 @@
 #define NT 256
 #define CB 8           // chunks per column block
 #define KB (CB * 32)   // columns per block (256)
-#define ROWU (KB / 8 + 1)  // uvec4 per shared row of A (8 fp16 each), one of padding
+#define ROWH (KB + 8)   // fp16 per shared row of A, 8 of padding
+#define ROWU (ROWH / 8)
 
 layout(set = 0, binding = 0) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 1) readonly buffer Dy { float dy[]; };
@@ -33,11 +41,12 @@ layout(push_constant) uniform Params {
   uint N; uint KC; uint G; uint gs; uint RS; uint gshift; uint K; uint S;
 } p;
 
-shared uvec4 At[16 * ROWU];      // [16 n][256 k] fp16 (k order permuted within 8, see below)
-shared uvec4 Bt[CB * 16];        // [chunk][16 n] one row of 8 fp16: (hi, lo, 0...)
-shared float inv_sh[CB];
+// No bool in shared memory: with one, the H200's cooperative loads and stores addressed every
+// shared array 4 bytes below where plain accesses put it (the flag lives in misc[CB]).
+shared uvec4 At[16 * ROWU];  // [16 n][256 k] (k order permuted within 8, see below)
+shared uvec4 Bt[CB * 16];  // [chunk][16 n] one row of 8: (hi, lo, 0...)
 shared float red[16 * 16 * 8];   // [16 k-tiles][16 k][8 cols] final sums
-shared bool last_to_finish;
+shared float misc[16];           // [0, CB): inverse step scales; [CB]: last-to-finish flag
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -65,62 +74,86 @@ void main() {
   const uint sg = gl_SubgroupID;  // 8 subgroups of 32 (NVIDIA): two k-tiles each
   const uint tile0 = 2u * sg, tile1 = 2u * sg + 1u;
 
-  uvec2 wv = w2[min(nb + lr, p.N - 1u) * (2u * p.KC) + lhalf];
-  float dyv = dy[min(nb + cn, p.N - 1u)];
-  float sv = s[min(nb + cn, p.N - 1u) * p.G + cgroup];
-  for (uint n0 = nb; n0 < ne; n0 += 16u) {
-    barrier();  // the previous step's readers are done
-    // Codes -> fp16 (code - 8): nibble q pairs with nibble q + 4 (bits 4q and 16 + 4q), so a
-    // word's 8 codes land in the order k0 k4 k1 k5 k2 k6 k3 k7.
-    {
-      uint o[8];
-      [[unroll]] for (uint wd = 0u; wd < 2u; ++wd) {
-        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-          const uint u = ((wv[wd] >> (4u * q)) & 0x000F000Fu) | 0x64006400u;
-          o[4u * wd + q] = packFloat2x16(unpackFloat2x16(u) - f16vec2(1032.0hf));
+#ifndef PF
+#define PF 4
+#endif
+  // Steps of 16 rows, PF steps' loads in flight (slot i holds step i mod PF): at one step
+  // in flight a workgroup kept ~2 KiB of weights in flight and waited on DRAM every step.
+  uvec2 wq[PF];
+  float dq[PF], sq[PF];
+  [[unroll]] for (uint i = 0u; i < PF; ++i) {
+    const uint n = nb + 16u * i;
+    wq[i] = w2[min(n + lr, p.N - 1u) * (2u * p.KC) + lhalf];
+    dq[i] = dy[min(n + cn, p.N - 1u)];
+    sq[i] = s[min(n + cn, p.N - 1u) * p.G + cgroup];
+  }
+  for (uint n00 = nb; n00 < ne; n00 += 16u * PF) {
+    [[unroll]] for (uint i = 0u; i < PF; ++i) {
+      const uint n0 = n00 + 16u * i;
+      barrier();  // the previous step's readers are done
+      {
+#ifdef DIAG_NO_LOADS
+        const uvec2 wv = uvec2(0x12345678u + n0, 0x9abcdef0u);
+#else
+        const uvec2 wv = wq[i];
+#endif
+        uint o[8];
+        [[unroll]] for (uint wd = 0u; wd < 2u; ++wd) {
+          [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+            const uint u = ((wv[wd] >> (4u * q)) & 0x000F000Fu) | 0x64006400u;
+            o[4u * wd + q] = packFloat2x16(unpackFloat2x16(u) - f16vec2(1032.0hf));
+          }
+        }
+        const uint base = lr * ROWU + lh * 2u;
+        At[base] = uvec4(o[0], o[1], o[2], o[3]);
+        At[base + 1u] = uvec4(o[4], o[5], o[6], o[7]);
+      }
+      if (t < 128u) {
+        const float c = (n0 + cn < ne) ? dq[i] * sq[i] : 0.0;
+        uint m = floatBitsToUint(c) & 0x7FFFFFFFu;
+        m = max(m, subgroupShuffleXor(m, 8u));
+        m = max(m, subgroupShuffleXor(m, 4u));
+        m = max(m, subgroupShuffleXor(m, 2u));
+        m = max(m, subgroupShuffleXor(m, 1u));
+        const int e = int(min(m, 0x7F000000u) >> 23);  // biased exponent (Inf / NaN: kept)
+        const int se = clamp(141 - e, -126, 126);
+        const float sc = m >= 0x7F800000u ? 1.0 : uintBitsToFloat(uint(se + 127) << 23);
+        const float cs = c * sc;
+        // hi: cs truncated to fp16's 11 significant bits by a mask; float(float16_t(cs))
+        // would do, but the H200's driver folds that round trip to cs (lo was then 0).
+        const float hif = uintBitsToFloat(floatBitsToUint(cs) & 0xFFFFE000u);
+        Bt[cg * 16u + cn].x = packFloat2x16(f16vec2(float16_t(hif), float16_t(cs - hif)));
+        if (cn == 0u) misc[cg] = m >= 0x7F800000u ? 1.0 : uintBitsToFloat(uint(127 - se) << 23);
+      }
+      barrier();
+#ifndef DIAG_NO_LOADS
+      {
+        const uint n = n0 + 16u * PF;
+        if (n < ne) {
+          wq[i] = w2[min(n + lr, p.N - 1u) * (2u * p.KC) + lhalf];
+          dq[i] = dy[min(n + cn, p.N - 1u)];
+          sq[i] = s[min(n + cn, p.N - 1u) * p.G + cgroup];
         }
       }
-      const uint base = lr * ROWU + lh * 2u;
-      At[base] = uvec4(o[0], o[1], o[2], o[3]);
-      At[base + 1u] = uvec4(o[4], o[5], o[6], o[7]);
-    }
-    if (t < 128u) {
-      const float c = (n0 + cn < ne) ? dyv * sv : 0.0;
-      uint m = floatBitsToUint(c) & 0x7FFFFFFFu;
-      m = max(m, subgroupShuffleXor(m, 8u));
-      m = max(m, subgroupShuffleXor(m, 4u));
-      m = max(m, subgroupShuffleXor(m, 2u));
-      m = max(m, subgroupShuffleXor(m, 1u));
-      const int e = int(min(m, 0x7F000000u) >> 23);  // biased exponent (Inf / NaN: kept)
-      const int se = clamp(141 - e, -126, 126);
-      const float sc = m >= 0x7F800000u ? 1.0 : uintBitsToFloat(uint(se + 127) << 23);
-      const float cs = c * sc;
-      const float16_t hi = float16_t(cs);
-      const float16_t lo = float16_t(cs - float(hi));
-      Bt[cg * 16u + cn].x = packFloat2x16(f16vec2(hi, lo));
-      if (cn == 0u) inv_sh[cg] = m >= 0x7F800000u ? 1.0 : uintBitsToFloat(uint(127 - se) << 23);
-    }
-    barrier();
-    if (n0 + 16u < ne) {
-      wv = w2[min(n0 + 16u + lr, p.N - 1u) * (2u * p.KC) + lhalf];
-      dyv = dy[min(n0 + 16u + cn, p.N - 1u)];
-      sv = s[min(n0 + 16u + cn, p.N - 1u) * p.G + cgroup];
-    }
-    {
-      // Both k-tiles (half chunks) of this subgroup lie in chunk sg: one B.
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> b;
-      coopMatLoadNV(b, Bt, sg * 16u, 1u, false);
-      const float inv = inv_sh[sg];
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a0;
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a1;
-      coopMatLoadNV(a0, At, tile0 * 2u, ROWU, true);
-      coopMatLoadNV(a1, At, tile1 * 2u, ROWU, true);
-      fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> d0 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
-      fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> d1 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
-      d0 = coopMatMulAddNV(a0, b, d0);
-      d1 = coopMatMulAddNV(a1, b, d1);
-      acc0 = acc0 + d0 * inv;
-      acc1 = acc1 + d1 * inv;
+#endif
+#ifndef DIAG_NO_MMA
+      if (n0 < ne) {
+        // Both k-tiles (half chunks) of this subgroup lie in chunk sg: one B.
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> b;
+        coopMatLoadNV(b, Bt, sg * 16u, 1u, false);
+        const float inv = misc[sg];
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a0;
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a1;
+        coopMatLoadNV(a0, At, tile0 * 2u, ROWU, true);
+        coopMatLoadNV(a1, At, tile1 * 2u, ROWU, true);
+        fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> d0 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+        fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> d1 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+        d0 = coopMatMulAddNV(a0, b, d0);
+        d1 = coopMatMulAddNV(a1, b, d1);
+        acc0 = acc0 + d0 * inv;
+        acc1 = acc1 + d1 * inv;
+      }
+#endif
     }
   }
   barrier();
@@ -140,9 +173,9 @@ void main() {
   }
   memoryBarrierBuffer();
   barrier();
-  if (t == 0u) last_to_finish = atomicAdd(count[cb], 1u) == p.S - 1u;
+  if (t == 0u) misc[CB] = atomicAdd(count[cb], 1u) == p.S - 1u ? 1.0 : 0.0;
   barrier();
-  if (!last_to_finish) return;
+  if (misc[CB] == 0.0) return;
   memoryBarrierBuffer();
   const uint col = cb * KB + t;
   float v = 0.0;

@@ -3,7 +3,9 @@
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-coop-bwd.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-coop-bwd.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# The repository root: two up from docs/experiments, one up from the .gl copy.
+here=$(dirname "$0")
+case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
 if [ "${1:-}" = "prepare" ]; then
     mkdir -p .gl/exp/coop
     # No -O: Debian's glslang 11.13 optimizer crashes on cooperative-matrix additions; the
@@ -31,10 +33,15 @@ row() {
 }
 {
     # Smallest first: one 16-row step, one column block, one slice.
-    for s in "16 256" "32 256" "16 4096" "128 4096" "1024 4096" "8192 8192" "28672 8192" "8192 28672"; do
+    for s in "16 256" "32 256" "16 4096" "128 4096" "1000 4096" "8192 8192" "28672 8192" "8192 28672"; do
         set -- $s
         echo -n "coop N=$1 K=$2: "
         ETVK_Q4_BWD=wide_c8 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/coop row --m 1 --n $1 --k $2
+    done
+    # Its best launch: more workgroups than the CUDA-core kernel's (52-62 registers).
+    for w in 528 660; do
+        echo -n "coop N=8192 K=8192 at $w workgroups: "
+        ETVK_Q4_BWD_WGS=$w ETVK_Q4_BWD=wide_c8 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/coop row --m 1 --n 8192 --k 8192
     done
     for s in "8192 8192" "28672 8192" "8192 28672"; do
         set -- $s

@@ -365,6 +365,22 @@ fn bench_linear(
         let _ = i;
     }
     let check = if worst <= 1e-5 { "ok" } else { "MISMATCH" };
+    // Kernel debugging: the first instance's operands and output as raw little-endian files
+    // (PREFIX.x.f32, PREFIX.w.u8, PREFIX.s.f32, PREFIX.out.f32) for an offline comparison.
+    if let Some(prefix) = std::env::var_os("ETVK_BENCH_DUMP") {
+        let prefix = prefix.to_string_lossy().into_owned();
+        let files: [(&str, Vec<u8>); 4] = [
+            ("x.f32", f32_bytes(&x_vals)),
+            ("w.u8", inst.weights.clone()),
+            ("s.f32", f32_bytes(&inst.scales)),
+            ("out.f32", out.data.clone()),
+        ];
+        for (ext, bytes) in files {
+            let path = format!("{prefix}.{ext}");
+            std::fs::write(&path, bytes)
+                .map_err(|e| CliError(format!("bench: cannot write {path}: {e}")))?;
+        }
+    }
 
     let mut per_instance = Vec::with_capacity(args.iters);
     for _ in 0..args.iters.max(1) {
