@@ -26,7 +26,8 @@ pub struct BenchArgs {
     /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
     /// `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
     /// vs its forward pass), `coopmat` (fp16 GEMM through NV cooperative matrices: M x K
-    /// times K x N, checked against f64).
+    /// times K x N, checked against f64), `alu` (instruction rates: fp32 FMA, 3-input logic,
+    /// int8 dot product, the backward's 4-bit decode).
     pub op: String,
     /// Activation rows.
     #[arg(long, default_value_t = 1)]
@@ -46,6 +47,9 @@ pub struct BenchArgs {
     /// Elements for `adamw_step`.
     #[arg(long, default_value_t = 1 << 24)]
     pub numel: usize,
+    /// Rounds of 16 chained instructions per invocation for `alu`.
+    #[arg(long, default_value_t = 1024)]
+    pub rounds: usize,
     /// Timed executes (after one warm-up).
     #[arg(long, default_value_t = 20)]
     pub iters: usize,
@@ -161,6 +165,21 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    // Instruction rates: no memory ceiling either.
+    if args.op == "alu" {
+        if args.rounds == 0 {
+            return Err(CliError("bench alu: --rounds must be positive".into()));
+        }
+        let rounds = u32::try_from(args.rounds)
+            .map_err(|_| CliError(format!("bench alu: --rounds {} is too large", args.rounds)))?;
+        outln!("| instruction | us | Tops/s (invocation-instructions) |");
+        outln!("|---|---|---|");
+        for op in etvk_runtime::bench::AluOp::ALL {
+            let r = etvk_runtime::bench::alu_rate(&backend, op, rounds, args.iters.max(1) as u32)?;
+            outln!("| {} | {:.1} | {:.2} |", op.name(), r.median_us, r.tera_ops);
+        }
+        return Ok(());
+    }
     let ceiling_bytes = args.ceiling_mib << 20;
     let read = read_ceiling(&backend, ceiling_bytes, 20)?;
     print_ceiling("read ceiling", &read);
@@ -177,7 +196,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         }
         "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
         other => Err(CliError(format!(
-            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step, lora_step, coopmat)"
+            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step, lora_step, coopmat, alu)"
         ))),
     }
 }

@@ -315,3 +315,163 @@ pub fn coopmat_gemm(backend: &Backend, m: u32, n: u32, k: u32, reps: u32) -> Res
         worst_err: worst,
     })
 }
+
+/// The operation [`alu_rate`] measures (shader `bench_alu_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AluOp {
+    /// fp32 fused multiply-add.
+    Ffma,
+    /// A 3-input bitwise op (xor then and).
+    Logic3,
+    /// Packed 4 x int8 dot product with accumulate.
+    Dot4I8,
+    /// The wide backward's decode of one 4-bit code and its FMA: and, subtract, FMA.
+    Decode,
+}
+
+impl AluOp {
+    /// Every operation, in the order `etvk bench alu` prints them.
+    pub const ALL: [AluOp; 4] = [AluOp::Ffma, AluOp::Logic3, AluOp::Dot4I8, AluOp::Decode];
+
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            AluOp::Ffma => "fp32 fma",
+            AluOp::Logic3 => "3-input logic",
+            AluOp::Dot4I8 => "int8x4 dot + add",
+            AluOp::Decode => "4-bit decode + fma",
+        }
+    }
+
+    /// Instructions per chain step (what the rate counts).
+    pub fn ops_per_step(self) -> u32 {
+        match self {
+            AluOp::Decode => 3,
+            _ => 1,
+        }
+    }
+
+    fn shader(self) -> ShaderId {
+        match self {
+            AluOp::Ffma => ShaderId::BenchAluFfma,
+            AluOp::Logic3 => ShaderId::BenchAluLop3,
+            AluOp::Dot4I8 => ShaderId::BenchAluDp4,
+            AluOp::Decode => ShaderId::BenchAluDecode,
+        }
+    }
+}
+
+/// An instruction-rate measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AluRate {
+    /// Median GPU time of one dispatch, microseconds.
+    pub median_us: f64,
+    /// Per-invocation instructions executed per second, in units of 1e12 (what an SM of
+    /// 128 fp32 lanes at clock f peaks at: 128 f per SM for FMA).
+    pub tera_ops: f64,
+}
+
+/// Invocations of the probe (256 per workgroup): enough to fill any GPU several times.
+pub const ALU_WORKGROUPS: u32 = 2048;
+/// Chains per invocation in `bench_alu.comp`.
+pub const ALU_CHAINS: u32 = 16;
+
+impl AluOp {
+    /// The push-constant operands `a`, `b`, `c` of `bench_alu.comp` for this operation:
+    /// for FMA the multiplier and addend (bits), for logic the mask, for the dot product the
+    /// xor mask and the second operand, for the decode the magic bits, the magic as a float
+    /// and the coefficient. Values keep the FMA chains finite and normal.
+    pub fn operands(self) -> [u32; 3] {
+        match self {
+            AluOp::Ffma => [0.999_f32.to_bits(), 1e-3_f32.to_bits(), 0],
+            AluOp::Logic3 => [0x7FFF_FFFF, 0, 0],
+            AluOp::Dot4I8 => [0x0F0F_0F0F, 0x0102_0304, 0],
+            AluOp::Decode => [0x4B00_0000, 8_388_616.0_f32.to_bits(), 1e-6_f32.to_bits()],
+        }
+    }
+}
+
+/// One probe submission: `reps` timed dispatches after two warm-ups; with `check`, a single
+/// dispatch whose every invocation writes its folded chains, read back.
+fn run_alu(
+    backend: &Backend,
+    op: AluOp,
+    rounds: u32,
+    reps: u32,
+    check: bool,
+) -> Result<(f64, Vec<u32>)> {
+    let inner = backend.inner();
+    let ctx = &inner.ctx;
+    let caps = ctx.caps();
+    require_timestamps(ctx)?;
+    if rounds == 0 {
+        return Err(unsupported(
+            "bench alu: rounds per invocation must be positive",
+        ));
+    }
+    let invocations = u64::from(ALU_WORKGROUPS) * 256;
+    let sink_bytes = if check { 4 * invocations } else { 16 };
+    let sink = Buffer::new(ctx, sink_bytes, MemoryKind::DeviceLocal)?;
+    let back = if check {
+        Some(Buffer::new(ctx, sink_bytes, MemoryKind::Readback)?)
+    } else {
+        None
+    };
+    let pipeline = inner.pipeline(op.shader(), [256, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 1, 1)?;
+    let set = pool.allocate(&pipeline, &[&sink])?;
+    let [a, b, c] = op.operands();
+    let push: Vec<u8> = [rounds, a, b, c, u32::from(check)]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let (warmup, total) = if check { (0, 1) } else { (2, 2 + reps.max(1)) };
+    let queries = QueryPool::new(ctx, 2 * total)?;
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    cb.reset_queries(&queries, 0, 2 * total)?;
+    record_timed(&mut cb, &queries, total, |cb, _| {
+        cb.dispatch(&pipeline, set, &push, [ALU_WORKGROUPS, 1, 1])
+    })?;
+    if let Some(back) = &back {
+        cb.barrier(Access::Compute, Access::Transfer)?;
+        cb.copy(&sink, 0, back, 0, sink_bytes)?;
+    }
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(Duration::from_secs(120), "instruction-rate benchmark")?;
+    let median_us = timed_median_us(&queries, warmup, total, caps.timestamp_period_ns)?;
+    let mut folds = Vec::new();
+    if let Some(back) = &back {
+        let mut bytes = vec![0u8; sink_bytes as usize];
+        back.read(0, &mut bytes)?;
+        folds = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+    }
+    Ok((median_us, folds))
+}
+
+/// The issue rate of one kind of instruction with the whole GPU busy (`bench_alu.comp`):
+/// what the ALU-bound 4-bit kernels are measured against.
+pub fn alu_rate(backend: &Backend, op: AluOp, rounds: u32, reps: u32) -> Result<AluRate> {
+    let (median_us, _) = run_alu(backend, op, rounds, reps, false)?;
+    let ops = f64::from(ALU_WORKGROUPS)
+        * 256.0
+        * f64::from(rounds)
+        * f64::from(ALU_CHAINS)
+        * f64::from(op.ops_per_step());
+    Ok(AluRate {
+        median_us,
+        tera_ops: ops / (median_us * 1e-6) / 1e12,
+    })
+}
+
+/// What every invocation of the probe computed (its chains folded by xor into one word,
+/// indexed by global invocation): proof that the timed instructions ran, for tests that
+/// replay the chains on the CPU.
+pub fn alu_outputs(backend: &Backend, op: AluOp, rounds: u32) -> Result<Vec<u32>> {
+    Ok(run_alu(backend, op, rounds, 1, true)?.1)
+}
