@@ -211,9 +211,11 @@ enum Kernel {
     /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
     /// block (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
     /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
-    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks;
-    /// NT = [`HALF_GEMV_LOCAL`]: its half-chunk form `q4_linear_gemv_half_n512` (M = 1).
+    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
     GemvWide { dp4: bool, persist: u32 },
+    /// The persistent int8 GEMV with half a chunk per invocation ([`HALF_GEMV_LOCAL`]
+    /// invocations, `q4_linear_gemv_half_n512`): M = 1 over rows of 129..256 chunks.
+    GemvHalf,
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -300,13 +302,10 @@ fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Ke
         // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows; the
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
-        (2..=8, Some(Kernel::GemvWide { dp4: true, persist })) => Kernel::GemvWide {
+        (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
+        (2..=8, Some(Kernel::GemvHalf)) => Kernel::GemvWide {
             dp4: true,
-            persist: if persist == HALF_GEMV_LOCAL {
-                256
-            } else {
-                persist
-            },
+            persist: 256,
         },
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
@@ -389,8 +388,8 @@ fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
         Some("wide") => Some(wide(false, 0)),
         Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
         Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
-        Some("half") if half_ok => Some(wide(true, HALF_GEMV_LOCAL)),
-        _ if half_ok => Some(wide(true, HALF_GEMV_LOCAL)),
+        Some("half") if half_ok => Some(Kernel::GemvHalf),
+        _ if half_ok => Some(Kernel::GemvHalf),
         _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
@@ -653,13 +652,7 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
         (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
         (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
-        (
-            Kernel::GemvWide {
-                persist: HALF_GEMV_LOCAL,
-                ..
-            },
-            _,
-        ) => ShaderId::Q4LinearGemvHalfN512,
+        (Kernel::GemvHalf, _) => ShaderId::Q4LinearGemvHalfN512,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
@@ -702,6 +695,7 @@ fn gemv_rows_per_group(kernel: Kernel, kpad: usize) -> usize {
     match kernel {
         Kernel::Gemv(mt) => gemv_shape(kernel, kpad).1 * (4 / mt as usize).max(1),
         Kernel::GemvWide { persist, .. } if persist > 0 => PERSISTENT_GEMV_ROWS,
+        Kernel::GemvHalf => PERSISTENT_GEMV_ROWS,
         Kernel::GemvWide { .. } => WIDE_GEMV_ROWS,
         _ => 1,
     }
@@ -1017,7 +1011,9 @@ fn push(
 ) -> Result<Vec<u8>> {
     // The GEMV counts uvec4 chunks per row, the tiled kernels u32 words.
     let (row_units, last) = match kernel {
-        Kernel::Gemv(_) | Kernel::GemvWide { .. } => (q.kpad / 32, group_word_shift(q.gs)),
+        Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf => {
+            (q.kpad / 32, group_word_shift(q.gs))
+        }
         _ => (q.kpad / 8, to_u32(slice_len, "split-K slice length")?),
     };
     Ok(Push::new()
@@ -1114,17 +1110,17 @@ fn global(
         // Workgroups per activation row times M; one grid row (the shader derives the
         // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
-            // Two 256-invocation workgroups per SM (94 registers), four of 128; the
-            // half-chunk form's 512 at 61 registers also fit two.
-            let per_sm_scale = if persist == HALF_GEMV_LOCAL {
-                1
-            } else {
-                (LOCAL / persist) as usize
-            };
-            let target = persistent_gemv_target() * per_sm_scale;
+            // Two 256-invocation workgroups per SM (94 registers), four of 128.
+            let target = persistent_gemv_target() * (LOCAL / persist) as usize;
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
         }
+        // The half-chunk form's 512 invocations at 61 registers also fit two per SM; M = 1.
+        Kernel::GemvHalf => cols
+            .div_ceil(rows_per_gemv_group)
+            .min(persistent_gemv_target())
+            .checked_mul(m)
+            .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
         Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
         // A workgroup per (row block, activation row).
         Kernel::GemvWide { .. } => cols
@@ -1143,6 +1139,7 @@ fn global(
     };
     let local = match kernel {
         Kernel::GemvWide { persist, .. } if persist > 0 => persist,
+        Kernel::GemvHalf => HALF_GEMV_LOCAL,
         _ => LOCAL,
     };
     Ok(Global::Linear(groups as u64 * local as u64))
@@ -1352,6 +1349,7 @@ fn forward(
             };
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
+                Kernel::GemvHalf => [HALF_GEMV_LOCAL, 1, 1],
                 _ => [LOCAL, 1, 1],
             });
             if let Kernel::Gemv(_) = kn {
@@ -1377,7 +1375,7 @@ fn forward(
         let kn = choose(m);
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
-            Kernel::Gemv(_) | Kernel::GemvWide { .. } => Launch {
+            Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf => Launch {
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
@@ -1644,10 +1642,7 @@ mod tests {
             }
         }
         // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
-        let half = Kernel::GemvWide {
-            dp4: true,
-            persist: HALF_GEMV_LOCAL,
-        };
+        let half = Kernel::GemvHalf;
         assert_eq!(forward_kernel(1, 64, k, true, Some(half)), half);
         for m in [2, 5, 8] {
             assert_eq!(
