@@ -18,7 +18,7 @@ typedef struct EtvkDelegate EtvkDelegate;
 /*
  ABI version; bumped on any incompatible change. Hosts must check it first.
  */
-#define ETVK_ABI_VERSION 1
+#define ETVK_ABI_VERSION 2
 
 /*
  Maximum tensor rank carried across the ABI (length of `EtvkTensor.sizes`).
@@ -340,8 +340,9 @@ enum EtvkStatus etvk_delegate_set_scalar(EtvkDelegate *delegate, size_t value_id
  The per-dispatch GPU times of the delegate's last execute, in execution order:
  `*count` receives the number of dispatches and the first `min(capacity, *count)` entries
  are written (`entries` may be null when `capacity` is 0). Op names longer than
- `ETVK_PROFILE_NAME_LEN - 1` bytes are truncated. Empty when the device has no timestamp
- queries.
+ `ETVK_PROFILE_NAME_LEN - 1` bytes are truncated. Empty unless profiling is on
+ (`etvk_delegate_set_profiling`, or `ETVK_PROFILE=1` in the environment when the backend
+ was created), or when the device has no timestamp queries.
 
  # Safety
  `delegate` must be null or live; `count` must be null or writable; `entries` must be null
@@ -351,6 +352,17 @@ enum EtvkStatus etvk_delegate_profile(EtvkDelegate *delegate,
                                       struct EtvkProfileEntry *entries,
                                       size_t capacity,
                                       size_t *count);
+
+/*
+ Record per-dispatch GPU timestamps at the delegate's later executes (`on` != 0) or stop
+ (`on` == 0), for `etvk_delegate_profile`. Off by default (unless `ETVK_PROFILE=1` was set
+ when the backend was created): timestamps cost ~0.1 ms per execute of a small graph on a
+ discrete GPU (ABI 1 always recorded them).
+
+ # Safety
+ `delegate` must be null or a live handle from `etvk_delegate_init`.
+ */
+enum EtvkStatus etvk_delegate_set_profiling(EtvkDelegate *delegate, uint32_t on);
 
 /*
  Destroy a delegate (and release its hold on the backend). A NULL handle is an

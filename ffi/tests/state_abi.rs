@@ -342,12 +342,27 @@ fn state_calls_reject_bad_arguments() {
     }
 }
 
-/// `etvk_delegate_profile`: the per-dispatch GPU times of the last execute, named by op and
-/// node id; a count query, a truncated copy, and bad arguments.
+/// `etvk_delegate_profile`: empty while profiling is off (the default); after
+/// `etvk_delegate_set_profiling(1)`, the per-dispatch GPU times of the last execute, named by
+/// op and node id; a count query, a truncated copy, bad arguments, and off again.
 #[test]
 fn profile_lists_the_last_execute_dispatches() {
     use etvk_abi::{EtvkProfileEntry, ETVK_PROFILE_NAME_LEN};
     let (backend, delegate, _ids) = create();
+    let profiled = |delegate| {
+        let mut count = usize::MAX;
+        // SAFETY: a count query: null entries with capacity 0, a writable count.
+        let status = unsafe { etvk_delegate_profile(delegate, null_mut(), 0, &mut count) };
+        assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+        count
+    };
+    execute_step(delegate, &[0.5; 6]);
+    if std::env::var("ETVK_PROFILE").as_deref() != Ok("1") {
+        assert_eq!(profiled(delegate), 0, "profiling is off by default");
+    }
+    // SAFETY: a live delegate.
+    let status = unsafe { etvk_delegate_set_profiling(delegate, 1) };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
     execute_step(delegate, &[0.5; 6]);
 
     let mut count = usize::MAX;
@@ -388,8 +403,17 @@ fn profile_lists_the_last_execute_dispatches() {
     assert_eq!(total, count);
     assert_eq!(one[0].node_id, entries[0].node_id);
 
+    // Off again: the next execute records no timestamps.
+    // SAFETY: a live delegate.
+    let status = unsafe { etvk_delegate_set_profiling(delegate, 0) };
+    assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    execute_step(delegate, &[0.5; 6]);
+    assert_eq!(profiled(delegate), 0, "profiling switched off");
+
     // SAFETY: the calls below pass null pointers on purpose; etvk checks them.
     unsafe {
+        let status = etvk_delegate_set_profiling(null_mut(), 1);
+        expect_err(status, EtvkStatus::InvalidArgument, &["delegate"]);
         let status = etvk_delegate_profile(delegate, null_mut(), 0, null_mut());
         expect_err(status, EtvkStatus::InvalidArgument, &["count"]);
         let status = etvk_delegate_profile(delegate, null_mut(), 3, &mut total);

@@ -132,7 +132,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             args.iters,
         );
     }
-    let backend = Backend::new(&RuntimeOptions::from_env())?;
+    // Ops are timed by their per-dispatch GPU timestamps.
+    let backend = Backend::new(&RuntimeOptions {
+        profile: true,
+        ..RuntimeOptions::from_env()
+    })?;
     outln!("device: {}", backend.device_description());
     // A compute benchmark: no memory ceiling to compare with.
     if args.op == "coopmat" {

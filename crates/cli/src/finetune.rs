@@ -422,6 +422,8 @@ pub fn finetune(args: &FinetuneArgs) -> Result<(), CliError> {
     let backend = Backend::new(&RuntimeOptions::from_env())?;
     outln!("device: {}", backend.device_description());
     let mut delegate = Delegate::init(&backend, &graph.blob, &[], &graph.named)?;
+    // GPU time per step is part of the report.
+    delegate.set_profiling(true)?;
 
     let x_all = f32s(&inputs, "inputs")?;
     let mut worst_loss = 0f64;
@@ -572,6 +574,8 @@ pub fn bench_lora(
     )?;
     let backend = Backend::new(&RuntimeOptions::from_env())?;
     let mut delegate = Delegate::init(&backend, &graph.blob, &[], &graph.named)?;
+    // GPU time per step is part of the report.
+    delegate.set_profiling(true)?;
     let x: Vec<f32> = (0..batch * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
     let labels: Vec<i64> = (0..batch)
         .map(|_| (rng.next_u64() % v as u64) as i64)

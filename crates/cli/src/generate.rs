@@ -246,7 +246,7 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
             "no KV cache: the whole sequence is fed every step"
         }
     );
-    method.set_profiling(args.profile);
+    method.set_profiling(args.profile)?;
     let mut table = ProfileTable::default();
     let mut rng = Rng(args.seed);
     let mut seq: Vec<i64> = prompt.clone();

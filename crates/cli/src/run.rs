@@ -141,7 +141,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
     }
-    method.set_profiling(args.profile);
+    method.set_profiling(args.profile)?;
     let mut table = crate::profile::ProfileTable::default();
     for (i, inputs) in calls.iter().enumerate() {
         let t = Instant::now();

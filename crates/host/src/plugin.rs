@@ -9,7 +9,8 @@ use std::sync::Arc;
 use etvk_abi::{
     EtvkArg, EtvkBackend, EtvkCompileSpec, EtvkDelegate, EtvkProfileEntry, EtvkStatus,
     FnAbiVersion, FnBackendCreate, FnBackendDestroy, FnDelegateDestroy, FnDelegateExecute,
-    FnDelegateInit, FnDelegateProfile, FnLastError, ETVK_ABI_VERSION, ETVK_PROFILE_NAME_LEN,
+    FnDelegateInit, FnDelegateProfile, FnDelegateSetProfiling, FnLastError, ETVK_ABI_VERSION,
+    ETVK_PROFILE_NAME_LEN,
 };
 
 use crate::error::{HostError, Result};
@@ -51,6 +52,7 @@ struct Fns {
     delegate_execute: FnDelegateExecute,
     delegate_destroy: FnDelegateDestroy,
     delegate_profile: FnDelegateProfile,
+    delegate_set_profiling: FnDelegateSetProfiling,
 }
 
 /// An opened, version-checked etvk plugin.
@@ -150,6 +152,9 @@ impl Plugin {
                 delegate_profile: *lib
                     .get::<FnDelegateProfile>(b"etvk_delegate_profile\0")
                     .map_err(|_| sym("etvk_delegate_profile"))?,
+                delegate_set_profiling: *lib
+                    .get::<FnDelegateSetProfiling>(b"etvk_delegate_set_profiling\0")
+                    .map_err(|_| sym("etvk_delegate_set_profiling"))?,
             }
         };
         log::debug!("opened etvk plugin {} (ABI {version})", path.display());
@@ -400,6 +405,17 @@ pub struct GpuOpTime {
 }
 
 impl PluginDelegate {
+    /// Record per-dispatch GPU timestamps at later executes, or stop
+    /// (`etvk_delegate_set_profiling`).
+    pub fn set_profiling(&self, on: bool) -> Result<()> {
+        let plugin = &self.backend.plugin;
+        // SAFETY: `raw` is live.
+        let status = unsafe { (plugin.fns.delegate_set_profiling)(self.raw, u32::from(on)) };
+        plugin.check(status, || {
+            format!("etvk_delegate_set_profiling ({})", self.label)
+        })
+    }
+
     /// Per-dispatch GPU times of the last execute (`etvk_delegate_profile`).
     pub fn profile(&self) -> Result<Vec<GpuOpTime>> {
         let plugin = &self.backend.plugin;

@@ -427,9 +427,9 @@ fn profiling_records_every_executed_instruction() {
     m.execute(&[Tensor::from_f32(vec![1], &[1.0]).unwrap()])
         .unwrap();
     assert!(m.last_profile().is_empty());
-    m.set_profiling(true);
+    m.set_profiling(true).expect("profiling on");
     let mut fresh = LoadedMethod::load(doubling_loop(), "forward", &options()).unwrap();
-    fresh.set_profiling(true);
+    fresh.set_profiling(true).expect("profiling on");
     fresh
         .execute(&[Tensor::from_f32(vec![1], &[1.0]).unwrap()])
         .unwrap();

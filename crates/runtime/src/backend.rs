@@ -21,6 +21,8 @@ struct PipelineKey {
 pub(crate) struct BackendInner {
     pub(crate) ctx: Arc<Context>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
+    /// Whether graphs record per-dispatch timestamps ([`crate::RuntimeOptions::profile`]).
+    pub(crate) profile: bool,
 }
 
 fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
@@ -71,10 +73,11 @@ fn spirv_override(name: &str) -> Result<Option<Vec<u32>>> {
 }
 
 impl BackendInner {
-    pub(crate) fn new(ctx: Arc<Context>) -> BackendInner {
+    pub(crate) fn new(ctx: Arc<Context>, profile: bool) -> BackendInner {
         BackendInner {
             ctx,
             pipelines: Mutex::new(HashMap::new()),
+            profile,
         }
     }
 

@@ -116,6 +116,41 @@ fn a_linear_fp32_matches_eager_pytorch() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// Timestamps are off unless asked for: a backend without `RuntimeOptions::profile` reports
+/// no profile, `set_profiling` turns it on and off between executes, and the results are
+/// the same either way.
+#[test]
+fn profiling_is_off_by_default_and_switchable() {
+    let be = Backend::new(&RuntimeOptions {
+        validation: true,
+        profile: false,
+        ..RuntimeOptions::from_env()
+    })
+    .expect("backend");
+    let named = load_named_data("a_linear_fp32");
+    let mut d = Delegate::from_ir(&be, &a_linear_ir(), &[], &named).unwrap();
+    let x = rand_vec(4 * 64, 11);
+    let mut run = |d: &mut Delegate| {
+        let mut args = vec![host_f32(&[4, 64], &x), empty_out()];
+        d.execute(&mut args).unwrap();
+        out_f32(&args[1]).1
+    };
+    let off = run(&mut d);
+    assert!(d.profile().is_empty(), "{:?}", d.profile());
+    d.set_profiling(true).unwrap();
+    let on = run(&mut d);
+    let prof = d.profile();
+    assert_eq!(prof.len(), 1, "{prof:?}");
+    assert_eq!(prof[0].0, "aten.linear.default");
+    assert!(prof[0].1 >= 0.0);
+    assert_eq!(off, on);
+    d.set_profiling(false).unwrap();
+    assert!(d.profile().is_empty());
+    assert_eq!(run(&mut d), off);
+    assert!(d.profile().is_empty());
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 #[test]
 fn missing_named_data_names_the_key() {
     let be = backend();

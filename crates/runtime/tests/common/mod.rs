@@ -18,10 +18,13 @@ impl NamedData for MapData {
     }
 }
 
-/// A backend with validation forced on (plus `ETVK_DEVICE` from the environment).
+/// A backend with validation and profiling forced on (plus `ETVK_DEVICE` from the
+/// environment).
 pub fn backend() -> Arc<Backend> {
+    // Profiling on: tests name the kernels that ran from the per-dispatch profile.
     let opts = RuntimeOptions {
         validation: true,
+        profile: true,
         ..RuntimeOptions::from_env()
     };
     Backend::new(&opts).expect("backend")
