@@ -130,7 +130,7 @@ fn profiling_is_off_by_default_and_switchable() {
     let named = load_named_data("a_linear_fp32");
     let mut d = Delegate::from_ir(&be, &a_linear_ir(), &[], &named).unwrap();
     let x = rand_vec(4 * 64, 11);
-    let mut run = |d: &mut Delegate| {
+    let run = |d: &mut Delegate| {
         let mut args = vec![host_f32(&[4, 64], &x), empty_out()];
         d.execute(&mut args).unwrap();
         out_f32(&args[1]).1
