@@ -227,8 +227,9 @@ void main() {
       }
     }
   }
-  // One slice: the sums above are the result (no partials, no counter, no final pass: H200,
-  // that saves the ~1.4 us chain of a fence, an atomic and a reload at the kernel's end).
+  // One slice: the sums above are the result (no partials, no counter, no final pass; that
+  // chain of a fence, an atomic and a reload cost ~1.4 us at the end of the 8192^2 launch on
+  // an H200, docs/performance.md session 6; not measured at one slice).
   if (p.S == 1u) return;
   // Make this workgroup's partial sums visible device-wide before counting it as done.
   memoryBarrierBuffer();

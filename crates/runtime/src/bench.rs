@@ -359,24 +359,7 @@ impl AluOp {
             AluOp::Decode => ShaderId::BenchAluDecode,
         }
     }
-}
 
-/// An instruction-rate measurement.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AluRate {
-    /// Median GPU time of one dispatch, microseconds.
-    pub median_us: f64,
-    /// Per-invocation instructions executed per second, in units of 1e12 (what an SM of
-    /// 128 fp32 lanes at clock f peaks at: 128 f per SM for FMA).
-    pub tera_ops: f64,
-}
-
-/// Invocations of the probe (256 per workgroup): enough to fill any GPU several times.
-pub const ALU_WORKGROUPS: u32 = 2048;
-/// Chains per invocation in `bench_alu.comp`.
-pub const ALU_CHAINS: u32 = 16;
-
-impl AluOp {
     /// The push-constant operands `a`, `b`, `c` of `bench_alu.comp` for this operation:
     /// for FMA the multiplier and addend (bits), for logic the mask, for the dot product the
     /// xor mask and the second operand, for the decode the magic bits, the magic as a float
@@ -390,6 +373,21 @@ impl AluOp {
         }
     }
 }
+
+/// An instruction-rate measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AluRate {
+    /// Median GPU time of one dispatch, microseconds.
+    pub median_us: f64,
+    /// Instructions executed per second, counted per invocation (one FMA per lane counts
+    /// one), in units of 1e12: an SM with 128 fp32 lanes at clock f peaks at 128 f FMAs.
+    pub tera_ops: f64,
+}
+
+/// Workgroups of the probe (256 invocations each): enough to fill any GPU several times.
+pub const ALU_WORKGROUPS: u32 = 2048;
+/// Chains per invocation in `bench_alu.comp`.
+pub const ALU_CHAINS: u32 = 16;
 
 /// One probe submission: `reps` timed dispatches after two warm-ups; with `check`, a single
 /// dispatch whose every invocation writes its folded chains, read back.

@@ -418,13 +418,6 @@ impl ComputeGraph {
             })
             .collect();
 
-        // Timestamps only when profiling was asked for (RuntimeOptions::profile): they cost
-        // ~0.1 ms per execute of a small graph on an H200.
-        let queries = if b.be.profile && ctx.caps().timestamps && !b.nodes.is_empty() {
-            Some(QueryPool::new(&ctx, b.nodes.len() as u32 + 1)?)
-        } else {
-            None
-        };
         let mut g = ComputeGraph {
             be: b.be.clone(),
             shapes: b.shapes,
@@ -446,7 +439,7 @@ impl ComputeGraph {
             scalar_dev,
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
-            queries,
+            queries: None,
             needs_record: true,
             // A resize deferred at build (placeholder SymInt inputs) runs at the first execute.
             resize_dirty: b.deferred_resize,
@@ -455,6 +448,10 @@ impl ComputeGraph {
             profile: Vec::new(),
             scratch: Vec::new(),
         };
+        // Timestamps only when profiling was asked for (RuntimeOptions::profile): they cost
+        // ~0.1 ms per execute of a small graph on an H200.
+        let profile = g.be.profile;
+        g.set_profiling(profile)?;
         g.write_scalars()?;
         Ok(g)
     }

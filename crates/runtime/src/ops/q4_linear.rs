@@ -41,7 +41,8 @@
 //!   one dispatch: a lane per uvec4 chunk column (at M = 2 both rows share each code's
 //!   decode), column blocks of CW chunks, the rows cut into slices whose partial sums the
 //!   last workgroup of each column block to finish adds up in order (counters in a zeroed
-//!   tensor, restored by that workgroup). CW by `widest_bwd`; two or three workgroups per SM
+//!   tensor, restored by that workgroup); with one slice (short N) each workgroup writes d_x
+//!   directly. CW by `widest_bwd`; two or three workgroups per SM
 //!   by `wide_bwd_target`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
 //!   forces a choice.
 //! - backward, M = 3..8 over long rows whose scale groups are whole chunks:
