@@ -1,6 +1,7 @@
 #version 450
 // Memory-read ceiling: every invocation streams elements (uvec4 by default, one u32 with
-// -DWORDS: the access width the q4 kernels use) through a grid-stride loop. The sum is
+// -DWORDS, a uvec2 with -DPAIRS: the access widths the q4 kernels use) through a grid-stride
+// loop. The sum is
 // written only when it equals a value random data essentially never produces, so the loads
 // cannot be removed yet almost nothing is written.
 #include "common.glsl"
@@ -8,6 +9,10 @@
 #define ELEM uint
 #define ZERO 0u
 #define FOLD(a) (a)
+#elif defined(PAIRS)
+#define ELEM uvec2
+#define ZERO uvec2(0u)
+#define FOLD(a) (a.x ^ a.y)
 #else
 #define ELEM uvec4
 #define ZERO uvec4(0u)

@@ -190,8 +190,17 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     if args.op == "read" {
         let words = etvk_runtime::bench::read_words(&backend, ceiling_bytes, 20)?;
         print_ceiling("read, u32 loads", &words);
+        let pairs = etvk_runtime::bench::read_pairs(&backend, ceiling_bytes, 20)?;
+        print_ceiling("read, uvec2 loads", &pairs);
         let copy = copy_ceiling(&backend, ceiling_bytes, 20)?;
         print_ceiling("copy rate", &copy);
+        let zeros = etvk_runtime::bench::read_ceiling_of(
+            &backend,
+            ceiling_bytes,
+            20,
+            etvk_runtime::bench::SourceData::Zero,
+        )?;
+        print_ceiling("read of zeros (not a ceiling)", &zeros);
         return Ok(());
     }
     match args.op.as_str() {

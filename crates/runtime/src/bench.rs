@@ -78,22 +78,32 @@ fn timed_median_us(queries: &QueryPool, warmup: u32, total: u32, period_ns: f32)
     Ok(median(&times))
 }
 
+/// What a streaming benchmark's source buffers hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceData {
+    /// Pseudo-random words, like weights: what every ceiling is measured on.
+    Random,
+    /// Zeros: only to show how much faster a driver may read data it can compress.
+    Zero,
+}
+
 fn stream(
     backend: &Backend,
     shader: ShaderId,
     bytes: u64,
     reps: u32,
     copies: u32,
+    data: SourceData,
 ) -> Result<Bandwidth> {
     let inner = backend.inner();
     let ctx = &inner.ctx;
     let caps = ctx.caps();
     require_timestamps(ctx)?;
     let bytes = bytes.min(caps.max_storage_buffer_range as u64) / 16 * 16;
-    let elem = if shader == ShaderId::BenchReadWords {
-        4
-    } else {
-        16
+    let elem = match shader {
+        ShaderId::BenchReadWords => 4,
+        ShaderId::BenchReadPairs => 8,
+        _ => 16,
     };
     let n_vec4 = u32::try_from(bytes / elem).map_err(|_| unsupported("bench buffer too large"))?;
     let copy = shader == ShaderId::BenchCopy;
@@ -103,10 +113,15 @@ fn stream(
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let dst = Buffer::new(ctx, if copy { bytes } else { 16 }, MemoryKind::DeviceLocal)?;
     let pipeline = inner.pipeline(shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, copies, 2 * copies)?;
+    let fill = inner.pipeline(ShaderId::BenchFillRandom, [256, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 2 * copies, 3 * copies)?;
     let sets = srcs
         .iter()
         .map(|src| pool.allocate(&pipeline, &[&dst, src]))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let fill_sets = srcs
+        .iter()
+        .map(|src| pool.allocate(&fill, &[src]))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     // Enough invocations to fill any GPU, few enough to stay in range everywhere.
     let groups = (caps.max_workgroup_count[0])
@@ -122,10 +137,22 @@ fn stream(
     let mut cb = CommandBuffer::new(ctx)?;
     cb.begin()?;
     cb.reset_queries(&queries, 0, 2 * total)?;
-    for src in &srcs {
-        cb.zero(src)?;
+    match data {
+        SourceData::Zero => {
+            for src in &srcs {
+                cb.zero(src)?;
+            }
+            cb.barrier(Access::Transfer, Access::Compute)?;
+        }
+        SourceData::Random => {
+            let words =
+                u32::try_from(bytes / 4).map_err(|_| unsupported("bench buffer too large"))?;
+            for (seed, set) in fill_sets.iter().enumerate() {
+                record_random_fill(&mut cb, caps, &fill, *set, words, seed as u32)?;
+            }
+            cb.barrier(Access::Compute, Access::Compute)?;
+        }
     }
-    cb.barrier(Access::Transfer, Access::Compute)?;
     record_timed(&mut cb, &queries, total, |cb, r| {
         cb.dispatch(
             &pipeline,
@@ -147,9 +174,77 @@ fn stream(
     })
 }
 
-/// The read ceiling: a plain uvec4 read over `bytes` (capped at the storage range).
+/// Record `bench_fill_random` over `words` u32 words of the buffer bound in `set`.
+fn record_random_fill(
+    cb: &mut CommandBuffer,
+    caps: &etvk_vulkan::DeviceCaps,
+    fill: &etvk_vulkan::ComputePipeline,
+    set: etvk_vulkan::DescriptorSet,
+    words: u32,
+    seed: u32,
+) -> Result<()> {
+    let groups = caps.max_workgroup_count[0]
+        .min(65535)
+        .min(words.div_ceil(256).max(1));
+    let push: Vec<u8> = [words, groups * 256, seed]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    cb.dispatch(fill, set, &push, [groups, 1, 1])?;
+    Ok(())
+}
+
+/// The words a benchmark source buffer of `n_words` holds when filled with `seed` (what
+/// `bench_fill_random.comp` writes), read back: for tests of the fill.
+pub fn random_words(backend: &Backend, n_words: u32, seed: u32) -> Result<Vec<u32>> {
+    let inner = backend.inner();
+    let ctx = &inner.ctx;
+    let bytes = u64::from(n_words.max(1)) * 4;
+    let dev = Buffer::new(ctx, bytes, MemoryKind::DeviceLocal)?;
+    let back = Buffer::new(ctx, bytes, MemoryKind::Readback)?;
+    let fill = inner.pipeline(ShaderId::BenchFillRandom, [256, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 1, 1)?;
+    let set = pool.allocate(&fill, &[&dev])?;
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    record_random_fill(&mut cb, ctx.caps(), &fill, set, n_words, seed)?;
+    cb.barrier(Access::Compute, Access::Transfer)?;
+    cb.copy(&dev, 0, &back, 0, bytes)?;
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(Duration::from_secs(120), "random fill")?;
+    let mut raw = vec![0u8; bytes as usize];
+    back.read(0, &mut raw)?;
+    Ok(raw
+        .chunks_exact(4)
+        .take(n_words as usize)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
+}
+
+/// The read ceiling: a plain uvec4 read of pseudo-random data over `bytes` (capped at the
+/// storage range).
 pub fn read_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchRead, bytes, reps, 1)
+    stream(
+        backend,
+        ShaderId::BenchRead,
+        bytes,
+        reps,
+        1,
+        SourceData::Random,
+    )
+}
+
+/// [`read_ceiling`] over a buffer of `data` (zeros: how much a driver's compression of such
+/// data would flatter a ceiling).
+pub fn read_ceiling_of(
+    backend: &Backend,
+    bytes: u64,
+    reps: u32,
+    data: SourceData,
+) -> Result<Bandwidth> {
+    stream(backend, ShaderId::BenchRead, bytes, reps, 1, data)
 }
 
 /// A read of `bytes` from DRAM rather than L2: the dispatches rotate over enough buffers
@@ -158,18 +253,51 @@ pub fn read_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidt
 /// time no kernel of that size avoids.
 pub fn read_rotating(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
     let copies = ROTATING_SET_BYTES.div_ceil(bytes.max(16)).clamp(1, 64) as u32;
-    stream(backend, ShaderId::BenchRead, bytes, reps, copies)
+    stream(
+        backend,
+        ShaderId::BenchRead,
+        bytes,
+        reps,
+        copies,
+        SourceData::Random,
+    )
 }
 
 /// The read rate with one u32 per invocation and step (the q4 kernels' access width), for
 /// comparison with [`read_ceiling`].
 pub fn read_words(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchReadWords, bytes, reps, 1)
+    stream(
+        backend,
+        ShaderId::BenchReadWords,
+        bytes,
+        reps,
+        1,
+        SourceData::Random,
+    )
+}
+
+/// The read rate with one uvec2 per invocation and step (the half-chunk GEMV's access width).
+pub fn read_pairs(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
+    stream(
+        backend,
+        ShaderId::BenchReadPairs,
+        bytes,
+        reps,
+        1,
+        SourceData::Random,
+    )
 }
 
 /// The copy rate: uvec4 copy of `bytes`, counting read + written bytes.
 pub fn copy_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchCopy, bytes, reps, 1)
+    stream(
+        backend,
+        ShaderId::BenchCopy,
+        bytes,
+        reps,
+        1,
+        SourceData::Random,
+    )
 }
 
 /// A tensor-core GEMM measured by [`coopmat_gemm`].

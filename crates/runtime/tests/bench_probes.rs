@@ -1,12 +1,17 @@
 //! The instruction-rate probe behind `etvk bench alu` (`bench_alu.comp` through
 //! `etvk_runtime::bench`): each operation's chains, replayed on the CPU from the shader's
 //! definition, must match what the GPU computed (so the timed instructions really ran, none
-//! folded away), every rate must be positive and finite, and bad input is refused.
+//! folded away), every rate must be positive and finite, and bad input is refused. The
+//! pseudo-random data the memory ceilings read (`bench_fill_random.comp`) must be the integer
+//! hash it is defined as, and the ceilings of every access width must come out positive.
 
 mod common;
 
 use common::*;
-use etvk_runtime::bench::{alu_outputs, alu_rate, AluOp, ALU_CHAINS, ALU_WORKGROUPS};
+use etvk_runtime::bench::{
+    alu_outputs, alu_rate, random_words, read_ceiling, read_ceiling_of, read_pairs, read_words,
+    AluOp, SourceData, ALU_CHAINS, ALU_WORKGROUPS,
+};
 use etvk_runtime::ErrorKind;
 
 const CHAINS: usize = ALU_CHAINS as usize;
@@ -122,4 +127,53 @@ fn alu_probe_refuses_zero_rounds() {
     let e = alu_rate(&be, AluOp::Ffma, 0, 1).expect_err("zero rounds");
     assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().contains("rounds"), "{e}");
+}
+
+/// `bench_fill_random.comp`'s mixer, from its definition.
+fn mix32(mut v: u32) -> u32 {
+    v ^= v >> 16;
+    v = v.wrapping_mul(0x7FEB_352D);
+    v ^= v >> 15;
+    v = v.wrapping_mul(0x846C_A68B);
+    v ^= v >> 16;
+    v
+}
+
+#[test]
+fn ceiling_sources_hold_the_defined_random_words() {
+    let be = backend();
+    // 70000 words: a partial last workgroup; two seeds: different data.
+    for (n, seed) in [(70_000u32, 0u32), (1000, 7)] {
+        let got = random_words(&be, n, seed).unwrap();
+        assert_eq!(got.len(), n as usize);
+        let want: Vec<u32> = (0..n).map(|i| mix32(i ^ mix32(seed))).collect();
+        assert_eq!(got, want, "seed {seed}");
+        // Not a constant pattern a driver could store compressed.
+        let distinct: std::collections::HashSet<u32> = got.iter().copied().collect();
+        assert!(
+            distinct.len() > n as usize * 99 / 100,
+            "seed {seed}: {} distinct",
+            distinct.len()
+        );
+    }
+}
+
+#[test]
+fn read_ceilings_of_every_width_are_positive() {
+    let be = backend();
+    let bytes = 1 << 20;
+    for (name, r) in [
+        ("uvec4", read_ceiling(&be, bytes, 1)),
+        ("u32", read_words(&be, bytes, 1)),
+        ("uvec2", read_pairs(&be, bytes, 1)),
+        ("zeros", read_ceiling_of(&be, bytes, 1, SourceData::Zero)),
+    ] {
+        let r = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.bytes, bytes, "{name}");
+        assert!(
+            r.median_us.is_finite() && r.median_us > 0.0,
+            "{name}: {r:?}"
+        );
+        assert!(r.gbps.is_finite() && r.gbps > 0.0, "{name}: {r:?}");
+    }
 }
