@@ -33,8 +33,14 @@
 // synthetic codes and no loads at all the session-3 form took 17.7 / 47.8 / 50.1 us. Decoding
 // with fp32 denormals (an AND and an FMA per code, no subtract) would cut that to 12.8 /
 // 30.4 / 31.9 us, but the H200's driver cannot keep fp32 denormals
-// (shaderDenormPreserveFloat32 = false). Prefetching the next batch, 8 rows per batch and
-// fp16 pair decoding (unpackHalf2x16) all ran slower.
+// (shaderDenormPreserveFloat32 = false). 8 rows per batch and fp16 pair decoding
+// (unpackHalf2x16) ran slower.
+//
+// The M = 1 variants (manifest) prefetch: batches of UR = 2 rows, the next batch loaded
+// before the current one is decoded. Compiled without glslc -O that is 78 registers (81
+// with -O, which lost the third workgroup at N = 28672: 66 us); H200, session 7: 20.5 /
+// 49.6 / 50.1 us against 20.9 / 51.6 / 51.9 for UR = 4 without prefetch. The M = 2
+// variants keep UR = 4 (their 16 more accumulators leave no room for a second batch).
 //
 // Decoding is in place: an AND and a subtract per code, no shifts (see codes4_pre).
 #extension GL_EXT_control_flow_attributes : enable
@@ -51,7 +57,12 @@
 #endif
 #define RG (NT / CW)  // row groups
 #define PER ((CW * 32 + NT - 1) / NT)  // columns per invocation in the final sum
+#ifndef UR
 #define UR 4  // rows per batch of loads
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0  // 1: the next batch is loaded before the current one is decoded
+#endif
 
 layout(set = 0, binding = 0) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 1) readonly buffer Dy { float dy[]; };
@@ -128,6 +139,7 @@ void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out floa
   }
 }
 
+#if MT == 1
 // Column `col` of chunk `oc` of activation row m: the result itself when there is one slice,
 // else the slice's partial sum. Chunks past the row are not written.
 void store_sum(float v, uint m, uint slice_base, uint oc, uint col) {
@@ -139,6 +151,7 @@ void store_sum(float v, uint m, uint slice_base, uint oc, uint col) {
     part[slice_base + k] = v;
   }
 }
+#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -172,8 +185,17 @@ void main() {
   }
 
   if (chunk_group) {
+#if PREFETCH
+    load_batch(nb, cc, gcl, vec_dy, wv, sv, dv);
+    for (uint n = nb; n < ne; n += UR) {
+      // Rows past the walk are clamped and masked like any batch's tail.
+      uvec4 wn[UR];
+      float sn[UR], dn[MT * UR];
+      load_batch(n + UR, cc, gcl, vec_dy, wn, sn, dn);
+#else
     for (uint n = nb; n < ne; n += UR) {
       load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
+#endif
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
@@ -184,6 +206,11 @@ void main() {
           }
         }
       }
+#if PREFETCH
+      wv = wn;
+      sv = sn;
+      dv = dn;
+#endif
     }
   } else {
     // Groups inside a chunk (gs % 4 == 0: each 4-code half-word lies in one group).
@@ -223,14 +250,23 @@ void main() {
         const uint i = o % 16u, ocl = o / 16u;
         float v = 0.0;
         [[unroll]] for (uint r = 0u; r < RG; ++r) v += red[i * RED_STRIDE + r * CW + ocl];
+#if MT == 1
         store_sum(v, m, slice_base, cb * CW + ocl, 16u * pass + i);
+#else
+        // Partials only: with the one-slice store the MT = 2 kernel spilled its accumulators
+        // to local memory (111 registers, 256 B: 146 us instead of 25 at 8192^2 on an H200).
+        const uint oc = cb * CW + ocl;
+        if (oc < p.KC) part[slice_base + oc * 32u + 16u * pass + i] = v;
+#endif
       }
     }
   }
   // One slice: the sums above are the result (no partials, no counter, no final pass; that
   // chain of a fence, an atomic and a reload cost ~1.4 us at the end of the 8192^2 launch on
   // an H200, docs/performance.md session 6; not measured at one slice).
+#if MT == 1
   if (p.S == 1u) return;
+#endif
   // Make this workgroup's partial sums visible device-wide before counting it as done.
   memoryBarrierBuffer();
   barrier();

@@ -12,6 +12,9 @@ struct Variant {
     source: String,
     local: [u32; 3],
     defines: Vec<(String, String)>,
+    /// glslc -O (manifest `opt=0` turns it off for a variant whose optimized SPIR-V the
+    /// driver compiles to slower code).
+    optimize: bool,
     line: usize,
 }
 
@@ -35,6 +38,7 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
             .unwrap_or_else(|| fail(format!("manifest line {line}: missing source file")))
             .to_string();
         let mut local = [64u32, 1, 1];
+        let mut optimize = true;
         // Each define: key and its alternatives (tag, value).
         let mut defs: Vec<(String, Vec<(String, String)>)> = Vec::new();
         for tok in toks {
@@ -60,6 +64,16 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
                 for (i, p) in parts.iter().enumerate() {
                     local[i] = *p;
                 }
+                continue;
+            }
+            if k == "opt" {
+                optimize = match v {
+                    "0" => false,
+                    "1" => true,
+                    _ => fail(format!(
+                        "manifest line {line}: opt must be 0 or 1, not {v:?}"
+                    )),
+                };
                 continue;
             }
             let alts = v
@@ -99,6 +113,7 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
                 source: source.clone(),
                 local,
                 defines: c.into_iter().map(|(k, _, v)| (k, v)).collect(),
+                optimize,
                 line,
             });
         }
@@ -304,11 +319,11 @@ fn main() {
         let src = shader_dir.join(&var.source);
         let spv = out_dir.join(format!("{}.spv", var.name));
         let mut cmd = Command::new("glslc");
-        cmd.arg("--target-env=vulkan1.2")
-            .arg("-O")
-            .arg("-fshader-stage=compute")
-            .arg("-I")
-            .arg(&shader_dir);
+        cmd.arg("--target-env=vulkan1.2");
+        if var.optimize {
+            cmd.arg("-O");
+        }
+        cmd.arg("-fshader-stage=compute").arg("-I").arg(&shader_dir);
         for (k, val) in &var.defines {
             cmd.arg(format!("-D{k}={val}"));
         }
