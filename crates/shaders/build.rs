@@ -271,6 +271,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
             6016..=6019 => "IntegerDotProduct",
             6022 => "CooperativeMatrixKhr",
             5357 => "CooperativeMatrixNv",
+            5345 => "VulkanMemoryModel",
             _ => continue,
         };
         features.insert(f);

@@ -257,6 +257,7 @@ impl Delegate {
         };
         builder.q4_gemv = text_spec(crate::builder::Q4_GEMV_SPEC);
         builder.q4_bwd = text_spec(crate::builder::Q4_BWD_SPEC);
+        builder.q4_mma = text_spec(crate::builder::Q4_MMA_SPEC);
         let graph = builder.build()?;
         backend.inner.check_validation("during delegate init")?;
         Ok(Delegate {

@@ -40,6 +40,7 @@ fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
         // KHR: detected, not enabled (Debian's glslang cannot emit it): shaders refused.
         Feature::CooperativeMatrixKhr => (false, "VK_KHR_cooperative_matrix"),
         Feature::CooperativeMatrixNv => (caps.cooperative_matrix_nv, "VK_NV_cooperative_matrix"),
+        Feature::VulkanMemoryModel => (caps.vulkan_memory_model, "vulkanMemoryModel"),
     }
 }
 

@@ -137,6 +137,11 @@ pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 /// picks by row length.
 pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
 
+/// Compile spec for the 4-bit forward on the tensor cores at M >= 8: ASCII `on` (the default
+/// where the device has NV int8 cooperative matrices) or `off` (the portable kernels; tests
+/// of those and benchmarks use it).
+pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.
@@ -253,6 +258,8 @@ pub struct GraphBuilder<'a> {
     pub q4_gemv: Option<String>,
     /// [`Q4_BWD_SPEC`]'s value, when given.
     pub q4_bwd: Option<String>,
+    /// [`Q4_MMA_SPEC`]'s value, when given.
+    pub q4_mma: Option<String>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
     /// until the first execute sets them, so a resize function that fails at build time may
     /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
@@ -299,6 +306,7 @@ impl<'a> GraphBuilder<'a> {
             cpu_prepack: false,
             q4_gemv: None,
             q4_bwd: None,
+            q4_mma: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

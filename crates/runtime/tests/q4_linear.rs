@@ -18,6 +18,8 @@ const Q4GSW: &str = "et_vk.linear_q4gsw.default";
 const Q4GSW_ALIAS: &str = "et_vk.q4gsw_linear.default";
 const Q4GSW_BWD: &str = "et_vk.linear_q4gsw_backward.default";
 const QCS4W: &str = "et_vk.linear_qcs4w.default";
+/// Compile spec of the tensor-core forward (`etvk_runtime`'s `Q4_MMA_SPEC`).
+const MMA_SPEC: &str = "etvk_q4_mma";
 
 /// splitmix64: a small seeded PRNG (no dependencies).
 struct Rng(u64);
@@ -205,9 +207,16 @@ impl G {
         self.b.mark_output(id);
         id
     }
+    /// Loads with the portable forward kernels unless `specs` names the tensor-core one's
+    /// spec (these tests name the portable kernels they expect; the tensor-core forward has
+    /// tests of its own).
     fn load(self, be: &std::sync::Arc<Backend>, specs: &[(String, Vec<u8>)]) -> Result<Delegate> {
         let blob = self.b.finish_delegate();
-        Delegate::init(be, &blob, specs, &self.named)
+        let mut specs = specs.to_vec();
+        if !specs.iter().any(|(k, _)| k == MMA_SPEC) {
+            specs.push((MMA_SPEC.to_string(), b"off".to_vec()));
+        }
+        Delegate::init(be, &blob, &specs, &self.named)
     }
 }
 
@@ -342,9 +351,19 @@ fn check_backward(
             ]
         }
         9..=32 => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t32x128")],
+        // The 128 x 128 tile where the device has its shared memory (an H200; lavapipe's
+        // 32 KiB do not hold it).
+        _ if big_tiles(be) && m >= 128 && k >= 128 => {
+            vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t128")]
+        }
         _ => vec![format!("{Q4GSW_BWD}/q4_linear_tiled_bwd_t64")],
     };
     assert_eq!(names, want_names, "backward lead {lead:?}");
+}
+
+/// Whether the device holds the 128 x 128 tile's ~33 KiB of shared memory (the runtime's rule).
+fn big_tiles(be: &std::sync::Arc<Backend>) -> bool {
+    be.device_caps().max_shared_memory_size >= 2 * 32 * (128 / 4 + 1) * 16
 }
 
 /// Backward with d_out sizes `lead ++ [N]` -> d_x `lead ++ [kout]` (default Kp); returns the
@@ -686,34 +705,88 @@ fn qcs4w_matches_f64_reference() {
     .iter()
     .enumerate()
     {
-        let mut rng = Rng::new(400 + i as u64);
-        let w = random_weights(&mut rng, n, k, k.div_ceil(2), NibbleOrder::EvenHigh);
-        let scales = rng.floats(n, 0.005, 0.015);
-        let m: usize = lead.iter().product();
-        let x = rng.floats(m * k, -1.0, 1.0);
-        let mut g = G::new();
-        let mut xd = lead.to_vec();
-        xd.push(k);
-        let mut od = lead.to_vec();
-        od.push(n);
-        let xi = g.input(&xd);
-        let wi = g.constant(DataType::Uint8, &[n, w.row_bytes], w.bytes.clone());
-        let si = g.constant(DataType::Float32, &[n], f32b(&scales));
-        let o = g.output(&od);
-        g.b.add_op(QCS4W, &[xi, wi, si, o]);
-        let mut d = g.load(&be, &[]).unwrap();
-        let (sizes, got) = run1(&mut d, &xd, &x);
-        assert_eq!(sizes, od);
-        let kp = w.kp();
-        let mut wd = vec![0f64; n * kp];
-        for r in 0..n {
-            for c in 0..kp {
-                wd[r * kp + c] = w.q(r, c) * scales[r] as f64;
-            }
+        check_qcs4w(&be, 400 + i as u64, lead, k, n, &[]);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// qcs4w with x sizes `lead ++ [K]` against the f64 reference; returns the profile's names.
+fn check_qcs4w(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    k: usize,
+    n: usize,
+    specs: &[(String, Vec<u8>)],
+) -> Vec<String> {
+    let mut rng = Rng::new(seed);
+    let w = random_weights(&mut rng, n, k, k.div_ceil(2), NibbleOrder::EvenHigh);
+    let scales = rng.floats(n, 0.005, 0.015);
+    let m: usize = lead.iter().product();
+    let x = rng.floats(m * k, -1.0, 1.0);
+    let mut g = G::new();
+    let mut xd = lead.to_vec();
+    xd.push(k);
+    let mut od = lead.to_vec();
+    od.push(n);
+    let xi = g.input(&xd);
+    let wi = g.constant(DataType::Uint8, &[n, w.row_bytes], w.bytes.clone());
+    let si = g.constant(DataType::Float32, &[n], f32b(&scales));
+    let o = g.output(&od);
+    g.b.add_op(QCS4W, &[xi, wi, si, o]);
+    let mut d = g.load(be, specs).unwrap();
+    let (sizes, got) = run1(&mut d, &xd, &x);
+    assert_eq!(sizes, od);
+    let kp = w.kp();
+    let mut wd = vec![0f64; n * kp];
+    for r in 0..n {
+        for c in 0..kp {
+            wd[r * kp + c] = w.q(r, c) * scales[r] as f64;
         }
-        let want = ref_forward(&x, &wd, kp, None, m, k, n);
-        assert_rel(&got, &want, &format!("qcs4w lead {lead:?} K {k} N {n}"));
-        assert_eq!(w.k, k);
+    }
+    let want = ref_forward(&x, &wd, kp, None, m, k, n);
+    assert_rel(&got, &want, &format!("qcs4w lead {lead:?} K {k} N {n}"));
+    assert_eq!(w.k, k);
+    d.profile().into_iter().map(|p| p.0).collect()
+}
+
+/// The tensor-core forward (M >= 8) against the f64 reference where the device has it (NV
+/// int8 cooperative matrices: an H200, not lavapipe); elsewhere the same cases check that
+/// asking for it falls back to the portable kernels. Shapes cover one and several row tiles
+/// (8, 16, 32 rows per workgroup), M not a multiple of 8, N not a multiple of the 128-row
+/// strip, K not a multiple of 32, group sizes 32, 64 and 128, split-K, bias, leading dims,
+/// and one scale group per row (qcs4w).
+#[test]
+fn tensor_core_forward_matches_f64_reference() {
+    let be = backend();
+    let on = [(MMA_SPEC.to_string(), b"on".to_vec())];
+    let has_mma = be.device_caps().subgroup_size == 32
+        && be
+            .device_caps()
+            .cooperative_matrix_nv_shapes
+            .iter()
+            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[8], 256, 128, 32, false),
+        (&[9], 96, 40, 32, true),
+        (&[32], 256, 128, 64, true),
+        (&[256], 128, 128, 32, false),
+        (&[5, 3], 1000, 300, 128, true),
+        (&[40], 4096, 136, 32, false),
+        (&[2, 4], 8200, 16, 64, true),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let names = check_forward_specs(&be, 900 + i as u64, lead, (k, n, gs), bias, Q4GSW, &on);
+        let mma = names.iter().any(|p| p.contains("q4_linear_mma_f"));
+        assert_eq!(mma, has_mma, "lead {lead:?} K {k} N {n}: {names:?}");
+    }
+    for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
+        .iter()
+        .enumerate()
+    {
+        let names = check_qcs4w(&be, 950 + i as u64, lead, k, n, &on);
+        let mma = names.iter().any(|p| p.contains("q4_linear_mma_f"));
+        assert_eq!(mma, has_mma, "qcs4w lead {lead:?}: {names:?}");
     }
     assert_eq!(be.validation_error_count(), 0);
 }
@@ -802,11 +875,19 @@ fn dynamic_m_reselects_kernels() {
 /// nothing. Backward: split N at M <= 8; split K at every tiled M (16 slices of 256 rows at
 /// M = 16, 11 at M = 321). The scratch tensors are sized for the largest partial arrays
 /// among all M <= 321.
+/// With the 128 x 128 tile's shared memory (an H200) M = 321 takes that tile, split in 2
+/// slices forward and 16 backward.
 #[test]
 fn dynamic_m_moves_between_split_and_unsplit() {
+    let big = big_tiles(&backend());
+    let at_321 = if big {
+        ("tiled_fwd_t128_split", "tiled_bwd_t128_split")
+    } else {
+        ("tiled_fwd_t64", "tiled_bwd_t64_split")
+    };
     let steps: Vec<(usize, Vec<String>)> = [
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
-        (321, "tiled_fwd_t64", "tiled_bwd_t64_split"),
+        (321, at_321.0, at_321.1),
         (1, "gemv_m1", "bwd_split_m1"),
         (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
         (5, "gemv_m8", "bwd_split_m8"),

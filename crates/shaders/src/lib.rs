@@ -30,6 +30,8 @@ pub enum Feature {
     CooperativeMatrixKhr,
     /// `VK_NV_cooperative_matrix`.
     CooperativeMatrixNv,
+    /// `vulkanMemoryModel` (glslang declares it with the cooperative-matrix extensions).
+    VulkanMemoryModel,
 }
 
 /// Static description of one compiled shader variant.

@@ -86,6 +86,9 @@ pub struct DeviceCaps {
     pub storage_buffer_16bit: bool,
     /// `storageBuffer8BitAccess`: int8/uint8 storage-buffer loads and stores.
     pub storage_buffer_8bit: bool,
+    /// `vulkanMemoryModel`: shaders in the Vulkan memory model (the cooperative-matrix
+    /// kernels, as glslang compiles them).
+    pub vulkan_memory_model: bool,
     /// Default subgroup size (shaders must not assume 32).
     pub subgroup_size: u32,
     /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
@@ -146,6 +149,7 @@ impl DeviceCaps {
             ("shader_int8".into(), v(self.shader_int8)),
             ("storage_buffer_16bit".into(), v(self.storage_buffer_16bit)),
             ("storage_buffer_8bit".into(), v(self.storage_buffer_8bit)),
+            ("vulkan_memory_model".into(), v(self.vulkan_memory_model)),
             ("integer_dot_product".into(), v(self.integer_dot_product)),
             (
                 "denorm_preserve_float32".into(),

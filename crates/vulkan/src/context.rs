@@ -330,6 +330,10 @@ fn describe(
         shader_int64: base.shader_int64 == vk::TRUE,
         storage_buffer_16bit: f11.storage_buffer16_bit_access == vk::TRUE,
         storage_buffer_8bit: f12.storage_buffer8_bit_access == vk::TRUE,
+        // Enabled only with its device scope: with the model on, validation holds every
+        // shader's device-scope barriers (the wide backward's) to that feature too.
+        vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE
+            && f12.vulkan_memory_model_device_scope == vk::TRUE,
         subgroup_size: p11.subgroup_size,
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
         cooperative_matrix_nv: coop_nv_ok,
@@ -660,7 +664,9 @@ fn create_device(
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
         .shader_float16(caps.shader_float16)
         .shader_int8(caps.shader_int8)
-        .storage_buffer8_bit_access(caps.storage_buffer_8bit);
+        .storage_buffer8_bit_access(caps.storage_buffer_8bit)
+        .vulkan_memory_model(caps.vulkan_memory_model)
+        .vulkan_memory_model_device_scope(caps.vulkan_memory_model);
     let mut dot = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default()
         .shader_integer_dot_product(true);
     let mut coop_nv =

@@ -33,6 +33,13 @@
 //! - forward, M <= 8 otherwise (short rows, or no int8 form): `q4_linear_gemv_m{1,2,4,8}`
 //!   (smallest MT >= M): LANES
 //!   invocations per output row stream the packed row once and serve all M activation rows.
+//! - forward, M >= 8 on devices with NV int8 cooperative matrices (16x8x32, subgroups of
+//!   32) and scale groups of whole chunks: `q4_linear_mma_f{1,2,4}` on the tensor cores, exact
+//!   int8 products of the codes and three int8 limbs of each activation chunk
+//!   (`q4_mma_limbs`, a node of its own), scaled in fp32 per chunk; 128 weight rows x 8,
+//!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
+//!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
+//!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
@@ -230,6 +237,10 @@ enum Kernel {
     /// stages of the weight through shared memory, narrow lanes over all MT rows
     /// (`q4_linear_bwd_staged_m{4,8}`), one dispatch like [`Kernel::BwdWide`].
     BwdStaged(u32),
+    /// Forward on the tensor cores for M >= [`MMA_MIN_M`]: int8 MMAs of 16 weight rows by
+    /// 8 * `mf` activation rows per workgroup (`q4_linear_mma_f{mf}`), activations as int8
+    /// limbs from a `q4_mma_limbs` node.
+    Mma(u32),
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -297,7 +308,17 @@ fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
 /// Forward kernel for M rows, N outputs and x rows of K; `wide`: the wide GEMV M = 1 takes
 /// ([`wide_gemv`]), and M <= 8 when it is an int8 form (its workgroups split over the
 /// activation rows, each row's weight pass shared through L2).
-fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Kernel>) -> Kernel {
+fn forward_kernel(
+    m: usize,
+    n: usize,
+    k: usize,
+    big_tiles: bool,
+    wide: Option<Kernel>,
+    mma: bool,
+) -> Kernel {
+    if mma && m >= MMA_MIN_M {
+        return Kernel::Mma(mma_fragments(m));
+    }
     match (m, wide) {
         (0..=1, Some(w)) => w,
         // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows; the
@@ -310,6 +331,100 @@ fn forward_kernel(m: usize, n: usize, k: usize, big_tiles: bool, wide: Option<Ke
         },
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
+    }
+}
+
+/// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
+const MMA_MIN_M: usize = 8;
+
+/// 8-row fragments per workgroup of the tensor-core forward: 1, 2 or 4 (the fewest that
+/// cover M, at most 4), so that small M wastes no MMA rows and large M reuses each decoded
+/// weight tile for 32 rows.
+fn mma_fragments(m: usize) -> u32 {
+    match m {
+        0..=8 => 1,
+        9..=16 => 2,
+        _ => 4,
+    }
+}
+
+/// The MMA shape the tensor-core forward is written for: D (16 x 8, int32) = A (16 x 32,
+/// int8) * B (32 x 8, int8) + C.
+const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
+
+/// Whether the tensor-core forward runs for `q`: NV int8 cooperative matrices of
+/// [`MMA_SHAPE`], 32-invocation subgroups (its workgroup is 8 of them), scale groups of
+/// whole 32-code chunks (or one group per row), rows of fewer than 2^16 chunks (packed push
+/// constants), and not turned off by compile spec `etvk_q4_mma` = `off` (else
+/// `ETVK_Q4_MMA=0`).
+fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
+    let setting = g
+        .q4_mma
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
+    if matches!(setting.as_deref(), Some("off" | "0")) {
+        return false;
+    }
+    let caps = g.caps();
+    let shape = caps
+        .cooperative_matrix_nv_shapes
+        .iter()
+        .any(|s| s.to_string() == MMA_SHAPE);
+    let groups = q.groups == 1 || q.gs.is_multiple_of(32);
+    shape
+        && groups
+        && q.kpad / 32 < 1 << 16
+        && caps.subgroup_size == 32
+        && g.shader_supported(ShaderId::Q4LinearMmaF1)
+        && g.shader_supported(ShaderId::Q4MmaLimbs)
+}
+
+/// Chunks per step of the tensor-core forward (its manifest `STEP`): 4, or 2 at 4 fragments
+/// (whose limb tiles would otherwise pass 32 KiB of shared memory).
+fn mma_step(mf: u32) -> usize {
+    if mf >= 4 {
+        2
+    } else {
+        4
+    }
+}
+
+/// Weight rows per workgroup of the tensor-core forward (16 per subgroup, 8 subgroups).
+const MMA_ROWS: usize = 128;
+
+/// Workgroups the tensor-core forward's split-K aims for: four per SM of an H200, or
+/// `ETVK_Q4_MMA_WGS` (benchmarks).
+const MMA_SPLIT_TARGET: usize = 528;
+
+fn mma_split_target() -> usize {
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_SPLIT_TARGET))
+}
+
+/// Split-K of the tensor-core forward for M rows, N outputs and `kc` chunks per row:
+/// `slices` workgroups per (row strip, row tile) with `len` chunks each (a multiple of the
+/// step; the last slice may be shorter), so that few strips (small N, small M) still fill
+/// the GPU; at least two steps per slice.
+fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
+    let step = mma_step(mf);
+    let kc = kc.max(1);
+    let tiles = n.div_ceil(MMA_ROWS).max(1) * m.div_ceil(8 * mf as usize).max(1);
+    let target = mma_split_target();
+    let want = (target + tiles / 2) / tiles;
+    let s = want.min(kc / (2 * step)).max(1);
+    let len = kc.div_ceil(s).next_multiple_of(step);
+    SplitK {
+        slices: kc.div_ceil(len),
+        len,
+    }
+}
+
+/// Chunks per scale group for the tensor-core forward (one group per row: the whole row).
+fn mma_chunks_per_group(q: &Q4) -> usize {
+    if q.groups == 1 {
+        (q.kpad / 32).max(1)
+    } else {
+        q.gs / 32
     }
 }
 
@@ -635,7 +750,8 @@ fn plan(
     };
     see(max_m);
     if dynamic {
-        let last_of_runs = (0..=8).chain([127]).chain((32..=STABLE_M).step_by(32));
+        // 16: the last M of the tensor-core forward's two-fragment run (mma_fragments).
+        let last_of_runs = (0..=8).chain([16, 127]).chain((32..=STABLE_M).step_by(32));
         for m in last_of_runs.filter(|&m| m < max_m) {
             see(m);
         }
@@ -667,6 +783,9 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::BwdWide { cw: 8, .. }, _) => ShaderId::Q4LinearBwdWideM1C8,
         (Kernel::BwdWide { cw: 16, .. }, _) => ShaderId::Q4LinearBwdWideM1C16,
         (Kernel::BwdWide { .. }, _) => ShaderId::Q4LinearBwdWideM1C32,
+        (Kernel::Mma(1), _) => ShaderId::Q4LinearMmaF1,
+        (Kernel::Mma(2), _) => ShaderId::Q4LinearMmaF2,
+        (Kernel::Mma(_), _) => ShaderId::Q4LinearMmaF4,
         (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
             (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
             (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
@@ -1076,6 +1195,7 @@ fn writes_partials(kernel: Kernel) -> bool {
             | Kernel::BwdWide { .. }
             | Kernel::BwdStaged(_)
             | Kernel::Tiled { split: true, .. }
+            | Kernel::Mma(_)
     )
 }
 
@@ -1128,9 +1248,9 @@ fn global(
             .div_ceil(rows_per_gemv_group)
             .checked_mul(m)
             .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
-        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::BwdStaged(_) => {
+        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::BwdStaged(_) | Kernel::Mma(_) => {
             return Err(internal(
-                "the split and wide backward kernels have launches of their own",
+                "the split and wide backward and the MMA kernels have launches of their own",
             ))
         }
         Kernel::Tiled { tile, .. } => tile
@@ -1280,9 +1400,20 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let choose = move |m: usize| forward_kernel(m, n, k, big, wide);
-    let plan = plan(max_m, g.dynamic, choose, |m, kn| {
-        partial_floats(kn, m, n, k)
+    let mma = mma_forward_ok(g, &q);
+    let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
+    let kc = q.kpad / 32;
+    // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
+    let fwd_split = move |kn: Kernel, m: usize| match kn {
+        Kernel::Mma(mf) => mma_split(m, n, kc, mf),
+        _ => split_of(kn, m, n, k),
+    };
+    let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
+        Kernel::Mma(_) => match fwd_split(kn, m).slices {
+            1 => 0,
+            s => s.saturating_mul(m).saturating_mul(n),
+        },
+        _ => partial_floats(kn, m, n, k),
     });
     let partial = scratch(g, call, &plan)?;
     let bias_t = match bias {
@@ -1335,11 +1466,21 @@ fn forward(
     } else {
         None
     };
+    let mma_limbs = if plan.kernels.iter().any(|kn| matches!(kn, Kernel::Mma(_))) {
+        Some(mma_limbs_node(g, call, x, k, &q, max_m, choose)?)
+    } else {
+        None
+    };
     let variants = plan
         .kernels
         .iter()
         .map(|&kn| {
             let mut d = match (writes_partials(kn), partial, limbs) {
+                (_, p, _) if matches!(kn, Kernel::Mma(_)) => {
+                    let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
+                    let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
+                    Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
+                }
                 // The split variants leave the bias to the reduce (no bias binding).
                 (true, Some(p), _) => Dispatch::new(shader_of(kn, false), [p, x, q.w, q.s]),
                 (_, _, Some(l)) if is_dp4(kn) => Dispatch::new(
@@ -1357,9 +1498,9 @@ fn forward(
                 let (lanes, rows) = gemv_shape(kn, q.kpad);
                 d.spec = vec![lanes, rows as u32];
             }
-            d
+            Ok(d)
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, x, k, "x")?;
@@ -1380,6 +1521,7 @@ fn forward(
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
+            Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
             _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
         };
         Ok((idx, launch))
@@ -1395,13 +1537,123 @@ fn forward(
     g.dispatch_select(call, vec![reduce], move |s| {
         let (_, m) = current_rows(s, x, k, "x")?;
         let kn = choose(m);
-        let launch = if writes_partials(kn) {
-            let sk = split_of(kn, m, n, k);
+        let sk = fwd_split(kn, m);
+        let launch = if writes_partials(kn) && sk.slices > 1 {
             reduce_launch(m, n, n, sk.slices, bias.is_some())?
         } else {
             idle_reduce(n)?
         };
         Ok((0, launch))
+    })
+}
+
+/// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
+/// workgroups' worth, so that the last workgroup's fragments read zero rows.
+fn mma_rows(m: usize, mf: u32) -> usize {
+    m.next_multiple_of(8 * mf as usize)
+}
+
+/// The `q4_mma_limbs` node of a forward op and its two tensors (limbs, side): launched at
+/// the M where `choose` picks the tensor-core kernel, idle otherwise.
+fn mma_limbs_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    x: TensorId,
+    k: usize,
+    q: &Q4,
+    max_m: usize,
+    choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
+) -> Result<(TensorId, TensorId)> {
+    let chunks = q.kpad / 32;
+    // mma_rows never exceeds M rounded up to 32 (4 fragments).
+    let rows = max_m.max(1).next_multiple_of(32);
+    let too_big = || {
+        unsupported(format!(
+            "{}: M = {max_m} x {chunks} chunks of limbs",
+            call.what()
+        ))
+    };
+    // [3][chunks][rows] x 32 bytes, as int32 words.
+    let limb_words = rows
+        .checked_mul(chunks)
+        .and_then(|v| v.checked_mul(3 * 8))
+        .ok_or_else(too_big)?;
+    let limbs = g.new_tensor(
+        DataType::Int32,
+        vec![limb_words.max(1)],
+        None,
+        format!("{}: int8 MMA activation limbs", call.what()),
+    )?;
+    let side = g.new_tensor(
+        DataType::Int32,
+        vec![(rows * chunks * 2).max(1)],
+        None,
+        format!("{}: MMA activation units", call.what()),
+    )?;
+    let mut d = Dispatch::new(ShaderId::Q4MmaLimbs, [limbs, side, x]);
+    d.local = Some([64, 1, 1]);
+    g.dispatch_select(call, vec![d], move |s| {
+        let (_, m) = current_rows(s, x, k, "x")?;
+        let (mp, on) = match choose(m) {
+            Kernel::Mma(mf) => (mma_rows(m, mf), true),
+            _ => (0, false),
+        };
+        Ok((
+            0,
+            Launch {
+                push: Push::new()
+                    .u32(to_u32(k, "K")?)
+                    .u32(to_u32(chunks, "chunks")?)
+                    .u32(to_u32(m, "M")?)
+                    .u32(to_u32(mp, "limb rows")?)
+                    .finish(),
+                global: Global::Linear(if on { (chunks * mp) as u64 } else { 0 }),
+            },
+        ))
+    })?;
+    Ok((limbs, side))
+}
+
+/// `lo | hi << 16` for the tensor-core forward's packed push constants (both below 2^16:
+/// [`mma_forward_ok`] admits rows of fewer than 2^16 chunks, and every count packed is at
+/// most the chunk count).
+fn pack16(lo: usize, hi: usize, what: &str) -> Result<u32> {
+    if lo >= 1 << 16 || hi >= 1 << 16 {
+        return Err(internal(format!("{what}: {lo} / {hi} do not fit 16 bits")));
+    }
+    Ok((lo | hi << 16) as u32)
+}
+
+/// Launch of the tensor-core forward: a workgroup per (128-row strip of N, split-K slice,
+/// 8 * `mf` rows of M), the row tiles fastest (they read the same weights).
+fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
+    let mtiles = m.div_ceil(8 * mf as usize);
+    let sk = mma_split(m, q.n, q.kpad / 32, mf);
+    let groups =
+        q.n.div_ceil(MMA_ROWS)
+            .checked_mul(mtiles)
+            .and_then(|v| v.checked_mul(sk.slices))
+            .ok_or_else(|| unsupported(format!("M = {m} x N = {}: too many workgroups", q.n)))?;
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(m, "M")?)
+            .u32(to_u32(q.n, "N")?)
+            .u32(to_u32(q.kpad / 32, "packed row length")?)
+            .u32(to_u32(q.groups, "scale groups")?)
+            .u32(pack16(
+                mma_chunks_per_group(q),
+                has_bias as usize,
+                "chunks per group",
+            )?)
+            .u32(to_u32(mma_rows(m, mf), "limb rows")?)
+            .u32(to_u32(mtiles, "row tiles")?)
+            .u32(pack16(sk.slices, sk.len, "split-K slices")?)
+            .finish(),
+        global: Global::Linear(if m == 0 || q.n == 0 {
+            0
+        } else {
+            groups as u64 * LOCAL as u64
+        }),
     })
 }
 
@@ -1622,11 +1874,58 @@ mod tests {
     }
 
     #[test]
+    fn tensor_core_forward_from_one_fragment() {
+        let k = 8192;
+        let half = Some(Kernel::GemvHalf);
+        // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
+        // with the fewest fragments per workgroup that cover M (at most 4).
+        assert_eq!(
+            forward_kernel(1, 8192, k, true, half, true),
+            Kernel::GemvHalf
+        );
+        assert_eq!(
+            forward_kernel(7, 8192, k, true, half, true),
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 256
+            }
+        );
+        for (m, mf) in [(8, 1), (9, 2), (16, 2), (17, 4), (32, 4), (2048, 4)] {
+            assert_eq!(
+                forward_kernel(m, 8192, k, true, half, true),
+                Kernel::Mma(mf),
+                "M = {m}"
+            );
+        }
+        assert_eq!(mma_rows(8, 1), 8);
+        assert_eq!(mma_rows(17, 4), 32);
+        assert_eq!(mma_rows(33, 4), 64);
+        let p = plan(
+            40,
+            true,
+            |m| forward_kernel(m, 8192, k, true, half, true),
+            |_, _| 0,
+        );
+        for kn in [
+            Kernel::Mma(1),
+            Kernel::Mma(2),
+            Kernel::Mma(4),
+            Kernel::GemvHalf,
+        ] {
+            assert!(
+                p.kernels.contains(&kn),
+                "{kn:?} reachable in {:?}",
+                p.kernels
+            );
+        }
+    }
+
+    #[test]
     fn kernel_selection_and_reachability() {
         let k = 64; // short reduction: never split
-        assert_eq!(forward_kernel(1, 64, k, true, None), Kernel::Gemv(1));
-        assert_eq!(forward_kernel(3, 64, k, true, None), Kernel::Gemv(4));
-        assert_eq!(forward_kernel(8, 64, k, true, None), Kernel::Gemv(8));
+        assert_eq!(forward_kernel(1, 64, k, true, None, false), Kernel::Gemv(1));
+        assert_eq!(forward_kernel(3, 64, k, true, None, false), Kernel::Gemv(4));
+        assert_eq!(forward_kernel(8, 64, k, true, None, false), Kernel::Gemv(8));
         // The int8 wide GEMVs (persistent or not) serve M <= 8; the float one only M = 1.
         for wide in [
             Kernel::GemvWide {
@@ -1639,15 +1938,19 @@ mod tests {
             },
         ] {
             for m in [1, 2, 5, 8] {
-                assert_eq!(forward_kernel(m, 64, k, true, Some(wide)), wide, "M = {m}");
+                assert_eq!(
+                    forward_kernel(m, 64, k, true, Some(wide), false),
+                    wide,
+                    "M = {m}"
+                );
             }
         }
         // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
         let half = Kernel::GemvHalf;
-        assert_eq!(forward_kernel(1, 64, k, true, Some(half)), half);
+        assert_eq!(forward_kernel(1, 64, k, true, Some(half), false), half);
         for m in [2, 5, 8] {
             assert_eq!(
-                forward_kernel(m, 64, k, true, Some(half)),
+                forward_kernel(m, 64, k, true, Some(half), false),
                 Kernel::GemvWide {
                     dp4: true,
                     persist: 256
@@ -1659,26 +1962,29 @@ mod tests {
             dp4: false,
             persist: 0,
         };
-        assert_eq!(forward_kernel(1, 64, k, true, Some(float)), float);
-        assert_eq!(forward_kernel(2, 64, k, true, Some(float)), Kernel::Gemv(2));
+        assert_eq!(forward_kernel(1, 64, k, true, Some(float), false), float);
         assert_eq!(
-            forward_kernel(9, 4096, k, true, None),
+            forward_kernel(2, 64, k, true, Some(float), false),
+            Kernel::Gemv(2)
+        );
+        assert_eq!(
+            forward_kernel(9, 4096, k, true, None, false),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(32, 4096, k, true, None),
+            forward_kernel(32, 4096, k, true, None, false),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(33, 4096, k, true, None),
+            forward_kernel(33, 4096, k, true, None, false),
             tiled(Tile::T64, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, true, None),
+            forward_kernel(512, 4096, k, true, None, false),
             tiled(Tile::T128, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, false, None),
+            forward_kernel(512, 4096, k, false, None, false),
             tiled(Tile::T64, false)
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
@@ -1705,7 +2011,7 @@ mod tests {
         );
         // The H200 shapes at M = 32: split.
         assert_eq!(
-            forward_kernel(32, 8192, 8192, true, None),
+            forward_kernel(32, 8192, 8192, true, None, false),
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
@@ -1715,7 +2021,7 @@ mod tests {
         let p = plan(
             64,
             true,
-            |m| forward_kernel(m, 64, k, true, None),
+            |m| forward_kernel(m, 64, k, true, None, false),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(
@@ -1733,7 +2039,7 @@ mod tests {
         let p = plan(
             5,
             false,
-            |m| forward_kernel(m, 64, k, true, None),
+            |m| forward_kernel(m, 64, k, true, None, false),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
@@ -1758,7 +2064,7 @@ mod tests {
         ];
         for (cols, r) in shapes {
             for big in [false, true] {
-                let fwd = |m| forward_kernel(m, cols, r, big, None);
+                let fwd = |m| forward_kernel(m, cols, r, big, None, false);
                 let bwd = |m| backward_kernel(m, cols, r, big, None, true);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
@@ -1780,10 +2086,10 @@ mod tests {
                     }
                 }
                 // Past STABLE_M nothing changes.
-                let last = forward_kernel(STABLE_M, cols, r, big, None);
+                let last = forward_kernel(STABLE_M, cols, r, big, None, false);
                 assert!(matches!(last, Kernel::Tiled { split: false, .. }));
                 for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
-                    assert_eq!(forward_kernel(m, cols, r, big, None), last);
+                    assert_eq!(forward_kernel(m, cols, r, big, None, false), last);
                 }
             }
         }
@@ -1791,7 +2097,7 @@ mod tests {
         let p = plan(
             32,
             false,
-            |m| forward_kernel(m, 8192, 8192, true, None),
+            |m| forward_kernel(m, 8192, 8192, true, None, false),
             |m, kn| partial_floats(kn, m, 8192, 8192),
         );
         assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);
