@@ -1449,18 +1449,7 @@ fn forward(
         d.local = Some([64, 1, 1]);
         g.dispatch_select(call, vec![d], move |s| {
             let (_, m) = current_rows(s, x, k, "x")?;
-            let on = is_dp4(choose(m));
-            Ok((
-                0,
-                Launch {
-                    push: Push::new()
-                        .u32(to_u32(k, "K")?)
-                        .u32(to_u32(chunks, "chunks")?)
-                        .u32(to_u32(m, "M")?)
-                        .finish(),
-                    global: Global::Linear(if on { (chunks * m) as u64 } else { 0 }),
-                },
-            ))
+            Ok((0, limbs_launch(k, chunks, m, None, is_dp4(choose(m)))?))
         })?;
         Some(t)
     } else {
@@ -1594,24 +1583,36 @@ fn mma_limbs_node(
     d.local = Some([64, 1, 1]);
     g.dispatch_select(call, vec![d], move |s| {
         let (_, m) = current_rows(s, x, k, "x")?;
-        let (mp, on) = match choose(m) {
-            Kernel::Mma(mf) => (mma_rows(m, mf), true),
-            _ => (0, false),
+        let launch = match choose(m) {
+            Kernel::Mma(mf) => limbs_launch(k, chunks, m, Some(mma_rows(m, mf)), true)?,
+            _ => limbs_launch(k, chunks, m, Some(0), false)?,
         };
-        Ok((
-            0,
-            Launch {
-                push: Push::new()
-                    .u32(to_u32(k, "K")?)
-                    .u32(to_u32(chunks, "chunks")?)
-                    .u32(to_u32(m, "M")?)
-                    .u32(to_u32(mp, "limb rows")?)
-                    .finish(),
-                global: Global::Linear(if on { (chunks * mp) as u64 } else { 0 }),
-            },
-        ))
+        Ok((0, launch))
     })?;
     Ok((limbs, side))
+}
+
+/// Launch of an activation-limb node (`q4_act_limbs`, or `q4_mma_limbs` with its padded row
+/// count `rows`): an invocation per (row, chunk), none when `on` is false.
+fn limbs_launch(
+    k: usize,
+    chunks: usize,
+    m: usize,
+    rows: Option<usize>,
+    on: bool,
+) -> Result<Launch> {
+    let mut push = Push::new()
+        .u32(to_u32(k, "K")?)
+        .u32(to_u32(chunks, "chunks")?)
+        .u32(to_u32(m, "M")?);
+    if let Some(r) = rows {
+        push = push.u32(to_u32(r, "limb rows")?);
+    }
+    let count = chunks.saturating_mul(rows.unwrap_or(m));
+    Ok(Launch {
+        push: push.finish(),
+        global: Global::Linear(if on { count as u64 } else { 0 }),
+    })
 }
 
 /// `lo | hi << 16` for the tensor-core forward's packed push constants (both below 2^16:
