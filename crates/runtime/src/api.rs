@@ -178,8 +178,12 @@ pub struct NodeTime {
     pub op: String,
     /// VkGraph `OperatorCall.node_id` of the op.
     pub node_id: u32,
-    /// Microseconds between the timestamps around the dispatch.
+    /// Microseconds from the start of this dispatch to the start of the next one: the
+    /// dispatch and the barrier after it (the times of a graph's nodes sum to its GPU time).
     pub us: f64,
+    /// Microseconds between the timestamps right before and right after the dispatch: the
+    /// kernel alone, without the barrier that follows it (~1 us on a discrete GPU).
+    pub dispatch_us: f64,
 }
 
 /// A loaded delegate (one VkGraph on the GPU).

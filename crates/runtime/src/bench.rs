@@ -2,7 +2,7 @@
 //! timestamps in the same process as the kernels they are compared with.
 //!
 //! Method (see docs/performance.md): warm-up, then `reps` timed dispatches, each bracketed by
-//! timestamps with a full barrier between them; the median is reported.
+//! timestamps, a full barrier after each (outside its interval); the median is reported.
 
 use std::time::Duration;
 
@@ -49,7 +49,8 @@ fn require_timestamps(ctx: &etvk_vulkan::Context) -> Result<()> {
 }
 
 /// Record `total` repetitions of `dispatch`, each between timestamps 2r and 2r + 1 and
-/// followed by a full compute barrier (so that repetitions do not overlap).
+/// followed by a full compute barrier (so that repetitions do not overlap). The barrier is
+/// outside the timed interval, as between the nodes of a profiled graph.
 fn record_timed(
     cb: &mut CommandBuffer,
     queries: &QueryPool,
@@ -59,8 +60,8 @@ fn record_timed(
     for r in 0..total {
         cb.timestamp(queries, 2 * r)?;
         dispatch(cb, r)?;
-        cb.barrier(Access::Compute, Access::Compute)?;
         cb.timestamp(queries, 2 * r + 1)?;
+        cb.barrier(Access::Compute, Access::Compute)?;
     }
     Ok(())
 }
@@ -455,11 +456,21 @@ pub enum AluOp {
     Dot4I8,
     /// The wide backward's decode of one 4-bit code and its FMA: and, subtract, FMA.
     Decode,
+    /// A 16 x 8 x 32 int8 MMA with int32 accumulate (NV cooperative matrices; counted as
+    /// 2 * 16 * 8 * 32 integer operations).
+    MmaI8,
+    /// The tensor-core forward's work per chunk: three chained int8 MMAs with the
+    /// accumulator scaled between them and the element-wise fp32 scaling (counted as the
+    /// MMAs' integer operations, so the rate compares with [`AluOp::MmaI8`]).
+    MmaChunk,
 }
 
 impl AluOp {
     /// Every operation, in the order `etvk bench alu` prints them.
     pub const ALL: [AluOp; 4] = [AluOp::Ffma, AluOp::Logic3, AluOp::Dot4I8, AluOp::Decode];
+
+    /// The tensor-core operations: devices with NV int8 cooperative matrices only.
+    pub const TENSOR: [AluOp; 2] = [AluOp::MmaI8, AluOp::MmaChunk];
 
     /// A short name for tables.
     pub fn name(self) -> &'static str {
@@ -468,13 +479,19 @@ impl AluOp {
             AluOp::Logic3 => "3-input logic",
             AluOp::Dot4I8 => "int8x4 dot + add",
             AluOp::Decode => "4-bit decode + fma",
+            AluOp::MmaI8 => "int8 mma 16x8x32 (int ops)",
+            AluOp::MmaChunk => "tensor-core forward chunk (mma int ops)",
         }
     }
 
     /// Instructions per chain step (what the rate counts).
     pub fn ops_per_step(self) -> u32 {
+        // The MMA probes run four MMAs (three per chunk, four chunks) per subgroup and round:
+        // 4 (12) * 8192 integer operations over 32 invocations and ALU_CHAINS steps.
         match self {
             AluOp::Decode => 3,
+            AluOp::MmaI8 => 4 * 8192 / 32 / ALU_CHAINS,
+            AluOp::MmaChunk => 12 * 8192 / 32 / ALU_CHAINS,
             _ => 1,
         }
     }
@@ -485,6 +502,8 @@ impl AluOp {
             AluOp::Logic3 => ShaderId::BenchAluLop3,
             AluOp::Dot4I8 => ShaderId::BenchAluDp4,
             AluOp::Decode => ShaderId::BenchAluDecode,
+            AluOp::MmaI8 => ShaderId::BenchMmaMma,
+            AluOp::MmaChunk => ShaderId::BenchMmaChunk,
         }
     }
 
@@ -498,6 +517,7 @@ impl AluOp {
             AluOp::Logic3 => [0x7FFF_FFFF, 0, 0],
             AluOp::Dot4I8 => [0x0F0F_0F0F, 0x0102_0304, 0],
             AluOp::Decode => [0x4B00_0000, 8_388_616.0_f32.to_bits(), 1e-6_f32.to_bits()],
+            AluOp::MmaI8 | AluOp::MmaChunk => [0x1357_9BDF, 0x2468_ACE0, 1e-9_f32.to_bits()],
         }
     }
 }
@@ -543,6 +563,13 @@ fn run_alu(
     } else {
         None
     };
+    if !inner.shader_supported(op.shader()) {
+        return Err(unsupported(format!(
+            "bench alu: {} needs features {} does not have",
+            op.name(),
+            ctx.description()
+        )));
+    }
     let pipeline = inner.pipeline(op.shader(), [256, 1, 1], &[])?;
     let mut pool = DescriptorPool::new(ctx, 1, 1)?;
     let set = pool.allocate(&pipeline, &[&sink])?;

@@ -477,7 +477,11 @@ impl ComputeGraph {
             return Err(internal("profiling switched while an execute is in flight"));
         }
         self.queries = if want {
-            Some(QueryPool::new(&self.be.ctx, self.nodes.len() as u32 + 1)?)
+            // Per node: before and after its dispatch; then one after the last barrier.
+            Some(QueryPool::new(
+                &self.be.ctx,
+                2 * self.nodes.len() as u32 + 1,
+            )?)
         } else {
             None
         };
@@ -620,10 +624,10 @@ impl ComputeGraph {
             }
         }
         cmd.barrier(Access::Transfer, Access::Compute)?;
-        if let Some(q) = &self.queries {
-            cmd.timestamp(q, 0)?;
-        }
         for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(q) = &self.queries {
+                cmd.timestamp(q, 2 * i as u32)?;
+            }
             let k = &self.kernels[i];
             let (pipeline, set, _) = k
                 .variants
@@ -631,13 +635,20 @@ impl ComputeGraph {
                 .ok_or_else(|| internal(format!("op {}: kernel variant out of range", n.op)))?;
             // A launch of no workgroups (a kernel idle at the current shapes) records
             // nothing: neither the dispatch nor a barrier, which costs ~1 us on a GPU.
-            if groups[i].iter().all(|&g| g > 0) {
+            let launched = groups[i].iter().all(|&g| g > 0);
+            if launched {
                 cmd.dispatch(pipeline, *set, &n.launch.push, groups[i])?;
+            }
+            // Between the dispatch and its barrier: the kernel's time without the barrier's.
+            if let Some(q) = &self.queries {
+                cmd.timestamp(q, 2 * i as u32 + 1)?;
+            }
+            if launched {
                 cmd.barrier(Access::Compute, Access::Compute)?;
             }
-            if let Some(q) = &self.queries {
-                cmd.timestamp(q, i as u32 + 1)?;
-            }
+        }
+        if let Some(q) = &self.queries {
+            cmd.timestamp(q, 2 * self.nodes.len() as u32)?;
         }
         cmd.barrier(Access::Compute, Access::Transfer)?;
         for (slot, st) in self.outputs.iter().zip(&self.out_staging) {
@@ -913,7 +924,8 @@ impl ComputeGraph {
         let ticks = q.read(0, q.count())?;
         let period = self.be.ctx.caps().timestamp_period_ns as f64;
         for (i, n) in self.nodes.iter().enumerate() {
-            let dt = ticks[i + 1].saturating_sub(ticks[i]) as f64 * period / 1000.0;
+            let us_between =
+                |a: usize, b: usize| ticks[b].saturating_sub(ticks[a]) as f64 * period / 1000.0;
             // Nodes with kernel alternatives say which one ran: `op/kernel`.
             let name = if self.kernels[i].selected.is_some() {
                 format!("{}/{}", n.op, n.shader.info().name)
@@ -923,7 +935,8 @@ impl ComputeGraph {
             self.profile.push(crate::api::NodeTime {
                 op: name,
                 node_id: n.node_id,
-                us: dt,
+                us: us_between(2 * i, 2 * i + 2),
+                dispatch_us: us_between(2 * i, 2 * i + 1),
             });
         }
         Ok(())

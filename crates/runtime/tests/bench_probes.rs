@@ -72,6 +72,7 @@ fn replay(op: AluOp, t: u32, rounds: u32) -> u32 {
             }
             sum(&v).to_bits()
         }
+        AluOp::MmaI8 | AluOp::MmaChunk => unreachable!("the tensor-core probes have no replay"),
     }
 }
 
@@ -90,7 +91,7 @@ fn alu_probe_chains_match_a_cpu_replay() {
                     assert_eq!(g, w, "{} invocation {t}: {g:#x} against {w:#x}", op.name())
                 }
                 // A driver may or may not fuse; one rounding per step at most apart.
-                AluOp::Ffma | AluOp::Decode => {
+                AluOp::Ffma | AluOp::Decode | AluOp::MmaI8 | AluOp::MmaChunk => {
                     let (g, w) = (f32::from_bits(g), f32::from_bits(w));
                     assert!(
                         (g - w).abs() <= 1e-5 * w.abs().max(1.0),
@@ -175,5 +176,35 @@ fn read_ceilings_of_every_width_are_positive() {
             "{name}: {r:?}"
         );
         assert!(r.gbps.is_finite() && r.gbps > 0.0, "{name}: {r:?}");
+    }
+}
+
+/// The tensor-core probes run where the device has NV int8 cooperative matrices (an H200)
+/// and report positive rates; elsewhere (lavapipe) they refuse with an error naming the
+/// operation instead of failing at pipeline creation.
+#[test]
+fn tensor_core_probes_run_or_refuse() {
+    let be = backend();
+    let caps = be.device_caps();
+    let has = caps.subgroup_size == 32
+        && caps
+            .cooperative_matrix_nv_shapes
+            .iter()
+            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
+    for op in AluOp::TENSOR {
+        match alu_rate(&be, op, 2, 1) {
+            Ok(r) => {
+                assert!(has, "{} ran without the MMA shape", op.name());
+                assert!(
+                    r.tera_ops.is_finite() && r.tera_ops > 0.0,
+                    "{}: {r:?}",
+                    op.name()
+                );
+            }
+            Err(e) => {
+                assert!(!has, "{}: {e}", op.name());
+                assert!(e.to_string().contains(op.name()), "{e}");
+            }
+        }
     }
 }

@@ -113,6 +113,13 @@ fn a_linear_fp32_matches_eager_pytorch() {
     assert_eq!(prof.len(), 1);
     assert_eq!(prof[0].0, "aten.linear.default");
     assert!(prof[0].1 >= 0.0);
+    // The dispatch alone is inside the node's time (which adds the barrier after it).
+    let node = &d.profile_nodes()[0];
+    assert_eq!(node.us, prof[0].1);
+    assert!(
+        node.dispatch_us >= 0.0 && node.dispatch_us <= node.us,
+        "{node:?}"
+    );
     assert_eq!(be.validation_error_count(), 0);
 }
 
