@@ -392,27 +392,44 @@ fn mma_step(mf: u32) -> usize {
 /// Weight rows per workgroup of the tensor-core forward (16 per subgroup, 8 subgroups).
 const MMA_ROWS: usize = 128;
 
-/// Workgroups the tensor-core forward's split-K aims for: four per SM of an H200, or
-/// `ETVK_Q4_MMA_WGS` (benchmarks).
-const MMA_SPLIT_TARGET: usize = 528;
+/// Workgroups of the tensor-core forward resident at once: two per SM of an H200 (114-120
+/// registers), or `ETVK_Q4_MMA_WGS` (benchmarks).
+const MMA_RESIDENT_WGS: usize = 264;
 
-fn mma_split_target() -> usize {
+fn mma_resident_wgs() -> usize {
     static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_SPLIT_TARGET))
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_RESIDENT_WGS))
 }
 
 /// Split-K of the tensor-core forward for M rows, N outputs and `kc` chunks per row:
 /// `slices` workgroups per (row strip, row tile) with `len` chunks each (a multiple of the
-/// step; the last slice may be shorter), so that few strips (small N, small M) still fill
-/// the GPU; at least two steps per slice.
+/// step; the last slice may be shorter), at least two steps per slice.
+///
+/// The slice count minimizes the waves of resident workgroups times the work of one,
+/// `ceil(tiles * s / resident) / s`, taking the fewest slices within 5% of the minimum
+/// (each slice adds partial sums to reduce). H200 (docs/performance.md, session 9): 224 tiles ran 178 us
+/// unsplit, 182 at 2 slices (1.7 waves), 169 at 5 (4.2 waves): a last wave that is nearly
+/// full costs less than a single wave that leaves SMs with one workgroup.
 fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
     let step = mma_step(mf);
     let kc = kc.max(1);
     let tiles = n.div_ceil(MMA_ROWS).max(1) * m.div_ceil(8 * mf as usize).max(1);
-    let target = mma_split_target();
-    let want = (target + tiles / 2) / tiles;
-    let s = want.min(kc / (2 * step)).max(1);
-    let len = kc.div_ceil(s).next_multiple_of(step);
+    let resident = mma_resident_wgs().max(1);
+    let most = (kc / (2 * step)).clamp(1, 64);
+    // Waves per slice as a fraction: compare w_a / s_a < w_b / s_b by cross-multiplying.
+    let waves = |s: usize| tiles.saturating_mul(s).div_ceil(resident);
+    let mut min = 1;
+    for s in 2..=most {
+        if waves(s) * min < waves(min) * s {
+            min = s;
+        }
+    }
+    // The fewest slices within 5% of the minimum: the minimum alone can sit at many slices
+    // that gain 1-3% over a few (224 tiles: 20 slices, 0.5% better than 7).
+    let best = (1..=min)
+        .find(|&s| waves(s) * min * 100 <= 105 * waves(min) * s)
+        .unwrap_or(min);
+    let len = kc.div_ceil(best).next_multiple_of(step);
     SplitK {
         slices: kc.div_ceil(len),
         len,
