@@ -2302,4 +2302,32 @@ mod tests {
             }
         }
     }
+
+    /// The tensor-core forward's split-K at the H200 shapes (journal, session 9) and its
+    /// invariants: slices cover the row with lengths a multiple of the step, none empty, and
+    /// at least two steps per slice where the row has them.
+    #[test]
+    fn mma_split_by_waves() {
+        let slices = |m: usize, n: usize, kc: usize, mf: u32| mma_split(m, n, kc, mf).slices;
+        if mma_resident_wgs() == MMA_RESIDENT_WGS {
+            assert_eq!(slices(8, 8192, 256, 1), 4);
+            assert_eq!(slices(8, 28672, 256, 1), 7);
+            assert_eq!(slices(8, 8192, 896, 1), 4);
+            assert_eq!(slices(512, 28672, 256, 4), 1);
+        }
+        for (m, n, kc, mf) in [1usize, 8, 9, 32, 100, 512, 2048]
+            .into_iter()
+            .flat_map(|m| [1usize, 16, 300, 8192, 28672].map(|n| (m, n)))
+            .flat_map(|(m, n)| [1usize, 3, 8, 37, 256, 896].map(|kc| (m, n, kc)))
+            .flat_map(|(m, n, kc)| [1u32, 2, 4].map(|mf| (m, n, kc, mf)))
+        {
+            let sk = mma_split(m, n, kc, mf);
+            let step = mma_step(mf);
+            assert_eq!(sk.len % step, 0, "{m} {n} {kc} {mf}: {sk:?}");
+            assert!(sk.slices * sk.len >= kc && (sk.slices - 1) * sk.len < kc);
+            if sk.slices > 1 {
+                assert!(sk.len >= 2 * step, "{m} {n} {kc} {mf}: {sk:?}");
+            }
+        }
+    }
 }
