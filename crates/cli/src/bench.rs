@@ -584,3 +584,39 @@ fn bench_adamw(
 fn coopmat_tolerance(k: usize) -> f64 {
     k as f64 * f64::from(f32::EPSILON)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(op: &str, us: f64, dispatch_us: f64) -> NodeTime {
+        NodeTime {
+            op: op.to_string(),
+            node_id: 0,
+            us,
+            dispatch_us,
+        }
+    }
+
+    /// An instance runs from its first dispatch's start to its last one's end: its own
+    /// barriers count, the one after it does not; other ops' nodes are left out.
+    #[test]
+    fn op_times_split_instances_and_leave_the_last_barrier_out() {
+        let op = "et_vk.linear_q4gsw.default";
+        let nodes = [
+            node("aten.add.Tensor", 100.0, 99.0),
+            node(&format!("{op}/q4_mma_limbs"), 5.0, 4.0),
+            node(&format!("{op}/q4_linear_mma_f1"), 50.0, 49.0),
+            node(&format!("{op}/q4_linear_reduce"), 3.0, 2.5),
+            node(&format!("{op}/q4_mma_limbs"), 6.0, 5.0),
+            node(&format!("{op}/q4_linear_mma_f1"), 52.0, 51.0),
+            node(&format!("{op}/q4_linear_reduce"), 4.0, 3.0),
+        ];
+        let (kernel, with_barrier) = op_times_us(&nodes, op, 2).unwrap();
+        assert_eq!(kernel, (5.0 + 50.0 + 2.5 + 6.0 + 52.0 + 3.0) / 2.0);
+        assert_eq!(with_barrier, (58.0 + 62.0) / 2.0);
+        let e = op_times_us(&nodes, op, 4).unwrap_err();
+        assert!(e.0.contains("6 timed dispatches"), "{}", e.0);
+        assert!(op_times_us(&nodes, "et_vk.other.default", 1).is_err());
+    }
+}
