@@ -151,6 +151,31 @@ fn bad_arguments_are_one_line_errors() {
     );
 }
 
+/// The export's `get_max_context_len` (32) bounds generation: --max-new is cut so that no
+/// call reaches past the KV cache (before, the 33rd position failed in sdpa_with_kv_cache
+/// after 29 tokens), and a prompt longer than the context is refused before any call.
+#[test]
+fn generation_stops_at_the_programs_context() {
+    let out = generate(&["--prompt-tokens", "1,2,3", "--max-new", "40"]);
+    assert!(out.contains("--max-new 40 cut to 30"), "{out}");
+    assert_eq!(generated(&out).len(), 30, "{out}");
+    let bin = cli_binary().expect("etvk binary");
+    let model = fixtures_dir().join(E5).join("model.pte");
+    let prompt: Vec<String> = (0..33).map(|t| (t % 100).to_string()).collect();
+    let out = Command::new(&bin)
+        .arg("generate")
+        .arg(&model)
+        .args(["--prompt-tokens", &prompt.join(","), "--max-new", "2"])
+        .output()
+        .expect("run etvk");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("33 tokens exceed the program's context of 32"),
+        "{err}"
+    );
+}
+
 /// Token ids t map to logits one-hot at perm(t) = (5t + 3) mod 16: an embedding "model"
 /// whose greedy continuation is known.
 const PERM_V: usize = 16;

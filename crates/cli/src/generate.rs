@@ -7,10 +7,15 @@
 //! (the last token's), `[1, L, V]` or `[L, V]` (every token's; the last row is used).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use etvk_host::{HostOptions, LoadedMethod, MethodValue, Tensor, ValueInfo};
+use etvk_format::program_ir::Program;
+use etvk_host::{
+    load_program, HostOptions, LoadedMethod, MethodValue, Tensor, ValueInfo,
+    DEFAULT_MAX_INSTRUCTIONS,
+};
 use etvk_runtime::RuntimeOptions;
 
 use crate::error::CliError;
@@ -94,6 +99,41 @@ fn signature(inputs: &[ValueInfo]) -> Result<Signature, CliError> {
         dynamic,
         has_pos,
     })
+}
+
+/// The constant method of ExecuTorch Llama exports that gives the KV cache's length.
+const CONTEXT_METHOD: &str = "get_max_context_len";
+
+/// The program's context length from its [`CONTEXT_METHOD`], when it has that method.
+fn max_context_len(program: &Arc<Program>) -> Result<Option<usize>, CliError> {
+    if program.plan(CONTEXT_METHOD).is_none() {
+        return Ok(None);
+    }
+    let mut method = LoadedMethod::load_with_backend(
+        program.clone(),
+        CONTEXT_METHOD,
+        None,
+        DEFAULT_MAX_INSTRUCTIONS,
+    )?;
+    match method.execute_values(&[])?.first() {
+        Some(MethodValue::Int(n)) if *n > 0 => Ok(usize::try_from(*n).ok()),
+        other => Err(CliError(format!(
+            "{CONTEXT_METHOD} returned {other:?}, not a positive int"
+        ))),
+    }
+}
+
+/// Tokens to generate within a KV cache of `context` positions: the prompt and every
+/// generated token but the last are fed, so `prompt + new - 1 <= context`. `Err` when the
+/// prompt alone does not fit.
+fn new_tokens_within(context: usize, prompt: usize, max_new: usize) -> Result<usize, CliError> {
+    if prompt > context {
+        return Err(CliError(format!(
+            "the prompt's {prompt} tokens exceed the program's context of {context} tokens \
+             ({CONTEXT_METHOD})"
+        )));
+    }
+    Ok(max_new.min(context + 1 - prompt))
 }
 
 /// splitmix64: a small, seedable generator for the sampler.
@@ -231,8 +271,20 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
         ..HostOptions::default()
     };
     let t0 = Instant::now();
-    let mut method = LoadedMethod::load_file(&args.model, &args.method, &options)?;
+    let program = Arc::new(load_program(&args.model)?);
+    let mut method = LoadedMethod::load(program.clone(), &args.method, &options)?;
     let sig = signature(&method.inputs())?;
+    // A KV-cache program cannot take positions past its cache: stop there, as ExecuTorch's
+    // Llama runner does, instead of failing at the first call beyond it.
+    let context = if sig.has_pos {
+        max_context_len(&program)?
+    } else {
+        None
+    };
+    let max_new = match context {
+        Some(c) => new_tokens_within(c, prompt.len(), args.max_new)?,
+        None => args.max_new,
+    };
     outln!(
         "device: {device}\nloaded {} in {:.1} ms ({} delegate(s)); tokens per call: {}{}, {}",
         args.model.display(),
@@ -246,6 +298,14 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
             "no KV cache: the whole sequence is fed every step"
         }
     );
+    if max_new < args.max_new {
+        outln!(
+            "--max-new {} cut to {max_new}: the program's context holds {} tokens and the prompt {}",
+            args.max_new,
+            context.unwrap_or(0),
+            prompt.len()
+        );
+    }
     method.set_profiling(args.profile)?;
     let mut table = ProfileTable::default();
     let mut rng = Rng(args.seed);
@@ -320,12 +380,12 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
     let mut generated: Vec<i64> = Vec::new();
     let t_decode = Instant::now();
     let mut decode_calls = 0usize;
-    while generated.len() < args.max_new {
+    while generated.len() < max_new {
         let next = pick(&logits, args.temperature, args.top_p, &mut rng) as i64;
         generated.push(next);
         seq.push(next);
         outln!("token {:>4}: {next}", seq.len() - 1);
-        if generated.len() == args.max_new {
+        if generated.len() == max_new {
             break;
         }
         logits = if sig.has_pos {
@@ -361,7 +421,7 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
             decode_s * 1e3 / decode_calls as f64
         );
     } else {
-        outln!("decode: no decode calls (--max-new {})", args.max_new);
+        outln!("decode: no decode calls (--max-new {max_new})");
     }
     if args.profile {
         outln!("{}", table.render(Some(15)).trim_end());
@@ -374,6 +434,16 @@ mod tests {
     use etvk_host::dtype::DType;
 
     use super::*;
+
+    #[test]
+    fn new_tokens_stop_at_the_context() {
+        // Context 32, prompt 3: positions 0..2 prompt, 3..31 for 29 fed tokens, 30 new.
+        assert_eq!(new_tokens_within(32, 3, 100).unwrap(), 30);
+        assert_eq!(new_tokens_within(32, 3, 16).unwrap(), 16);
+        assert_eq!(new_tokens_within(32, 32, 5).unwrap(), 1);
+        let e = new_tokens_within(32, 33, 5).unwrap_err();
+        assert!(e.0.contains("33") && e.0.contains("32"), "{}", e.0);
+    }
 
     #[test]
     fn greedy_is_argmax_first_on_ties() {
