@@ -1,0 +1,312 @@
+#version 450
+// EXPERIMENT (session 9; compiled here, not yet run on a GPU): the 4-bit linear backward at
+// M > 8 through NV cooperative matrices (f16 16x8x16, f32 accumulate), as a drop-in for
+// q4_linear_tiled_bwd_t128 (BM = 128) or q4_linear_tiled_bwd_t32x128 (-DBM=32), and with
+// -DSPLIT=1 for their `_split` variants: same bindings, push constants and launch
+// (BM x 128 output tiles over (m, k), the reduction over n in steps of 32).
+//   dx[m][k] = sum_n dy[m][n] * W[n][k],  W[n][k] = s[n][k / gs] * (code(n,k) - 8)
+// The scale varies along the reduction, so unlike the forward it cannot leave the sum:
+// dy and W go into the MMAs as fp16 hi / lo pairs (about 22 significant bits each), three
+// MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's
+// range: a prologue finds each dy row's |max| over the workgroup's slice and the largest
+// scale of the tile's groups over the slice's rows, and scales dy rows and W by powers of two
+// (exact) so that both peak in [2^13, 2^14); the store divides them out per row. Elements
+// below 2^-27 of their row's peak lose precision (their hi part would be an fp16 subnormal):
+// they contribute below fp32's resolution of the row's sums anyway. Inf / NaN stay so.
+//
+// Try: glslc -fshader-stage=compute --target-env=vulkan1.2 -O -I shaders
+//   -o DIR/q4_linear_tiled_bwd_t128.spv docs/experiments/q4_linear_bwd_mma_tiled.comp
+// (-DBM=32 -o DIR/q4_linear_tiled_bwd_t32x128.spv; -DSPLIT=1 for the _split names), then
+// ETVK_SPIRV_OVERRIDE_DIR=DIR etvk bench linear_q4gsw_backward --m 32 / 512 ... on the H200;
+// the bench's f64 check says whether it is right. Needs 16x8x16 f16 NV cooperative
+// matrices and 32-invocation subgroups (8 per workgroup).
+//
+// -DEMULATE=1 replaces the cooperative-matrix calls (and the subgroup operations) by plain
+// arithmetic on the same shared tiles, each invocation computing 4 elements of its virtual
+// subgroup's 16 x 8 tiles: it runs anywhere (lavapipe) and checks everything around the
+// MMAs (prologue scales, hi / lo packing, tile offsets, the store path) against the bench's
+// f64 reference.
+#ifndef EMULATE
+#define EMULATE 0
+#endif
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if !EMULATE
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#if BM != 128 && BM != 32
+#error "BM is 128 (q4_linear_tiled_bwd_t128) or 32 (q4_linear_tiled_bwd_t32x128)"
+#endif
+#define BC 128
+#define BR 32
+#define NT 256
+#define SG 8
+#if BM == 128
+#define WM 2  // 16-row m-tiles per subgroup
+#define WK 8  // 8-column k-tiles per subgroup
+#else
+#define WM 1
+#define WK 4
+#endif
+#define SGM (BM / (16 * WM))  // subgroups along m (4 or 2)
+#define AW (BR / 8)           // uvec4 (8 fp16) per row of the A tile
+#define WW (BC / 8)           // uvec4 per row of the W tile
+
+layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+layout(set = 0, binding = 1) readonly buffer A { float a[]; };
+layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+
+layout(push_constant) uniform Params {
+  uint M;
+  uint N;         // weight rows (the reduction)
+  uint K;         // output row length
+  uint KW;        // words per weight row (Kpad / 8)
+  uint G;         // scale groups per row
+  uint gs;        // group size (multiple of 4)
+  uint has_bias;  // unused backward
+  uint slice;     // SPLIT = 1: reduction rows per slice (a multiple of BR)
+} p;
+
+shared uvec4 Ah[BM * AW];  // dy hi, [m][n of the step], 8 fp16 per uvec4
+shared uvec4 Al[BM * AW];  // dy lo
+shared uvec4 Wh[BR * WW];  // W hi, [n of the step][k]
+shared uvec4 Wl[BR * WW];  // W lo
+shared float rowscale[BM];  // 2^e per dy row
+shared float rowinv[BM];    // 2^-(e + f)
+shared uint smax_bits[1];
+shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
+#if EMULATE
+shared uint rowmax_bits[BM];
+// fp16 element e of a packed tile (8 per uvec4).
+#define AH(row, n) unpackHalf2x16(Ah[((row) * (BR / 2u) + (n) / 2u) >> 2][(((row) * (BR / 2u) + (n) / 2u)) & 3u])[(n) & 1u]
+#define AL(row, n) unpackHalf2x16(Al[((row) * (BR / 2u) + (n) / 2u) >> 2][(((row) * (BR / 2u) + (n) / 2u)) & 3u])[(n) & 1u]
+#define WH(n, k) unpackHalf2x16(Wh[(n) * WW + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#define WL(n, k) unpackHalf2x16(Wl[(n) * WW + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#endif
+
+// Power of two that puts a peak with these (|x|) bits in [2^13, 2^14); 1 for zero, Inf, NaN.
+float peak_scale(uint bits) {
+  if (bits == 0u || bits >= 0x7F800000u) return 1.0;
+  const int e = int(bits >> 23) - 127;  // floor(log2) for normal values (denormals: -127)
+  return exp2(float(clamp(13 - e, -120, 120)));
+}
+
+// fp16 hi / lo of v (|v| < 2^15 after scaling): hi = v with its fp32 mantissa cut to fp16's
+// (exact in fp16 when normal), lo = the rest rounded to fp16. Values under fp16's normal
+// range go to lo alone. (float(float16_t(v)) would be simpler, but a driver folded that
+// round trip to v; docs/experiments/README.md.)
+vec2 split16(float v) {
+  const float hi = abs(v) < 0.00006103515625 ? 0.0 : uintBitsToFloat(floatBitsToUint(v) & 0xFFFFE000u);
+  return vec2(hi, v - hi);
+}
+
+float scale_at(uint n, uint kb) {
+  const uint g = kb / p.gs;
+  return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+#if EMULATE
+  const uint sg = t / 32u, lane = t % 32u;  // virtual subgroups of 32
+#else
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#endif
+  const uint C = p.K, R = p.N;
+  const uint tiles_c = (C + BC - 1u) / BC;
+  const uint tiles_m = (p.M + BM - 1u) / BM;
+  const uint tiles = tiles_c * tiles_m;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if SPLIT
+  const uint tile = wg % tiles;
+  const uint js = wg / tiles;
+  if (js >= (R + p.slice - 1u) / p.slice) return;
+  const uint r_begin = js * p.slice;
+  const uint r_end = min(R, r_begin + p.slice);
+#else
+  const uint tile = wg;
+  if (tile >= tiles) return;
+  const uint r_begin = 0u;
+  const uint r_end = R;
+#endif
+  const uint m0 = (tile / tiles_c) * BM;
+  const uint c0 = (tile % tiles_c) * BC;
+
+  // Prologue 1: each dy row's |max| over the slice (a subgroup per row, rows sg, sg + 8, ..).
+#if EMULATE
+  for (uint mm = t; mm < BM; mm += NT) rowmax_bits[mm] = 0u;
+  barrier();
+#endif
+  for (uint mm = sg; mm < BM; mm += SG) {
+    const uint m = m0 + mm;
+    uint mb = 0u;
+    if (m < p.M) {
+      for (uint r = r_begin + lane; r < r_end; r += 32u) mb = max(mb, floatBitsToUint(a[m * R + r]) & 0x7FFFFFFFu);
+    }
+#if EMULATE
+    atomicMax(rowmax_bits[mm], mb);
+#else
+    mb = subgroupMax(mb);
+    if (lane == 0u) rowscale[mm] = peak_scale(mb);
+#endif
+  }
+  // Prologue 2: the largest scale of the tile's groups over the slice's rows.
+  if (t == 0u) smax_bits[0] = 0u;
+  barrier();
+#if EMULATE
+  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = peak_scale(rowmax_bits[mm]);
+#endif
+  {
+    const uint g0 = c0 / p.gs, g1 = min((c0 + BC - 1u) / p.gs, p.G - 1u);
+    const uint ng = g1 + 1u - min(g0, g1 + 1u);
+    uint mb = 0u;
+    for (uint i = t; i < (r_end - r_begin) * ng; i += NT) {
+      const uint n = r_begin + i / ng, g = g0 + i % ng;
+      mb = max(mb, floatBitsToUint(s[n * p.G + g]) & 0x7FFFFFFFu);
+    }
+#if EMULATE
+    atomicMax(smax_bits[0], mb);
+#else
+    mb = subgroupMax(mb);
+    if (lane == 0u) atomicMax(smax_bits[0], mb);
+#endif
+  }
+  barrier();
+  // W = s * (code - 8) peaks at 8 * max(s): scale by the power of two for that.
+  const float wscale = 0.125 * peak_scale(smax_bits[0]);
+  for (uint mm = t; mm < BM; mm += NT) rowinv[mm] = 1.0 / (rowscale[mm] * wscale);
+  barrier();
+
+  const uint mg = sg % SGM, kg = sg / SGM;
+#if EMULATE
+  float acc[WM][WK][4];  // elements lane * 4 + q of each 16 x 8 tile (row-major)
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {
+    [[unroll]] for (uint j = 0u; j < WK; ++j) {
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) acc[i][j][q] = 0.0;
+    }
+  }
+#else
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc[WM][WK];
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {
+    [[unroll]] for (uint j = 0u; j < WK; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+  }
+#endif
+
+  for (uint r0 = r_begin; r0 < r_end; r0 += BR) {
+    // dy tile (BM x BR) as fp16 hi / lo pairs, two n per word.
+    for (uint e = t; e < BM * (BR / 2u); e += NT) {
+      const uint mm = e / (BR / 2u), rp = e % (BR / 2u);
+      const uint m = m0 + mm, r = r0 + 2u * rp;
+      const float sc = rowscale[mm];
+      const float v0 = (m < p.M && r < r_end) ? a[m * R + r] * sc : 0.0;
+      const float v1 = (m < p.M && r + 1u < r_end) ? a[m * R + r + 1u] * sc : 0.0;
+      const vec2 s0 = split16(v0), s1 = split16(v1);
+      const uint wi = mm * (BR / 2u) + rp;  // word index
+      Ah[wi >> 2][wi & 3u] = packFloat2x16(f16vec2(float16_t(s0.x), float16_t(s1.x)));
+      Al[wi >> 2][wi & 3u] = packFloat2x16(f16vec2(float16_t(s0.y), float16_t(s1.y)));
+    }
+    // W tile (BR x BC): one packed word (8 codes) per item, one uvec4 of hi and one of lo.
+    for (uint e = t; e < BR * WW; e += NT) {
+      const uint rr = e / WW, wi = e % WW;
+      const uint n = r0 + rr, kw = c0 / 8u + wi;
+      const uint word = (n < r_end && kw < p.KW) ? w[n * p.KW + kw] : 0x88888888u;
+      uint hw[4], lw[4];
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        const float sc = scale_at(n, kw * 8u + 4u * h) * wscale;
+        [[unroll]] for (uint q = 0u; q < 2u; ++q) {
+          const uint sh = 16u * h + 8u * q;
+          const vec2 x0 = split16((float((word >> sh) & 15u) - 8.0) * sc);
+          const vec2 x1 = split16((float((word >> (sh + 4u)) & 15u) - 8.0) * sc);
+          hw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.x), float16_t(x1.x)));
+          lw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.y), float16_t(x1.y)));
+        }
+      }
+      Wh[rr * WW + wi] = uvec4(hw[0], hw[1], hw[2], hw[3]);
+      Wl[rr * WW + wi] = uvec4(lw[0], lw[1], lw[2], lw[3]);
+    }
+    barrier();
+#if EMULATE
+    [[unroll]] for (uint i = 0u; i < WM; ++i) {
+      [[unroll]] for (uint j = 0u; j < WK; ++j) {
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          const uint idx = lane * 4u + q;
+          const uint row = mg * WM * 16u + i * 16u + (idx >> 3);
+          const uint col = (kg * WK + j) * 8u + (idx & 7u);
+          float v = 0.0;
+          for (uint n = 0u; n < BR; ++n) {
+            v += AH(row, n) * WH(n, col) + AH(row, n) * WL(n, col) + AL(row, n) * WH(n, col);
+          }
+          acc[i][j][q] += v;
+        }
+      }
+    }
+#else
+    [[unroll]] for (uint ks = 0u; ks < BR / 16u; ++ks) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ah[WM], al[WM];
+      [[unroll]] for (uint i = 0u; i < WM; ++i) {
+        const uint off = (mg * WM * 16u + i * 16u) * AW + 2u * ks;
+        coopMatLoadNV(ah[i], Ah, off, AW, false);
+        coopMatLoadNV(al[i], Al, off, AW, false);
+      }
+      [[unroll]] for (uint j = 0u; j < WK; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> bh, bl;
+        const uint off = 16u * ks * WW + kg * WK + j;
+        coopMatLoadNV(bh, Wh, off, WW, false);
+        coopMatLoadNV(bl, Wl, off, WW, false);
+        [[unroll]] for (uint i = 0u; i < WM; ++i) {
+          acc[i][j] = coopMatMulAddNV(ah[i], bh, acc[i][j]);
+          acc[i][j] = coopMatMulAddNV(ah[i], bl, acc[i][j]);
+          acc[i][j] = coopMatMulAddNV(al[i], bh, acc[i][j]);
+        }
+      }
+    }
+#endif
+    barrier();
+  }
+
+  // Out through a per-subgroup 16 x 8 staging tile: each invocation takes 4 elements, divides
+  // out its row's scales and writes them.
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {
+    [[unroll]] for (uint j = 0u; j < WK; ++j) {
+#if EMULATE
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) stage[sg * 128u + lane * 4u + q] = acc[i][j][q];
+      barrier();
+#else
+      coopMatStoreNV(acc[i][j], stage, sg * 128u, 8u, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+#endif
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+        const uint idx = lane * 4u + q, rr = idx >> 3, cc = idx & 7u;
+        const uint mm = mg * WM * 16u + i * 16u + rr;
+        const uint m = m0 + mm, c = c0 + (kg * WK + j) * 8u + cc;
+        if (m < p.M && c < C) {
+          const float v = stage[sg * 128u + idx] * rowinv[mm];
+#if SPLIT
+          outp[(js * p.M + m) * C + c] = v;
+#else
+          outp[m * C + c] = v;
+#endif
+        }
+      }
+#if EMULATE
+      barrier();
+#else
+      subgroupBarrier();
+#endif
+    }
+  }
+}
