@@ -6,8 +6,13 @@
 //   MODE 0: one MMA per chain and round, accumulating into the chain;
 //   MODE 1: the tensor-core forward's per-chunk work (q4_linear_mma.comp): three chained
 //           MMAs with the accumulator scaled by 128 between them, then per element an add,
-//           an int-to-float conversion, a multiply and an FMA into fp32 accumulators.
-// Comparing the two says whether the MMAs or the element-wise work bound that kernel. The
+//           an int-to-float conversion, a multiply and an FMA into fp32 accumulators;
+//   MODE 2: MODE 0 with every round's A and three B operands loaded from shared memory
+//           (four cooperative loads per four MMAs, the forward kernel's operand traffic);
+//   MODE 3: MODE 0 with every round's A built element by element from registers (how a
+//           kernel would make A from packed codes without a shared-memory round trip).
+// Comparing them says whether the MMAs, the element-wise work or the operand traffic bound
+// that kernel (docs/performance.md, session 9). The
 // operands come from push constants (A's bytes from `a`, B's from `b`, the element scale
 // from `c`); the chains are folded by xor and written as bench_alu.comp does.
 #extension GL_EXT_control_flow_attributes : enable
@@ -25,8 +30,9 @@
 layout(set = 0, binding = 0) buffer Out { uint sink[]; };
 layout(push_constant) uniform Params { uint iters; uint a; uint b; uint c; uint check; } p;
 
-// Per subgroup (8 in a 256-invocation workgroup): A (16 x 32 int8) then B (32 x 8 int8).
-shared uvec4 ops[8 * 48];
+// Per subgroup (8 in a 256-invocation workgroup): A (16 x 32 int8) then B (32 x 8 int8);
+// two copies (MODE 2 alternates between them so that no load is loop-invariant).
+shared uvec4 ops[2 * 8 * 48];
 
 #define MAT_A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
 #define MAT_B icoopmatNV<8, gl_ScopeSubgroup, 32, 8>
@@ -35,9 +41,9 @@ shared uvec4 ops[8 * 48];
 void main() {
   const uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID;
   const uint gid = gl_GlobalInvocationID.x;
-  for (uint i = t; i < 8u * 48u; i += 256u) {
+  for (uint i = t; i < 2u * 8u * 48u; i += 256u) {
     // Small bytes (masked to 0..3), different per workgroup, so sums stay in range.
-    const uint w = (i < 8u * 32u ? p.a : p.b) ^ (gl_WorkGroupID.x * 0x01010101u) ^ i;
+    const uint w = (i % 48u < 32u ? p.a : p.b) ^ (gl_WorkGroupID.x * 0x01010101u) ^ i;
     ops[i] = uvec4(w, w >> 1, w >> 2, w >> 3) & 0x03030303u;
   }
   barrier();
@@ -49,6 +55,31 @@ void main() {
   uint fold = 0u;
 #if MODE == 0
   for (uint r = 0u; r < p.iters; ++r) {
+    d0 = coopMatMulAddNV(a, b, d0);
+    d1 = coopMatMulAddNV(a, b, d1);
+    d2 = coopMatMulAddNV(a, b, d2);
+    d3 = coopMatMulAddNV(a, b, d3);
+  }
+  for (int e = 0; e < d0.length(); ++e) fold ^= uint(d0[e] ^ d1[e] ^ d2[e] ^ d3[e]);
+#elif MODE == 2
+  for (uint r = 0u; r < p.iters; ++r) {
+    const uint k = (r & 1u) * 384u + sg * 48u, k2 = ((r & 1u) ^ 1u) * 384u + sg * 48u;
+    MAT_B b1, b2;
+    coopMatLoadNV(a, ops, k, 2u, false);
+    coopMatLoadNV(b, ops, k + 32u, 2u, true);
+    coopMatLoadNV(b1, ops, k2 + 32u, 2u, true);
+    coopMatLoadNV(b2, ops, k2 + 16u, 2u, true);
+    d0 = coopMatMulAddNV(a, b, d0);
+    d1 = coopMatMulAddNV(a, b1, d1);
+    d2 = coopMatMulAddNV(a, b2, d2);
+    d3 = coopMatMulAddNV(a, b, d3);
+  }
+  for (int e = 0; e < d0.length(); ++e) fold ^= uint(d0[e] ^ d1[e] ^ d2[e] ^ d3[e]);
+#elif MODE == 3
+  uint xs[4] = uint[4](p.a ^ t, p.b ^ t, p.a ^ (t << 3), p.b ^ (t << 5));
+  for (uint r = 0u; r < p.iters; ++r) {
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) xs[q] ^= r;
+    for (int i = 0; i < a.length(); ++i) a[i] = int8_t((xs[(i >> 2) & 3] >> (8 * (i & 3))) & 3u);
     d0 = coopMatMulAddNV(a, b, d0);
     d1 = coopMatMulAddNV(a, b, d1);
     d2 = coopMatMulAddNV(a, b, d2);

@@ -31,6 +31,9 @@ row() {
     echo
 }
 {
+    # The tensor-core probes (session 9): MMA alone, the forward's chunk, operands from
+    # shared memory, A built from registers: which one the forward's next form should use.
+    $e bench alu --rounds 1024 2>&1 | grep -i mma
     # Small first: wrong fragment offsets show as check MISMATCH here.
     for s in "32 128 256" "20 300 1000" "32 8192 8192" "512 8192 8192"; do
         set -- $s

@@ -27,7 +27,9 @@ pub struct BenchArgs {
     /// `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
     /// vs its forward pass), `coopmat` (fp16 GEMM through NV cooperative matrices: M x K
     /// times K x N, checked against f64), `alu` (instruction rates: fp32 FMA, 3-input logic,
-    /// int8 dot product, the backward's 4-bit decode).
+    /// int8 dot product, the backward's 4-bit decode; on devices with NV int8 cooperative
+    /// matrices the MMA alone, the forward's chunk work, MMAs fed from shared memory and
+    /// MMAs fed by A built from registers).
     pub op: String,
     /// Activation rows.
     #[arg(long, default_value_t = 1)]

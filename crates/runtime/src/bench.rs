@@ -463,6 +463,11 @@ pub enum AluOp {
     /// accumulator scaled between them and the element-wise fp32 scaling (counted as the
     /// MMAs' integer operations, so the rate compares with [`AluOp::MmaI8`]).
     MmaChunk,
+    /// [`AluOp::MmaI8`] with each round's A and three B operands loaded from shared memory
+    /// (the tensor-core forward's operand traffic; counted as the MMAs' operations).
+    MmaShared,
+    /// [`AluOp::MmaI8`] with each round's A built element by element from registers.
+    MmaBuilt,
 }
 
 impl AluOp {
@@ -470,7 +475,12 @@ impl AluOp {
     pub const ALL: [AluOp; 4] = [AluOp::Ffma, AluOp::Logic3, AluOp::Dot4I8, AluOp::Decode];
 
     /// The tensor-core operations: devices with NV int8 cooperative matrices only.
-    pub const TENSOR: [AluOp; 2] = [AluOp::MmaI8, AluOp::MmaChunk];
+    pub const TENSOR: [AluOp; 4] = [
+        AluOp::MmaI8,
+        AluOp::MmaChunk,
+        AluOp::MmaShared,
+        AluOp::MmaBuilt,
+    ];
 
     /// A short name for tables.
     pub fn name(self) -> &'static str {
@@ -481,6 +491,8 @@ impl AluOp {
             AluOp::Decode => "4-bit decode + fma",
             AluOp::MmaI8 => "int8 mma 16x8x32 (int ops)",
             AluOp::MmaChunk => "tensor-core forward chunk (mma int ops)",
+            AluOp::MmaShared => "int8 mma, operands loaded from shared memory",
+            AluOp::MmaBuilt => "int8 mma, A built from registers",
         }
     }
 
@@ -490,7 +502,7 @@ impl AluOp {
         // 4 (12) * 8192 integer operations over 32 invocations and ALU_CHAINS steps.
         match self {
             AluOp::Decode => 3,
-            AluOp::MmaI8 => 4 * 8192 / 32 / ALU_CHAINS,
+            AluOp::MmaI8 | AluOp::MmaShared | AluOp::MmaBuilt => 4 * 8192 / 32 / ALU_CHAINS,
             AluOp::MmaChunk => 12 * 8192 / 32 / ALU_CHAINS,
             _ => 1,
         }
@@ -504,6 +516,8 @@ impl AluOp {
             AluOp::Decode => ShaderId::BenchAluDecode,
             AluOp::MmaI8 => ShaderId::BenchMmaMma,
             AluOp::MmaChunk => ShaderId::BenchMmaChunk,
+            AluOp::MmaShared => ShaderId::BenchMmaShared,
+            AluOp::MmaBuilt => ShaderId::BenchMmaBuilt,
         }
     }
 
@@ -517,7 +531,9 @@ impl AluOp {
             AluOp::Logic3 => [0x7FFF_FFFF, 0, 0],
             AluOp::Dot4I8 => [0x0F0F_0F0F, 0x0102_0304, 0],
             AluOp::Decode => [0x4B00_0000, 8_388_616.0_f32.to_bits(), 1e-6_f32.to_bits()],
-            AluOp::MmaI8 | AluOp::MmaChunk => [0x1357_9BDF, 0x2468_ACE0, 1e-9_f32.to_bits()],
+            AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
+                [0x1357_9BDF, 0x2468_ACE0, 1e-9_f32.to_bits()]
+            }
         }
     }
 }
