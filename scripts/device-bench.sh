@@ -15,6 +15,7 @@ if [ "${1:-}" = "prepare" ]; then
         ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq "$p"; done)
     cp target/release/etvk target/release/libetvk.so .gl/bin/
     cp scripts/device-bench.sh .gl/device-bench.sh
+    cp scripts/device-env.sh .gl/device-env.sh
     exit 0
 fi
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig

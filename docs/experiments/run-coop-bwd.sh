@@ -22,9 +22,8 @@ if [ "${1:-}" = "prepare" ]; then
     cp docs/experiments/run-coop-bwd.sh .gl/run-coop-bwd.sh
     exit 0
 fi
-for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done; ldconfig
-export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# shellcheck source=scripts/device-env.sh
+. .gl/device-env.sh
 e=.gl/bin/etvk
 row() {
     $e bench linear_q4gsw_backward "$@" --iters 10 --ceiling-mib 256 2>&1 |

@@ -1,0 +1,8 @@
+# Sourced on the H200 (device tool, carry [".gl"]) by the experiment scripts in
+# docs/experiments/: unpacks the Vulkan loader and glvnd that `scripts/device-bench.sh
+# prepare` put in .gl/, points the loader at the NVIDIA ICD, and makes $OUT.
+for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done
+ldconfig
+export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
