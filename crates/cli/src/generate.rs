@@ -276,8 +276,15 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
     let sig = signature(&method.inputs())?;
     // A KV-cache program cannot take positions past its cache: stop there, as ExecuTorch's
     // Llama runner does, instead of failing at the first call beyond it.
+    // A program whose context method cannot run still generates, unbounded, with a note.
     let context = if sig.has_pos {
-        max_context_len(&program)?
+        max_context_len(&program).unwrap_or_else(|e| {
+            outln!(
+                "note: {CONTEXT_METHOD} not read ({}); --max-new is not bounded by the context",
+                e.0
+            );
+            None
+        })
     } else {
         None
     };
