@@ -275,8 +275,8 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
     let mut method = LoadedMethod::load(program.clone(), &args.method, &options)?;
     let sig = signature(&method.inputs())?;
     // A KV-cache program cannot take positions past its cache: stop there, as ExecuTorch's
-    // Llama runner does, instead of failing at the first call beyond it.
-    // A program whose context method cannot run still generates, unbounded, with a note.
+    // Llama runner does, instead of failing at the first call beyond it. A program whose
+    // context method cannot run still generates, unbounded, with a note.
     let context = if sig.has_pos {
         max_context_len(&program).unwrap_or_else(|e| {
             outln!(

@@ -571,6 +571,13 @@ fn run_alu(
             "bench alu: rounds per invocation must be positive",
         ));
     }
+    if !inner.shader_supported(op.shader()) {
+        return Err(unsupported(format!(
+            "bench alu: {} needs features {} does not have",
+            op.name(),
+            ctx.description()
+        )));
+    }
     let invocations = u64::from(ALU_WORKGROUPS) * 256;
     let sink_bytes = if check { 4 * invocations } else { 16 };
     let sink = Buffer::new(ctx, sink_bytes, MemoryKind::DeviceLocal)?;
@@ -579,13 +586,6 @@ fn run_alu(
     } else {
         None
     };
-    if !inner.shader_supported(op.shader()) {
-        return Err(unsupported(format!(
-            "bench alu: {} needs features {} does not have",
-            op.name(),
-            ctx.description()
-        )));
-    }
     let pipeline = inner.pipeline(op.shader(), [256, 1, 1], &[])?;
     let mut pool = DescriptorPool::new(ctx, 1, 1)?;
     let set = pool.allocate(&pipeline, &[&sink])?;

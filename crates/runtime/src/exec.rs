@@ -923,9 +923,9 @@ impl ComputeGraph {
         };
         let ticks = q.read(0, q.count())?;
         let period = self.be.ctx.caps().timestamp_period_ns as f64;
+        let us_between =
+            |a: usize, b: usize| ticks[b].saturating_sub(ticks[a]) as f64 * period / 1000.0;
         for (i, n) in self.nodes.iter().enumerate() {
-            let us_between =
-                |a: usize, b: usize| ticks[b].saturating_sub(ticks[a]) as f64 * period / 1000.0;
             // Nodes with kernel alternatives say which one ran: `op/kernel`.
             let name = if self.kernels[i].selected.is_some() {
                 format!("{}/{}", n.op, n.shader.info().name)

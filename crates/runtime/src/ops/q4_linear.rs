@@ -407,9 +407,10 @@ fn mma_resident_wgs() -> usize {
 ///
 /// The slice count minimizes the waves of resident workgroups times the work of one,
 /// `ceil(tiles * s / resident) / s`, taking the fewest slices within 5% of the minimum
-/// (each slice adds partial sums to reduce). H200 (docs/performance.md, session 9): 224 tiles ran 178 us
-/// unsplit, 182 at 2 slices (1.7 waves), 169 at 5 (4.2 waves): a last wave that is nearly
-/// full costs less than a single wave that leaves SMs with one workgroup.
+/// (each slice adds partial sums to reduce). H200 (docs/performance.md, session 9): 224
+/// tiles ran 178 us unsplit, 182 at 2 slices (1.7 waves), 169 at 5 (4.2 waves): a last
+/// wave that is nearly full costs less than a single wave that leaves SMs with one
+/// workgroup.
 fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
     let step = mma_step(mf);
     let kc = kc.max(1);
@@ -425,7 +426,7 @@ fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
         }
     }
     // The fewest slices within 5% of the minimum: the minimum alone can sit at many slices
-    // that gain 1-3% over a few (224 tiles: 20 slices, 0.5% better than 7).
+    // that gain under 1% over a few (224 tiles: 20 slices, 0.8% better than 7).
     let best = (1..=min)
         .find(|&s| waves(s) * min * 100 <= 105 * waves(min) * s)
         .unwrap_or(min);
