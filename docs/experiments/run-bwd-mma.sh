@@ -26,7 +26,7 @@ fi
 e=.gl/bin/etvk
 row() {
     $e bench linear_q4gsw_backward "$@" --iters 10 2>&1 |
-        grep -E '^\| linear|check|rror' | tr '\n' ' ' | sed 's/.*check/check/'
+        grep -E '^\| linear|check|rror' | tr '\n' ' ' | sed 's/.*check/check/' || true
     echo
 }
 {
@@ -34,7 +34,7 @@ row() {
     # shared memory, A built from registers: which one the forward's next form should use.
     $e bench alu --rounds 1024 2>&1 | grep -i mma
     # Small first: wrong fragment offsets show as check MISMATCH here.
-    for s in "32 128 256" "20 300 1000" "32 8192 8192" "512 8192 8192"; do
+    for s in "32 128 256" "20 300 1024" "32 8192 8192" "512 8192 8192"; do
         set -- $s
         echo -n "mma M=$1 N=$2 K=$3: "
         ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/bwdmma row --m $1 --n $2 --k $3
@@ -45,5 +45,9 @@ row() {
         ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/bwdmma row --m $1 --n $2 --k $3
         echo -n "default M=$1 N=$2 K=$3: "
         row --m $1 --n $2 --k $3
+    done
+    # The q4_linear tests (f64 references, every tiled-backward shape) through the override.
+    for t in .gl/bin/q4_linear-*; do
+        [ -x "$t" ] && ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/bwdmma "$t" --test-threads=1 2>&1 | tail -30
     done
 } 2>&1 | tee "$OUT/bwd-mma.txt"
