@@ -383,16 +383,36 @@ fn check_backward_forced(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     lead: &[usize],
-    (k, n, gs): (usize, usize, usize),
+    shape: (usize, usize, usize),
     kout: Option<usize>,
     force: Option<&str>,
+) -> Vec<String> {
+    let specs: Vec<(String, Vec<u8>)> = force
+        .map(|f| vec![("etvk_q4_bwd".to_string(), f.as_bytes().to_vec())])
+        .unwrap_or_default();
+    check_backward_specs(be, seed, lead, shape, kout, &specs, |_| 1.0)
+}
+
+/// [`check_backward_forced`] with compile specs `specs` and d_out row m scaled by
+/// `row_scale(m)` (gradients of very different sizes per row).
+fn check_backward_specs(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    kout: Option<usize>,
+    specs: &[(String, Vec<u8>)],
+    row_scale: impl Fn(usize) -> f32,
 ) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
     let kp = c.w.kp();
     let kout = kout.unwrap_or(kp);
-    let dy = rng.floats(m * n, -1.0, 1.0);
+    let mut dy = rng.floats(m * n, -1.0, 1.0);
+    for (i, v) in dy.iter_mut().enumerate() {
+        *v *= row_scale(i / n.max(1));
+    }
     let mut g = G::new();
     let mut yd = lead.to_vec();
     yd.push(n);
@@ -402,10 +422,7 @@ fn check_backward_forced(
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&xd);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let specs: Vec<(String, Vec<u8>)> = force
-        .map(|f| vec![("etvk_q4_bwd".to_string(), f.as_bytes().to_vec())])
-        .unwrap_or_default();
-    let mut d = g.load(be, &specs).unwrap();
+    let mut d = g.load(be, specs).unwrap();
     let (sizes, got) = run1(&mut d, &yd, &dy);
     assert_eq!(sizes, xd);
     // Kernels that keep state across launches (the wide kernel's counters) restore it, and
@@ -787,6 +804,79 @@ fn tensor_core_forward_matches_f64_reference() {
         let names = check_qcs4w(&be, 950 + i as u64, lead, k, n, &on);
         let mma = names.iter().any(|p| p.contains("q4_linear_mma_f"));
         assert_eq!(mma, has_mma, "qcs4w lead {lead:?}: {names:?}");
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Backward cases at M > 8 for the tensor-core kernel: (lead, K, N, gs, d_x cols). Unsplit and
+/// split-K (N >= 512), several row tiles (M = 40, 130), odd N, d_x narrower than Kp, groups
+/// of 20 (not whole chunks), 128 x 128 tiles where they fit (M >= 65).
+type BwdCase<'a> = (&'a [usize], usize, usize, usize, Option<usize>);
+const BWD_MMA_CASES: &[BwdCase] = &[
+    (&[9], 96, 40, 32, None),
+    (&[32], 256, 128, 64, None),
+    (&[16], 64, 512, 32, None),
+    (&[24], 100, 1001, 20, Some(97)),
+    (&[2, 10], 128, 600, 32, None),
+    (&[40], 128, 1024, 32, None),
+    (&[130], 136, 300, 32, None),
+    (&[3, 7], 264, 77, 8, None),
+];
+
+/// Whether the runtime takes the tensor-core backward here with `etvk_q4_mma` on: NV f16
+/// 16x8x16 cooperative matrices, 32-invocation subgroups and the 32 x 128 tile's 26896 bytes
+/// of shared memory (an H200).
+fn has_bwd_mma(be: &std::sync::Arc<Backend>) -> bool {
+    let caps = be.device_caps();
+    caps.subgroup_size == 32
+        && caps.max_shared_memory_size >= 26896
+        && caps
+            .cooperative_matrix_nv_shapes
+            .iter()
+            .any(|s| s.to_string() == "16x8x16 f16*f16+f32->f32")
+}
+
+/// The tensor-core backward where the device has it (else the portable tiles), against the
+/// f64 reference; d_out rows of very different magnitudes (1e-6 .. 1e4) check its per-row
+/// power-of-two scaling.
+#[test]
+fn tensor_core_backward_matches_f64_reference() {
+    let be = backend();
+    let on = [(MMA_SPEC.to_string(), b"on".to_vec())];
+    let want = has_bwd_mma(&be);
+    for (i, &(lead, k, n, gs, kout)) in BWD_MMA_CASES.iter().enumerate() {
+        let scale = |m: usize| [1.0f32, 1e-6, 3e3, 0.02][m % 4];
+        let names = check_backward_specs(&be, 1300 + i as u64, lead, (k, n, gs), kout, &on, scale);
+        let mma = names.iter().any(|p| p.contains("q4_linear_bwd_mma_t"));
+        assert_eq!(mma, want, "lead {lead:?} K {k} N {n}: {names:?}");
+        if mma {
+            assert!(
+                names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+                "{names:?}"
+            );
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The same kernel with its MMAs in plain arithmetic (`etvk_q4_bwd` = `mma_emulated`), which
+/// runs on any device: the row scales, fp16 hi / lo tiles, tile offsets, split-K slices and
+/// the store, against the f64 reference, including rows of 1e-6 .. 1e4 and zero rows.
+#[test]
+fn emulated_tensor_core_backward_matches_f64_reference() {
+    let be = backend();
+    let force = [("etvk_q4_bwd".to_string(), b"mma_emulated".to_vec())];
+    for (i, &(lead, k, n, gs, kout)) in BWD_MMA_CASES.iter().enumerate() {
+        let scale = |m: usize| [1.0f32, 1e-6, 3e3, 0.0, 0.02][m % 5];
+        let names =
+            check_backward_specs(&be, 1400 + i as u64, lead, (k, n, gs), kout, &force, scale);
+        assert!(
+            names
+                .iter()
+                .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128"))
+                && names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
     }
     assert_eq!(be.validation_error_count(), 0);
 }

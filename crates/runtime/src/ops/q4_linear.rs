@@ -241,6 +241,27 @@ enum Kernel {
     /// 8 * `mf` activation rows per workgroup (`q4_linear_mma_f{mf}`), activations as int8
     /// limbs from a `q4_mma_limbs` node.
     Mma(u32),
+    /// Backward on the tensor cores for M > 8 (`q4_linear_bwd_mma_*`): fp16 hi / lo MMAs of
+    /// d_out and the dequantized weight over `tile`'s output tiles (T32x128 or T128), d_out's
+    /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums + the reduce;
+    /// `emulated`: the same kernel with plain arithmetic for the MMAs (tests on any device).
+    BwdMma {
+        tile: Tile,
+        split: bool,
+        emulated: bool,
+    },
+}
+
+/// Whether the backward may take its tensor-core kernel ([`Kernel::BwdMma`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BwdMma {
+    Off,
+    /// NV f16 cooperative matrices; `t128`: the 128 x 128 tile fits shared memory too.
+    Native {
+        t128: bool,
+    },
+    /// Forced (`ETVK_Q4_BWD=mma_emulated`): the emulated kernel, 32 x 128 tiles.
+    Emulated,
 }
 
 /// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
@@ -377,6 +398,107 @@ fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
         && caps.subgroup_size == 32
         && g.shader_supported(ShaderId::Q4LinearMmaF1)
         && g.shader_supported(ShaderId::Q4MmaLimbs)
+}
+
+/// The MMA shape of the tensor-core backward: D (16 x 8, fp32) = A (16 x 16, fp16) * B
+/// (16 x 8, fp16) + C.
+const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
+
+/// Shared memory of the tensor-core backward's 32 x 128 and 128 x 128 tiles (padded fp16
+/// hi / lo tiles of d_out and W, the store's staging tile, row scales).
+/// (26896 and 43024 bytes, as the H200's pipeline statistics report.)
+const BWD_MMA_T32_SHARED_BYTES: u32 = bwd_mma_shared_bytes(32);
+const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128);
+
+const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
+    // d_out hi + lo rows of 4 + 1 uvec4, W hi + lo rows of 16 + 1, 8 staging tiles of 16 x 8
+    // floats, two row-scale arrays, 16 bytes of workgroup maximum.
+    2 * bm * 5 * 16 + 2 * 32 * 17 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
+}
+
+/// Whether the backward takes the tensor-core kernel at M > 8: NV cooperative matrices of
+/// [`BWD_MMA_SHAPE`], 32-invocation subgroups and the tile's shared memory, not turned off by
+/// compile spec `etvk_q4_mma` = `off` (else `ETVK_Q4_MMA=0`); or the emulated kernel when the
+/// backward is forced to `mma_emulated`. H200 (docs/performance.md, session 10): M = 32 at
+/// 8192^2 165 us against the portable tiled kernel's 194.
+fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
+    let setting = g
+        .q4_mma
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
+    let caps = g.caps();
+    let shared = caps.max_shared_memory_size;
+    match forced_bwd(g).as_deref() {
+        Some("mma_emulated") => {
+            return if g.shader_supported(ShaderId::Q4LinearBwdMmaEmuT32x128)
+                && shared >= BWD_MMA_T32_SHARED_BYTES
+            {
+                BwdMma::Emulated
+            } else {
+                BwdMma::Off
+            };
+        }
+        Some(_) => return BwdMma::Off,
+        None => {}
+    }
+    if matches!(setting.as_deref(), Some("off" | "0")) {
+        return BwdMma::Off;
+    }
+    let shape = caps
+        .cooperative_matrix_nv_shapes
+        .iter()
+        .any(|s| s.to_string() == BWD_MMA_SHAPE);
+    if shape
+        && caps.subgroup_size == 32
+        && shared >= BWD_MMA_T32_SHARED_BYTES
+        && g.shader_supported(ShaderId::Q4LinearBwdMmaT32x128)
+        && g.shader_supported(ShaderId::Q4BwdRowscale)
+    {
+        BwdMma::Native {
+            t128: shared >= BWD_MMA_T128_SHARED_BYTES,
+        }
+    } else {
+        BwdMma::Off
+    }
+}
+
+/// Rows from which the tensor-core backward takes 128 x 128 tiles (32 x 128 below).
+const BWD_MMA_T128_MIN_M: usize = 65;
+
+/// The tensor-core backward for M rows, `cols` output columns and a reduction over `r`.
+fn mma_backward_kernel(m: usize, cols: usize, r: usize, mode: BwdMma) -> Option<Kernel> {
+    let (tile, emulated) = match mode {
+        BwdMma::Off => return None,
+        BwdMma::Native { t128 } if t128 && m >= BWD_MMA_T128_MIN_M => (Tile::T128, false),
+        BwdMma::Native { .. } => (Tile::T32x128, false),
+        BwdMma::Emulated => (Tile::T32x128, true),
+    };
+    Some(Kernel::BwdMma {
+        tile,
+        split: bwd_mma_split(tile, m, cols, r).slices > 1,
+        emulated,
+    })
+}
+
+/// Reduction rows per slice of the tensor-core backward's 32 x 128 tiles, at most.
+const BWD_MMA_T32_MAX_SLICE: usize = 4096;
+
+/// Split-K of the tensor-core backward: [`split_k`]'s, with slices of at most
+/// [`BWD_MMA_T32_MAX_SLICE`] rows for the 32 x 128 tile. H200 (docs/performance.md, session
+/// 10): M = 64 over d_x rows of 28672 and a reduction of 8192 ran unsplit (448 tiles) in
+/// 4814 us, against 556 us for M = 32 in 2 slices of 4096 there.
+fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    let sk = split_k(tile, m, cols, r);
+    if tile != Tile::T32x128 || sk.len <= BWD_MMA_T32_MAX_SLICE {
+        return sk;
+    }
+    let len = r
+        .div_ceil(r.div_ceil(BWD_MMA_T32_MAX_SLICE))
+        .next_multiple_of(TILE_BR);
+    SplitK {
+        slices: r.div_ceil(len),
+        len,
+    }
 }
 
 /// Chunks per step of the tensor-core forward (its manifest `STEP`): 4, or 2 at 4 fragments
@@ -537,13 +659,15 @@ fn backward_kernel(
     big_tiles: bool,
     wide: Option<Kernel>,
     staged: bool,
+    mma: BwdMma,
 ) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
         (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide { cw, mt: 2 },
         (3..=8, Some(_)) if staged => Kernel::BwdStaged(if m <= 4 { 4 } else { 8 }),
         (0..=8, _) => Kernel::SplitN(small_mt(m)),
-        _ => tiled_kernel(m, kout, n, big_tiles),
+        _ => mma_backward_kernel(m, kout, n, mma)
+            .unwrap_or_else(|| tiled_kernel(m, kout, n, big_tiles)),
     }
 }
 
@@ -804,6 +928,23 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Mma(1), _) => ShaderId::Q4LinearMmaF1,
         (Kernel::Mma(2), _) => ShaderId::Q4LinearMmaF2,
         (Kernel::Mma(_), _) => ShaderId::Q4LinearMmaF4,
+        (
+            Kernel::BwdMma {
+                emulated: true,
+                split,
+                ..
+            },
+            _,
+        ) => match split {
+            false => ShaderId::Q4LinearBwdMmaEmuT32x128,
+            true => ShaderId::Q4LinearBwdMmaEmuT32x128Split,
+        },
+        (Kernel::BwdMma { tile, split, .. }, _) => match (tile, split) {
+            (T128, false) => ShaderId::Q4LinearBwdMmaT128,
+            (T128, true) => ShaderId::Q4LinearBwdMmaT128Split,
+            (_, false) => ShaderId::Q4LinearBwdMmaT32x128,
+            (_, true) => ShaderId::Q4LinearBwdMmaT32x128Split,
+        },
         (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
             (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
             (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
@@ -1181,6 +1322,9 @@ fn group_word_shift(gs: usize) -> u32 {
 fn split_of(kernel: Kernel, m: usize, cols: usize, r: usize) -> SplitK {
     match kernel {
         Kernel::Tiled { tile, split: true } => split_k(tile, m, cols, r),
+        Kernel::BwdMma {
+            tile, split: true, ..
+        } => bwd_mma_split(tile, m, cols, r),
         _ => SplitK {
             slices: 1,
             len: r.max(1).next_multiple_of(TILE_BR),
@@ -1192,10 +1336,12 @@ fn split_of(kernel: Kernel, m: usize, cols: usize, r: usize) -> SplitK {
 /// (0 for the kernels that write their output directly).
 fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
     match kernel {
-        Kernel::Tiled { split: true, .. } => split_of(kernel, m, cols, r)
-            .slices
-            .saturating_mul(m)
-            .saturating_mul(cols),
+        Kernel::Tiled { split: true, .. } | Kernel::BwdMma { split: true, .. } => {
+            split_of(kernel, m, cols, r)
+                .slices
+                .saturating_mul(m)
+                .saturating_mul(cols)
+        }
         Kernel::SplitN(_) => {
             let geo = split_geometry(r, cols);
             (geo.slices * 8 * geo.kwo).saturating_mul(m)
@@ -1213,6 +1359,7 @@ fn writes_partials(kernel: Kernel) -> bool {
             | Kernel::BwdWide { .. }
             | Kernel::BwdStaged(_)
             | Kernel::Tiled { split: true, .. }
+            | Kernel::BwdMma { split: true, .. }
             | Kernel::Mma(_)
     )
 }
@@ -1271,7 +1418,7 @@ fn global(
                 "the split and wide backward and the MMA kernels have launches of their own",
             ))
         }
-        Kernel::Tiled { tile, .. } => tile
+        Kernel::Tiled { tile, .. } | Kernel::BwdMma { tile, .. } => tile
             .count(m, cols)
             .checked_mul(slices)
             .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many tiles")))?,
@@ -1554,6 +1701,42 @@ fn forward(
     })
 }
 
+/// The `q4_bwd_rowscale` node of a backward op and its tensor (a power-of-two scale per d_out
+/// row, [M]): a 64-invocation workgroup per row at the M where `choose` picks the tensor-core
+/// kernel, idle otherwise.
+fn bwd_rowscale_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    dy: TensorId,
+    n: usize,
+    max_m: usize,
+    choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
+) -> Result<TensorId> {
+    let rowscale = g.new_tensor(
+        DataType::Float32,
+        vec![max_m.max(1)],
+        None,
+        format!("{}: d_out row scales", call.what()),
+    )?;
+    let mut d = Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy]);
+    d.local = Some([64, 1, 1]);
+    g.dispatch_select(call, vec![d], move |s| {
+        let (_, m) = current_rows(s, dy, n, "d_out")?;
+        let on = matches!(choose(m), Kernel::BwdMma { .. });
+        Ok((
+            0,
+            Launch {
+                push: Push::new()
+                    .u32(to_u32(m, "M")?)
+                    .u32(to_u32(n, "N")?)
+                    .finish(),
+                global: Global::Linear(if on { m as u64 * 64 } else { 0 }),
+            },
+        ))
+    })?;
+    Ok(rowscale)
+}
+
 /// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
 /// workgroups' worth, so that the last workgroup's fragments read zero rows.
 fn mma_rows(m: usize, mf: u32) -> usize {
@@ -1778,7 +1961,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // against split-N's 62.7 / 89.3; 1.3-1.8x faster on every long-row shape measured (run 1).
     let staged = groups_are_whole_chunks(&q);
     // Output columns k (kout of them), reduction over the N weight rows.
-    let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged);
+    let mma = mma_backward(g);
+    let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged, mma);
     let cw = match wide {
         Some(Kernel::BwdWide { cw, .. }) => cw,
         _ => 8,
@@ -1828,6 +2012,17 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         )?),
         None => None,
     };
+    // The tensor-core kernel's d_out row scales, made by a node of their own at the M where
+    // it runs (idle otherwise).
+    let rowscale = if plan
+        .kernels
+        .iter()
+        .any(|k| matches!(k, Kernel::BwdMma { .. }))
+    {
+        Some(bwd_rowscale_node(g, call, dy, n, max_m, choose)?)
+    } else {
+        None
+    };
     let variants = plan
         .kernels
         .iter()
@@ -1836,13 +2031,24 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 (Kernel::BwdWide { .. } | Kernel::BwdStaged(_), _, Some(p), Some(c)) => {
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
+                (Kernel::BwdMma { .. }, split, p, _) => {
+                    let rs = rowscale.ok_or_else(|| internal("MMA backward without row scales"))?;
+                    let target = match (split, p) {
+                        (true, Some(p)) => p,
+                        (true, None) => {
+                            return Err(internal("split MMA backward without a scratch tensor"))
+                        }
+                        (false, _) => dx,
+                    };
+                    Dispatch::new(shader_of(kn, true), [target, dy, q.w, q.s, rs])
+                }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
             };
             d.local = Some([LOCAL, 1, 1]);
-            d
+            Ok(d)
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let needs_reduce = plan.kernels.iter().any(|&k| {
         writes_partials(k) && !matches!(k, Kernel::BwdWide { .. } | Kernel::BwdStaged(_))
     });
@@ -1874,7 +2080,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let (_, m) = current_rows(s, dy, n, "d_out")?;
         let launch = match choose(m) {
             Kernel::SplitN(_) => reduce_launch(m, kout, 8 * geo.kwo, geo.slices, false)?,
-            kn @ Kernel::Tiled { split: true, .. } => {
+            kn @ (Kernel::Tiled { split: true, .. } | Kernel::BwdMma { split: true, .. }) => {
                 reduce_launch(m, kout, kout, split_of(kn, m, kout, n).slices, false)?
             }
             _ => idle_reduce(kout)?,
@@ -1890,6 +2096,76 @@ mod tests {
 
     fn tiled(tile: Tile, split: bool) -> Kernel {
         Kernel::Tiled { tile, split }
+    }
+
+    #[test]
+    fn tensor_core_backward_above_eight_rows() {
+        let wide = Some(Kernel::BwdWide { cw: 8, mt: 1 });
+        let native = BwdMma::Native { t128: true };
+        let pick = |m: usize, mode: BwdMma| backward_kernel(m, 8192, 8192, true, wide, true, mode);
+        // M <= 8 keeps the wide / staged kernels whatever the mode.
+        assert_eq!(pick(1, native), Kernel::BwdWide { cw: 8, mt: 1 });
+        assert_eq!(pick(8, native), Kernel::BwdStaged(8));
+        // 32 x 128 tiles up to 64 rows, 128 x 128 from 65 (where the shared memory holds
+        // them), split-K as the portable tiles.
+        for (m, tile) in [
+            (9, Tile::T32x128),
+            (64, Tile::T32x128),
+            (65, Tile::T128),
+            (512, Tile::T128),
+        ] {
+            assert_eq!(
+                pick(m, native),
+                Kernel::BwdMma {
+                    tile,
+                    split: bwd_mma_split(tile, m, 8192, 8192).slices > 1,
+                    emulated: false
+                },
+                "M = {m}"
+            );
+        }
+        assert_eq!(
+            pick(512, BwdMma::Native { t128: false }),
+            Kernel::BwdMma {
+                tile: Tile::T32x128,
+                split: true,
+                emulated: false
+            }
+        );
+        assert!(matches!(
+            pick(100, BwdMma::Emulated),
+            Kernel::BwdMma {
+                tile: Tile::T32x128,
+                emulated: true,
+                ..
+            }
+        ));
+        assert!(matches!(pick(100, BwdMma::Off), Kernel::Tiled { .. }));
+        // 32 x 128 slices of at most 4096 rows: M = 64 over 28672 columns splits in 2.
+        assert_eq!(split_k(Tile::T32x128, 64, 28672, 8192).slices, 1);
+        assert_eq!(
+            bwd_mma_split(Tile::T32x128, 64, 28672, 8192),
+            SplitK {
+                slices: 2,
+                len: 4096
+            }
+        );
+        assert_eq!(
+            backward_kernel(64, 28672, 8192, true, wide, true, native),
+            Kernel::BwdMma {
+                tile: Tile::T32x128,
+                split: true,
+                emulated: false
+            }
+        );
+        assert_eq!(bwd_mma_split(Tile::T32x128, 64, 28672, 100).slices, 1);
+        assert_eq!(bwd_mma_split(Tile::T128, 512, 28672, 8192).slices, 1);
+        // M = 32 at 8192^2 splits (512 workgroups): partial sums and the reduce.
+        let k32 = pick(32, native);
+        assert!(writes_partials(k32));
+        assert_eq!(shader_of(k32, true), ShaderId::Q4LinearBwdMmaT32x128Split);
+        assert_eq!(BWD_MMA_T32_SHARED_BYTES, 26896);
+        assert_eq!(BWD_MMA_T128_SHARED_BYTES, 43024);
     }
 
     #[test]
@@ -2019,13 +2295,13 @@ mod tests {
             (5, w, false, Kernel::SplitN(8)),
         ] {
             assert_eq!(
-                backward_kernel(m, 4096, k, true, wide, staged),
+                backward_kernel(m, 4096, k, true, wide, staged, BwdMma::Off),
                 want,
                 "M = {m}"
             );
         }
         assert_eq!(
-            backward_kernel(9, 4096, k, true, None, true),
+            backward_kernel(9, 4096, k, true, None, true, BwdMma::Off),
             tiled(Tile::T32x128, false)
         );
         // The H200 shapes at M = 32: split.
@@ -2034,7 +2310,7 @@ mod tests {
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
-            backward_kernel(32, 8192, 8192, true, None, true),
+            backward_kernel(32, 8192, 8192, true, None, true, BwdMma::Off),
             tiled(Tile::T32x128, true)
         );
         let p = plan(
@@ -2084,7 +2360,7 @@ mod tests {
         for (cols, r) in shapes {
             for big in [false, true] {
                 let fwd = |m| forward_kernel(m, cols, r, big, None, false);
-                let bwd = |m| backward_kernel(m, cols, r, big, None, true);
+                let bwd = |m| backward_kernel(m, cols, r, big, None, true, BwdMma::Off);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
                     for choose in [&fwd as &dyn Fn(usize) -> Kernel, &bwd] {

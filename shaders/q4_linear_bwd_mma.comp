@@ -1,31 +1,29 @@
 #version 450
-// EXPERIMENT (session 9; compiled here, not yet run on a GPU): the 4-bit linear backward at
-// M > 8 through NV cooperative matrices (f16 16x8x16, f32 accumulate), as a drop-in for
-// q4_linear_tiled_bwd_t128 (BM = 128) or q4_linear_tiled_bwd_t32x128 (-DBM=32), and with
-// -DSPLIT=1 for their `_split` variants: same bindings, push constants and launch
-// (BM x 128 output tiles over (m, k), the reduction over n in steps of 32).
-//   dx[m][k] = sum_n dy[m][n] * W[n][k],  W[n][k] = s[n][k / gs] * (code(n,k) - 8)
-// The scale varies along the reduction, so unlike the forward it cannot leave the sum:
+// The 4-bit linear backward at M > 8 on NV cooperative matrices (f16 16x8x16, f32
+// accumulate): dx[m][k] = sum_n dy[m][n] * W[n][k], W[n][k] = s[n][k / gs] * (code(n,k) - 8),
+// over BM x 128 output tiles (BM = 128 or 32), the reduction over n in steps of 32 rows; with
+// -DSPLIT=1 one slice of the reduction per workgroup (partial sums for q4_linear_reduce).
+// Bindings and push constants are q4_linear_tiled's backward ones, except binding 4: the
+// power-of-two scale of each dy row from q4_bwd_rowscale.
+//
+// The scale varies along the reduction, so unlike the forward it cannot leave the MMA sum:
 // dy and W go into the MMAs as fp16 hi / lo pairs (about 22 significant bits each), three
-// MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's
-// range: a prologue finds each dy row's |max| over the workgroup's slice and the largest
-// scale of the tile's groups over the slice's rows, and scales dy rows and W by powers of two
-// (exact) so that both peak in [2^13, 2^14); the store divides them out per row. Elements
-// below 2^-27 of their row's peak lose precision (their hi part would be an fp16 subnormal):
-// they contribute below fp32's resolution of the row's sums anyway. Inf / NaN stay so.
+// MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's range:
+// dy rows come scaled by powers of two that put each row's peak in [2^13, 2^14) (the
+// pre-pass), and W by one power of two per workgroup from the largest scale of the tile's
+// groups over its rows (a prologue); the store divides both out. Elements below 2^-27 of
+// their row's peak lose precision (their hi part would be an fp16 subnormal): they contribute
+// below fp32's resolution of the row's sums anyway. Inf / NaN stay so.
 //
-// Try: glslc -fshader-stage=compute --target-env=vulkan1.2 -O -I shaders
-//   -o DIR/q4_linear_tiled_bwd_t128.spv docs/experiments/q4_linear_bwd_mma_tiled.comp
-// (-DBM=32 -o DIR/q4_linear_tiled_bwd_t32x128.spv; -DSPLIT=1 for the _split names), then
-// ETVK_SPIRV_OVERRIDE_DIR=DIR etvk bench linear_q4gsw_backward --m 32 / 512 ... on the H200;
-// the bench's f64 check says whether it is right. Needs 16x8x16 f16 NV cooperative
-// matrices and 32-invocation subgroups (8 per workgroup).
+// Driver traps met on the way (docs/experiments/README.md): shared arrays that cooperative
+// loads / stores touch must sit at 16-byte offsets (a 4-byte array before `stage` put the
+// cooperative stores and the plain loads 4 bytes apart), and an array of cooperative
+// matrices stays an array in memory: the accumulators are separate variables.
 //
-// -DEMULATE=1 replaces the cooperative-matrix calls (and the subgroup operations) by plain
-// arithmetic on the same shared tiles, each invocation computing 4 elements of its virtual
-// subgroup's 16 x 8 tiles: it runs anywhere (lavapipe) and checks everything around the
-// MMAs (prologue scales, hi / lo packing, tile offsets, the store path) against the bench's
-// f64 reference.
+// -DEMULATE=1 replaces the cooperative-matrix calls and subgroup operations by plain
+// arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
+// subgroup's 16 x 8 tiles), so that everything around the MMAs (scales, hi / lo packing, tile
+// offsets, the store) runs and is tested on any device (lavapipe).
 #ifndef EMULATE
 #define EMULATE 0
 #endif
@@ -38,6 +36,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
+#include "q4_bwd_scale.glsl"
 
 #ifndef BM
 #define BM 128
@@ -46,7 +45,7 @@
 #define SPLIT 0
 #endif
 #if BM != 128 && BM != 32
-#error "BM is 128 (q4_linear_tiled_bwd_t128) or 32 (q4_linear_tiled_bwd_t32x128)"
+#error "BM is 128 or 32"
 #endif
 #define BC 128
 #define BR 32
@@ -65,20 +64,8 @@
 // Row strides of the shared tiles in uvec4: one uvec4 of padding shifts consecutive rows by
 // four banks, so the 8 rows a fragment load reads per phase hit distinct banks (unpadded,
 // the W tile's 256-byte rows all start on bank 0: an 8-way conflict).
-#ifndef PAD
-#define PAD 1
-#endif
-#define AWP (AW + PAD)
-#define WWP (WW + PAD)
-#ifndef DIAG_NO_PROLOGUE
-#define DIAG_NO_PROLOGUE 0
-#endif
-#ifndef DIAG_NO_FILL
-#define DIAG_NO_FILL 0
-#endif
-#ifndef DIAG_NO_MMA
-#define DIAG_NO_MMA 0
-#endif
+#define AWP (AW + 1)
+#define WWP (WW + 1)
 #ifndef DEPTH
 #define DEPTH 2  // steps of global loads in flight: 1 or 2
 #endif
@@ -134,10 +121,6 @@
     FOR_I(LOAD_A)                                                    \
     FOR_J(STEP_J)                                                    \
   }
-#ifndef INLINE_STORE
-#define INLINE_STORE 1
-#endif
-#if INLINE_STORE
 #define STORE_ACC(i, j)                                              \
   coopMatStoreNV(acc_##i##_##j, stage, sg * 128u, 8u, false);        \
   subgroupMemoryBarrierShared();                                     \
@@ -151,21 +134,13 @@
     }                                                                \
   }                                                                  \
   subgroupBarrier();
-#else
-#define STORE_ACC(i, j)                                              \
-  coopMatStoreNV(acc_##i##_##j, stage, sg * 128u, 8u, false);        \
-  subgroupMemoryBarrierShared();                                     \
-  subgroupBarrier();                                                 \
-  write_tile(i, j, sg, lane, mg, kg, m0, c0, js);                    \
-  subgroupBarrier();
-#endif
 #endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 layout(set = 0, binding = 1) readonly buffer A { float a[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
-layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M]
 
 layout(push_constant) uniform Params {
   uint M;
@@ -174,7 +149,7 @@ layout(push_constant) uniform Params {
   uint KW;        // words per weight row (Kpad / 8)
   uint G;         // scale groups per row
   uint gs;        // group size (multiple of 4)
-  uint has_bias;  // unused backward
+  uint has_bias;  // unused
   uint slice;     // SPLIT = 1: reduction rows per slice (a multiple of BR)
 } p;
 
@@ -184,13 +159,9 @@ shared uvec4 Wh[BR * WWP];  // W hi, [n of the step][k]
 shared uvec4 Wl[BR * WWP];  // W lo
 shared float rowscale[BM];  // 2^e per dy row
 shared float rowinv[BM];    // 2^-(e + f)
-#ifndef SMAX4
-#define SMAX4 1
-#endif
-shared uint smax_bits[1 + 3 * SMAX4];
+shared uint smax_bits[4];  // one used: 16 bytes keep `stage` at a 16-byte offset
 shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 #if EMULATE
-shared uint rowmax_bits[BM];
 #define MMA_STEP                                                                                 \
   [[unroll]] for (uint i = 0u; i < WM; ++i) {                                                    \
     [[unroll]] for (uint j = 0u; j < WK; ++j) {                                                  \
@@ -213,12 +184,6 @@ shared uint rowmax_bits[BM];
 #define WL(n, k) unpackHalf2x16(Wl[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
 #endif
 
-// Power of two that puts a peak with these (|x|) bits in [2^13, 2^14); 1 for zero, Inf, NaN.
-float peak_scale(uint bits) {
-  if (bits == 0u || bits >= 0x7F800000u) return 1.0;
-  const int e = int(bits >> 23) - 127;  // floor(log2) for normal values (denormals: -127)
-  return exp2(float(clamp(13 - e, -120, 120)));
-}
 
 // fp16 hi / lo of v (|v| < 2^15 after scaling): hi = v with its fp32 mantissa cut to fp16's
 // (exact in fp16 when normal), lo = the rest rounded to fp16. Values under fp16's normal
@@ -325,42 +290,24 @@ void main() {
   const uint m0 = (tile / tiles_c) * BM;
   const uint c0 = (tile % tiles_c) * BC;
 
-#if DIAG_NO_PROLOGUE
-  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = 1.0;
-  barrier();
-  const float wscale = 1.0;
-#else
-  // Prologue 1: each dy row's |max| over the slice (a subgroup per row, rows sg, sg + 8, ..).
-#if EMULATE
-  for (uint mm = t; mm < BM; mm += NT) rowmax_bits[mm] = 0u;
-  barrier();
-#endif
-  for (uint mm = sg; mm < BM; mm += SG) {
-    const uint m = m0 + mm;
-    uint mb = 0u;
-    if (m < p.M) {
-      for (uint r = r_begin + lane; r < r_end; r += 32u) mb = max(mb, floatBitsToUint(a[m * R + r]) & 0x7FFFFFFFu);
-    }
-#if EMULATE
-    atomicMax(rowmax_bits[mm], mb);
-#else
-    mb = subgroupMax(mb);
-    if (lane == 0u) rowscale[mm] = peak_scale(mb);
-#endif
-  }
-  // Prologue 2: the largest scale of the tile's groups over the slice's rows.
+  // Each dy row's power-of-two scale (the pre-pass), 1 for the rows past M.
+  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = (m0 + mm < p.M) ? rowscale_in[m0 + mm] : 1.0;
+  // The largest scale of the tile's groups over the slice's rows, eight loads in flight per
+  // invocation (a loop of one dependent load per step cost ~25 us of 165 at M = 32).
   if (t == 0u) smax_bits[0] = 0u;
   barrier();
-#if EMULATE
-  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = peak_scale(rowmax_bits[mm]);
-#endif
   {
     const uint g0 = c0 / p.gs, g1 = min((c0 + BC - 1u) / p.gs, p.G - 1u);
     const uint ng = g1 + 1u - min(g0, g1 + 1u);
+    const uint total = (r_end - r_begin) * ng;
     uint mb = 0u;
-    for (uint i = t; i < (r_end - r_begin) * ng; i += NT) {
-      const uint n = r_begin + i / ng, g = g0 + i % ng;
-      mb = max(mb, floatBitsToUint(s[n * p.G + g]) & 0x7FFFFFFFu);
+    for (uint i0 = t; i0 < total; i0 += 8u * NT) {
+      uint v[8];
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) {
+        const uint i = i0 + u * NT;
+        v[u] = i < total ? floatBitsToUint(s[(r_begin + i / ng) * p.G + g0 + i % ng]) & 0x7FFFFFFFu : 0u;
+      }
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) mb = max(mb, v[u]);
     }
 #if EMULATE
     atomicMax(smax_bits[0], mb);
@@ -372,7 +319,6 @@ void main() {
   barrier();
   // W = s * (code - 8) peaks at 8 * max(s): scale by the power of two for that.
   const float wscale = 0.125 * peak_scale(smax_bits[0]);
-#endif
   for (uint mm = t; mm < BM; mm += NT) rowinv[mm] = 1.0 / (rowscale[mm] * wscale);
   barrier();
 
@@ -391,17 +337,6 @@ void main() {
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are
   // in flight while a step's tiles are converted and multiplied (the loop is latency-bound:
   // one step ahead left the M = 32 kernel at ~2.6 us per step).
-#if DIAG_NO_FILL
-  uint sink = 0u;
-#define FILL(av, wv, sv) sink += wv[0] + wv[W_IT - 1] + floatBitsToUint(av[0].x + av[A_IT - 1].y + sv[0].x + sv[W_IT - 1].y)
-#else
-#define FILL(av, wv, sv) fill_tiles(t, wscale, av, wv, sv)
-#endif
-#if DIAG_NO_MMA
-#define MMA_STEP_D
-#else
-#define MMA_STEP_D MMA_STEP
-#endif
   vec2 av0[A_IT], av1[A_IT];
   uint wv0[W_IT], wv1[W_IT];
   vec2 sv0[W_IT], sv1[W_IT];
@@ -410,25 +345,22 @@ void main() {
   load_step(r_begin + BR, t, m0, c0, r_end, av1, wv1, sv1);
 #endif
   for (uint r0 = r_begin; r0 < r_end; r0 += DEPTH * BR) {
-    FILL(av0, wv0, sv0);
+    fill_tiles(t, wscale, av0, wv0, sv0);
     barrier();
     load_step(r0 + DEPTH * BR, t, m0, c0, r_end, av0, wv0, sv0);
-    MMA_STEP_D
+    MMA_STEP
     barrier();
 #if DEPTH == 2
     if (r0 + BR >= r_end) break;
-    FILL(av1, wv1, sv1);
+    fill_tiles(t, wscale, av1, wv1, sv1);
     barrier();
     load_step(r0 + 3u * BR, t, m0, c0, r_end, av1, wv1, sv1);
-    MMA_STEP_D
+    MMA_STEP
     barrier();
 #endif
   }
 
 
-#if DIAG_NO_FILL
-  if (sink == 0x9E3779B9u) outp[0] = 1.0;
-#endif
   // Out through a per-subgroup 16 x 8 staging tile: each invocation takes 4 elements, divides
   // out its row's scales and writes them.
 #if SPLIT
