@@ -61,7 +61,11 @@
 //!   A tiled kernel would give each invocation a whole column of N and leave most of a large
 //!   GPU idle (529 us against the forward GEMV's 38 us at N = K = 8192, M = 1, H200).
 //! - backward, M > 8: `q4_linear_tiled_bwd_{tile}` by the forward's rule on (M, K) (tiles
-//!   over M x K, reducing over N).
+//!   over M x K, reducing over N); where NV f16 16x8x16 cooperative matrices exist,
+//!   `q4_linear_bwd_mma_{t32x128,t128}` instead (fp16 hi / lo MMAs of d_out and the
+//!   dequantized weight, three per fragment pair, f32 accumulate; d_out rows scaled by powers
+//!   of two from a `q4_bwd_rowscale` node, W by one per workgroup), 32 x 128 tiles up to
+//!   M = 64 in slices of at most 4096 rows, 128 x 128 above.
 //! - split-K, both directions, M > 8: when the tiles are too few to fill a large GPU (see
 //!   [`split_k`]: M = 32 at N = 8192 gives 64 tiles of 32 x 128 for 132 SMs, each walking all
 //!   8192 columns of the reduction), the `_split` variant of the tiled kernel cuts the
