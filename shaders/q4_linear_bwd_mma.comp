@@ -80,6 +80,10 @@
 // cooperative matrices stays a function-memory array in the SPIR-V even after full unrolling,
 // and the driver may then keep it in local memory.
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
+// Elements per invocation of an ACC (an H200's: 4). The fresh tiles are added to the
+// accumulators element by element with constant indices (a loop to .length() left dynamic
+// indexing in the SPIR-V); a device whose fragments hold another count gets NaN out.
+#define CL 4
 #define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 8>
 #if WK == 8
@@ -106,10 +110,17 @@
     coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
     coopMatLoadNV(al##i, Al, off, AWP, false);                       \
   }
+// A fragment pair's three products (the small ones first) into a fresh tile, then added to
+// the accumulator in the shader's fp32: the tensor cores' own fp32 accumulation is not
+// IEEE (session 5: 3.6e-4 relative error over 8192 terms), so no accumulation chain in them
+// spans more than these 48 products.
 #define MMA3(i, j)                                                   \
-  acc_##i##_##j = coopMatMulAddNV(ah##i, bh, acc_##i##_##j);         \
-  acc_##i##_##j = coopMatMulAddNV(ah##i, bl, acc_##i##_##j);         \
-  acc_##i##_##j = coopMatMulAddNV(al##i, bh, acc_##i##_##j);
+  {                                                                  \
+    ACC d = coopMatMulAddNV(ah##i, bl, ACC(0.0));                    \
+    d = coopMatMulAddNV(al##i, bh, d);                               \
+    d = coopMatMulAddNV(ah##i, bh, d);                               \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
+  }
 #define STEP_J(j)                                                    \
   {                                                                  \
     FRAG_B bh, bl;                                                   \
@@ -133,7 +144,7 @@
     const uint mm = mg * WM * 16u + (i) * 16u + rr;                  \
     const uint m = m0 + mm, c = c0 + (kg * WK + (j)) * 8u + cc;      \
     if (m < p.M && c < p.K) {                                        \
-      outp[(js * p.M + m) * p.K + c] = stage[sg * 128u + idx] * rowinv[mm]; \
+      outp[(js * p.M + m) * p.K + c] = frag_ok ? stage[sg * 128u + idx] * rowinv[mm] : uintBitsToFloat(0x7FC00000u); \
     }                                                                \
   }                                                                  \
   subgroupBarrier();
@@ -354,6 +365,7 @@ void main() {
   }
 #else
   FOR_IJ(DECL_ACC)
+  const bool frag_ok = acc_0_0.length() == int(CL);
 #endif
 
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are
