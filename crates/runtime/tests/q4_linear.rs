@@ -436,11 +436,16 @@ fn check_backward_specs(
         "backward lead {lead:?}: a second execute differs"
     );
     let want = ref_backward(&dy, &c.wd, kp, m, n, kout);
-    assert_rel(
-        &got,
-        &want,
-        &format!("backward lead {lead:?} K {k} N {n} gs {gs} d_x cols {kout}"),
-    );
+    let what = format!("backward lead {lead:?} K {k} N {n} gs {gs} d_x cols {kout}");
+    assert_rel(&got, &want, &what);
+    // Row by row too: d_out rows of very different sizes must each keep fp32's precision,
+    // not only the largest ones that dominate the norm.
+    for r in 0..m {
+        let span = r * kout..(r + 1) * kout;
+        if want[span.clone()].iter().any(|v| *v != 0.0) {
+            assert_rel(&got[span.clone()], &want[span], &format!("{what}, row {r}"));
+        }
+    }
     d.profile().into_iter().map(|p| p.0).collect()
 }
 
