@@ -886,6 +886,47 @@ fn emulated_tensor_core_backward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// One dynamic program whose M moves between the tensor-core backward (emulated, so that it
+/// runs here) and the M <= 8 kernels: 40 (split-K: N = 600 > 512), 3, 64, 1, 9; the row-scale
+/// node launches nothing at M <= 8.
+#[test]
+fn dynamic_m_moves_in_and_out_of_the_tensor_core_backward() {
+    let be = backend();
+    let (k, n, gs, max_m) = (136, 600, 32, 64);
+    let mut rng = Rng::new(1500);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let yi = g.input(&[max_m, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let o = g.output(&[max_m, kp]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+    let mut specs = dynamic();
+    specs.push(("etvk_q4_bwd".to_string(), b"mma_emulated".to_vec()));
+    let mut d = g.load(&be, &specs).unwrap();
+    for m in [40usize, 3, 64, 1, 9] {
+        let dy = rng.floats(m * n, -1.0, 1.0);
+        let (sizes, got) = run1(&mut d, &[m, n], &dy);
+        assert_eq!(sizes, vec![m, kp]);
+        assert_rel(
+            &got,
+            &ref_backward(&dy, &c.wd, kp, m, n, kp),
+            &format!("M {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let mma = names
+            .iter()
+            .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128"));
+        assert_eq!(mma, m > 8, "M = {m}: {names:?}");
+        // The row-scale node stays in the graph (launching nothing at M <= 8).
+        assert!(
+            names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+            "{names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// One loaded dynamic program holding the forward (with bias) and the backward of one
 /// weight of K x N, up to `max_m` rows: runs each `(M, profile names)` step in order and
 /// checks both outputs against the f64 reference and the kernels the profile names.
