@@ -1,0 +1,369 @@
+#version 450
+// EXPERIMENT (session 10; compiled, never run): shaders/q4_linear_bwd_mma.comp (commit
+// c86c802) at BM = 32 with double-buffered shared tiles and one barrier per step: a step's
+// fp16 tiles are filled into one buffer while the MMAs read the other, so the fill (ALU)
+// and the MMAs (tensor cores) of one subgroup can overlap. Session 10 (runs 6, 10-11) found
+// the M = 32 kernel's loads, fill and MMAs adding up (~38 / ~31 / ~41 us of 158 at 8192^2)
+// with two barriers per step. 45 KiB of shared memory (the store's staging reuses the W hi
+// tiles), so no emulated form (lavapipe has 32 KiB).
+//
+// Try (H200): glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders [-DSPLIT=1]
+//   -o DIR/q4_linear_bwd_mma_t32x128[_split].spv docs/experiments/q4_linear_bwd_mma_dbuf.comp
+// then ETVK_SPIRV_OVERRIDE_DIR=DIR etvk bench linear_q4gsw_backward --m 32 ... (its check
+// says whether it is right), against run 9's 157.9 / 472.8 / 508.9 us.
+#ifndef EMULATE
+#define EMULATE 0
+#endif
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if !EMULATE
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+#include "q4_bwd_scale.glsl"
+
+#define BM 32
+#if EMULATE
+#error "no emulated form: 45 KiB of shared memory"
+#endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#if BM != 128 && BM != 32
+#error "BM is 128 or 32"
+#endif
+#define BC 128
+#define BR 32
+#define NT 256
+#define SG 8
+#if BM == 128
+#define WM 2  // 16-row m-tiles per subgroup
+#define WK 8  // 8-column k-tiles per subgroup
+#else
+#define WM 1
+#define WK 4
+#endif
+#define SGM (BM / (16 * WM))  // subgroups along m (4 or 2)
+#define AW (BR / 8)           // uvec4 (8 fp16) per row of the A tile
+#define WW (BC / 8)           // uvec4 per row of the W tile
+// Row strides of the shared tiles in uvec4: one uvec4 of padding shifts consecutive rows by
+// four banks, so the 8 rows a fragment load reads per phase hit distinct banks (unpadded,
+// the W tile's 256-byte rows all start on bank 0: an 8-way conflict).
+#define AWP (AW + 1)
+#define WWP (WW + 1)
+#ifndef WFILL
+#define WFILL 1  // W's hi / lo from packed fp16 products (1) or fp32 splits (0)
+#endif
+#define A_IT (BM * (BR / 2) / NT)  // dy pairs per invocation per step
+#define W_IT (BR * WW / NT)        // weight words per invocation per step
+
+#if !EMULATE
+// The accumulators and A fragments are separate variables, never arrays: an array of
+// cooperative matrices stays a function-memory array in the SPIR-V even after full unrolling,
+// and the driver may then keep it in local memory.
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
+// Elements per invocation of an ACC (an H200's: 4). The fresh tiles are added to the
+// accumulators element by element with constant indices (a loop to .length() left dynamic
+// indexing in the SPIR-V); a device whose fragments hold another count gets NaN out.
+#define CL 4
+#define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 8>
+#if WK == 8
+#define FOR_J(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define FOR_IJ1(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
+#else
+#define FOR_J(X) X(0) X(1) X(2) X(3)
+#define FOR_IJ1(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#endif
+#if WM == 2
+#define FOR_I(X) X(0) X(1)
+#define FOR_IJ(X) FOR_IJ1(X, 0) FOR_IJ1(X, 1)
+#define FOR_I_AT(X, j) X(0, j) X(1, j)
+#else
+#define FOR_I(X) X(0)
+#define FOR_IJ(X) FOR_IJ1(X, 0)
+#define FOR_I_AT(X, j) X(0, j)
+#endif
+#define DECL_ACC(i, j) ACC acc_##i##_##j = ACC(0.0);
+#define DECL_A(i) FRAG_A ah##i, al##i;
+#define LOAD_A(i)                                                    \
+  {                                                                  \
+    const uint off = cb * BM * AWP + (mg * WM * 16u + (i) * 16u) * AWP + 2u * ks; \
+    coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
+    coopMatLoadNV(al##i, Al, off, AWP, false);                       \
+  }
+// A fragment pair's three products (the small ones first) into a fresh tile, then added to
+// the accumulator in the shader's fp32: the tensor cores' own fp32 accumulation is not
+// IEEE (session 5: 3.6e-4 relative error over 8192 terms), so no accumulation chain in them
+// spans more than these 48 products.
+#define MMA3(i, j)                                                   \
+  {                                                                  \
+    ACC d = coopMatMulAddNV(ah##i, bl, ACC(0.0));                    \
+    d = coopMatMulAddNV(al##i, bh, d);                               \
+    d = coopMatMulAddNV(ah##i, bh, d);                               \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
+  }
+#define STEP_J(j)                                                    \
+  {                                                                  \
+    FRAG_B bh, bl;                                                   \
+    const uint off = cb * BR * WWP + 16u * ks * WWP + kg * WK + (j); \
+    coopMatLoadNV(bh, Wh, off, WWP, false);                          \
+    coopMatLoadNV(bl, Wl, off, WWP, false);                          \
+    FOR_I_AT(MMA3, j)                                                \
+  }
+#define MMA_STEP                                                     \
+  [[unroll]] for (uint ks = 0u; ks < BR / 16u; ++ks) {               \
+    FOR_I(DECL_A)                                                    \
+    FOR_I(LOAD_A)                                                    \
+    FOR_J(STEP_J)                                                    \
+  }
+#define STORE_ACC(i, j)                                              \
+  coopMatStoreNV(acc_##i##_##j, Wh, sg * 32u, 2u, false);           \
+  subgroupMemoryBarrierShared();                                     \
+  subgroupBarrier();                                                 \
+  [[unroll]] for (uint q = 0u; q < 4u; ++q) {                        \
+    const uint idx = lane * 4u + q, rr = idx >> 3, cc = idx & 7u;    \
+    const uint mm = mg * WM * 16u + (i) * 16u + rr;                  \
+    const uint m = m0 + mm, c = c0 + (kg * WK + (j)) * 8u + cc;      \
+    if (m < p.M && c < p.K) {                                        \
+      outp[(js * p.M + m) * p.K + c] = frag_ok ? uintBitsToFloat(Wh[sg * 32u + idx / 4u][idx & 3u]) * rowinv[mm] : uintBitsToFloat(0x7FC00000u); \
+    }                                                                \
+  }                                                                  \
+  subgroupBarrier();
+#endif
+
+layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+layout(set = 0, binding = 1) readonly buffer A { float a[]; };
+layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M]
+
+layout(push_constant) uniform Params {
+  uint M;
+  uint N;         // weight rows (the reduction)
+  uint K;         // output row length
+  uint KW;        // words per weight row (Kpad / 8)
+  uint G;         // scale groups per row
+  uint gs;        // group size (multiple of 4)
+  uint has_bias;  // unused
+  uint slice;     // SPLIT = 1: reduction rows per slice (a multiple of BR)
+} p;
+
+shared uvec4 Ah[2 * BM * AWP];  // dy hi, [buffer][m][n of the step], 8 fp16 per uvec4
+shared uvec4 Al[2 * BM * AWP];  // dy lo
+shared uvec4 Wh[2 * BR * WWP];  // W hi, [buffer][n of the step][k]; after the loop: staging
+shared uvec4 Wl[2 * BR * WWP];  // W lo
+shared float rowscale[BM];  // 2^e per dy row
+shared float rowinv[BM];    // 2^-(e + f)
+shared uint smax_bits[4];  // one used
+#if EMULATE
+#define MMA_STEP                                                                                 \
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {                                                    \
+    [[unroll]] for (uint j = 0u; j < WK; ++j) {                                                  \
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) {                                                \
+        const uint idx = lane * 4u + q;                                                          \
+        const uint row = mg * WM * 16u + i * 16u + (idx >> 3);                                   \
+        const uint col = (kg * WK + j) * 8u + (idx & 7u);                                        \
+        float v = 0.0;                                                                           \
+        for (uint n = 0u; n < BR; ++n) {                                                         \
+          v += AH(row, n) * WH(n, col) + AH(row, n) * WL(n, col) + AL(row, n) * WH(n, col);     \
+        }                                                                                        \
+        acc[i][j][q] += v;                                                                       \
+      }                                                                                          \
+    }                                                                                            \
+  }
+// fp16 element e of a packed tile (8 per uvec4).
+#define AH(row, n) unpackHalf2x16(Ah[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#define AL(row, n) unpackHalf2x16(Al[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#define WH(n, k) unpackHalf2x16(Wh[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#define WL(n, k) unpackHalf2x16(Wl[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#endif
+
+
+// fp16 hi / lo of v (|v| < 2^15 after scaling): hi = v with its fp32 mantissa cut to fp16's
+// (exact in fp16 when normal), lo = the rest rounded to fp16. Values under fp16's normal
+// range go to lo alone. (float(float16_t(v)) would be simpler, but a driver folded that
+// round trip to v; docs/experiments/README.md.)
+vec2 split16(float v) {
+  const float hi = abs(v) < 0.00006103515625 ? 0.0 : uintBitsToFloat(floatBitsToUint(v) & 0xFFFFE000u);
+  return vec2(hi, v - hi);
+}
+
+float scale_at(uint n, uint kb) {
+  const uint g = kb / p.gs;
+  return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+}
+
+// A step's tiles into shared memory: dy (BM x BR) and W = s * (code - 8) (BR x BC) as fp16
+// hi / lo pairs, two n of dy per word, one packed weight word (8 codes) per W item.
+void fill_tiles(uint t, float wscale, vec2 av[A_IT], uint wv[W_IT], vec2 sv[W_IT], uint buf) {
+  [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
+    const uint e = t + it * NT, mm = e / (BR / 2u), rp = e % (BR / 2u);
+    const float sc = rowscale[mm];
+    const vec2 s0 = split16(av[it].x * sc), s1 = split16(av[it].y * sc);
+    const uint ui = buf * BM * AWP + mm * AWP + rp / 4u, ci = rp & 3u;
+    Ah[ui][ci] = packFloat2x16(f16vec2(float16_t(s0.x), float16_t(s1.x)));
+    Al[ui][ci] = packFloat2x16(f16vec2(float16_t(s0.y), float16_t(s1.y)));
+  }
+  [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
+    const uint e = t + it * NT, rr = e / WW, wi = e % WW;
+    const uint word = wv[it];
+    uint hw[4], lw[4];
+#if WFILL
+    // W = S_hi * (c - 8) + S_lo * (c - 8) in packed fp16: S_hi is the scale cut to 8
+    // significant bits, so its products with c - 8 (at most 3 significant bits) are exact in
+    // fp16; S_lo = the rest (16 bits, rounded to fp16's 11), its products rounded once: W to
+    // ~19 bits (2^-20 relative), for 4 fp16 operations per code pair instead of ~20 fp32 ones.
+    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+      const float sc = sv[it][h] * wscale;
+      const float shi = uintBitsToFloat(floatBitsToUint(sc) & 0xFFFF0000u);
+      const f16vec2 s_hi = f16vec2(float16_t(shi)), s_lo = f16vec2(float16_t(sc - shi));
+      [[unroll]] for (uint q = 0u; q < 2u; ++q) {
+        // Codes of k = 2j, 2j + 1 as fp16 1024 + c (exponent bits 0x6400 over the nibble).
+        const uint b = word >> (16u * h + 8u * q);
+        const f16vec2 c8 = unpackFloat2x16((b & 0x0Fu) | ((b & 0xF0u) << 12) | 0x64006400u) - f16vec2(1032.0);
+        hw[2u * h + q] = packFloat2x16(c8 * s_hi);
+        lw[2u * h + q] = packFloat2x16(c8 * s_lo);
+      }
+    }
+#else
+    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+      const float sc = sv[it][h] * wscale;
+      [[unroll]] for (uint q = 0u; q < 2u; ++q) {
+        const uint sh = 16u * h + 8u * q;
+        const vec2 x0 = split16((float((word >> sh) & 15u) - 8.0) * sc);
+        const vec2 x1 = split16((float((word >> (sh + 4u)) & 15u) - 8.0) * sc);
+        hw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.x), float16_t(x1.x)));
+        lw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.y), float16_t(x1.y)));
+      }
+    }
+#endif
+    Wh[buf * BR * WWP + rr * WWP + wi] = uvec4(hw[0], hw[1], hw[2], hw[3]);
+    Wl[buf * BR * WWP + rr * WWP + wi] = uvec4(lw[0], lw[1], lw[2], lw[3]);
+  }
+}
+
+// One step's global operands (dy pairs, weight words and their two scales) into registers.
+void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out vec2 av[A_IT], out uint wv[W_IT], out vec2 sv[W_IT]) {
+  const uint R = p.N;
+  [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
+    const uint e = t + it * NT, mm = e / (BR / 2u), rp = e % (BR / 2u);
+    const uint m = m0 + mm, r = r1 + 2u * rp;
+    av[it] = vec2((m < p.M && r < r_end) ? a[m * R + r] : 0.0, (m < p.M && r + 1u < r_end) ? a[m * R + r + 1u] : 0.0);
+  }
+  [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
+    const uint e = t + it * NT, rr = e / WW, wi = e % WW;
+    const uint n = r1 + rr, kw = c0 / 8u + wi;
+    wv[it] = (n < r_end && kw < p.KW) ? w[n * p.KW + kw] : 0x88888888u;
+    sv[it] = vec2(scale_at(n, kw * 8u), scale_at(n, kw * 8u + 4u));
+  }
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+#if EMULATE
+  const uint sg = t / 32u, lane = t % 32u;  // virtual subgroups of 32
+#else
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#endif
+  const uint C = p.K, R = p.N;
+  const uint tiles_c = (C + BC - 1u) / BC;
+  const uint tiles_m = (p.M + BM - 1u) / BM;
+  const uint tiles = tiles_c * tiles_m;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if SPLIT
+  const uint tile = wg % tiles;
+  const uint js = wg / tiles;
+  if (js >= (R + p.slice - 1u) / p.slice) return;
+  const uint r_begin = js * p.slice;
+  const uint r_end = min(R, r_begin + p.slice);
+#else
+  const uint tile = wg;
+  if (tile >= tiles) return;
+  const uint r_begin = 0u;
+  const uint r_end = R;
+#endif
+  const uint m0 = (tile / tiles_c) * BM;
+  const uint c0 = (tile % tiles_c) * BC;
+
+  // Each dy row's power-of-two scale (the pre-pass), 1 for the rows past M.
+  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = (m0 + mm < p.M) ? rowscale_in[m0 + mm] : 1.0;
+  // The largest scale of the tile's groups over the slice's rows, eight loads in flight per
+  // invocation (a loop of one dependent load per step cost ~25 us of 165 at M = 32).
+  if (t == 0u) smax_bits[0] = 0u;
+  barrier();
+  {
+    const uint g0 = c0 / p.gs, g1 = min((c0 + BC - 1u) / p.gs, p.G - 1u);
+    const uint ng = g1 + 1u - min(g0, g1 + 1u);
+    const uint total = (r_end - r_begin) * ng;
+    uint mb = 0u;
+    for (uint i0 = t; i0 < total; i0 += 8u * NT) {
+      uint v[8];
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) {
+        const uint i = i0 + u * NT;
+        v[u] = i < total ? floatBitsToUint(s[(r_begin + i / ng) * p.G + g0 + i % ng]) & 0x7FFFFFFFu : 0u;
+      }
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) mb = max(mb, v[u]);
+    }
+#if EMULATE
+    atomicMax(smax_bits[0], mb);
+#else
+    mb = subgroupMax(mb);
+    if (lane == 0u) atomicMax(smax_bits[0], mb);
+#endif
+  }
+  barrier();
+  // W = s * (code - 8) peaks at 8 * max(s): scale by the power of two for that.
+  const float wscale = 0.125 * peak_scale(smax_bits[0]);
+  for (uint mm = t; mm < BM; mm += NT) rowinv[mm] = 1.0 / (rowscale[mm] * wscale);
+  barrier();
+
+  const uint mg = sg % SGM, kg = sg / SGM;
+#if EMULATE
+  float acc[WM][WK][4];  // elements lane * 4 + q of each 16 x 8 tile (row-major)
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {
+    [[unroll]] for (uint j = 0u; j < WK; ++j) {
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) acc[i][j][q] = 0.0;
+    }
+  }
+#else
+  FOR_IJ(DECL_ACC)
+  const bool frag_ok = acc_0_0.length() == int(CL);
+#endif
+
+  // Registers hold the next step's operands; shared buffer cb the current step's tiles.
+  vec2 av[A_IT];
+  uint wv[W_IT];
+  vec2 sv[W_IT];
+  load_step(r_begin, t, m0, c0, r_end, av, wv, sv);
+  fill_tiles(t, wscale, av, wv, sv, 0u);
+  load_step(r_begin + BR, t, m0, c0, r_end, av, wv, sv);
+  barrier();
+  uint cb = 0u;
+  for (uint r0 = r_begin; r0 < r_end; r0 += BR) {
+    // The next step's tiles into the other buffer (its readers finished at the last
+    // barrier) while this step's MMAs read buffer cb; one barrier per step.
+    if (r0 + BR < r_end) {
+      fill_tiles(t, wscale, av, wv, sv, cb ^ 1u);
+      load_step(r0 + 2u * BR, t, m0, c0, r_end, av, wv, sv);
+    }
+    MMA_STEP
+    barrier();
+    cb ^= 1u;
+  }
+
+
+  // Out through a per-subgroup 16 x 8 staging tile: each invocation takes 4 elements, divides
+  // out its row's scales and writes them.
+#if SPLIT
+  const uint jslice = js;
+#else
+  const uint jslice = 0u;
+#endif
+  #define js jslice
+  FOR_IJ(STORE_ACC)
+  #undef js
+}

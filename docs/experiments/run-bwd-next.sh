@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Session 11's first device run (docs/status.md, Next 0-1): the q4_linear tests on the H200
+# (commit c86c802's fp32 adds of each fragment product: first GPU run), the backward's time
+# and sampled error at M = 32 / 512, and the double-buffered M = 32 experiment.
+# Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-bwd-next.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-bwd-next.sh
+set -euo pipefail
+here=$(dirname "$0")
+case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
+if [ "${1:-}" = "prepare" ]; then
+    cargo test --release -p etvk-runtime --test q4_linear --no-run
+    rm -f .gl/bin/q4_linear-*
+    t=$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)
+    cp "$t" .gl/bin/
+    mkdir -p .gl/exp/dbuf
+    src=docs/experiments/q4_linear_bwd_mma_dbuf.comp
+    glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders \
+        -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128.spv $src
+    glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DSPLIT=1 \
+        -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128_split.spv $src
+    cp docs/experiments/run-bwd-next.sh .gl/run-bwd-next.sh
+    exit 0
+fi
+# shellcheck source=scripts/device-env.sh
+. .gl/device-env.sh
+e=.gl/bin/etvk
+row() {
+    $e bench linear_q4gsw_backward "$@" --iters 20 2>&1 |
+        grep -E '^\| linear|check|rror|bwd_mma.*Register' | tr '\n' ' ' | sed 's/.*check/check/' || true
+    echo
+}
+{
+    # A cold first bench ran 3.6x slow (session 10): warm up.
+    $e bench linear_q4gsw_backward --m 32 --n 8192 --k 8192 --iters 10 >/dev/null 2>&1 || true
+    for t in .gl/bin/q4_linear-*; do "$t" --test-threads=1 2>&1 | tail -30; done
+    for s in "32 8192 8192" "32 28672 8192" "32 8192 28672" "512 8192 8192" "512 28672 8192" "64 8192 8192"; do
+        set -- $s
+        echo -n "default M=$1 N=$2 K=$3: "; row --m $1 --n $2 --k $3
+        echo -n "portable M=$1 N=$2 K=$3: "; ETVK_Q4_MMA=0 row --m $1 --n $2 --k $3
+        if [ "$1" -le 64 ]; then
+            echo -n "dbuf M=$1 N=$2 K=$3: "
+            ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/dbuf row --m $1 --n $2 --k $3
+        fi
+    done
+} 2>&1 | tee "$OUT/bwd-next.txt"
