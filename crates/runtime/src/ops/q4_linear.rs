@@ -383,11 +383,7 @@ const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
 /// constants), and not turned off by compile spec `etvk_q4_mma` = `off` (else
 /// `ETVK_Q4_MMA=0`).
 fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
-    let setting = g
-        .q4_mma
-        .clone()
-        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
-    if matches!(setting.as_deref(), Some("off" | "0")) {
+    if mma_turned_off(g) {
         return false;
     }
     let caps = g.caps();
@@ -427,10 +423,6 @@ const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
 /// M = 32 at 8192^2 157.9 us against the portable tiled kernel's 193.9, M = 512 1327.6
 /// against 1927.1.
 fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
-    let setting = g
-        .q4_mma
-        .clone()
-        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
     let caps = g.caps();
     let shared = caps.max_shared_memory_size;
     match forced_bwd(g).as_deref() {
@@ -446,7 +438,7 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
         Some(_) => return BwdMma::Off,
         None => {}
     }
-    if matches!(setting.as_deref(), Some("off" | "0")) {
+    if mma_turned_off(g) {
         return BwdMma::Off;
     }
     let shape = caps
@@ -504,6 +496,16 @@ fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
         slices: r.div_ceil(len),
         len,
     }
+}
+
+/// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`) turns the tensor-core kernels
+/// off (`off` or `0`).
+fn mma_turned_off(g: &GraphBuilder<'_>) -> bool {
+    let setting = g
+        .q4_mma
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
+    matches!(setting.as_deref(), Some("off" | "0"))
 }
 
 /// Chunks per step of the tensor-core forward (its manifest `STEP`): 4, or 2 at 4 fragments
