@@ -2462,7 +2462,17 @@ mod tests {
     fn grids_fold_under_the_workgroup_limit() {
         // N = K = M = 2^20: the linear counts fold into x * y with x <= 65535.
         let q = 1usize << 20;
-        for (kn, cols) in [(Kernel::Gemv(1), q), (tiled(Tile::T64, false), q)] {
+        let bwd_mma = |tile| Kernel::BwdMma {
+            tile,
+            split: false,
+            emulated: false,
+        };
+        for (kn, cols) in [
+            (Kernel::Gemv(1), q),
+            (tiled(Tile::T64, false), q),
+            (bwd_mma(Tile::T32x128), q),
+            (bwd_mma(Tile::T128), q),
+        ] {
             let g = global(kn, q, cols, 8, 1).unwrap();
             let Global::Linear(count) = g else { panic!() };
             let groups = count / LOCAL as u64;
