@@ -50,7 +50,9 @@
 #define SG 8    // subgroups of 32
 #define ROWS (16 * SG)
 #define CL 4    // accumulator elements per invocation of a 16 x 8 int32 fragment
+#ifndef MB
 #define MB 8    // row tiles per block of the launch order
+#endif
 #define WPL (STEP / 2)                       // weight uvec4 per invocation per step
 #define BITEMS (STEP * 3 * 8 * MF * 2)       // limb uvec4 per step
 #define BPL ((BITEMS + NT - 1) / NT)         // ... per invocation

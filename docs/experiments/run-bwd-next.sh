@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 11's first device run (docs/status.md, Next 0-1): the q4_linear tests on the H200
 # (commit c86c802's fp32 adds of each fragment product: first GPU run), the backward's time
-# and sampled error at M = 32 / 512, and the double-buffered M = 32 experiment.
+# and sampled error at M = 32 / 512, the double-buffered M = 32 experiment, and the forward at
+# M = 2048 with other launch-order blocks (MB).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-bwd-next.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-bwd-next.sh
 set -euo pipefail
@@ -18,6 +19,13 @@ if [ "${1:-}" = "prepare" ]; then
         -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128.spv $src
     glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DSPLIT=1 \
         -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128_split.spv $src
+    # The forward at M = 2048 (26-28 TFLOP/s against 54 at M = 512): other launch-order
+    # blocks of row tiles (the built kernel: MB = 8).
+    for mb in 2 4 16 32; do
+        mkdir -p .gl/exp/mb$mb
+        glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DMF=4 -DSTEP=2 \
+            -DMB=$mb -o .gl/exp/mb$mb/q4_linear_mma_f4.spv shaders/q4_linear_mma.comp
+    done
     cp docs/experiments/run-bwd-next.sh .gl/run-bwd-next.sh
     exit 0
 fi
@@ -41,5 +49,16 @@ row() {
             echo -n "dbuf M=$1 N=$2 K=$3: "
             ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/dbuf row --m $1 --n $2 --k $3
         fi
+    done
+    for s in "2048 28672 8192" "2048 8192 28672" "2048 8192 8192"; do
+        set -- $s
+        for v in "" mb2 mb4 mb16 mb32; do
+            echo -n "forward ${v:-mb8} M=$1 N=$2 K=$3: "
+            f=(env)
+            [ -n "$v" ] && f+=("ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/$v")
+            "${f[@]}" $e bench linear_q4gsw --m $1 --n $2 --k $3 --iters 5 2>&1 |
+                grep -E '^\| linear|rror' | tr '\n' ' ' || true
+            echo
+        done
     done
 } 2>&1 | tee "$OUT/bwd-next.txt"
