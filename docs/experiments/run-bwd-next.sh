@@ -19,6 +19,17 @@ if [ "${1:-}" = "prepare" ]; then
         -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128.spv $src
     glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DSPLIT=1 \
         -o .gl/exp/dbuf/q4_linear_bwd_mma_t32x128_split.spv $src
+    # The default kernel with one step of loads in flight, with and without glslc -O: fewer
+    # registers (98 with -O at DEPTH = 1, 112 at 2) might fit 3 workgroups per SM (<= 85).
+    mkdir -p .gl/exp/dep1 .gl/exp/dep1O0
+    for v in "t32x128:-DBM=32" "t32x128_split:-DBM=32 -DSPLIT=1"; do
+        # shellcheck disable=SC2086
+        glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders ${v#*:} -DDEPTH=1 \
+            -o .gl/exp/dep1/q4_linear_bwd_mma_${v%%:*}.spv shaders/q4_linear_bwd_mma.comp
+        # shellcheck disable=SC2086
+        glslc --target-env=vulkan1.2 -fshader-stage=compute -I shaders ${v#*:} -DDEPTH=1 \
+            -o .gl/exp/dep1O0/q4_linear_bwd_mma_${v%%:*}.spv shaders/q4_linear_bwd_mma.comp
+    done
     # The forward at M = 2048 (26-28 TFLOP/s against 54 at M = 512): other launch-order
     # blocks of row tiles (the built kernel: MB = 8).
     for mb in 2 4 16 32; do
@@ -46,8 +57,10 @@ row() {
         echo -n "default M=$1 N=$2 K=$3: "; row --m $1 --n $2 --k $3
         echo -n "portable M=$1 N=$2 K=$3: "; ETVK_Q4_MMA=0 row --m $1 --n $2 --k $3
         if [ "$1" -le 64 ]; then
-            echo -n "dbuf M=$1 N=$2 K=$3: "
-            ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/dbuf row --m $1 --n $2 --k $3
+            for v in dbuf dep1 dep1O0; do
+                echo -n "$v M=$1 N=$2 K=$3: "
+                ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/$v row --m $1 --n $2 --k $3
+            done
         fi
     done
     for s in "2048 28672 8192" "2048 8192 28672" "2048 8192 8192"; do
