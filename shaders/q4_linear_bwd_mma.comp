@@ -44,8 +44,8 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
-#if BM != 128 && BM != 32
-#error "BM is 128 or 32"
+#if BM != 128 && BM != 32 && BM != 16
+#error "BM is 128, 32 or 16"
 #endif
 #define BC 128
 #define BR 32
@@ -54,9 +54,14 @@
 #if BM == 128
 #define WM 2  // 16-row m-tiles per subgroup
 #define WK 8  // 8-column k-tiles per subgroup
-#else
+#elif BM == 32
 #define WM 1
 #define WK 4
+#else
+// BM = 16 (an experiment: for M <= 16 a drop-in for the 32-row variants, whose launch has
+// the same single row tile): every subgroup all 16 rows x 16 columns.
+#define WM 1
+#define WK 2
 #endif
 #define SGM (BM / (16 * WM))  // subgroups along m (4 or 2)
 #define AW (BR / 8)           // uvec4 (8 fp16) per row of the A tile
@@ -89,9 +94,12 @@
 #if WK == 8
 #define FOR_J(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define FOR_IJ1(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
-#else
+#elif WK == 4
 #define FOR_J(X) X(0) X(1) X(2) X(3)
 #define FOR_IJ1(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#else
+#define FOR_J(X) X(0) X(1)
+#define FOR_IJ1(X, i) X(i, 0) X(i, 1)
 #endif
 #if WM == 2
 #define FOR_I(X) X(0) X(1)

@@ -30,6 +30,13 @@ if [ "${1:-}" = "prepare" ]; then
         glslc --target-env=vulkan1.2 -fshader-stage=compute -I shaders ${v#*:} -DDEPTH=1 \
             -o .gl/exp/dep1O0/q4_linear_bwd_mma_${v%%:*}.spv shaders/q4_linear_bwd_mma.comp
     done
+    # M <= 16 with 16-row tiles (the 32-row variants' launch has the same single row tile).
+    mkdir -p .gl/exp/t16
+    for v in "t32x128:" "t32x128_split:-DSPLIT=1"; do
+        # shellcheck disable=SC2086
+        glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DBM=16 ${v#*:} \
+            -o .gl/exp/t16/q4_linear_bwd_mma_${v%%:*}.spv shaders/q4_linear_bwd_mma.comp
+    done
     # The forward at M = 2048 (26-28 TFLOP/s against 54 at M = 512): other launch-order
     # blocks of row tiles (the built kernel: MB = 8).
     for mb in 2 4 16 32; do
@@ -62,6 +69,15 @@ row() {
                 ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/$v row --m $1 --n $2 --k $3
             done
         fi
+    done
+    for s in "16 8192 8192" "16 28672 8192" "16 8192 28672"; do
+        set -- $s
+        echo -n "forward M=$1 N=$2 K=$3: "
+        $e bench linear_q4gsw --m $1 --n $2 --k $3 --iters 20 2>&1 | grep -E '^\| linear|rror' | tr '\n' ' ' || true
+        echo
+        echo -n "default M=$1 N=$2 K=$3: "; row --m $1 --n $2 --k $3
+        echo -n "t16 M=$1 N=$2 K=$3: "
+        ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp/t16 row --m $1 --n $2 --k $3
     done
     for s in "2048 28672 8192" "2048 8192 28672" "2048 8192 8192"; do
         set -- $s
