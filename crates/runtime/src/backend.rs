@@ -1,7 +1,7 @@
 //! The device context shared by delegates: the Vulkan context and a pipeline cache.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use etvk_shaders::{Feature, ShaderId};
 use etvk_vulkan::{ComputePipeline, Context, DeviceCaps};
@@ -23,6 +23,8 @@ pub(crate) struct BackendInner {
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
     /// Whether graphs record per-dispatch timestamps ([`crate::RuntimeOptions::profile`]).
     pub(crate) profile: bool,
+    /// Whether the tensor-core backward passed its self-check here (run once, at first need).
+    bwd_mma_ok: OnceLock<bool>,
 }
 
 fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
@@ -79,7 +81,36 @@ impl BackendInner {
             ctx,
             pipelines: Mutex::new(HashMap::new()),
             profile,
+            bwd_mma_ok: OnceLock::new(),
         }
+    }
+
+    /// Whether the tensor-core backward's variants (with the 128 x 128 tile when `t128`)
+    /// compute right on this device ([`crate::ops::q4_mma_check`]); checked once, and a
+    /// failure (or an error running the check) is logged and keeps the portable kernels.
+    pub(crate) fn bwd_mma_ok(&self, t128: bool) -> bool {
+        *self.bwd_mma_ok.get_or_init(|| {
+            let list = crate::ops::q4_mma_check::variants(false, t128);
+            match crate::ops::q4_mma_check::check_all(self, &list) {
+                Ok(None) => true,
+                Ok(Some(why)) => {
+                    log::warn!(
+                        "{}: the tensor-core 4-bit backward failed its self-check ({why}); \
+                         the portable kernels run instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+                Err(e) => {
+                    log::warn!(
+                        "{}: the tensor-core 4-bit backward's self-check did not run ({e}); \
+                         the portable kernels run instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+            }
+        })
     }
 
     /// Whether the device has every feature `shader` needs.

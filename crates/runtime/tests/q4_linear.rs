@@ -864,6 +864,30 @@ fn tensor_core_backward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The self-check the runtime runs before taking the tensor-core backward: its emulated
+/// variants pass on any device with fp16 arithmetic; the native ones pass where the device
+/// has the kernel (an H200) and are refused with an error elsewhere.
+#[test]
+fn tensor_core_backward_self_check() {
+    let be = backend();
+    if be.device_caps().shader_float16 {
+        assert_eq!(
+            etvk_runtime::bench::q4_bwd_mma_check(&be, true).unwrap(),
+            None
+        );
+    }
+    match etvk_runtime::bench::q4_bwd_mma_check(&be, false) {
+        Ok(result) => {
+            assert!(has_bwd_mma(&be), "ran without the device's support");
+            assert_eq!(result, None);
+        }
+        Err(e) => {
+            assert!(!has_bwd_mma(&be), "{e}");
+            assert!(e.to_string().contains("q4_linear_bwd_mma"), "{e}");
+        }
+    }
+}
+
 /// The same kernel with its MMAs in plain arithmetic (`etvk_q4_bwd` = `mma_emulated`), which
 /// runs on any device: the row scales, fp16 hi / lo tiles, tile offsets, split-K slices and
 /// the store, against the f64 reference, including rows of 1e-6 .. 1e4 and zero rows.

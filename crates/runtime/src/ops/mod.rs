@@ -19,6 +19,7 @@ pub mod matmul;
 pub mod norm;
 pub mod prepack;
 pub mod q4_linear;
+pub(crate) mod q4_mma_check;
 pub mod reduce;
 pub mod shape;
 pub mod training;

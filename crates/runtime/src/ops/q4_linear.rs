@@ -408,7 +408,7 @@ const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
 /// hi / lo tiles of d_out and W, the store's staging tile, row scales).
 /// (26896 and 43024 bytes, as the H200's pipeline statistics report.)
 const BWD_MMA_T32_SHARED_BYTES: u32 = bwd_mma_shared_bytes(32);
-const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128);
+pub(crate) const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128);
 
 const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
     // d_out hi + lo rows of 4 + 1 uvec4, W hi + lo rows of 16 + 1, 8 staging tiles of 16 x 8
@@ -418,8 +418,9 @@ const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
 
 /// Whether the backward takes the tensor-core kernel at M > 8: NV cooperative matrices of
 /// [`BWD_MMA_SHAPE`], 32-invocation subgroups and the tile's shared memory, not turned off by
-/// compile spec `etvk_q4_mma` = `off` (else `ETVK_Q4_MMA=0`); or the emulated kernel when the
-/// backward is forced to `mma_emulated`. H200 (docs/performance.md, session 10, run 9):
+/// compile spec `etvk_q4_mma` = `off` (else `ETVK_Q4_MMA=0`), and passing its self-check on
+/// this device (once per backend: [`crate::ops::q4_mma_check`]); or the emulated kernel when
+/// the backward is forced to `mma_emulated`. H200 (docs/performance.md, session 10, run 9):
 /// M = 32 at 8192^2 157.9 us against the portable tiled kernel's 193.9, M = 512 1327.6
 /// against 1927.1.
 fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
@@ -445,15 +446,16 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
         .cooperative_matrix_nv_shapes
         .iter()
         .any(|s| s.to_string() == BWD_MMA_SHAPE);
+    let t128 = shared >= BWD_MMA_T128_SHARED_BYTES;
+    // The self-check runs last: only where everything else admits the kernel.
     if shape
         && caps.subgroup_size == 32
         && shared >= BWD_MMA_T32_SHARED_BYTES
         && g.shader_supported(ShaderId::Q4LinearBwdMmaT32x128)
         && g.shader_supported(ShaderId::Q4BwdRowscale)
+        && g.be.bwd_mma_ok(t128)
     {
-        BwdMma::Native {
-            t128: shared >= BWD_MMA_T128_SHARED_BYTES,
-        }
+        BwdMma::Native { t128 }
     } else {
         BwdMma::Off
     }
@@ -1968,7 +1970,12 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // against split-N's 62.7 / 89.3; 1.3-1.8x faster on every long-row shape measured (run 1).
     let staged = groups_are_whole_chunks(&q);
     // Output columns k (kout of them), reduction over the N weight rows.
-    let mma = mma_backward(g);
+    // Only graphs that can reach M > 8 consult (and so maybe self-check) the tensor cores.
+    let mma = if max_m > MMA_MIN_M {
+        mma_backward(g)
+    } else {
+        BwdMma::Off
+    };
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged, mma);
     let cw = match wide {
         Some(Kernel::BwdWide { cw, .. }) => cw,

@@ -1,0 +1,186 @@
+//! A self-check of the tensor-core backward (`q4_linear_bwd_mma_*`) on the device at hand,
+//! run once per backend before the first graph takes that kernel: a small problem of every
+//! variant the runtime may launch (32 x 128 and 128 x 128 tiles, whole and split), with d_out
+//! rows of very different sizes, against an f64 reference. A driver that runs the kernel
+//! wrong (session 10 met one such trap: cooperative stores and plain loads disagreeing on
+//! a shared array's offset) then costs the portable kernels' speed, never a wrong gradient.
+
+use std::time::Duration;
+
+use etvk_shaders::ShaderId;
+use etvk_vulkan::{Access, Buffer, CommandBuffer, DescriptorPool, Fence, MemoryKind};
+
+use crate::api::Result;
+use crate::backend::BackendInner;
+use crate::error::internal;
+
+/// One variant to check: its shader, rows per tile, and the split-K slice length (0: whole).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Variant {
+    pub(crate) shader: ShaderId,
+    pub(crate) rows: u32,
+    pub(crate) slice: u32,
+}
+
+/// Sizes of the check: M rows (two row tiles, the last partial), N = 96 reduction rows (3
+/// steps; split: slices of 64 and 32), d_x rows of 136 (two column tiles, the last
+/// partial), groups of 8 (17 per row).
+const N: u32 = 96;
+const K: u32 = 136;
+const GS: u32 = 8;
+
+/// Runs `v` on a fixed pseudo-random problem; `Ok(None)` when it matches the f64 reference
+/// (each d_x row within 1e-5 relative), else `Ok(Some(why))`.
+pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
+    let ctx = &be.ctx;
+    let m = v.rows + v.rows / 2 + 1;
+    let (n, k, gs) = (N as usize, K as usize, GS as usize);
+    let (mu, kw, groups) = (m as usize, k / 8, k / gs);
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(v.rows) ^ u64::from(v.slice) << 8;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let words: Vec<u32> = (0..n * kw).map(|_| next()).collect();
+    // next() is below 2^31: uniform in [0, 1) after the division.
+    let unit = |x: u32| x as f32 / (1u32 << 31) as f32;
+    let scales: Vec<f32> = (0..n * groups)
+        .map(|_| 0.005 + 0.01 * unit(next()))
+        .collect();
+    let row_size = [1.0f32, 1e-6, 3e3, 0.02];
+    let dy: Vec<f32> = (0..mu * n)
+        .map(|i| (2.0 * unit(next()) - 1.0) * row_size[(i / n) % 4])
+        .collect();
+    let w_at = |r: usize, c: usize| {
+        let code = (words[r * kw + c / 8] >> (4 * (c % 8))) & 15;
+        (f64::from(code) - 8.0) * f64::from(scales[r * groups + c / gs])
+    };
+
+    let slices = if v.slice == 0 { 1 } else { N.div_ceil(v.slice) };
+    let out_floats = (slices * m * K) as u64;
+    let bytes_of = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let f32_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let inputs = [
+        bytes_of(&f32_bits(&dy)),
+        bytes_of(&words),
+        bytes_of(&f32_bits(&scales)),
+    ];
+    let mut ups = Vec::new();
+    let mut devs = Vec::new();
+    for data in &inputs {
+        let up = Buffer::new(ctx, data.len() as u64, MemoryKind::Upload)?;
+        up.write(0, data)?;
+        devs.push(Buffer::new(
+            ctx,
+            data.len() as u64,
+            MemoryKind::DeviceLocal,
+        )?);
+        ups.push(up);
+    }
+    let rowscale = Buffer::new(ctx, u64::from(m) * 4, MemoryKind::DeviceLocal)?;
+    let out = Buffer::new(ctx, out_floats * 4, MemoryKind::DeviceLocal)?;
+    let back = Buffer::new(ctx, out_floats * 4, MemoryKind::Readback)?;
+
+    let pre = be.pipeline(ShaderId::Q4BwdRowscale, [64, 1, 1], &[])?;
+    let main = be.pipeline(v.shader, [256, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 2, 7)?;
+    let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0]])?;
+    let main_set = pool.allocate(&main, &[&out, &devs[0], &devs[1], &devs[2], &rowscale])?;
+    let words_of = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let pre_push = words_of(&[m, N]);
+    let main_push = words_of(&[
+        m,
+        N,
+        K,
+        K / 8,
+        K / GS,
+        GS,
+        0,
+        if v.slice == 0 { N } else { v.slice },
+    ]);
+    let tiles = m.div_ceil(v.rows) * K.div_ceil(128);
+
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    for (up, dev) in ups.iter().zip(&devs) {
+        cb.copy(up, 0, dev, 0, dev.size())?;
+    }
+    cb.barrier(Access::Transfer, Access::Compute)?;
+    cb.dispatch(&pre, pre_set, &pre_push, [m, 1, 1])?;
+    cb.barrier(Access::Compute, Access::Compute)?;
+    cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
+    cb.barrier(Access::Compute, Access::Transfer)?;
+    cb.copy(&out, 0, &back, 0, out_floats * 4)?;
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(Duration::from_secs(60), "tensor-core backward self-check")?;
+    let mut raw = vec![0u8; (out_floats * 4) as usize];
+    back.read(0, &mut raw)?;
+    let got: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+
+    for row in 0..mu {
+        let (mut num, mut den) = (0f64, 0f64);
+        for c in 0..k {
+            let want: f64 = (0..n)
+                .map(|r| f64::from(dy[row * n + r]) * w_at(r, c))
+                .sum();
+            let g: f64 = (0..slices as usize)
+                .map(|s| f64::from(got[(s * mu + row) * k + c]))
+                .sum();
+            if !g.is_finite() {
+                return Ok(Some(format!("row {row} column {c}: {g}")));
+            }
+            num += (g - want).powi(2);
+            den += want * want;
+        }
+        let rel = (num / den.max(1e-300)).sqrt();
+        if rel > 1e-5 {
+            return Ok(Some(format!("row {row}: relative error {rel:e}")));
+        }
+    }
+    Ok(None)
+}
+
+/// The variants the runtime may launch: `native` ones (with the 128 x 128 tile when
+/// `t128`), or the emulated 32 x 128 ones.
+pub(crate) fn variants(emulated: bool, t128: bool) -> Vec<Variant> {
+    let v = |shader, rows, slice| Variant {
+        shader,
+        rows,
+        slice,
+    };
+    if emulated {
+        return vec![
+            v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
+            v(ShaderId::Q4LinearBwdMmaEmuT32x128Split, 32, 64),
+        ];
+    }
+    let mut all = vec![
+        v(ShaderId::Q4LinearBwdMmaT32x128, 32, 0),
+        v(ShaderId::Q4LinearBwdMmaT32x128Split, 32, 64),
+    ];
+    if t128 {
+        all.push(v(ShaderId::Q4LinearBwdMmaT128, 128, 0));
+        all.push(v(ShaderId::Q4LinearBwdMmaT128Split, 128, 64));
+    }
+    all
+}
+
+/// Checks every variant in `list`; `Ok(None)` when all match, else the first failure.
+pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<String>> {
+    for v in list {
+        if let Some(why) = check(be, *v)? {
+            return Ok(Some(format!("{}: {why}", v.shader.info().name)));
+        }
+    }
+    if list.is_empty() {
+        return Err(internal("no tensor-core backward variant to check"));
+    }
+    Ok(None)
+}
