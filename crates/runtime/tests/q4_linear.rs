@@ -635,15 +635,7 @@ fn wide_and_staged_backward() {
         (4, "bwd_staged_m4"),
         (1, "bwd_wide_m1_c16"),
     ] {
-        let dy = rng.floats(m * n, -1.0, 1.0);
-        let (sizes, got) = run1(&mut d, &[m, n], &dy);
-        assert_eq!(sizes, vec![m, kp]);
-        assert_rel(
-            &got,
-            &ref_backward(&dy, &c.wd, kp, m, n, kp),
-            &format!("dynamic M = {m}"),
-        );
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let names = backward_step(&mut d, &mut rng, &c, m, n);
         assert_eq!(
             names,
             vec![format!("{Q4GSW_BWD}/q4_linear_{kernel}")],
@@ -864,6 +856,27 @@ fn tensor_core_backward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// One execute of a loaded dynamic backward program (d_out [M, N] -> d_x [M, Kp]) at M rows
+/// of fresh d_out, checked against the f64 reference; returns the profile's node names.
+fn backward_step(
+    d: &mut Delegate,
+    rng: &mut Rng,
+    c: &Q4gswCase,
+    m: usize,
+    n: usize,
+) -> Vec<String> {
+    let kp = c.w.kp();
+    let dy = rng.floats(m * n, -1.0, 1.0);
+    let (sizes, got) = run1(d, &[m, n], &dy);
+    assert_eq!(sizes, vec![m, kp]);
+    assert_rel(
+        &got,
+        &ref_backward(&dy, &c.wd, kp, m, n, kp),
+        &format!("dynamic M = {m}"),
+    );
+    d.profile().into_iter().map(|p| p.0).collect()
+}
+
 /// The self-check the runtime runs before taking the tensor-core backward: its emulated
 /// variants pass on any device with fp16 arithmetic; the native ones pass where the device
 /// has the kernel (an H200) and are refused with an error elsewhere.
@@ -929,15 +942,7 @@ fn dynamic_m_moves_in_and_out_of_the_tensor_core_backward() {
     specs.push(("etvk_q4_bwd".to_string(), b"mma_emulated".to_vec()));
     let mut d = g.load(&be, &specs).unwrap();
     for m in [40usize, 3, 64, 1, 9] {
-        let dy = rng.floats(m * n, -1.0, 1.0);
-        let (sizes, got) = run1(&mut d, &[m, n], &dy);
-        assert_eq!(sizes, vec![m, kp]);
-        assert_rel(
-            &got,
-            &ref_backward(&dy, &c.wd, kp, m, n, kp),
-            &format!("M {m}"),
-        );
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let names = backward_step(&mut d, &mut rng, &c, m, n);
         let mma = names
             .iter()
             .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128"));
