@@ -1,14 +1,15 @@
 #version 450
 // The 4-bit linear backward at M > 8 on NV cooperative matrices (f16 16x8x16, f32
 // accumulate): dx[m][k] = sum_n dy[m][n] * W[n][k], W[n][k] = s[n][k / gs] * (code(n,k) - 8),
-// over BM x 128 output tiles (BM = 128 or 32), the reduction over n in steps of 32 rows; with
+// over BM x 128 output tiles (BM = 128 or 32; 16 as an experiment), the reduction over n in
+// steps of 32 rows; with
 // -DSPLIT=1 one slice of the reduction per workgroup (partial sums for q4_linear_reduce).
 // Bindings and push constants are q4_linear_tiled's backward ones, except binding 4: the
 // power-of-two scale of each dy row from q4_bwd_rowscale.
 //
 // The scale varies along the reduction, so unlike the forward it cannot leave the MMA sum:
-// dy and W go into the MMAs as fp16 hi / lo pairs (about 22 significant bits each), three
-// MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's range:
+// dy and W go into the MMAs as fp16 hi / lo pairs (about 22 significant bits for dy, 19 for
+// W: see fill_tiles), three MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's range:
 // dy rows come scaled by powers of two that put each row's peak in [2^13, 2^14) (the
 // pre-pass), and W by one power of two per workgroup from the largest scale of the tile's
 // groups over its rows (a prologue); the store divides both out. Elements below 2^-27 of
@@ -71,9 +72,6 @@
 // the W tile's 256-byte rows all start on bank 0: an 8-way conflict).
 #define AWP (AW + 1)
 #define WWP (WW + 1)
-#ifndef WFILL
-#define WFILL 1  // W's hi / lo from packed fp16 products (1) or fp32 splits (0)
-#endif
 #ifndef DEPTH
 #define DEPTH 2  // steps of global loads in flight: 1 or 2
 #endif
@@ -254,7 +252,6 @@ void fill_tiles(uint t, float wscale, vec2 av[A_IT], uint wv[W_IT], vec2 sv[W_IT
     const uint e = t + it * NT, rr = e / WW, wi = e % WW;
     const uint word = wv[it];
     uint hw[4], lw[4];
-#if WFILL
     // W = S_hi * (c - 8) + S_lo * (c - 8) in packed fp16: S_hi is the scale cut to 8
     // significant bits, so its products with c - 8 (at most 3 significant bits) are exact in
     // fp16; S_lo = the rest (16 bits, rounded to fp16's 11), its products rounded once: W to
@@ -271,18 +268,6 @@ void fill_tiles(uint t, float wscale, vec2 av[A_IT], uint wv[W_IT], vec2 sv[W_IT
         lw[2u * h + q] = packFloat2x16(c8 * s_lo);
       }
     }
-#else
-    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-      const float sc = sv[it][h] * wscale;
-      [[unroll]] for (uint q = 0u; q < 2u; ++q) {
-        const uint sh = 16u * h + 8u * q;
-        const vec2 x0 = split16((float((word >> sh) & 15u) - 8.0) * sc);
-        const vec2 x1 = split16((float((word >> (sh + 4u)) & 15u) - 8.0) * sc);
-        hw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.x), float16_t(x1.x)));
-        lw[2u * h + q] = packFloat2x16(f16vec2(float16_t(x0.y), float16_t(x1.y)));
-      }
-    }
-#endif
     Wh[rr * WWP + wi] = uvec4(hw[0], hw[1], hw[2], hw[3]);
     Wl[rr * WWP + wi] = uvec4(lw[0], lw[1], lw[2], lw[3]);
   }

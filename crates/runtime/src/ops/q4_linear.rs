@@ -500,8 +500,8 @@ fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
     }
 }
 
-/// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`) turns the tensor-core kernels
-/// off (`off` or `0`).
+/// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`)
+/// turns the tensor-core kernels off (`off` or `0`).
 fn mma_turned_off(g: &GraphBuilder<'_>) -> bool {
     let setting = g
         .q4_mma

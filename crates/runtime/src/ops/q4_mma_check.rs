@@ -13,6 +13,7 @@ use etvk_vulkan::{Access, Buffer, CommandBuffer, DescriptorPool, Fence, MemoryKi
 use crate::api::Result;
 use crate::backend::BackendInner;
 use crate::error::internal;
+use crate::prepack::q4::words_to_bytes;
 
 /// One variant to check: its shader, rows per tile, and the split-K slice length (0: whole).
 #[derive(Debug, Clone, Copy)]
@@ -60,12 +61,11 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
 
     let slices = if v.slice == 0 { 1 } else { N.div_ceil(v.slice) };
     let out_floats = (slices * m * K) as u64;
-    let bytes_of = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let f32_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
     let inputs = [
-        bytes_of(&f32_bits(&dy)),
-        bytes_of(&words),
-        bytes_of(&f32_bits(&scales)),
+        words_to_bytes(&f32_bits(&dy)),
+        words_to_bytes(&words),
+        words_to_bytes(&f32_bits(&scales)),
     ];
     let mut ups = Vec::new();
     let mut devs = Vec::new();
@@ -88,9 +88,8 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let mut pool = DescriptorPool::new(ctx, 2, 7)?;
     let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0]])?;
     let main_set = pool.allocate(&main, &[&out, &devs[0], &devs[1], &devs[2], &rowscale])?;
-    let words_of = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let pre_push = words_of(&[m, N]);
-    let main_push = words_of(&[
+    let pre_push = words_to_bytes(&[m, N]);
+    let main_push = words_to_bytes(&[
         m,
         N,
         K,
@@ -174,13 +173,13 @@ pub(crate) fn variants(emulated: bool, t128: bool) -> Vec<Variant> {
 
 /// Checks every variant in `list`; `Ok(None)` when all match, else the first failure.
 pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<String>> {
+    if list.is_empty() {
+        return Err(internal("no tensor-core backward variant to check"));
+    }
     for v in list {
         if let Some(why) = check(be, *v)? {
             return Ok(Some(format!("{}: {why}", v.shader.info().name)));
         }
-    }
-    if list.is_empty() {
-        return Err(internal("no tensor-core backward variant to check"));
     }
     Ok(None)
 }

@@ -85,7 +85,7 @@ pub fn pack_q4_weights(src: &[u8], n: usize, row_bytes: usize, order: NibbleOrde
     out
 }
 
-fn words_to_bytes(words: &[u32]) -> Vec<u8> {
+pub(crate) fn words_to_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
