@@ -10,8 +10,10 @@ if [ "${1:-}" = "prepare" ]; then
     cargo build --release -p etvk-cli -p etvk-ffi
     mkdir -p .gl/bin
     cp ../shared/device/libvulkan1_*.deb .gl/
-    # The NVIDIA ICD (libGLX_nvidia) needs glvnd, which the lent machine lacks.
-    (cd .gl && for p in libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0; do
+    # The NVIDIA ICD (libGLX_nvidia) needs glvnd, which the lent machine lacks; the tests
+    # force validation on, and it has no validation layer either.
+    (cd .gl && for p in libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0 \
+        vulkan-validationlayers; do
         ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -qq "$p"; done)
     cp target/release/etvk target/release/libetvk.so .gl/bin/
     cp scripts/device-bench.sh .gl/device-bench.sh

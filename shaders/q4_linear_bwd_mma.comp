@@ -72,8 +72,11 @@
 // the W tile's 256-byte rows all start on bank 0: an 8-way conflict).
 #define AWP (AW + 1)
 #define WWP (WW + 1)
+// Steps of global loads in flight, 1 or 2. H200, session 11 (built without glslc -O, as the
+// manifest does): DEPTH = 1 157.2 / 471.4 / 512.8 us at M = 32, DEPTH = 2 634.8 .. 897.1; with
+// -O the fp32 adds of each fragment product took the M = 32 kernel from 158 to 228 us.
 #ifndef DEPTH
-#define DEPTH 2  // steps of global loads in flight: 1 or 2
+#define DEPTH 1
 #endif
 #define A_IT (BM * (BR / 2) / NT)  // dy pairs per invocation per step
 #define W_IT (BR * WW / NT)        // weight words per invocation per step
@@ -362,8 +365,7 @@ void main() {
 #endif
 
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are
-  // in flight while a step's tiles are converted and multiplied (the loop is latency-bound:
-  // one step ahead left the M = 32 kernel at ~2.6 us per step).
+  // in flight while a step's tiles are converted and multiplied.
   vec2 av0[A_IT], av1[A_IT];
   uint wv0[W_IT], wv1[W_IT];
   vec2 sv0[W_IT], sv1[W_IT];
