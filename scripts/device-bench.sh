@@ -59,7 +59,7 @@ fi
             set -- $shape
             for m in 1 8 32 512 2048; do
                 [ "${QUICK:-}" = 1 ] && [ "$m" != 1 ] && [ "$m" != 512 ] && continue
-                $etvk bench $op --m $m --n $1 --k $2 --iters 20 --ceiling-mib 2048 2>&1 | tail -2 || true
+                $etvk bench $op --m $m --n $1 --k $2 --iters 20 --ceiling-mib 2048 2>&1 | grep -E '^\| linear|busy' || true
             done
         done
     done

@@ -3,7 +3,8 @@
 //!
 //! An op benchmark builds a graph holding `copies` instances of the op, each reading its own
 //! weights (so the working set exceeds the GPU's L2 and nothing is served from cache), executes
-//! it `iters` times, and takes the median per-instance GPU time. The runtime records a barrier
+//! it once, replays it `iters` times (no host copies in between, so the GPU keeps its clock)
+//! and takes the median per-instance GPU time. The runtime records a barrier
 //! between dispatches, so instances do not overlap. Before timing, sampled outputs of the first
 //! instance are checked against an f64 CPU reference.
 
@@ -276,17 +277,18 @@ fn bench_linear(
         n
     };
     let per_copy = (w_bytes + 4 * s_count) as u64;
+    let (in_feat, out_feat) = if backward { (n, kp) } else { (k, n) };
+    let act_bytes = (m * in_feat * 4) as u64;
+    let out_bytes = (m * out_feat * 4) as u64;
     let copies = args.copies.unwrap_or_else(|| {
         let cpu = backend.device_description().to_lowercase().contains("cpu");
         if cpu {
             1
         } else {
+            // Enough weights that the working set passes the L2.
             ((256u64 << 20) / per_copy.max(1) + 1).clamp(1, 64) as usize
         }
     });
-    let (in_feat, out_feat) = if backward { (n, kp) } else { (k, n) };
-    let act_bytes = (m * in_feat * 4) as u64;
-    let out_bytes = (m * out_feat * 4) as u64;
     let plan = Plan {
         name: match args.op.as_str() {
             "linear_q4gsw" => "et_vk.linear_q4gsw.default",
@@ -446,9 +448,17 @@ fn bench_linear(
 
     let mut per_instance = Vec::with_capacity(args.iters);
     let mut per_instance_barrier = Vec::with_capacity(args.iters);
+    // Replays: no host copies between repetitions, which left an H200 idle through half of
+    // each M = 2048 execute and its driver lowering the SM clock to 555-1170 MHz (session
+    // 12: one kernel read 17 or 37 ms by the process). GPU time of the op's instances
+    // against the wall time says how busy the GPU was.
+    let (mut gpu_us, mut wall_us) = (0f64, 0f64);
     for _ in 0..args.iters.max(1) {
-        delegate.execute(&mut args_v).map_err(err)?;
+        let t = std::time::Instant::now();
+        delegate.replay().map_err(err)?;
+        wall_us += t.elapsed().as_secs_f64() * 1e6;
         let (kernel, with_barrier) = op_times_us(delegate.profile_nodes(), plan.name, copies)?;
+        gpu_us += with_barrier * copies as f64;
         per_instance.push(kernel);
         per_instance_barrier.push(with_barrier);
     }
@@ -472,9 +482,10 @@ fn bench_linear(
     let gbps = plan.bytes_per_instance as f64 / (us * 1e-6) / 1e9;
     let tflops = plan.flops_per_instance / (us * 1e-6) / 1e12;
     outln!(
-        "{} M={m} K={k} N={n} gs={gs}: {copies} copies ({:.1} MiB working set), load {load_ms:.0} ms, check {check} (worst sampled rel err {worst:.2e}), kernels {}",
+        "{} M={m} K={k} N={n} gs={gs}: {copies} copies ({:.1} MiB working set), load {load_ms:.0} ms, GPU busy {:.0}% of the timed replays, check {check} (worst sampled rel err {worst:.2e}), kernels {}",
         args.op,
         (per_copy * copies as u64) as f64 / (1 << 20) as f64,
+        100.0 * gpu_us / wall_us.max(1e-9),
         kernels.join(" + ")
     );
     outln!("| op | M | K | N | median us | GB/s eff | TFLOP/s | read ceiling GB/s | fraction |");

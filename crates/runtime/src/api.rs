@@ -281,6 +281,12 @@ impl Delegate {
     pub fn execute(&mut self, args: &mut [DelegateArg]) -> Result<()> {
         self.graph.execute(args)
     }
+    /// Run the last execute's work again on the inputs it left on the GPU, without host
+    /// transfers; the outputs stay on the GPU ([`Delegate::read_tensor`]). An error before
+    /// the first execute, or after an input size change until the next execute.
+    pub fn replay(&mut self) -> Result<()> {
+        self.graph.replay()
+    }
     /// Per-dispatch GPU time of the last execute: (op name, microseconds), in execution
     /// order. Empty unless profiling is on ([`Delegate::set_profiling`], or a backend created
     /// with [`RuntimeOptions::profile`], `ETVK_PROFILE=1`), or when the queue has no timestamp

@@ -916,6 +916,33 @@ impl ComputeGraph {
         self.be.check_validation("during execute")
     }
 
+    /// Submit the work the last execute recorded again, on the inputs it left on the GPU,
+    /// without host transfers: outputs stay on the GPU ([`ComputeGraph::read_tensor`] reads
+    /// them), profiles are refreshed. Benchmarks use it to keep the GPU busy between
+    /// repetitions (an H200 lowers its clock when it idles through host copies).
+    pub(crate) fn replay(&mut self) -> Result<()> {
+        self.be.ctx.ensure_alive()?;
+        if self.in_flight {
+            self.fence
+                .wait_and_reset(FENCE_TIMEOUT, "previous execute")?;
+            self.in_flight = false;
+        }
+        if self.needs_record || self.resize_dirty {
+            return Err(invalid_arg(
+                "replay: no execute has run at the current sizes (execute first)".to_string(),
+            ));
+        }
+        self.cmd
+            .as_ref()
+            .ok_or_else(|| invalid_arg("replay: no execute has run yet".to_string()))?
+            .submit(&self.fence)?;
+        self.in_flight = true;
+        self.fence.wait_and_reset(FENCE_TIMEOUT, "replay")?;
+        self.in_flight = false;
+        self.read_profile()?;
+        self.be.check_validation("during replay")
+    }
+
     fn read_profile(&mut self) -> Result<()> {
         self.profile.clear();
         let Some(q) = &self.queries else {

@@ -778,3 +778,37 @@ fn q4gsw_requant_exact_on_ties_and_near_ties() {
         .collect();
     check_requant(&latent, &scales, n, k, gs, stride, "near ties");
 }
+
+#[test]
+fn replay_repeats_the_last_execute_on_gpu_resident_inputs() {
+    // A replay is a second AdamW step on the gradient the execute left on the GPU.
+    let dims = [4, 33];
+    let n = 4 * 33;
+    let p0 = rand_vec(n, 81);
+    let hp = [1e-2, 0.9, 0.999, 1e-8, 0.01];
+    let [lr, b1, b2, eps, wd] = hp;
+    let ir = adamw_graph(&dims, false, hp);
+    let (be, mut d) = load(&ir, &adamw_named(&p0), false);
+    let err = d.replay().unwrap_err();
+    assert!(err.to_string().contains("replay"), "{err}");
+    let g = rand_vec(n, 82);
+    let (mut p, mut m, mut v) = (to_f64(&p0), vec![0f64; n], vec![0f64; n]);
+    for t in 1..=2 {
+        let bc1 = 1.0 - b1.powi(t);
+        let bc2 = 1.0 - b2.powi(t);
+        d.set_scalar(A_BC1, bc1).unwrap();
+        d.set_scalar(A_BC2, bc2).unwrap();
+        if t == 1 {
+            let mut args = vec![host_f32(&dims, &g), empty_out()];
+            d.execute(&mut args).unwrap();
+        } else {
+            d.replay().unwrap();
+        }
+        adamw_ref(&mut p, &mut m, &mut v, &g, lr, b1, b2, eps, wd, bc1, bc2);
+        let (_, gp) = read_f32(&mut d, A_PARAM);
+        assert_close(&gp, &p, 1e-6, 1e-5, &format!("step {t}: param"));
+        let (_, gm) = read_f32(&mut d, A_M);
+        assert_close(&gm, &m, 1e-7, 1e-5, &format!("step {t}: m"));
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}

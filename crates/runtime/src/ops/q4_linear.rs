@@ -303,9 +303,13 @@ struct SplitK {
 /// - C = 28672, R = 8192: M = 32: 224 tiles, S = 2 of 4096; M = 64, 128: whole.
 /// - C = 8192, R = 28672: M = 32: S = 8 of 3584; M = 64, 128: S = 4 of 7168.
 fn split_k(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    split_k_for(tile, m, cols, r, tile.split_target())
+}
+
+/// [`split_k`] aiming at `target` workgroups.
+fn split_k_for(tile: Tile, m: usize, cols: usize, r: usize, target: usize) -> SplitK {
     let r = r.max(1);
     let tiles = tile.count(m, cols);
-    let target = tile.split_target();
     let want = (target + tiles / 2) / tiles;
     let s = want.min(r / SPLIT_K_MIN_LEN).max(1);
     let len = r.div_ceil(s).next_multiple_of(TILE_BR);
@@ -480,15 +484,26 @@ fn mma_backward_kernel(m: usize, cols: usize, r: usize, mode: BwdMma) -> Option<
 }
 
 /// Reduction rows per slice of the tensor-core backward's 32 x 128 tiles, at most.
-const BWD_MMA_T32_MAX_SLICE: usize = 4096;
+const BWD_MMA_T32_MAX_SLICE: usize = 2048;
 
-/// Split-K of the tensor-core backward: [`split_k`]'s, with slices of at most
-/// [`BWD_MMA_T32_MAX_SLICE`] rows for the 32 x 128 tile. H200 (docs/performance.md, session
-/// 10): M = 64 over d_x rows of 28672 and a reduction of 8192 ran unsplit (448 tiles) in
-/// 4814 us, against 556 us for M = 32 in 2 slices of 4096 there.
+/// Workgroups the 32 x 128 tensor-core backward's split-K aims for before
+/// [`BWD_MMA_T32_MAX_SLICE`] cuts its slices: one wave at two workgroups per SM of an H200.
+const BWD_MMA_T32_TARGET: usize = 264;
+
+/// Split-K of the tensor-core backward: [`split_k`]'s for the 128 x 128 tile; for the 32 x
+/// 128 tile, aimed at [`BWD_MMA_T32_TARGET`] workgroups with slices of at most
+/// [`BWD_MMA_T32_MAX_SLICE`] rows. H200 sweep at M = 16 / 32 / 64 over the three shapes
+/// (docs/performance.md, session 12): slices of 2048 rows were the fastest or within 1% of
+/// it everywhere, also where they make fractional waves (224 tiles x 4 slices: 446 us
+/// against 509 for 2 slices of 4096); 1024 rows cost 2-3% at 8192^2 (156 against 152 us);
+/// slices of 4096 and longer run up to 1.14x slower (M = 64 unsplit over 8192 rows: 4814
+/// us, session 10). Fewer tiles than a wave split further, down to [`SPLIT_K_MIN_LEN`].
 fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
-    let sk = split_k(tile, m, cols, r);
-    if tile != Tile::T32x128 || sk.len <= BWD_MMA_T32_MAX_SLICE {
+    if tile != Tile::T32x128 {
+        return split_k_for(tile, m, cols, r, bwd_mma_target(tile.split_target()));
+    }
+    let sk = split_k_for(tile, m, cols, r, bwd_mma_target(BWD_MMA_T32_TARGET));
+    if sk.len <= BWD_MMA_T32_MAX_SLICE {
         return sk;
     }
     let len = r
@@ -526,6 +541,19 @@ const MMA_ROWS: usize = 128;
 /// Workgroups of the tensor-core forward resident at once: two per SM of an H200 (114-120
 /// registers), or `ETVK_Q4_MMA_WGS` (benchmarks).
 const MMA_RESIDENT_WGS: usize = 264;
+
+/// Workgroups the tensor-core backward's split-K aims for: `default`, or
+/// `ETVK_Q4_BWD_MMA_WGS` (benchmarks; read once per process, so build and resize agree).
+fn bwd_mma_target(default: usize) -> usize {
+    static TARGET: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            std::env::var("ETVK_Q4_BWD_MMA_WGS")
+                .ok()
+                .map(|_| workgroup_target("ETVK_Q4_BWD_MMA_WGS", 1))
+        })
+        .unwrap_or(default)
+}
 
 fn mma_resident_wgs() -> usize {
     static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -2155,15 +2183,61 @@ mod tests {
             }
         ));
         assert!(matches!(pick(100, BwdMma::Off), Kernel::Tiled { .. }));
-        // 32 x 128 slices of at most 4096 rows: M = 64 over 28672 columns splits in 2.
+        // 32 x 128 slices of at most 2048 rows: M = 64 over 28672 columns splits in 4.
         assert_eq!(split_k(Tile::T32x128, 64, 28672, 8192).slices, 1);
+        let sk = |m: usize, cols: usize, r: usize| bwd_mma_split(Tile::T32x128, m, cols, r);
         assert_eq!(
-            bwd_mma_split(Tile::T32x128, 64, 28672, 8192),
+            sk(64, 28672, 8192),
             SplitK {
-                slices: 2,
-                len: 4096
+                slices: 4,
+                len: 2048
             }
         );
+        if std::env::var_os("ETVK_Q4_BWD_MMA_WGS").is_none() {
+            // The swept shapes (M = 32): 64 tiles over 8192 and 28672 rows, 224 over 8192.
+            assert_eq!(
+                sk(32, 8192, 8192),
+                SplitK {
+                    slices: 4,
+                    len: 2048
+                }
+            );
+            assert_eq!(
+                sk(32, 8192, 28672),
+                SplitK {
+                    slices: 14,
+                    len: 2048
+                }
+            );
+            assert_eq!(
+                sk(32, 28672, 8192),
+                SplitK {
+                    slices: 4,
+                    len: 2048
+                }
+            );
+            // Few tiles: 8 of them aim at 33 slices, capped at 256 rows each.
+            assert_eq!(
+                sk(32, 1024, 8192),
+                SplitK {
+                    slices: 32,
+                    len: 256
+                }
+            );
+        }
+        for (m, cols, r) in [
+            (1, 1, 1),
+            (32, 128, 300),
+            (64, 5000, 100_000),
+            (16, 8192, 2049),
+        ] {
+            let s = sk(m, cols, r);
+            assert!(
+                s.len <= BWD_MMA_T32_MAX_SLICE && s.len % TILE_BR == 0,
+                "{s:?}"
+            );
+            assert!(s.slices * s.len >= r && (s.slices - 1) * s.len < r, "{s:?}");
+        }
         assert_eq!(
             backward_kernel(64, 28672, 8192, true, wide, true, native),
             Kernel::BwdMma {
@@ -2174,7 +2248,7 @@ mod tests {
         );
         assert_eq!(bwd_mma_split(Tile::T32x128, 64, 28672, 100).slices, 1);
         assert_eq!(bwd_mma_split(Tile::T128, 512, 28672, 8192).slices, 1);
-        // M = 32 at 8192^2 splits (512 workgroups): partial sums and the reduce.
+        // M = 32 at 8192^2 splits (256 workgroups): partial sums and the reduce.
         let k32 = pick(32, native);
         assert!(writes_partials(k32));
         assert_eq!(shader_of(k32, true), ShaderId::Q4LinearBwdMmaT32x128Split);
