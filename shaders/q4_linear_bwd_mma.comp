@@ -4,15 +4,16 @@
 // over BM x 128 output tiles (BM = 128 or 32; 16 as an experiment), the reduction over n in
 // steps of 32 rows; with
 // -DSPLIT=1 one slice of the reduction per workgroup (partial sums for q4_linear_reduce).
-// Bindings and push constants are q4_linear_tiled's backward ones, except binding 4: the
-// power-of-two scale of each dy row from q4_bwd_rowscale.
+// Bindings and push constants are q4_linear_tiled's backward ones, plus binding 4: the
+// power-of-two scale of each dy row from q4_bwd_rowscale, and binding 5: the weight scales'
+// peaks per 32 rows and group, made at prepack.
 //
 // The scale varies along the reduction, so unlike the forward it cannot leave the MMA sum:
 // dy and W go into the MMAs as fp16 hi / lo pairs (about 22 significant bits for dy, 19 for
 // W: see fill_tiles), three MMAs per fragment pair (hi*hi, hi*lo, lo*hi; lo*lo is below fp32's last bit). fp16's range:
 // dy rows come scaled by powers of two that put each row's peak in [2^13, 2^14) (the
 // pre-pass), and W by one power of two per workgroup from the largest scale of the tile's
-// groups over its rows (a prologue); the store divides both out. Elements below 2^-27 of
+// groups over its rows (from binding 5); the store divides both out. Elements below 2^-27 of
 // their row's peak lose precision (their hi part would be an fp16 subnormal): they contribute
 // below fp32's resolution of the row's sums anyway. Inf / NaN stay so.
 //
@@ -144,6 +145,50 @@
     FOR_I(LOAD_A)                                                    \
     FOR_J(STEP_J)                                                    \
   }
+// STEP_CHAIN = 1 (experiment, session 13): the step's two 16-row halves of the reduction
+// (six MMAs per fragment pair) chain into one fresh tile before the fp32 add, halving the
+// adds and the fresh tiles; a chain then spans 96 products instead of 48.
+#ifndef STEP_CHAIN
+#define STEP_CHAIN 0
+#endif
+#if STEP_CHAIN
+#undef MMA_STEP
+#define LOAD_A2(i)                                                   \
+  {                                                                  \
+    const uint off = (mg * WM * 16u + (i) * 16u) * AWP;              \
+    coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
+    coopMatLoadNV(al##i, Al, off, AWP, false);                       \
+    coopMatLoadNV(bh##i, Ah, off + 2u, AWP, false);                  \
+    coopMatLoadNV(bl##i, Al, off + 2u, AWP, false);                  \
+  }
+#define DECL_A2(i) FRAG_A ah##i, al##i, bh##i, bl##i;
+#define MMA6(i, j)                                                   \
+  {                                                                  \
+    ACC d = coopMatMulAddNV(ah##i, wl0, ACC(0.0));                   \
+    d = coopMatMulAddNV(al##i, wh0, d);                              \
+    d = coopMatMulAddNV(ah##i, wh0, d);                              \
+    d = coopMatMulAddNV(bh##i, wl1, d);                              \
+    d = coopMatMulAddNV(bl##i, wh1, d);                              \
+    d = coopMatMulAddNV(bh##i, wh1, d);                              \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
+  }
+#define STEP_J2(j)                                                   \
+  {                                                                  \
+    FRAG_B wh0, wl0, wh1, wl1;                                       \
+    const uint off = kg * WK + (j);                                  \
+    coopMatLoadNV(wh0, Wh, off, WWP, false);                         \
+    coopMatLoadNV(wl0, Wl, off, WWP, false);                         \
+    coopMatLoadNV(wh1, Wh, off + 16u * WWP, WWP, false);             \
+    coopMatLoadNV(wl1, Wl, off + 16u * WWP, WWP, false);             \
+    FOR_I_AT(MMA6, j)                                                \
+  }
+#define MMA_STEP                                                     \
+  {                                                                  \
+    FOR_I(DECL_A2)                                                   \
+    FOR_I(LOAD_A2)                                                   \
+    FOR_J(STEP_J2)                                                   \
+  }
+#endif
 #define STORE_ACC(i, j)                                              \
   coopMatStoreNV(acc_##i##_##j, stage, sg * 128u, 8u, false);        \
   subgroupMemoryBarrierShared();                                     \
@@ -164,6 +209,10 @@ layout(set = 0, binding = 1) readonly buffer A { float a[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M]
+// |scale| bits, the largest of each PEAK_ROWS rows of each group: [ceil(N / PEAK_ROWS)][G]
+// (prepack/q4.rs, group_scale_peaks_layout).
+layout(set = 0, binding = 5) readonly buffer SP { uint speak[]; };
+#define PEAK_ROWS 32u
 
 layout(push_constant) uniform Params {
   uint M;
@@ -321,23 +370,20 @@ void main() {
 
   // Each dy row's power-of-two scale (the pre-pass), 1 for the rows past M.
   for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = (m0 + mm < p.M) ? rowscale_in[m0 + mm] : 1.0;
-  // The largest scale of the tile's groups over the slice's rows, eight loads in flight per
-  // invocation (a loop of one dependent load per step cost ~25 us of 165 at M = 32).
+  // The largest scale of the tile's groups over the slice's rows, from the per-32-row peaks
+  // made when the scales were prepacked (binding 5; slices start and end on multiples of BR =
+  // 32 rows, or at N). Scanning the slice's scales here instead cost ~18 / 47 / 46 us of 153 /
+  // 468 / 445 at M = 32 on an H200 (session 13): every workgroup waited on those loads before
+  // its first step.
   if (t == 0u) smax_bits[0] = 0u;
   barrier();
   {
     const uint g0 = c0 / p.gs, g1 = min((c0 + BC - 1u) / p.gs, p.G - 1u);
     const uint ng = g1 + 1u - min(g0, g1 + 1u);
-    const uint total = (r_end - r_begin) * ng;
+    const uint part0 = r_begin / PEAK_ROWS;
+    const uint total = ((r_end + PEAK_ROWS - 1u) / PEAK_ROWS - part0) * ng;
     uint mb = 0u;
-    for (uint i0 = t; i0 < total; i0 += 8u * NT) {
-      uint v[8];
-      [[unroll]] for (uint u = 0u; u < 8u; ++u) {
-        const uint i = i0 + u * NT;
-        v[u] = i < total ? floatBitsToUint(s[(r_begin + i / ng) * p.G + g0 + i % ng]) & 0x7FFFFFFFu : 0u;
-      }
-      [[unroll]] for (uint u = 0u; u < 8u; ++u) mb = max(mb, v[u]);
-    }
+    for (uint i = t; i < total; i += NT) mb = max(mb, speak[(part0 + i / ng) * p.G + g0 + i % ng]);
 #if EMULATE
     atomicMax(smax_bits[0], mb);
 #else

@@ -50,6 +50,9 @@ pub struct GenerateArgs {
     /// Print a per-op GPU time table (summed over every call).
     #[arg(long)]
     pub profile: bool,
+    /// Op rows the profile table shows, largest first (0: every row).
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    pub profile_rows: usize,
 }
 
 /// How the program takes its inputs.
@@ -431,7 +434,12 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
         outln!("decode: no decode calls (--max-new {max_new})");
     }
     if args.profile {
-        outln!("{}", table.render(Some(15)).trim_end());
+        outln!(
+            "{}",
+            table
+                .render((args.profile_rows > 0).then_some(args.profile_rows))
+                .trim_end()
+        );
     }
     Ok(())
 }

@@ -468,6 +468,16 @@ pub enum AluOp {
     MmaShared,
     /// [`AluOp::MmaI8`] with each round's A built element by element from registers.
     MmaBuilt,
+    /// A 16 x 8 x 16 f16 MMA with fp32 accumulate (NV cooperative matrices; counted as
+    /// 2 * 16 * 8 * 16 floating-point operations).
+    MmaF16,
+    /// The tensor-core backward's work per fragment pair: three chained f16 MMAs into a
+    /// fresh tile, added to fp32 accumulators element by element (counted as the MMAs'
+    /// operations, so the rate compares with [`AluOp::MmaF16`]).
+    MmaF16Pair,
+    /// [`AluOp::MmaF16Pair`] with each round's operands loaded from shared memory as the
+    /// backward loads them (an A hi / lo pair and four B hi / lo pairs per four pairs).
+    MmaF16Shared,
 }
 
 impl AluOp {
@@ -475,12 +485,28 @@ impl AluOp {
     pub const ALL: [AluOp; 4] = [AluOp::Ffma, AluOp::Logic3, AluOp::Dot4I8, AluOp::Decode];
 
     /// The tensor-core operations: devices with NV int8 cooperative matrices only.
-    pub const TENSOR: [AluOp; 4] = [
+    pub const TENSOR: [AluOp; 7] = [
         AluOp::MmaI8,
         AluOp::MmaChunk,
         AluOp::MmaShared,
         AluOp::MmaBuilt,
+        AluOp::MmaF16,
+        AluOp::MmaF16Pair,
+        AluOp::MmaF16Shared,
     ];
+
+    /// The NV cooperative-matrix shape a tensor-core probe runs (as the device lists it).
+    pub fn mma_shape(self) -> Option<&'static str> {
+        match self {
+            AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
+                Some("16x8x32 s8*s8+s32->s32")
+            }
+            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared => {
+                Some("16x8x16 f16*f16+f32->f32")
+            }
+            _ => None,
+        }
+    }
 
     /// A short name for tables.
     pub fn name(self) -> &'static str {
@@ -493,6 +519,9 @@ impl AluOp {
             AluOp::MmaChunk => "tensor-core forward chunk (mma int ops)",
             AluOp::MmaShared => "int8 mma, operands loaded from shared memory",
             AluOp::MmaBuilt => "int8 mma, A built from registers",
+            AluOp::MmaF16 => "f16 mma 16x8x16, fp32 accumulate (flops)",
+            AluOp::MmaF16Pair => "tensor-core backward pair: 3 f16 mmas + fp32 adds (flops)",
+            AluOp::MmaF16Shared => "the same, operands loaded from shared memory (flops)",
         }
     }
 
@@ -504,6 +533,8 @@ impl AluOp {
             AluOp::Decode => 3,
             AluOp::MmaI8 | AluOp::MmaShared | AluOp::MmaBuilt => 4 * 8192 / 32 / ALU_CHAINS,
             AluOp::MmaChunk => 12 * 8192 / 32 / ALU_CHAINS,
+            AluOp::MmaF16 => 4 * 4096 / 32 / ALU_CHAINS,
+            AluOp::MmaF16Pair | AluOp::MmaF16Shared => 12 * 4096 / 32 / ALU_CHAINS,
             _ => 1,
         }
     }
@@ -518,6 +549,9 @@ impl AluOp {
             AluOp::MmaChunk => ShaderId::BenchMmaChunk,
             AluOp::MmaShared => ShaderId::BenchMmaShared,
             AluOp::MmaBuilt => ShaderId::BenchMmaBuilt,
+            AluOp::MmaF16 => ShaderId::BenchMmaF16Mma,
+            AluOp::MmaF16Pair => ShaderId::BenchMmaF16Pair,
+            AluOp::MmaF16Shared => ShaderId::BenchMmaF16Shared,
         }
     }
 
@@ -533,6 +567,9 @@ impl AluOp {
             AluOp::Decode => [0x4B00_0000, 8_388_616.0_f32.to_bits(), 1e-6_f32.to_bits()],
             AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
                 [0x1357_9BDF, 0x2468_ACE0, 1e-9_f32.to_bits()]
+            }
+            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared => {
+                [0x1357_9BDF, 0x0101_0202, 0]
             }
         }
     }
@@ -570,6 +607,21 @@ fn run_alu(
         return Err(unsupported(
             "bench alu: rounds per invocation must be positive",
         ));
+    }
+    if let Some(shape) = op.mma_shape() {
+        let listed = caps.subgroup_size == 32
+            && caps
+                .cooperative_matrix_nv_shapes
+                .iter()
+                .any(|s| s.to_string() == shape);
+        if !listed {
+            return Err(unsupported(format!(
+                "bench alu: {} needs NV cooperative matrices of shape {shape} with \
+                 32-invocation subgroups, which {} lacks",
+                op.name(),
+                ctx.description()
+            )));
+        }
     }
     if !inner.shader_supported(op.shader()) {
         return Err(unsupported(format!(

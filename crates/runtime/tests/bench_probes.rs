@@ -72,7 +72,13 @@ fn replay(op: AluOp, t: u32, rounds: u32) -> u32 {
             }
             sum(&v).to_bits()
         }
-        AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
+        AluOp::MmaI8
+        | AluOp::MmaChunk
+        | AluOp::MmaShared
+        | AluOp::MmaBuilt
+        | AluOp::MmaF16
+        | AluOp::MmaF16Pair
+        | AluOp::MmaF16Shared => {
             unreachable!("the tensor-core probes have no replay")
         }
     }
@@ -98,7 +104,10 @@ fn alu_probe_chains_match_a_cpu_replay() {
                 | AluOp::MmaI8
                 | AluOp::MmaChunk
                 | AluOp::MmaShared
-                | AluOp::MmaBuilt => {
+                | AluOp::MmaBuilt
+                | AluOp::MmaF16
+                | AluOp::MmaF16Pair
+                | AluOp::MmaF16Shared => {
                     let (g, w) = (f32::from_bits(g), f32::from_bits(w));
                     assert!(
                         (g - w).abs() <= 1e-5 * w.abs().max(1.0),
@@ -193,12 +202,13 @@ fn read_ceilings_of_every_width_are_positive() {
 fn tensor_core_probes_run_or_refuse() {
     let be = backend();
     let caps = be.device_caps();
-    let has = caps.subgroup_size == 32
-        && caps
-            .cooperative_matrix_nv_shapes
-            .iter()
-            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
     for op in AluOp::TENSOR {
+        let shape = op.mma_shape().expect("tensor probes name their shape");
+        let has = caps.subgroup_size == 32
+            && caps
+                .cooperative_matrix_nv_shapes
+                .iter()
+                .any(|s| s.to_string() == shape);
         match alu_rate(&be, op, 2, 1) {
             Ok(r) => {
                 assert!(has, "{} ran without the MMA shape", op.name());

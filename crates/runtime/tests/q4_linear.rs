@@ -399,13 +399,33 @@ fn check_backward_specs(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     lead: &[usize],
-    (k, n, gs): (usize, usize, usize),
+    dims: (usize, usize, usize),
     kout: Option<usize>,
     specs: &[(String, Vec<u8>)],
     row_scale: impl Fn(usize) -> f32,
 ) -> Vec<String> {
+    check_backward_scaled(be, seed, lead, dims, kout, specs, row_scale, |_| 1.0)
+}
+
+/// [`check_backward_specs`] with every scale of weight row `r` multiplied by
+/// `weight_row_scale(r)`.
+#[allow(clippy::too_many_arguments)]
+fn check_backward_scaled(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    kout: Option<usize>,
+    specs: &[(String, Vec<u8>)],
+    row_scale: impl Fn(usize) -> f32,
+    weight_row_scale: impl Fn(usize) -> f32,
+) -> Vec<String> {
     let mut rng = Rng::new(seed);
-    let c = q4gsw_case(&mut rng, k, n, gs);
+    let mut c = q4gsw_case(&mut rng, k, n, gs);
+    for (i, v) in c.scales.iter_mut().enumerate() {
+        *v *= weight_row_scale(i % c.n_pad);
+    }
+    c.wd = dequant_gsw(&c.w, &c.scales, c.n_pad, c.gs);
     let m: usize = lead.iter().product();
     let kp = c.w.kp();
     let kout = kout.unwrap_or(kp);
@@ -917,6 +937,36 @@ fn emulated_tensor_core_backward_matches_f64_reference() {
                 .iter()
                 .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128"))
                 && names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Weight rows whose scales differ by up to 1e6 within one split-K slice and one 32-row
+/// step: each workgroup's fp16 range comes from the prepacked per-32-row scale peaks, which
+/// must cover its slice's rows (a peak too small overflows fp16 to Inf, a stale one loses the
+/// small rows' precision).
+#[test]
+fn emulated_tensor_core_backward_with_weight_rows_of_many_sizes() {
+    let be = backend();
+    let force = [("etvk_q4_bwd".to_string(), b"mma_emulated".to_vec())];
+    let weight_rows = |r: usize| [1.0f32, 1e3, 1e-3, 30.0][(r / 40) % 4] * [1.0, 0.25][r % 2];
+    for (i, &(lead, k, n, gs, kout)) in BWD_MMA_CASES.iter().enumerate() {
+        let names = check_backward_scaled(
+            &be,
+            1500 + i as u64,
+            lead,
+            (k, n, gs),
+            kout,
+            &force,
+            |m| [1.0f32, 3e3, 0.02][m % 3],
+            weight_rows,
+        );
+        assert!(
+            names
+                .iter()
+                .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128")),
             "lead {lead:?} K {k} N {n}: {names:?}"
         );
     }

@@ -2056,14 +2056,21 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     };
     // The tensor-core kernel's d_out row scales, made by a node of their own at the M where
     // it runs (idle otherwise).
-    let rowscale = if plan
+    // With them, the weight scales' peaks per 32 rows and group (prepacked once, shared by
+    // every op of the same scales), from which each workgroup takes its fp16 range.
+    let (rowscale, peaks) = if plan
         .kernels
         .iter()
         .any(|k| matches!(k, Kernel::BwdMma { .. }))
     {
-        Some(bwd_rowscale_node(g, call, dy, n, max_m, choose)?)
+        let sc = constant_arg(g, call, 2, "weight_scales")?;
+        let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
+        (
+            Some(bwd_rowscale_node(g, call, dy, n, max_m, choose)?),
+            Some(peaks),
+        )
     } else {
-        None
+        (None, None)
     };
     let variants = plan
         .kernels
@@ -2074,7 +2081,9 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
                 (Kernel::BwdMma { .. }, split, p, _) => {
-                    let rs = rowscale.ok_or_else(|| internal("MMA backward without row scales"))?;
+                    let (rs, sp) = rowscale
+                        .zip(peaks)
+                        .ok_or_else(|| internal("MMA backward without row scales"))?;
                     let target = match (split, p) {
                         (true, Some(p)) => p,
                         (true, None) => {
@@ -2082,7 +2091,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                         }
                         (false, _) => dx,
                     };
-                    Dispatch::new(shader_of(kn, true), [target, dy, q.w, q.s, rs])
+                    Dispatch::new(shader_of(kn, true), [target, dy, q.w, q.s, rs, sp])
                 }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),

@@ -66,6 +66,7 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         words_to_bytes(&f32_bits(&dy)),
         words_to_bytes(&words),
         words_to_bytes(&f32_bits(&scales)),
+        words_to_bytes(&crate::prepack::q4::group_scale_peaks(&scales, n, groups)),
     ];
     let mut ups = Vec::new();
     let mut devs = Vec::new();
@@ -85,9 +86,12 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
 
     let pre = be.pipeline(ShaderId::Q4BwdRowscale, [64, 1, 1], &[])?;
     let main = be.pipeline(v.shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, 2, 7)?;
+    let mut pool = DescriptorPool::new(ctx, 2, 8)?;
     let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0]])?;
-    let main_set = pool.allocate(&main, &[&out, &devs[0], &devs[1], &devs[2], &rowscale])?;
+    let main_set = pool.allocate(
+        &main,
+        &[&out, &devs[0], &devs[1], &devs[2], &rowscale, &devs[3]],
+    )?;
     let pre_push = words_to_bytes(&[m, N]);
     let main_push = words_to_bytes(&[
         m,

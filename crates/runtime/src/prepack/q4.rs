@@ -198,6 +198,53 @@ pub fn group_scales_layout(n: usize, groups: usize) -> Layout {
     }
 }
 
+/// Rows per peak of [`group_scale_peaks`]: the tensor-core backward's reduction step, on
+/// whose multiples its split-K slices start and end.
+pub const SCALE_PEAK_ROWS: usize = 32;
+
+/// The largest `|scale|` of each [`SCALE_PEAK_ROWS`] rows of each group, as fp32 bits
+/// (`[ceil(n / SCALE_PEAK_ROWS), groups]`): bits of non-negative floats order as unsigned
+/// integers, and NaN (above Inf) wins, so the kernel's max over them needs no float compare
+/// (`q4_linear_bwd_mma.comp` takes the power of two of its tile's peak for fp16's range).
+/// `scales` is the packed `[n, groups]` fp32 layout of [`pack_q4_scales`].
+pub fn group_scale_peaks(scales: &[f32], n: usize, groups: usize) -> Vec<u32> {
+    let parts = n.div_ceil(SCALE_PEAK_ROWS);
+    let mut out = vec![0u32; parts * groups];
+    for (row, chunk) in scales.chunks(groups).take(n).enumerate() {
+        let peaks = &mut out[(row / SCALE_PEAK_ROWS) * groups..][..groups];
+        for (p, v) in peaks.iter_mut().zip(chunk) {
+            *p = (*p).max(v.to_bits() & 0x7FFF_FFFF);
+        }
+    }
+    out
+}
+
+/// q4gsw scales: serialized `[groups, N']` (N' >= n) -> the per-32-row peaks of
+/// [`group_scale_peaks`], `u32 [ceil(n / 32), groups]`.
+pub fn group_scale_peaks_layout(n: usize, groups: usize) -> Layout {
+    Layout {
+        name: format!("q4s_peaks_n{n}_g{groups}"),
+        pack: Box::new(move |c, bytes| {
+            let v = float_values(c, bytes, "q4 scales")?;
+            let stride = match c.dims.as_slice() {
+                &[g, np] if g == groups && np >= n => np,
+                d => {
+                    return Err(internal(format!(
+                        "q4 scale peaks layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
+                        c.constant_id
+                    )))
+                }
+            };
+            let peaks = group_scale_peaks(&pack_q4_scales(&v, n, groups, stride), n, groups);
+            Ok(Packed {
+                dtype: DataType::Int32,
+                dims: vec![n.div_ceil(SCALE_PEAK_ROWS), groups],
+                bytes: peaks.iter().flat_map(|w| w.to_le_bytes()).collect(),
+            })
+        }),
+    }
+}
+
 /// qcs4w scales: per-channel `[n]` -> fp32 `[n, 1]` (one group spanning the row).
 pub fn channel_scales_layout(n: usize) -> Layout {
     Layout {
@@ -245,6 +292,33 @@ pub fn bias_layout(n: usize) -> Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_peaks_cover_each_32_rows_of_each_group() {
+        // 70 rows x 3 groups: parts of 32, 32 and 6 rows; a negative scale, a NaN and an Inf.
+        let (n, groups) = (70, 3);
+        let mut s: Vec<f32> = (0..n * groups)
+            .map(|i| 0.01 + (i % 7) as f32 * 1e-3)
+            .collect();
+        s[5 * groups + 1] = -4.0;
+        s[40 * groups] = f32::NAN;
+        s[69 * groups + 2] = f32::INFINITY;
+        let peaks = group_scale_peaks(&s, n, groups);
+        assert_eq!(peaks.len(), 3 * groups);
+        for part in 0..3 {
+            for g in 0..groups {
+                let rows = part * 32..(part * 32 + 32).min(n);
+                let want = rows
+                    .map(|r| s[r * groups + g].to_bits() & 0x7FFF_FFFF)
+                    .max()
+                    .unwrap();
+                assert_eq!(peaks[part * groups + g], want, "part {part} group {g}");
+            }
+        }
+        assert_eq!(f32::from_bits(peaks[1]), 4.0);
+        assert!(f32::from_bits(peaks[3]).is_nan());
+        assert_eq!(f32::from_bits(peaks[2 * groups + 2]), f32::INFINITY);
+    }
 
     #[test]
     fn packs_both_nibble_orders_with_padding() {
