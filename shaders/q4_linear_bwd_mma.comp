@@ -79,7 +79,7 @@
 #ifndef DEPTH
 #define DEPTH 1
 #endif
-#define A_IT (BM * (BR / 2) / NT)  // dy pairs per invocation per step
+#define A_IT (2 * BM * AW / NT)  // uvec4 of dy hi / lo per invocation per step
 #define W_IT (BR * WW / NT)        // weight words per invocation per step
 
 #if !EMULATE
@@ -145,50 +145,6 @@
     FOR_I(LOAD_A)                                                    \
     FOR_J(STEP_J)                                                    \
   }
-// STEP_CHAIN = 1 (experiment, session 13): the step's two 16-row halves of the reduction
-// (six MMAs per fragment pair) chain into one fresh tile before the fp32 add, halving the
-// adds and the fresh tiles; a chain then spans 96 products instead of 48.
-#ifndef STEP_CHAIN
-#define STEP_CHAIN 0
-#endif
-#if STEP_CHAIN
-#undef MMA_STEP
-#define LOAD_A2(i)                                                   \
-  {                                                                  \
-    const uint off = (mg * WM * 16u + (i) * 16u) * AWP;              \
-    coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
-    coopMatLoadNV(al##i, Al, off, AWP, false);                       \
-    coopMatLoadNV(bh##i, Ah, off + 2u, AWP, false);                  \
-    coopMatLoadNV(bl##i, Al, off + 2u, AWP, false);                  \
-  }
-#define DECL_A2(i) FRAG_A ah##i, al##i, bh##i, bl##i;
-#define MMA6(i, j)                                                   \
-  {                                                                  \
-    ACC d = coopMatMulAddNV(ah##i, wl0, ACC(0.0));                   \
-    d = coopMatMulAddNV(al##i, wh0, d);                              \
-    d = coopMatMulAddNV(ah##i, wh0, d);                              \
-    d = coopMatMulAddNV(bh##i, wl1, d);                              \
-    d = coopMatMulAddNV(bl##i, wh1, d);                              \
-    d = coopMatMulAddNV(bh##i, wh1, d);                              \
-    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
-  }
-#define STEP_J2(j)                                                   \
-  {                                                                  \
-    FRAG_B wh0, wl0, wh1, wl1;                                       \
-    const uint off = kg * WK + (j);                                  \
-    coopMatLoadNV(wh0, Wh, off, WWP, false);                         \
-    coopMatLoadNV(wl0, Wl, off, WWP, false);                         \
-    coopMatLoadNV(wh1, Wh, off + 16u * WWP, WWP, false);             \
-    coopMatLoadNV(wl1, Wl, off + 16u * WWP, WWP, false);             \
-    FOR_I_AT(MMA6, j)                                                \
-  }
-#define MMA_STEP                                                     \
-  {                                                                  \
-    FOR_I(DECL_A2)                                                   \
-    FOR_I(LOAD_A2)                                                   \
-    FOR_J(STEP_J2)                                                   \
-  }
-#endif
 #define STORE_ACC(i, j)                                              \
   coopMatStoreNV(acc_##i##_##j, stage, sg * 128u, 8u, false);        \
   subgroupMemoryBarrierShared();                                     \
@@ -205,7 +161,10 @@
 #endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
-layout(set = 0, binding = 1) readonly buffer A { float a[]; };
+// dy's fp16 hi / lo pairs from q4_bwd_rowscale (row m: RW words of hi pairs, then RW of lo
+// pairs, RW = N rounded up to 8, halved): scaled and split once per row there, not by every
+// column tile's workgroup here.
+layout(set = 0, binding = 1) readonly buffer A { uvec4 ahl[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M]
@@ -257,15 +216,6 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 #endif
 
 
-// fp16 hi / lo of v (|v| < 2^15 after scaling): hi = v with its fp32 mantissa cut to fp16's
-// (exact in fp16 when normal), lo = the rest rounded to fp16. Values under fp16's normal
-// range go to lo alone. (float(float16_t(v)) would be simpler, but a driver folded that
-// round trip to v; docs/experiments/README.md.)
-vec2 split16(float v) {
-  const float hi = abs(v) < 0.00006103515625 ? 0.0 : uintBitsToFloat(floatBitsToUint(v) & 0xFFFFE000u);
-  return vec2(hi, v - hi);
-}
-
 float scale_at(uint n, uint kb) {
   const uint g = kb / p.gs;
   return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
@@ -289,16 +239,17 @@ void write_tile(uint i, uint j, uint sg, uint lane, uint mg, uint kg, uint m0, u
   }
 }
 
-// A step's tiles into shared memory: dy (BM x BR) and W = s * (code - 8) (BR x BC) as fp16
-// hi / lo pairs, two n of dy per word, one packed weight word (8 codes) per W item.
-void fill_tiles(uint t, float wscale, vec2 av[A_IT], uint wv[W_IT], vec2 sv[W_IT]) {
+// A step's tiles into shared memory: dy (BM x BR, from the pre-pass's hi / lo pairs as they
+// are) and W = s * (code - 8) (BR x BC) as fp16 hi / lo pairs, one packed weight word (8
+// codes) per W item.
+void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_IT]) {
   [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
-    const uint e = t + it * NT, mm = e / (BR / 2u), rp = e % (BR / 2u);
-    const float sc = rowscale[mm];
-    const vec2 s0 = split16(av[it].x * sc), s1 = split16(av[it].y * sc);
-    const uint ui = mm * AWP + rp / 4u, ci = rp & 3u;
-    Ah[ui][ci] = packFloat2x16(f16vec2(float16_t(s0.x), float16_t(s1.x)));
-    Al[ui][ci] = packFloat2x16(f16vec2(float16_t(s0.y), float16_t(s1.y)));
+    const uint e = t + it * NT, hl = e / (BM * AW), mm = (e / AW) % BM, q = e % AW;
+    if (hl == 0u) {
+      Ah[mm * AWP + q] = av[it];
+    } else {
+      Al[mm * AWP + q] = av[it];
+    }
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
     const uint e = t + it * NT, rr = e / WW, wi = e % WW;
@@ -326,12 +277,14 @@ void fill_tiles(uint t, float wscale, vec2 av[A_IT], uint wv[W_IT], vec2 sv[W_IT
 }
 
 // One step's global operands (dy pairs, weight words and their two scales) into registers.
-void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out vec2 av[A_IT], out uint wv[W_IT], out vec2 sv[W_IT]) {
-  const uint R = p.N;
+void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT], out uint wv[W_IT], out vec2 sv[W_IT]) {
+  // uvec4 per pre-pass row half (hi or lo): RW / 4.
+  const uint rq = (p.N + 7u) / 8u;
   [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
-    const uint e = t + it * NT, mm = e / (BR / 2u), rp = e % (BR / 2u);
-    const uint m = m0 + mm, r = r1 + 2u * rp;
-    av[it] = vec2((m < p.M && r < r_end) ? a[m * R + r] : 0.0, (m < p.M && r + 1u < r_end) ? a[m * R + r + 1u] : 0.0);
+    const uint e = t + it * NT, hl = e / (BM * AW), mm = (e / AW) % BM, q = e % AW;
+    const uint m = m0 + mm, c = r1 / 8u + q;
+    // Steps never cross a slice's end but at N, where the pre-pass padded the row to 8.
+    av[it] = (m < p.M && c < rq) ? ahl[(2u * m + hl) * rq + c] : uvec4(0u);
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
     const uint e = t + it * NT, rr = e / WW, wi = e % WW;
@@ -412,7 +365,7 @@ void main() {
 
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are
   // in flight while a step's tiles are converted and multiplied.
-  vec2 av0[A_IT], av1[A_IT];
+  uvec4 av0[A_IT], av1[A_IT];
   uint wv0[W_IT], wv1[W_IT];
   vec2 sv0[W_IT], sv1[W_IT];
   load_step(r_begin, t, m0, c0, r_end, av0, wv0, sv0);

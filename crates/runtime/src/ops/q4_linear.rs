@@ -1738,9 +1738,16 @@ fn forward(
     })
 }
 
-/// The `q4_bwd_rowscale` node of a backward op and its tensor (a power-of-two scale per d_out
-/// row, [M]): a 64-invocation workgroup per row at the M where `choose` picks the tensor-core
-/// kernel, idle otherwise.
+/// Words per half row of the `q4_bwd_rowscale` node's hi / lo pairs: one fp16 pair per word,
+/// N rounded up to 8 (whole uvec4 of the main kernel's loads).
+fn bwd_pair_words(n: usize) -> usize {
+    n.div_ceil(8) * 4
+}
+
+/// The `q4_bwd_rowscale` node of a backward op and its tensors: a power-of-two scale per d_out
+/// row ([M]) and the scaled rows as fp16 hi / lo pairs (`[M, 2 * bwd_pair_words(N)]` words),
+/// which the tensor-core kernel reads as its dy tiles. A 256-invocation workgroup per row at
+/// the M where `choose` picks the tensor-core kernel, idle otherwise.
 fn bwd_rowscale_node(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
@@ -1748,15 +1755,21 @@ fn bwd_rowscale_node(
     n: usize,
     max_m: usize,
     choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
-) -> Result<TensorId> {
+) -> Result<(TensorId, TensorId)> {
     let rowscale = g.new_tensor(
         DataType::Float32,
         vec![max_m.max(1)],
         None,
         format!("{}: d_out row scales", call.what()),
     )?;
-    let mut d = Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy]);
-    d.local = Some([64, 1, 1]);
+    let pairs = g.new_tensor(
+        DataType::Int32,
+        vec![max_m.max(1), 2 * bwd_pair_words(n)],
+        None,
+        format!("{}: d_out as scaled fp16 hi / lo pairs", call.what()),
+    )?;
+    let mut d = Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy, pairs]);
+    d.local = Some([256, 1, 1]);
     g.dispatch_select(call, vec![d], move |s| {
         let (_, m) = current_rows(s, dy, n, "d_out")?;
         let on = matches!(choose(m), Kernel::BwdMma { .. });
@@ -1767,11 +1780,11 @@ fn bwd_rowscale_node(
                     .u32(to_u32(m, "M")?)
                     .u32(to_u32(n, "N")?)
                     .finish(),
-                global: Global::Linear(if on { m as u64 * 64 } else { 0 }),
+                global: Global::Linear(if on { m as u64 * 256 } else { 0 }),
             },
         ))
     })?;
-    Ok(rowscale)
+    Ok((rowscale, pairs))
 }
 
 /// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
@@ -2081,7 +2094,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
                 (Kernel::BwdMma { .. }, split, p, _) => {
-                    let (rs, sp) = rowscale
+                    let ((rs, pairs), sp) = rowscale
                         .zip(peaks)
                         .ok_or_else(|| internal("MMA backward without row scales"))?;
                     let target = match (split, p) {
@@ -2091,7 +2104,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                         }
                         (false, _) => dx,
                     };
-                    Dispatch::new(shader_of(kn, true), [target, dy, q.w, q.s, rs, sp])
+                    Dispatch::new(shader_of(kn, true), [target, pairs, q.w, q.s, rs, sp])
                 }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),

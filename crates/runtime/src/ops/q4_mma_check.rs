@@ -81,16 +81,22 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         ups.push(up);
     }
     let rowscale = Buffer::new(ctx, u64::from(m) * 4, MemoryKind::DeviceLocal)?;
+    // The pre-pass's fp16 hi / lo pairs of d_out: 2 * N rounded up to 8, halved, words a row.
+    let pairs = Buffer::new(
+        ctx,
+        u64::from(m) * 2 * u64::from(N.div_ceil(8) * 4) * 4,
+        MemoryKind::DeviceLocal,
+    )?;
     let out = Buffer::new(ctx, out_floats * 4, MemoryKind::DeviceLocal)?;
     let back = Buffer::new(ctx, out_floats * 4, MemoryKind::Readback)?;
 
-    let pre = be.pipeline(ShaderId::Q4BwdRowscale, [64, 1, 1], &[])?;
+    let pre = be.pipeline(ShaderId::Q4BwdRowscale, [256, 1, 1], &[])?;
     let main = be.pipeline(v.shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, 2, 8)?;
-    let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0]])?;
+    let mut pool = DescriptorPool::new(ctx, 2, 9)?;
+    let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0], &pairs])?;
     let main_set = pool.allocate(
         &main,
-        &[&out, &devs[0], &devs[1], &devs[2], &rowscale, &devs[3]],
+        &[&out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3]],
     )?;
     let pre_push = words_to_bytes(&[m, N]);
     let main_push = words_to_bytes(&[
