@@ -2,8 +2,8 @@
 # Session 13, run 2: the tensor-core backward with its weight-scale peaks prepacked (binding
 # 5, no per-workgroup scan of the slice's scales) on the H200: the q4_linear tests (real
 # kernels and the self-check), then M = 16 / 32 / 64 / 512 beside the forward, and the
-# STEP_CHAIN = 1 experiment (six MMAs per fresh tile; since removed from the shader: apply
-# docs/experiments/q4_linear_bwd_mma-step-chain.diff first) by ETVK_SPIRV_OVERRIDE_DIR.
+# STEP_CHAIN = 1 experiment (six MMAs per fresh tile; since removed from the shader: it is in
+# commit c6fb1f3's) by ETVK_SPIRV_OVERRIDE_DIR.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s13-peaks.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s13-peaks.sh
 set -euo pipefail

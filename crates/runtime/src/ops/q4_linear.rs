@@ -63,9 +63,12 @@
 //! - backward, M > 8: `q4_linear_tiled_bwd_{tile}` by the forward's rule on (M, K) (tiles
 //!   over M x K, reducing over N); where NV f16 16x8x16 cooperative matrices exist,
 //!   `q4_linear_bwd_mma_{t32x128,t128}` instead (fp16 hi / lo MMAs of d_out and the
-//!   dequantized weight, three per fragment pair, f32 accumulate; d_out rows scaled by powers
-//!   of two from a `q4_bwd_rowscale` node, W by one per workgroup), 32 x 128 tiles up to
-//!   M = 64 in slices of at most 4096 rows, 128 x 128 above.
+//!   dequantized weight, three per fragment pair, f32 accumulate), 32 x 128 tiles up to
+//!   M = 64 in slices of at most 2048 rows, 128 x 128 above. A `q4_bwd_rowscale` node scales
+//!   each d_out row by a power of two and splits it into fp16 hi / lo pairs once (the kernel
+//!   copies them into its tiles); W's power of two per workgroup comes from the weight
+//!   scales' peaks per 32 rows and group, prepacked with the scales
+//!   (`prepack::q4::group_scale_peaks_layout`).
 //! - split-K, both directions, M > 8: when the tiles are too few to fill a large GPU (see
 //!   [`split_k`]: M = 32 at N = 8192 gives 64 tiles of 32 x 128 for 132 SMs, each walking all
 //!   8192 columns of the reduction), the `_split` variant of the tiled kernel cuts the
