@@ -174,25 +174,35 @@ pub fn pack_q4_scales(src: &[f32], n: usize, groups: usize, n_stride: usize) -> 
     out
 }
 
+/// q4gsw scales of constant `c`, serialized `[groups, N']` (N' >= n), in the packed fp32
+/// `[n, groups]` layout of [`pack_q4_scales`].
+fn packed_group_scales(
+    c: &ConstantInfo,
+    bytes: &[u8],
+    n: usize,
+    groups: usize,
+    layout: &str,
+) -> Result<Vec<f32>> {
+    let v = float_values(c, bytes, "q4 scales")?;
+    match c.dims.as_slice() {
+        &[g, np] if g == groups && np >= n => Ok(pack_q4_scales(&v, n, groups, np)),
+        d => Err(internal(format!(
+            "{layout} layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
+            c.constant_id
+        ))),
+    }
+}
+
 /// q4gsw scales: serialized `[groups, N']` (N' >= n) -> fp32 `[n, groups]`.
 pub fn group_scales_layout(n: usize, groups: usize) -> Layout {
     Layout {
         name: format!("q4s_t_n{n}_g{groups}"),
         pack: Box::new(move |c, bytes| {
-            let v = float_values(c, bytes, "q4 scales")?;
-            let stride = match c.dims.as_slice() {
-                &[g, np] if g == groups && np >= n => np,
-                d => {
-                    return Err(internal(format!(
-                    "q4 scales layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
-                    c.constant_id
-                )))
-                }
-            };
+            let packed = packed_group_scales(c, bytes, n, groups, "q4 scales")?;
             Ok(Packed {
                 dtype: DataType::Float32,
                 dims: vec![n, groups],
-                bytes: floats_to_bytes(&pack_q4_scales(&v, n, groups, stride)),
+                bytes: floats_to_bytes(&packed),
             })
         }),
     }
@@ -225,17 +235,8 @@ pub fn group_scale_peaks_layout(n: usize, groups: usize) -> Layout {
     Layout {
         name: format!("q4s_peaks_n{n}_g{groups}"),
         pack: Box::new(move |c, bytes| {
-            let v = float_values(c, bytes, "q4 scales")?;
-            let stride = match c.dims.as_slice() {
-                &[g, np] if g == groups && np >= n => np,
-                d => {
-                    return Err(internal(format!(
-                        "q4 scale peaks layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
-                        c.constant_id
-                    )))
-                }
-            };
-            let peaks = group_scale_peaks(&pack_q4_scales(&v, n, groups, stride), n, groups);
+            let packed = packed_group_scales(c, bytes, n, groups, "q4 scale peaks")?;
+            let peaks = group_scale_peaks(&packed, n, groups);
             Ok(Packed {
                 dtype: DataType::Int32,
                 dims: vec![n.div_ceil(SCALE_PEAK_ROWS), groups],
