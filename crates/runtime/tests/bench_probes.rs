@@ -72,15 +72,8 @@ fn replay(op: AluOp, t: u32, rounds: u32) -> u32 {
             }
             sum(&v).to_bits()
         }
-        AluOp::MmaI8
-        | AluOp::MmaChunk
-        | AluOp::MmaShared
-        | AluOp::MmaBuilt
-        | AluOp::MmaF16
-        | AluOp::MmaF16Pair
-        | AluOp::MmaF16Shared => {
-            unreachable!("the tensor-core probes have no replay")
-        }
+        // AluOp::ALL only: the tensor-core probes have no replay.
+        _ => unreachable!("{} has no replay", op.name()),
     }
 }
 
@@ -99,15 +92,7 @@ fn alu_probe_chains_match_a_cpu_replay() {
                     assert_eq!(g, w, "{} invocation {t}: {g:#x} against {w:#x}", op.name())
                 }
                 // A driver may or may not fuse; one rounding per step at most apart.
-                AluOp::Ffma
-                | AluOp::Decode
-                | AluOp::MmaI8
-                | AluOp::MmaChunk
-                | AluOp::MmaShared
-                | AluOp::MmaBuilt
-                | AluOp::MmaF16
-                | AluOp::MmaF16Pair
-                | AluOp::MmaF16Shared => {
+                _ => {
                     let (g, w) = (f32::from_bits(g), f32::from_bits(w));
                     assert!(
                         (g - w).abs() <= 1e-5 * w.abs().max(1.0),
