@@ -150,6 +150,63 @@ struct Reflection {
     features: BTreeSet<&'static str>,
 }
 
+/// Shaders with cooperative matrices keep every shared variable a whole number of 16-byte
+/// units: NVIDIA's driver lays shared variables out in declaration order, and a cooperative
+/// load or store on an array that a smaller variable ahead of it moved off a 16-byte offset
+/// reads and writes wrong data on the GPU only (session 10: a 4-byte array before the staging
+/// tile; session 13: a `shared bool` ahead of the tiles). The build refuses such a shader.
+fn check_shared_offsets(
+    caps: &BTreeSet<u32>,
+    vars: &[(u32, u32, u32)],
+    pointers: &HashMap<u32, (u32, u32)>,
+    types: &HashMap<u32, Vec<u32>>,
+    constants: &HashMap<u32, u32>,
+    names: &HashMap<u32, String>,
+    name: &str,
+) {
+    if !caps.contains(&5357) && !caps.contains(&6022) {
+        return;
+    }
+    // Natural (unpadded) size; None for types a shared variable here never has.
+    fn natural_size(
+        id: u32,
+        types: &HashMap<u32, Vec<u32>>,
+        constants: &HashMap<u32, u32>,
+    ) -> Option<u32> {
+        let t = types.get(&id)?;
+        match t[0] & 0xffff {
+            20 => Some(4),
+            21 | 22 => Some(t[2] / 8),
+            23 | 24 => Some(t[3] * natural_size(t[2], types, constants)?),
+            28 => Some(constants.get(&t[3])? * natural_size(t[2], types, constants)?),
+            30 => t[2..]
+                .iter()
+                .map(|m| natural_size(*m, types, constants))
+                .sum(),
+            _ => None,
+        }
+    }
+    for (ptr, id, sc) in vars {
+        if *sc != 4 {
+            continue;
+        }
+        let Some(&(_, ty)) = pointers.get(ptr) else {
+            continue;
+        };
+        if let Some(size) = natural_size(ty, types, constants) {
+            if size % 16 != 0 {
+                let var = names.get(id).cloned().unwrap_or_else(|| format!("%{id}"));
+                fail(format!(
+                    "{name}: shared variable `{var}` is {size} bytes; in a shader with \
+                     cooperative matrices every shared variable must be a multiple of 16 bytes \
+                     (the driver lays them out in order, and a cooperative load or store off a \
+                     16-byte offset goes wrong on the GPU)"
+                ));
+            }
+        }
+    }
+}
+
 fn reflect(words: &[u32], name: &str) -> Reflection {
     if words.len() < 5 || words[0] != 0x0723_0203 {
         fail(format!("{name}: not SPIR-V"));
@@ -163,6 +220,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
     let mut constants: HashMap<u32, u32> = HashMap::new();
     let mut pointers: HashMap<u32, (u32, u32)> = HashMap::new(); // id -> (storage class, type)
     let mut vars: Vec<(u32, u32, u32)> = Vec::new(); // (ptr type, id, storage class)
+    let mut names: HashMap<u32, String> = HashMap::new();
     let mut i = 5;
     while i < words.len() {
         let wc = (words[i] >> 16) as usize;
@@ -200,6 +258,11 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
                 constants.insert(ins[2], ins[3]);
             }
             59 => vars.push((ins[1], ins[2], ins[3])),
+            5 if wc >= 3 => {
+                let bytes: Vec<u8> = ins[2..].iter().flat_map(|w| w.to_le_bytes()).collect();
+                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                names.insert(ins[1], String::from_utf8_lossy(&bytes[..end]).into_owned());
+            }
             _ => {}
         }
         i += wc;
@@ -236,6 +299,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
             )),
         }
     }
+    check_shared_offsets(&caps, &vars, &pointers, &types, &constants, &names, name);
     let mut binding_set = BTreeSet::new();
     let mut push_bytes = 0;
     for (ptr, id, sc) in &vars {

@@ -7,7 +7,10 @@
 //!
 //! Conventions every shader follows (see `shaders/common.glsl`): set 0 holds N storage
 //! buffers at bindings 0..N (outputs first by convention); specialization constants 0..2
-//! are the local size; no assumption of subgroup size 32, at most 32 KiB of shared memory.
+//! are the local size; no assumption of subgroup size 32, at most 32 KiB of shared memory
+//! (faster variants chosen at run time by feature checks may take more). In shaders with
+//! cooperative matrices every shared variable is a multiple of 16 bytes: the build refuses
+//! others (a cooperative load or store off a 16-byte offset goes wrong on NVIDIA's driver).
 
 /// A device feature a shader needs (derived from its SPIR-V capabilities).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
