@@ -24,7 +24,7 @@ fi
 e=.gl/bin/etvk
 row() {
     $e bench "$@" --iters 20 --ceiling-mib 1024 2>&1 |
-        grep -E '^\| linear|check|rror|warn|  node' | tr '\n' ' ' | sed 's/.*check/check/' || true
+        grep -E '^\| linear|check|rror|warn|  node' | tr '\n' ' ' || true
     echo
 }
 {
