@@ -5,7 +5,10 @@
 # q4_linear tests on the H200, then M = 32 / 512 forward and backward over the three shapes,
 # each beside the same op with q4_linear_reduce's tail in batches of four
 # (q4_linear_reduce-tail4.diff, by ETVK_SPIRV_OVERRIDE_DIR: it changes the forward's split-K
-# too).
+# too); then the M = 1 half GEMV with its block sums by subgroup reductions
+# (q4_linear_gemv_half.comp SUBGROUP_SUM = 1: subgroupAdd; 2: a transposing butterfly of xor
+# shuffles), three rounds alternating with the built kernel (the 0.60 floor at 8192^2 needs
+# ~0.3 us).
 # Here:   git apply docs/experiments/q4_linear_bwd_mma-inkernel-reduce.diff
 #         scripts/device-bench.sh prepare && bash docs/experiments/run-s14-first.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s14-first.sh
@@ -24,6 +27,11 @@ if [ "${1:-}" = "prepare" ]; then
     (cd .gl/exp14/src && patch -s -p2 < ../../../docs/experiments/q4_linear_reduce-tail4.diff)
     glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders \
         -o .gl/exp14/tail4/q4_linear_reduce.spv .gl/exp14/src/q4_linear_reduce.comp
+    for v in 1 2; do
+        mkdir -p .gl/exp14/gsum$v
+        glslc --target-env=vulkan1.2 -O -fshader-stage=compute -I shaders -DNT=512 -DSUBGROUP_SUM=$v \
+            -o .gl/exp14/gsum$v/q4_linear_gemv_half_n512.spv shaders/q4_linear_gemv_half.comp
+    done
     cp docs/experiments/run-s14-first.sh .gl/run-s14-first.sh
     exit 0
 fi
@@ -45,6 +53,16 @@ row() {
                 echo -n "$op M=$m N=$1 K=$2: "; row $op --m $m --n $1 --k $2
                 echo -n "$op tail4 M=$m N=$1 K=$2: "
                 ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp14/tail4 row $op --m $m --n $1 --k $2
+            done
+        done
+    done
+    for i in 1 2 3; do
+        for s in "8192 8192" "28672 8192"; do
+            set -- $s
+            echo -n "gemv #$i M=1 N=$1 K=$2: "; row linear_q4gsw --m 1 --n $1 --k $2
+            for v in 1 2; do
+                echo -n "gemv gsum$v #$i M=1 N=$1 K=$2: "
+                ETVK_SPIRV_OVERRIDE_DIR=$PWD/.gl/exp14/gsum$v row linear_q4gsw --m 1 --n $1 --k $2
             done
         done
     done
