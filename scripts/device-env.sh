@@ -6,3 +6,11 @@ ldconfig
 export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+
+# One bench on one line (experiment scripts): its node times (ETVK_BENCH_PROFILE), the check
+# and kernels, and the table row. Usage: bench_row OP --m M --n N --k K
+bench_row() {
+    .gl/bin/etvk bench "$@" --iters 20 --ceiling-mib 1024 2>&1 |
+        grep -E '^\| linear|check|rror|warn|  node' | tr '\n' ' ' || true
+    echo
+}

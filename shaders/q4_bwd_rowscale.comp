@@ -6,8 +6,9 @@
 //   row m of `ahl` is RW words of hi pairs (n, n + 1), then RW words of lo pairs, with RW =
 //   N rounded up to 8, halved (the padding zero). Every column tile's workgroup would
 //   otherwise load, scale and split the same rows again.
-// Eight loads in flight per invocation: with 64 invocations and one load per loop step, a
-// row of 8192 took a chain of 128 dependent load round trips.
+// Eight loads in flight per invocation (the row is read twice, for its peak and for the
+// pairs; the second read finds it in L2). Timed only together with the kernel's change to
+// read the pairs (docs/performance.md, session 13, run 3).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "common.glsl"

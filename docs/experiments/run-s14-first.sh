@@ -38,11 +38,7 @@ fi
 # shellcheck source=scripts/device-env.sh
 . .gl/device-env.sh
 e=.gl/bin/etvk
-row() {
-    $e bench "$@" --iters 20 --ceiling-mib 1024 2>&1 |
-        grep -E '^\| linear|check|rror|warn|  node' | tr '\n' ' ' || true
-    echo
-}
+row() { bench_row "$@"; }
 {
     $e bench linear_q4gsw_backward --m 32 --n 8192 --k 8192 --iters 10 >/dev/null 2>&1 || true
     for t in .gl/bin/q4_linear-*; do timeout 120 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | head -60 || true; done

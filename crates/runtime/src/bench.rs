@@ -498,11 +498,12 @@ impl AluOp {
     /// The NV cooperative-matrix shape a tensor-core probe runs (as the device lists it).
     pub fn mma_shape(self) -> Option<&'static str> {
         match self {
+            // The shapes the kernels these probes stand for require.
             AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
-                Some("16x8x32 s8*s8+s32->s32")
+                Some(crate::ops::q4_linear::MMA_SHAPE)
             }
             AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared => {
-                Some("16x8x16 f16*f16+f32->f32")
+                Some(crate::ops::q4_linear::BWD_MMA_SHAPE)
             }
             _ => None,
         }

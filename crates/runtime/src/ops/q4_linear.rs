@@ -382,7 +382,7 @@ fn mma_fragments(m: usize) -> u32 {
 
 /// The MMA shape the tensor-core forward is written for: D (16 x 8, int32) = A (16 x 32,
 /// int8) * B (32 x 8, int8) + C.
-const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
+pub(crate) const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
 
 /// Whether the tensor-core forward runs for `q`: NV int8 cooperative matrices of
 /// [`MMA_SHAPE`], 32-invocation subgroups (its workgroup is 8 of them), scale groups of
@@ -409,7 +409,7 @@ fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 
 /// The MMA shape of the tensor-core backward: D (16 x 8, fp32) = A (16 x 16, fp16) * B
 /// (16 x 8, fp16) + C.
-const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
+pub(crate) const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
 
 /// Shared memory of the tensor-core backward's 32 x 128 and 128 x 128 tiles (padded fp16
 /// hi / lo tiles of d_out and W, the store's staging tile, row scales).
@@ -427,9 +427,9 @@ const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
 /// [`BWD_MMA_SHAPE`], 32-invocation subgroups and the tile's shared memory, not turned off by
 /// compile spec `etvk_q4_mma` = `off` (else `ETVK_Q4_MMA=0`), and passing its self-check on
 /// this device (once per backend: [`crate::ops::q4_mma_check`]); or the emulated kernel when
-/// the backward is forced to `mma_emulated`. H200 (docs/performance.md, session 10, run 9):
-/// M = 32 at 8192^2 157.9 us against the portable tiled kernel's 193.9, M = 512 1327.6
-/// against 1927.1.
+/// the backward is forced to `mma_emulated`. H200 (docs/performance.md, session 13, runs 3-4):
+/// M = 32 at 8192^2 130.0 us against the portable tiled kernel's 194.0, M = 512 1041.7
+/// against 1928.3.
 fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
     let caps = g.caps();
     let shared = caps.max_shared_memory_size;
@@ -1743,7 +1743,7 @@ fn forward(
 
 /// Words per half row of the `q4_bwd_rowscale` node's hi / lo pairs: one fp16 pair per word,
 /// N rounded up to 8 (whole uvec4 of the main kernel's loads).
-fn bwd_pair_words(n: usize) -> usize {
+pub(crate) fn bwd_pair_words(n: usize) -> usize {
     n.div_ceil(8) * 4
 }
 
@@ -2074,19 +2074,17 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     // it runs (idle otherwise).
     // With them, the weight scales' peaks per 32 rows and group (prepacked once, shared by
     // every op of the same scales), from which each workgroup takes its fp16 range.
-    let (rowscale, peaks) = if plan
+    let mma_inputs = if plan
         .kernels
         .iter()
         .any(|k| matches!(k, Kernel::BwdMma { .. }))
     {
         let sc = constant_arg(g, call, 2, "weight_scales")?;
         let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
-        (
-            Some(bwd_rowscale_node(g, call, dy, n, max_m, choose)?),
-            Some(peaks),
-        )
+        let (rowscale, pairs) = bwd_rowscale_node(g, call, dy, n, max_m, choose)?;
+        Some((rowscale, pairs, peaks))
     } else {
-        (None, None)
+        None
     };
     let variants = plan
         .kernels
@@ -2097,9 +2095,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
                 (Kernel::BwdMma { .. }, split, p, _) => {
-                    let ((rs, pairs), sp) = rowscale
-                        .zip(peaks)
-                        .ok_or_else(|| internal("MMA backward without row scales"))?;
+                    let (rs, pairs, sp) =
+                        mma_inputs.ok_or_else(|| internal("MMA backward without row scales"))?;
                     let target = match (split, p) {
                         (true, Some(p)) => p,
                         (true, None) => {

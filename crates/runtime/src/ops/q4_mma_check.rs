@@ -81,12 +81,9 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         ups.push(up);
     }
     let rowscale = Buffer::new(ctx, u64::from(m) * 4, MemoryKind::DeviceLocal)?;
-    // The pre-pass's fp16 hi / lo pairs of d_out: 2 * N rounded up to 8, halved, words a row.
-    let pairs = Buffer::new(
-        ctx,
-        u64::from(m) * 2 * u64::from(N.div_ceil(8) * 4) * 4,
-        MemoryKind::DeviceLocal,
-    )?;
+    // The pre-pass's fp16 hi / lo pairs of d_out.
+    let pair_words = 2 * crate::ops::q4_linear::bwd_pair_words(n) as u64;
+    let pairs = Buffer::new(ctx, u64::from(m) * pair_words * 4, MemoryKind::DeviceLocal)?;
     let out = Buffer::new(ctx, out_floats * 4, MemoryKind::DeviceLocal)?;
     let back = Buffer::new(ctx, out_floats * 4, MemoryKind::Readback)?;
 
