@@ -3,7 +3,8 @@
 // accumulate): dx[m][k] = sum_n dy[m][n] * W[n][k], W[n][k] = s[n][k / gs] * (code(n,k) - 8),
 // over BM x 128 output tiles (BM = 128 or 32; 16 as an experiment), the reduction over n in
 // steps of 32 rows; with
-// -DSPLIT=1 one slice of the reduction per workgroup (partial sums for q4_linear_reduce).
+// -DSPLIT=1 one slice of the reduction per workgroup: partial sums, which the last workgroup
+// of each tile adds up (see the end of main).
 // Bindings and push constants are q4_linear_tiled's backward ones, plus binding 4: the
 // power-of-two scale of each dy row from q4_bwd_rowscale, and binding 5: the weight scales'
 // peaks per 32 rows and group, made at prepack.
@@ -52,6 +53,7 @@
 #define BC 128
 #define BR 32
 #define NT 256
+#define RED 16  // SPLIT = 1: output elements per invocation per pass of the slices' sum
 #define SG 8
 #if BM == 128
 #define WM 2  // 16-row m-tiles per subgroup
@@ -160,14 +162,21 @@
   subgroupBarrier();
 #endif
 
+#if SPLIT
+// Partial sums [slices][M][K]; the last workgroup of each tile to finish reads them back.
+layout(set = 0, binding = 0) coherent buffer Out { float outp[]; };
+layout(set = 0, binding = 6) coherent buffer Count { uint count[]; };  // [tiles], 0 between launches
+layout(set = 0, binding = 7) writeonly buffer Dx { float dx[]; };      // [M][K]
+#else
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+#endif
 // dy's fp16 hi / lo pairs from q4_bwd_rowscale (row m: RW words of hi pairs, then RW of lo
 // pairs, RW = N rounded up to 8, halved): scaled and split once per row there, not by every
 // column tile's workgroup here.
 layout(set = 0, binding = 1) readonly buffer A { uvec4 ahl[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
-layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M]
+layout(set = 0, binding = 4) readonly buffer RS { float rowscale_in[]; };  // [M][slices]
 // |scale| bits, the largest of each PEAK_ROWS rows of each group: [ceil(N / PEAK_ROWS)][G]
 // (prepack/q4.rs, group_scale_peaks_layout).
 layout(set = 0, binding = 5) readonly buffer SP { uint speak[]; };
@@ -190,7 +199,11 @@ shared uvec4 Wh[BR * WWP];  // W hi, [n of the step][k]
 shared uvec4 Wl[BR * WWP];  // W lo
 shared float rowscale[BM];  // 2^e per dy row
 shared float rowinv[BM];    // 2^-(e + f)
-shared uint smax_bits[4];  // one used: 16 bytes keep `stage` at a 16-byte offset
+// [0]: the tile's scale peak bits; [1]: SPLIT = 1's last-to-finish flag (a shared variable of
+// its own ahead of the tiles would move them off 16-byte offsets: the cooperative loads and
+// stores then go wrong on the GPU, docs/experiments/README.md); 16 bytes keep `stage` at a
+// 16-byte offset.
+shared uint smax_bits[4];
 shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 #if EMULATE
 #define MMA_STEP                                                                                 \
@@ -321,8 +334,16 @@ void main() {
   const uint m0 = (tile / tiles_c) * BM;
   const uint c0 = (tile % tiles_c) * BC;
 
-  // Each dy row's power-of-two scale (the pre-pass), 1 for the rows past M.
-  for (uint mm = t; mm < BM; mm += NT) rowscale[mm] = (m0 + mm < p.M) ? rowscale_in[m0 + mm] : 1.0;
+  // Each dy row's power-of-two scale over this slice (the pre-pass: [M][slices]), 1 for the
+  // rows past M.
+#if SPLIT
+  const uint row_slices = (R + p.slice - 1u) / p.slice, row_slice = js;
+#else
+  const uint row_slices = 1u, row_slice = 0u;
+#endif
+  for (uint mm = t; mm < BM; mm += NT) {
+    rowscale[mm] = (m0 + mm < p.M) ? rowscale_in[(m0 + mm) * row_slices + row_slice] : 1.0;
+  }
   // The largest scale of the tile's groups over the slice's rows, from the per-32-row peaks
   // made when the scales were prepacked (binding 5; slices start and end on multiples of BR =
   // 32 rows, or at N). Scanning the slice's scales here instead cost ~18 / 47 / 46 us of 153 /
@@ -409,5 +430,41 @@ void main() {
   #define js jslice
   FOR_IJ(STORE_ACC)
   #undef js
+#endif
+#if SPLIT
+  // The slices are summed by the last workgroup of each tile to finish (a counter per tile,
+  // incremented after the workgroup's partial sums are written and made visible), in slice
+  // order from zero as q4_linear_reduce sums them, so the result does not depend on which
+  // workgroup finishes last; that saves the reduce dispatch and the barrier before it. The
+  // last workgroup sets its counter back to zero for the next launch (the runtime zeroes the
+  // counters once, when the graph is built). q4_linear_bwd_wide.comp does the same.
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0u) smax_bits[1] = atomicAdd(count[tile], 1u) == (R + p.slice - 1u) / p.slice - 1u ? 1u : 0u;
+  barrier();
+  if (smax_bits[1] == 0u) return;
+  memoryBarrierBuffer();
+  const uint nsl = (R + p.slice - 1u) / p.slice, plane = p.M * p.K;
+  // RED elements per invocation (consecutive invocations on consecutive columns), all their
+  // loads of one slice in flight together: the last workgroup's sum is a chain of nsl load
+  // latencies, not nsl * RED (14 slices at N = 28672).
+  [[unroll]] for (uint e0 = 0u; e0 < BM * BC; e0 += RED * NT) {
+    float v[RED];
+    uint at[RED];
+    [[unroll]] for (uint u = 0u; u < RED; ++u) {
+      const uint e = e0 + u * NT + t, m = m0 + e / BC, c = c0 + e % BC;
+      at[u] = (m < p.M && c < p.K) ? m * p.K + c : 0xFFFFFFFFu;
+      v[u] = 0.0;
+    }
+    for (uint j = 0u; j < nsl; ++j) {
+      float b[RED];
+      [[unroll]] for (uint u = 0u; u < RED; ++u) b[u] = at[u] != 0xFFFFFFFFu ? outp[j * plane + at[u]] : 0.0;
+      [[unroll]] for (uint u = 0u; u < RED; ++u) v[u] += b[u];
+    }
+    [[unroll]] for (uint u = 0u; u < RED; ++u) {
+      if (at[u] != 0xFFFFFFFFu) dx[at[u]] = v[u];
+    }
+  }
+  if (t == 0u) count[tile] = 0u;
 #endif
 }

@@ -50,30 +50,8 @@ layout(push_constant) uniform Params {
   uint gshift;    // log2(gs / 8) (>= 2 here), or 0xFFFFFFFF when G == 1
 } p;
 
-// SUBGROUP_SUM = 1 (experiment, session 13; needs subgroup arithmetic, any subgroup size):
-// each block's partials summed by subgroupAdd per row, one value per subgroup and row into
-// shared memory (two halves by block parity, so one barrier a block suffices), then one
-// invocation per row sums the subgroups' values: one barrier and a chain of NT / 32 adds
-// per block instead of two barriers and a chain of 64 (session 7: the block sums cost
-// 0.3-0.8 us of the 15.9 at 8192^2).
-#ifndef SUBGROUP_SUM
-#define SUBGROUP_SUM 0
-#endif
-// SUBGROUP_SUM = 2: the same with the eight rows' subgroup sums in a transposing butterfly
-// (9 xor shuffles and adds instead of 8 reductions of 5; 32-invocation subgroups only).
-#if SUBGROUP_SUM
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
-#if SUBGROUP_SUM == 2 && RW != 8
-#error "the butterfly is written for RW = 8"
-#endif
-#define MAXSG (NT / 4)
-shared float wsum[2 * RW * MAXSG];
-#else
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
-#endif
 
 // Rows nb .. nb + UR - 1 of half chunk h: weights and scales, clamped rows (rows past N are
 // computed from row N - 1 and never written; no select on a loaded value, which would make
@@ -100,56 +78,6 @@ float row_dot(uvec2 w, uint le[3][2], uint lo[3][2], int lsumc, float unit) {
   return float((i0 * 128 + i1) * 128 + i2 - lsumc) * unit;
 }
 
-#if SUBGROUP_SUM
-void sum_and_write(float acc[RW], uint n0, uint t, uint parity) {
-  const uint half_base = parity * RW * MAXSG;
-#if SUBGROUP_SUM == 2
-  // Each step halves the rows a lane holds: the lane keeps the half its xor bit selects and
-  // adds the partner's copy of it; after the 16, 8 and 4 steps lane l holds row
-  // (l >> 2) & 7 (bit 4 the row's 4s, bit 3 its 2s, bit 2 its 1s), summed over the lanes
-  // that differ in bits 2..4; the 2 and 1 steps finish the sum.
-  const uint lane = gl_SubgroupInvocationID;
-  float v4[4], v2[2];
-  [[unroll]] for (uint r = 0u; r < 4u; ++r) {
-    const bool hi = (lane & 16u) != 0u;
-    const float keep = hi ? acc[r + 4u] : acc[r], send = hi ? acc[r] : acc[r + 4u];
-    v4[r] = keep + subgroupShuffleXor(send, 16u);
-  }
-  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
-    const bool hi = (lane & 8u) != 0u;
-    const float keep = hi ? v4[r + 2u] : v4[r], send = hi ? v4[r] : v4[r + 2u];
-    v2[r] = keep + subgroupShuffleXor(send, 8u);
-  }
-  float v1;
-  {
-    const bool hi = (lane & 4u) != 0u;
-    const float keep = hi ? v2[1] : v2[0], send = hi ? v2[0] : v2[1];
-    v1 = keep + subgroupShuffleXor(send, 4u);
-  }
-  v1 += subgroupShuffleXor(v1, 2u);
-  v1 += subgroupShuffleXor(v1, 1u);
-  if ((lane & 3u) == 0u) {
-    const uint r = ((lane >> 4) & 1u) * 4u + ((lane >> 3) & 1u) * 2u + ((lane >> 2) & 1u);
-    wsum[half_base + r * MAXSG + gl_SubgroupID] = v1;
-  }
-#else
-  [[unroll]] for (uint r = 0u; r < RW; ++r) {
-    const float v = subgroupAdd(acc[r]);
-    if (subgroupElect()) wsum[half_base + r * MAXSG + gl_SubgroupID] = v;
-  }
-#endif
-  barrier();
-  if (t < RW) {
-    const uint n = n0 + t;
-    if (n < p.N) {
-      float v = 0.0;
-      for (uint i = 0u; i < gl_NumSubgroups; ++i) v += wsum[half_base + t * MAXSG + i];
-      if (p.has_bias != 0u) v += bias[n];
-      outp[n] = v;
-    }
-  }
-}
-#else
 // Two-stage sum of each row's NT partials (stage 1: SEGS invocations per row each sum every
 // SEGS-th partial, no bank conflicts; stage 2: one invocation per row). Fixed order.
 void sum_and_write(float acc[RW], uint n0, uint t) {
@@ -172,7 +100,6 @@ void sum_and_write(float acc[RW], uint n0, uint t) {
     }
   }
 }
-#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -206,9 +133,6 @@ void main() {
   const int lsumc = 8 * (lsum[0] * 16384 + lsum[1] * 128 + lsum[2]);
   // In units of the last limb (2^-14: exact).
   unit = t < 2u * p.KC ? unit * 0.00006103515625 : 0.0;
-#if SUBGROUP_SUM
-  uint parity = 0u;
-#endif
   for (;;) {
     const uint n0 = b * RW;
     const uint bn = b + nwg;
@@ -225,12 +149,7 @@ void main() {
       wv = wn;
       sb = sn;
     }
-#if SUBGROUP_SUM
-    sum_and_write(acc, n0, t, parity);
-    parity ^= 1u;
-#else
     sum_and_write(acc, n0, t);
-#endif
     if (bn >= nblocks) break;
     b = bn;
   }

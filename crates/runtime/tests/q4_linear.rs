@@ -404,11 +404,11 @@ fn check_backward_specs(
     specs: &[(String, Vec<u8>)],
     row_scale: impl Fn(usize) -> f32,
 ) -> Vec<String> {
-    check_backward_scaled(be, seed, lead, dims, kout, specs, row_scale, |_| 1.0)
+    check_backward_scaled(be, seed, lead, dims, kout, specs, |m, _| row_scale(m), |_| 1.0)
 }
 
-/// [`check_backward_specs`] with every scale of weight row `r` multiplied by
-/// `weight_row_scale(r)`.
+/// [`check_backward_specs`] with d_out[m][j] scaled by `dy_scale(m, j)` and every scale of
+/// weight row `r` multiplied by `weight_row_scale(r)`.
 #[allow(clippy::too_many_arguments)]
 fn check_backward_scaled(
     be: &std::sync::Arc<Backend>,
@@ -417,7 +417,7 @@ fn check_backward_scaled(
     (k, n, gs): (usize, usize, usize),
     kout: Option<usize>,
     specs: &[(String, Vec<u8>)],
-    row_scale: impl Fn(usize) -> f32,
+    dy_scale: impl Fn(usize, usize) -> f32,
     weight_row_scale: impl Fn(usize) -> f32,
 ) -> Vec<String> {
     let mut rng = Rng::new(seed);
@@ -431,7 +431,7 @@ fn check_backward_scaled(
     let kout = kout.unwrap_or(kp);
     let mut dy = rng.floats(m * n, -1.0, 1.0);
     for (i, v) in dy.iter_mut().enumerate() {
-        *v *= row_scale(i / n.max(1));
+        *v *= dy_scale(i / n.max(1), i % n.max(1));
     }
     let mut g = G::new();
     let mut yd = lead.to_vec();
@@ -960,7 +960,9 @@ fn emulated_tensor_core_backward_with_weight_rows_of_many_sizes() {
             (k, n, gs),
             kout,
             &force,
-            |m| [1.0f32, 3e3, 0.02][m % 3],
+            // Sizes that change along N too, so that the split's slices of one row get
+            // scales of their own.
+            |m, j| [1.0f32, 3e3, 0.02][(m + j / 128) % 3],
             weight_rows,
         );
         assert!(

@@ -250,7 +250,8 @@ enum Kernel {
     Mma(u32),
     /// Backward on the tensor cores for M > 8 (`q4_linear_bwd_mma_*`): fp16 hi / lo MMAs of
     /// d_out and the dequantized weight over `tile`'s output tiles (T32x128 or T128), d_out's
-    /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums + the reduce;
+    /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums, which the last
+    /// workgroup of each tile adds up (counters as the wide kernel's);
     /// `emulated`: the same kernel with plain arithmetic for the MMAs (tests on any device).
     BwdMma {
         tile: Tile,
@@ -1748,22 +1749,33 @@ pub(crate) fn bwd_pair_words(n: usize) -> usize {
 }
 
 /// The `q4_bwd_rowscale` node of a backward op and its tensors: a power-of-two scale per d_out
-/// row ([M]) and the scaled rows as fp16 hi / lo pairs (`[M, 2 * bwd_pair_words(N)]` words),
-/// which the tensor-core kernel reads as its dy tiles. A 256-invocation workgroup per row at
-/// the M where `choose` picks the tensor-core kernel, idle otherwise.
+/// row and slice of the main kernel's split of N (`[M][slices]`) and the scaled rows as fp16
+/// hi / lo pairs (`[M, 2 * bwd_pair_words(N)]` words), which the tensor-core kernel reads as
+/// its dy tiles. A 256-invocation workgroup per row and slice at the M where `choose` picks
+/// the tensor-core kernel, idle otherwise.
 fn bwd_rowscale_node(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
     dy: TensorId,
-    n: usize,
+    (n, kout): (usize, usize),
     max_m: usize,
+    kernels: &[Kernel],
     choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
 ) -> Result<(TensorId, TensorId)> {
+    // A scale per row and slice of the main kernel's split of N. Its slices only grow fewer
+    // as M grows (more output tiles ask for less split), so M = 1's bound them.
+    let most_slices = kernels
+        .iter()
+        .filter(|k| matches!(k, Kernel::BwdMma { .. }))
+        .map(|&k| split_of(k, 1, kout, n).slices)
+        .max()
+        .unwrap_or(1);
+    let scales = max_m.max(1).saturating_mul(most_slices);
     let rowscale = g.new_tensor(
         DataType::Float32,
-        vec![max_m.max(1)],
+        vec![scales],
         None,
-        format!("{}: d_out row scales", call.what()),
+        format!("{}: d_out row scales per slice", call.what()),
     )?;
     let pairs = g.new_tensor(
         DataType::Int32,
@@ -1773,17 +1785,32 @@ fn bwd_rowscale_node(
     )?;
     let mut d = Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy, pairs]);
     d.local = Some([256, 1, 1]);
+    let what = call.what();
     g.dispatch_select(call, vec![d], move |s| {
         let (_, m) = current_rows(s, dy, n, "d_out")?;
-        let on = matches!(choose(m), Kernel::BwdMma { .. });
+        let kn = choose(m);
+        let (slices, slice) = match kn {
+            Kernel::BwdMma { split: true, .. } => {
+                let sk = split_of(kn, m, kout, n);
+                (sk.slices, sk.len)
+            }
+            Kernel::BwdMma { .. } => (1, n.max(1)),
+            _ => (0, n.max(1)),
+        };
+        if m.saturating_mul(slices) > scales {
+            return Err(internal(format!(
+                "{what}: {m} rows x {slices} slices of row scales, {scales} allocated"
+            )));
+        }
         Ok((
             0,
             Launch {
                 push: Push::new()
                     .u32(to_u32(m, "M")?)
                     .u32(to_u32(n, "N")?)
+                    .u32(to_u32(slice, "slice")?)
                     .finish(),
-                global: Global::Linear(if on { m as u64 * 256 } else { 0 }),
+                global: Global::Linear((m * slices) as u64 * 256),
             },
         ))
     })?;
@@ -2059,6 +2086,13 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         .filter_map(|k| match k {
             Kernel::BwdWide { .. } => Some(wgeo1.blocks),
             Kernel::BwdStaged(mt) => Some(sgeo(*mt).blocks),
+            // The split tensor-core kernel's output tiles, at the largest M.
+            Kernel::BwdMma {
+                tile, split: true, ..
+            } => {
+                let (bm, bc) = tile.shape();
+                Some(max_m.div_ceil(bm) * kout.div_ceil(bc))
+            }
             _ => None,
         })
         .max();
@@ -2081,7 +2115,8 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     {
         let sc = constant_arg(g, call, 2, "weight_scales")?;
         let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
-        let (rowscale, pairs) = bwd_rowscale_node(g, call, dy, n, max_m, choose)?;
+        let (rowscale, pairs) =
+            bwd_rowscale_node(g, call, dy, (n, kout), max_m, &plan.kernels, choose)?;
         Some((rowscale, pairs, peaks))
     } else {
         None
@@ -2094,17 +2129,23 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 (Kernel::BwdWide { .. } | Kernel::BwdStaged(_), _, Some(p), Some(c)) => {
                     Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s, c, dx])
                 }
-                (Kernel::BwdMma { .. }, split, p, _) => {
+                (Kernel::BwdMma { .. }, split, p, c) => {
                     let (rs, pairs, sp) =
                         mma_inputs.ok_or_else(|| internal("MMA backward without row scales"))?;
-                    let target = match (split, p) {
-                        (true, Some(p)) => p,
-                        (true, None) => {
-                            return Err(internal("split MMA backward without a scratch tensor"))
+                    match (split, p, c) {
+                        // Partial sums, which the last workgroup of each tile adds into d_x.
+                        (true, Some(p), Some(c)) => {
+                            Dispatch::new(shader_of(kn, true), [p, pairs, q.w, q.s, rs, sp, c, dx])
                         }
-                        (false, _) => dx,
-                    };
-                    Dispatch::new(shader_of(kn, true), [target, pairs, q.w, q.s, rs, sp])
+                        (true, _, _) => {
+                            return Err(internal(
+                                "split MMA backward without its scratch and counters",
+                            ))
+                        }
+                        (false, _, _) => {
+                            Dispatch::new(shader_of(kn, true), [dx, pairs, q.w, q.s, rs, sp])
+                        }
+                    }
                 }
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
@@ -2114,7 +2155,11 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         })
         .collect::<Result<Vec<_>>>()?;
     let needs_reduce = plan.kernels.iter().any(|&k| {
-        writes_partials(k) && !matches!(k, Kernel::BwdWide { .. } | Kernel::BwdStaged(_))
+        writes_partials(k)
+            && !matches!(
+                k,
+                Kernel::BwdWide { .. } | Kernel::BwdStaged(_) | Kernel::BwdMma { .. }
+            )
     });
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
@@ -2144,9 +2189,10 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         let (_, m) = current_rows(s, dy, n, "d_out")?;
         let launch = match choose(m) {
             Kernel::SplitN(_) => reduce_launch(m, kout, 8 * geo.kwo, geo.slices, false)?,
-            kn @ (Kernel::Tiled { split: true, .. } | Kernel::BwdMma { split: true, .. }) => {
+            kn @ Kernel::Tiled { split: true, .. } => {
                 reduce_launch(m, kout, kout, split_of(kn, m, kout, n).slices, false)?
             }
+            // The wide, staged and tensor-core kernels sum their slices themselves.
             _ => idle_reduce(kout)?,
         };
         Ok((0, launch))

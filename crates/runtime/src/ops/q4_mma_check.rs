@@ -50,9 +50,11 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let scales: Vec<f32> = (0..n * groups)
         .map(|_| 0.005 + 0.01 * unit(next()))
         .collect();
-    let row_size = [1.0f32, 1e-6, 3e3, 0.02];
+    // Sizes that differ between rows and between 32-value blocks of a row, so that the
+    // slices (64 and 32 values) have scales of their own.
+    let size = [1.0f32, 1e-6, 3e3, 0.02];
     let dy: Vec<f32> = (0..mu * n)
-        .map(|i| (2.0 * unit(next()) - 1.0) * row_size[(i / n) % 4])
+        .map(|i| (2.0 * unit(next()) - 1.0) * size[(i / n + (i % n) / 32) % 4])
         .collect();
     let w_at = |r: usize, c: usize| {
         let code = (words[r * kw + c / 8] >> (4 * (c % 8))) & 15;
@@ -60,13 +62,17 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     };
 
     let slices = if v.slice == 0 { 1 } else { N.div_ceil(v.slice) };
+    let tiles = m.div_ceil(v.rows) * K.div_ceil(128);
     let out_floats = (slices * m * K) as u64;
+    let split = v.slice != 0;
     let f32_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
     let inputs = [
         words_to_bytes(&f32_bits(&dy)),
         words_to_bytes(&words),
         words_to_bytes(&f32_bits(&scales)),
         words_to_bytes(&crate::prepack::q4::group_scale_peaks(&scales, n, groups)),
+        // The split variants' per-tile counters of finished slices, zero between launches.
+        words_to_bytes(&vec![0u32; tiles as usize]),
     ];
     let mut ups = Vec::new();
     let mut devs = Vec::new();
@@ -80,33 +86,41 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         )?);
         ups.push(up);
     }
-    let rowscale = Buffer::new(ctx, u64::from(m) * 4, MemoryKind::DeviceLocal)?;
+    // The pre-pass's scale per d_out row and slice.
+    let rowscale = Buffer::new(ctx, u64::from(m * slices) * 4, MemoryKind::DeviceLocal)?;
     // The pre-pass's fp16 hi / lo pairs of d_out.
     let pair_words = 2 * crate::ops::q4_linear::bwd_pair_words(n) as u64;
     let pairs = Buffer::new(ctx, u64::from(m) * pair_words * 4, MemoryKind::DeviceLocal)?;
     let out = Buffer::new(ctx, out_floats * 4, MemoryKind::DeviceLocal)?;
-    let back = Buffer::new(ctx, out_floats * 4, MemoryKind::Readback)?;
+    // d_x itself: the split variants' last workgroup of each tile sums the slices into it.
+    let dx = Buffer::new(ctx, u64::from(m * K) * 4, MemoryKind::DeviceLocal)?;
+    let dx_floats = u64::from(m * K);
+    let back = Buffer::new(
+        ctx,
+        dx_floats * 4 + u64::from(tiles) * 4,
+        MemoryKind::Readback,
+    )?;
 
     let pre = be.pipeline(ShaderId::Q4BwdRowscale, [256, 1, 1], &[])?;
     let main = be.pipeline(v.shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, 2, 9)?;
+    let mut pool = DescriptorPool::new(ctx, 2, 11)?;
     let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0], &pairs])?;
-    let main_set = pool.allocate(
-        &main,
-        &[&out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3]],
-    )?;
-    let pre_push = words_to_bytes(&[m, N]);
-    let main_push = words_to_bytes(&[
-        m,
-        N,
-        K,
-        K / 8,
-        K / GS,
-        GS,
-        0,
-        if v.slice == 0 { N } else { v.slice },
-    ]);
-    let tiles = m.div_ceil(v.rows) * K.div_ceil(128);
+    let main_set = if split {
+        pool.allocate(
+            &main,
+            &[
+                &out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3], &devs[4], &dx,
+            ],
+        )?
+    } else {
+        pool.allocate(
+            &main,
+            &[&out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3]],
+        )?
+    };
+    let slice_len = if v.slice == 0 { N } else { v.slice };
+    let pre_push = words_to_bytes(&[m, N, slice_len]);
+    let main_push = words_to_bytes(&[m, N, K, K / 8, K / GS, GS, 0, slice_len]);
 
     let mut cb = CommandBuffer::new(ctx)?;
     cb.begin()?;
@@ -114,21 +128,28 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         cb.copy(up, 0, dev, 0, dev.size())?;
     }
     cb.barrier(Access::Transfer, Access::Compute)?;
-    cb.dispatch(&pre, pre_set, &pre_push, [m, 1, 1])?;
+    cb.dispatch(&pre, pre_set, &pre_push, [m * slices, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;
     cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
     cb.barrier(Access::Compute, Access::Transfer)?;
-    cb.copy(&out, 0, &back, 0, out_floats * 4)?;
+    cb.copy(if split { &dx } else { &out }, 0, &back, 0, dx_floats * 4)?;
+    cb.copy(&devs[4], 0, &back, dx_floats * 4, u64::from(tiles) * 4)?;
     cb.end()?;
     let fence = Fence::new(ctx)?;
     cb.submit(&fence)?;
     fence.wait_and_reset(Duration::from_secs(60), "tensor-core backward self-check")?;
-    let mut raw = vec![0u8; (out_floats * 4) as usize];
+    let mut raw = vec![0u8; ((dx_floats + u64::from(tiles)) * 4) as usize];
     back.read(0, &mut raw)?;
-    let got: Vec<f32> = raw
+    let words: Vec<u32> = raw
         .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
+    let (got, counters) = words.split_at(dx_floats as usize);
+    if let Some(c) = counters.iter().find(|&&c| c != 0) {
+        return Ok(Some(format!(
+            "a tile's slice counter was left at {c}, not 0"
+        )));
+    }
 
     for row in 0..mu {
         let (mut num, mut den) = (0f64, 0f64);
@@ -136,9 +157,7 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
             let want: f64 = (0..n)
                 .map(|r| f64::from(dy[row * n + r]) * w_at(r, c))
                 .sum();
-            let g: f64 = (0..slices as usize)
-                .map(|s| f64::from(got[(s * mu + row) * k + c]))
-                .sum();
+            let g = f64::from(f32::from_bits(got[row * k + c]));
             if !g.is_finite() {
                 return Ok(Some(format!("row {row} column {c}: {g}")));
             }
