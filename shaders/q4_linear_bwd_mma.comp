@@ -23,6 +23,12 @@
 // cooperative stores and the plain loads 4 bytes apart), and an array of cooperative
 // matrices stays an array in memory: the accumulators are separate variables.
 //
+// -DFORWARD=1 (whole tiles only, no SPLIT) is the forward out[m][n] = sum_k x[m][k] * W[n][k]
+// (+ bias[n]) with the same machinery: x rows as the pre-pass's scaled hi / lo pairs (the
+// reduction runs over k), the W tile transposed ([n][k of the step], 32 k per row) and read
+// as column-major B fragments; the push constants' N is then K (the reduction) and K is N
+// (the output row), binding 6 the bias.
+//
 // -DEMULATE=1 replaces the cooperative-matrix calls and subgroup operations by plain
 // arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
 // subgroup's 16 x 8 tiles), so that everything around the MMAs (scales, hi / lo packing, tile
@@ -46,6 +52,12 @@
 #endif
 #ifndef SPLIT
 #define SPLIT 0
+#endif
+#ifndef FORWARD
+#define FORWARD 0
+#endif
+#if FORWARD && SPLIT
+#error "the forward form has no split"
 #endif
 #if BM != 128 && BM != 32 && BM != 16
 #error "BM is 128, 32 or 16"
@@ -75,6 +87,9 @@
 // the W tile's 256-byte rows all start on bank 0: an 8-way conflict).
 #define AWP (AW + 1)
 #define WWP (WW + 1)
+// FORWARD: the transposed W tile's row stride, uvec4 per output column: the step's 32 k (4)
+// plus one of padding.
+#define WTP 5
 // Steps of global loads in flight, 1 or 2. H200, session 11 (built without glslc -O, as the
 // manifest does): DEPTH = 1 157.2 / 471.4 / 512.8 us at M = 32, DEPTH = 2 634.8 .. 897.1; with
 // -O the fp32 adds of each fragment product took the M = 32 kernel from 158 to 228 us.
@@ -133,12 +148,22 @@
     d = coopMatMulAddNV(ah##i, bh, d);                               \
     [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
   }
+#if FORWARD
+// B (16 k x 8 n) column-major from the transposed tile: column n holds the step's k.
+#define LOAD_B(j)                                                    \
+    const uint off = (kg * WK + (j)) * 8u * WTP + 2u * ks;           \
+    coopMatLoadNV(bh, Wh, off, WTP, true);                           \
+    coopMatLoadNV(bl, Wl, off, WTP, true);
+#else
+#define LOAD_B(j)                                                    \
+    const uint off = 16u * ks * WWP + kg * WK + (j);                 \
+    coopMatLoadNV(bh, Wh, off, WWP, false);                          \
+    coopMatLoadNV(bl, Wl, off, WWP, false);
+#endif
 #define STEP_J(j)                                                    \
   {                                                                  \
     FRAG_B bh, bl;                                                   \
-    const uint off = 16u * ks * WWP + kg * WK + (j);                 \
-    coopMatLoadNV(bh, Wh, off, WWP, false);                          \
-    coopMatLoadNV(bl, Wl, off, WWP, false);                          \
+    LOAD_B(j)                                                        \
     FOR_I_AT(MMA3, j)                                                \
   }
 #define MMA_STEP                                                     \
@@ -156,12 +181,18 @@
     const uint mm = mg * WM * 16u + (i) * 16u + rr;                  \
     const uint m = m0 + mm, c = c0 + (kg * WK + (j)) * 8u + cc;      \
     if (m < p.M && c < p.K) {                                        \
-      outp[(js * p.M + m) * p.K + c] = frag_ok ? stage[sg * 128u + idx] * rowinv[mm] : uintBitsToFloat(0x7FC00000u); \
+      outp[(js * p.M + m) * p.K + c] = frag_ok ? stage[sg * 128u + idx] * rowinv[mm] + BIAS_AT(c) : uintBitsToFloat(0x7FC00000u); \
     }                                                                \
   }                                                                  \
   subgroupBarrier();
 #endif
 
+#if FORWARD
+layout(set = 0, binding = 6) readonly buffer Bias { float bias[]; };
+#define BIAS_AT(c) (p.has_bias != 0u ? bias[c] : 0.0)
+#else
+#define BIAS_AT(c) 0.0
+#endif
 #if SPLIT
 // Partial sums [slices][M][K]; the last workgroup of each tile to finish reads them back.
 layout(set = 0, binding = 0) coherent buffer Out { float outp[]; };
@@ -195,8 +226,19 @@ layout(push_constant) uniform Params {
 
 shared uvec4 Ah[BM * AWP];  // dy hi, [m][n of the step], 8 fp16 per uvec4
 shared uvec4 Al[BM * AWP];  // dy lo
+#if FORWARD
+shared uvec4 Wh[BC * WTP];  // W hi, [n][k of the step]
+shared uvec4 Wl[BC * WTP];  // W lo
+#define W_AT(rr, wi) ((rr) * WTP + (wi))
+#define W_ROW(e) ((e) / 4u)   // the item's row of the tile (n)
+#define W_WORD(e) ((e) % 4u)  // its word of the step (8 k)
+#else
 shared uvec4 Wh[BR * WWP];  // W hi, [n of the step][k]
 shared uvec4 Wl[BR * WWP];  // W lo
+#define W_AT(rr, wi) ((rr) * WWP + (wi))
+#define W_ROW(e) ((e) / WW)
+#define W_WORD(e) ((e) % WW)
+#endif
 shared float rowscale[BM];  // 2^e per dy row
 shared float rowinv[BM];    // 2^-(e + f)
 // [0]: the tile's scale peak bits; [1]: SPLIT = 1's last-to-finish flag (a shared variable of
@@ -224,14 +266,26 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 // fp16 element e of a packed tile (8 per uvec4).
 #define AH(row, n) unpackHalf2x16(Ah[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
 #define AL(row, n) unpackHalf2x16(Al[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#if FORWARD
+// (reduction index n, output column k) of the transposed tile.
+#define WH(n, k) unpackHalf2x16(Wh[(k) * WTP + (n) / 8u][((n) & 7u) >> 1])[(n) & 1u]
+#define WL(n, k) unpackHalf2x16(Wl[(k) * WTP + (n) / 8u][((n) & 7u) >> 1])[(n) & 1u]
+#else
 #define WH(n, k) unpackHalf2x16(Wh[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
 #define WL(n, k) unpackHalf2x16(Wl[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
 #endif
+#endif
 
 
+// Scale of weight row n at reduction / output index kb (the weight has p.N rows in the
+// backward, p.K = the output row in the forward).
 float scale_at(uint n, uint kb) {
   const uint g = kb / p.gs;
+#if FORWARD
+  return (n < p.K && g < p.G) ? s[n * p.G + g] : 0.0;
+#else
   return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+#endif
 }
 
 // Elements lane * 4 .. + 3 of a subgroup's staged 16 x 8 tile (i, j) to the output, with the
@@ -242,7 +296,7 @@ void write_tile(uint i, uint j, uint sg, uint lane, uint mg, uint kg, uint m0, u
     const uint mm = mg * WM * 16u + i * 16u + rr;
     const uint m = m0 + mm, c = c0 + (kg * WK + j) * 8u + cc;
     if (m < p.M && c < p.K) {
-      const float v = stage[sg * 128u + idx] * rowinv[mm];
+      const float v = stage[sg * 128u + idx] * rowinv[mm] + BIAS_AT(c);
 #if SPLIT
       outp[(js * p.M + m) * p.K + c] = v;
 #else
@@ -265,7 +319,7 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
     }
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
-    const uint e = t + it * NT, rr = e / WW, wi = e % WW;
+    const uint e = t + it * NT, rr = W_ROW(e), wi = W_WORD(e);
     const uint word = wv[it];
     uint hw[4], lw[4];
     // W = S_hi * (c - 8) + S_lo * (c - 8) in packed fp16: S_hi is the scale cut to 8
@@ -284,8 +338,8 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
         lw[2u * h + q] = packFloat2x16(c8 * s_lo);
       }
     }
-    Wh[rr * WWP + wi] = uvec4(hw[0], hw[1], hw[2], hw[3]);
-    Wl[rr * WWP + wi] = uvec4(lw[0], lw[1], lw[2], lw[3]);
+    Wh[W_AT(rr, wi)] = uvec4(hw[0], hw[1], hw[2], hw[3]);
+    Wl[W_AT(rr, wi)] = uvec4(lw[0], lw[1], lw[2], lw[3]);
   }
 }
 
@@ -300,9 +354,15 @@ void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT]
     av[it] = (m < p.M && c < rq) ? ahl[(2u * m + hl) * rq + c] : uvec4(0u);
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
-    const uint e = t + it * NT, rr = e / WW, wi = e % WW;
+    const uint e = t + it * NT, rr = W_ROW(e), wi = W_WORD(e);
+#if FORWARD
+    // Weight row n = output column; the step's words along the reduction k.
+    const uint n = c0 + rr, kw = r1 / 8u + wi;
+    wv[it] = (n < p.K && kw < p.KW) ? w[n * p.KW + kw] : 0x88888888u;
+#else
     const uint n = r1 + rr, kw = c0 / 8u + wi;
     wv[it] = (n < r_end && kw < p.KW) ? w[n * p.KW + kw] : 0x88888888u;
+#endif
     sv[it] = vec2(scale_at(n, kw * 8u), scale_at(n, kw * 8u + 4u));
   }
 }
@@ -352,10 +412,18 @@ void main() {
   if (t == 0u) smax_bits[0] = 0u;
   barrier();
   {
+#if FORWARD
+    // The tile's weight rows (output columns c0..) and the groups of the reduction.
+    const uint g0 = r_begin / p.gs, g1 = min((max(r_end, 1u) - 1u) / p.gs, p.G - 1u);
+    const uint part0 = c0 / PEAK_ROWS;
+    const uint parts = (min(c0 + BC, p.K) + PEAK_ROWS - 1u) / PEAK_ROWS - part0;
+#else
     const uint g0 = c0 / p.gs, g1 = min((c0 + BC - 1u) / p.gs, p.G - 1u);
-    const uint ng = g1 + 1u - min(g0, g1 + 1u);
     const uint part0 = r_begin / PEAK_ROWS;
-    const uint total = ((r_end + PEAK_ROWS - 1u) / PEAK_ROWS - part0) * ng;
+    const uint parts = (r_end + PEAK_ROWS - 1u) / PEAK_ROWS - part0;
+#endif
+    const uint ng = g1 + 1u - min(g0, g1 + 1u);
+    const uint total = parts * ng;
     uint mb = 0u;
     for (uint i = t; i < total; i += NT) mb = max(mb, speak[(part0 + i / ng) * p.G + g0 + i % ng]);
 #if EMULATE

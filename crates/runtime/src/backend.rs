@@ -23,7 +23,8 @@ pub(crate) struct BackendInner {
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
     /// Whether graphs record per-dispatch timestamps ([`crate::RuntimeOptions::profile`]).
     pub(crate) profile: bool,
-    /// Whether the tensor-core backward passed its self-check here (run once, at first need).
+    /// Whether the f16 tensor-core kernels (backward and forward) passed their self-check
+    /// here (run once, at first need).
     bwd_mma_ok: OnceLock<bool>,
 }
 
@@ -85,17 +86,18 @@ impl BackendInner {
         }
     }
 
-    /// Whether the tensor-core backward's variants (with the 128 x 128 tile when `t128`)
-    /// compute right on this device ([`crate::ops::q4_mma_check`]); checked once, and a
+    /// Whether the f16 tensor-core kernels' variants, the backward's and the forward's (with
+    /// the 128 x 128 tiles that fit the device's shared memory), compute right on this device ([`crate::ops::q4_mma_check`]); checked once, and a
     /// failure (or an error running the check) is logged and keeps the portable kernels.
-    pub(crate) fn bwd_mma_ok(&self, t128: bool) -> bool {
+    pub(crate) fn bwd_mma_ok(&self) -> bool {
         *self.bwd_mma_ok.get_or_init(|| {
-            let list = crate::ops::q4_mma_check::variants(false, t128);
+            let shared = self.ctx.caps().max_shared_memory_size;
+            let list = crate::ops::q4_mma_check::variants(false, shared);
             match crate::ops::q4_mma_check::check_all(self, &list) {
                 Ok(None) => true,
                 Ok(Some(why)) => {
                     log::warn!(
-                        "{}: the tensor-core 4-bit backward failed its self-check ({why}); \
+                        "{}: the f16 tensor-core 4-bit kernels failed their self-check ({why}); \
                          the portable kernels run instead",
                         self.ctx.description()
                     );
@@ -103,7 +105,7 @@ impl BackendInner {
                 }
                 Err(e) => {
                     log::warn!(
-                        "{}: the tensor-core 4-bit backward's self-check did not run ({e}); \
+                        "{}: the f16 tensor-core 4-bit kernels' self-check did not run ({e}); \
                          the portable kernels run instead",
                         self.ctx.description()
                     );

@@ -698,15 +698,14 @@ pub fn alu_outputs(backend: &Backend, op: AluOp, rounds: u32) -> Result<Vec<u32>
     Ok(run_alu(backend, op, rounds, 1, true)?.1)
 }
 
-/// The tensor-core 4-bit backward's self-check (the one the runtime runs before using the
-/// kernel) on `backend`: its native variants, or with `emulated` the emulated ones (any
+/// The f16 tensor-core 4-bit kernels' self-check (the one the runtime runs before using
+/// them: the backward's and the forward's variants) on `backend`: the native variants, or with `emulated` the emulated ones (any
 /// device with fp16 arithmetic). `Ok(None)` when every variant matches the f64 reference,
 /// `Ok(Some(why))` naming the first that does not.
 pub fn q4_bwd_mma_check(backend: &Backend, emulated: bool) -> Result<Option<String>> {
     let inner = backend.inner();
     let caps = inner.ctx.caps();
-    let t128 = caps.max_shared_memory_size >= crate::ops::q4_linear::BWD_MMA_T128_SHARED_BYTES;
-    let list = crate::ops::q4_mma_check::variants(emulated, t128);
+    let list = crate::ops::q4_mma_check::variants(emulated, caps.max_shared_memory_size);
     if let Some(v) = list.iter().find(|v| !inner.shader_supported(v.shader)) {
         return Err(unsupported(format!(
             "{}: {} needs device features it lacks",

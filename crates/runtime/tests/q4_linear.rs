@@ -283,15 +283,34 @@ fn check_forward_specs(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     lead: &[usize],
-    (k, n, gs): (usize, usize, usize),
+    shape: (usize, usize, usize),
     bias: bool,
     op: &str,
     specs: &[(String, Vec<u8>)],
 ) -> Vec<String> {
+    check_forward_scaled(be, seed, lead, shape, bias, op, specs, |_, _| 1.0)
+}
+
+/// [`check_forward_specs`] with x[m][k] scaled by `x_scale(m, k)`; each output row is also
+/// checked on its own (rows of very different sizes must each keep fp32's precision).
+#[allow(clippy::too_many_arguments)]
+fn check_forward_scaled(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    lead: &[usize],
+    (k, n, gs): (usize, usize, usize),
+    bias: bool,
+    op: &str,
+    specs: &[(String, Vec<u8>)],
+    x_scale: impl Fn(usize, usize) -> f32,
+) -> Vec<String> {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
     let m: usize = lead.iter().product();
-    let x = rng.floats(m * k, -1.0, 1.0);
+    let mut x = rng.floats(m * k, -1.0, 1.0);
+    for (i, v) in x.iter_mut().enumerate() {
+        *v *= x_scale(i / k.max(1), i % k.max(1));
+    }
     let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
     let mut g = G::new();
     let mut xd = lead.to_vec();
@@ -311,11 +330,14 @@ fn check_forward_specs(
     let (sizes, got) = run1(&mut d, &xd, &x);
     assert_eq!(sizes, od);
     let want = ref_forward(&x, &c.wd, c.w.kp(), bias.then_some(&bias_v[..]), m, k, n);
-    assert_rel(
-        &got,
-        &want,
-        &format!("{op} lead {lead:?} K {k} N {n} gs {gs} bias {bias}"),
-    );
+    let what = format!("{op} lead {lead:?} K {k} N {n} gs {gs} bias {bias}");
+    assert_rel(&got, &want, &what);
+    for r in 0..m {
+        let span = r * n..(r + 1) * n;
+        if want[span.clone()].iter().any(|v| *v != 0.0) {
+            assert_rel(&got[span.clone()], &want[span], &format!("{what}, row {r}"));
+        }
+    }
     let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
     assert!(names.iter().all(|p| p.starts_with(op)), "{names:?}");
     names
@@ -404,7 +426,16 @@ fn check_backward_specs(
     specs: &[(String, Vec<u8>)],
     row_scale: impl Fn(usize) -> f32,
 ) -> Vec<String> {
-    check_backward_scaled(be, seed, lead, dims, kout, specs, |m, _| row_scale(m), |_| 1.0)
+    check_backward_scaled(
+        be,
+        seed,
+        lead,
+        dims,
+        kout,
+        specs,
+        |m, _| row_scale(m),
+        |_| 1.0,
+    )
 }
 
 /// [`check_backward_specs`] with d_out[m][j] scaled by `dy_scale(m, j)` and every scale of
@@ -811,7 +842,10 @@ fn tensor_core_forward_matches_f64_reference() {
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
         let names = check_forward_specs(&be, 900 + i as u64, lead, (k, n, gs), bias, Q4GSW, &on);
-        let mma = names.iter().any(|p| p.contains("q4_linear_mma_f"));
+        // From M = 256 the f16 tensor-core kernel may take over from the int8 one.
+        let mma = names
+            .iter()
+            .any(|p| p.contains("q4_linear_mma_f") || p.contains("q4_linear_fwd_mma_t"));
         assert_eq!(mma, has_mma, "lead {lead:?} K {k} N {n}: {names:?}");
     }
     for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
@@ -938,6 +972,115 @@ fn emulated_tensor_core_backward_matches_f64_reference() {
                 .any(|p| p.contains("q4_linear_bwd_mma_emu_t32x128"))
                 && names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
             "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The f16 tensor-core forward (the backward's kernel with the W tile transposed) with its
+/// MMAs in plain arithmetic (`etvk_q4_gemv` = `f16_emulated`, from M = 9): x rows of very
+/// different sizes (and sizes changing along K), odd N, K not a multiple of 32, groups of 8
+/// and 20, bias or none, several row and column tiles, against the f64 reference.
+#[test]
+fn emulated_f16_tensor_core_forward_matches_f64_reference() {
+    let be = backend();
+    let force = [("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec())];
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[9], 96, 40, 32, true),
+        (&[32], 256, 128, 64, false),
+        (&[40], 136, 300, 8, true),
+        (&[2, 10], 100, 97, 20, true),
+        (&[130], 264, 77, 8, false),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let names = check_forward_scaled(
+            &be,
+            1700 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            &force,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        assert!(
+            names
+                .iter()
+                .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128"))
+                && names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The f16 tensor-core forward itself (`etvk_q4_gemv` = `f16`, from M = 9) where the device
+/// runs the tensor-core backward (an H200: 32 x 128 and 128 x 128 tiles), else the fallback
+/// kernels, against the f64 reference; the same x sizes as the emulated test.
+#[test]
+fn f16_tensor_core_forward_matches_f64_reference() {
+    let be = backend();
+    let force = [
+        ("etvk_q4_gemv".to_string(), b"f16".to_vec()),
+        (MMA_SPEC.to_string(), b"on".to_vec()),
+    ];
+    let want = has_bwd_mma(&be);
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[9], 96, 40, 32, true),
+        (&[40], 136, 300, 8, true),
+        (&[2, 10], 100, 97, 20, false),
+        (&[130], 264, 77, 8, true),
+        (&[256], 1024, 520, 32, true),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let names = check_forward_scaled(
+            &be,
+            1760 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            &force,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_t"));
+        assert_eq!(f16, want, "lead {lead:?} K {k} N {n}: {names:?}");
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// One dynamic forward program whose M moves in and out of the f16 tensor-core forward
+/// (emulated): 40, 3, 64, 1, 9; the row-scale node launches nothing below M = 9.
+#[test]
+fn dynamic_m_moves_in_and_out_of_the_f16_forward() {
+    let be = backend();
+    let (k, n, gs, max_m) = (136, 200, 8, 64);
+    let mut rng = Rng::new(1750);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    let mut specs = dynamic();
+    specs.push(("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec()));
+    let mut d = g.load(&be, &specs).unwrap();
+    for m in [40usize, 3, 64, 1, 9] {
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let (sizes, got) = run1(&mut d, &[m, k], &x);
+        assert_eq!(sizes, vec![m, n]);
+        let want = ref_forward(&x, &c.wd, c.w.kp(), Some(&bias_v), m, k, n);
+        assert_rel(&got, &want, &format!("dynamic f16 forward M {m}"));
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let f16 = names
+            .iter()
+            .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128"));
+        assert_eq!(f16, m > 8, "M = {m}: {names:?}");
+        assert!(
+            names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
+            "{names:?}"
         );
     }
     assert_eq!(be.validation_error_count(), 0);

@@ -40,6 +40,12 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
+//! - forward of linear_q4gsw, M >= 256 where the f16 tensor-core backward below runs (same
+//!   self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile transposed
+//!   (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, whole tiles, the
+//!   bias added at the store); H200 at M = 512: 1.14-1.18x the int8 kernel's speed, slower
+//!   below M = 256 (docs/performance.md, session 14). `etvk_q4_gemv` = `f16` /
+//!   `f16_emulated` forces it (emulated: plain arithmetic for the MMAs) from M = 9.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
@@ -64,11 +70,11 @@
 //!   over M x K, reducing over N); where NV f16 16x8x16 cooperative matrices exist,
 //!   `q4_linear_bwd_mma_{t32x128,t128}` instead (fp16 hi / lo MMAs of d_out and the
 //!   dequantized weight, three per fragment pair, f32 accumulate), 32 x 128 tiles up to
-//!   M = 64 in slices of at most 2048 rows, 128 x 128 above. A `q4_bwd_rowscale` node scales
-//!   each d_out row by a power of two and splits it into fp16 hi / lo pairs once (the kernel
-//!   copies them into its tiles); W's power of two per workgroup comes from the weight
-//!   scales' peaks per 32 rows and group, prepacked with the scales
-//!   (`prepack::q4::group_scale_peaks_layout`).
+//!   M = 64 in slices of at most 2048 rows (summed by the last workgroup of each tile), 128 x
+//!   128 above. A `q4_bwd_rowscale` node scales each d_out row, per slice, by a power of two
+//!   and splits it into fp16 hi / lo pairs once (the kernel copies them into its tiles); W's
+//!   power of two per workgroup comes from the weight scales' peaks per 32 rows and group,
+//!   prepacked with the scales (`prepack::q4::group_scale_peaks_layout`).
 //! - split-K, both directions, M > 8: when the tiles are too few to fill a large GPU (see
 //!   [`split_k`]: M = 32 at N = 8192 gives 64 tiles of 32 x 128 for 132 SMs, each walking all
 //!   8192 columns of the reduction), the `_split` variant of the tiled kernel cuts the
@@ -258,6 +264,10 @@ enum Kernel {
         split: bool,
         emulated: bool,
     },
+    /// Forward on the f16 tensor cores at M >= [`fwd_f16_min_m`] (`q4_linear_fwd_mma_*`): the
+    /// backward's kernel with the W tile transposed, x's rows as scaled fp16 hi / lo pairs
+    /// from a `q4_bwd_rowscale` node, whole `tile`s (no split), the bias added at the store.
+    FwdMma { tile: Tile, emulated: bool },
 }
 
 /// Whether the backward may take its tensor-core kernel ([`Kernel::BwdMma`]).
@@ -347,8 +357,28 @@ fn forward_kernel(
     k: usize,
     big_tiles: bool,
     wide: Option<Kernel>,
-    mma: bool,
+    (mma, (f16, f16_from)): (bool, (BwdMma, usize)),
 ) -> Kernel {
+    match f16 {
+        BwdMma::Native { t128 } if m >= f16_from => {
+            let tile = if t128 && m >= BWD_MMA_T128_MIN_M {
+                Tile::T128
+            } else {
+                Tile::T32x128
+            };
+            return Kernel::FwdMma {
+                tile,
+                emulated: false,
+            };
+        }
+        BwdMma::Emulated if m >= f16_from => {
+            return Kernel::FwdMma {
+                tile: Tile::T32x128,
+                emulated: true,
+            };
+        }
+        _ => {}
+    }
     if mma && m >= MMA_MIN_M {
         return Kernel::Mma(mma_fragments(m));
     }
@@ -369,6 +399,53 @@ fn forward_kernel(
 
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
 const MMA_MIN_M: usize = 8;
+
+/// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]) by default:
+/// `ETVK_Q4_FWD_F16_M` when set (benchmarks), else [`FWD_F16_MIN_M`].
+fn fwd_f16_min_m() -> usize {
+    static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *FROM.get_or_init(|| workgroup_target("ETVK_Q4_FWD_F16_M", FWD_F16_MIN_M))
+}
+const FWD_F16_MIN_M: usize = 256;
+
+/// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
+/// which M: a 4-bit linear with group scales (its W range comes from their prepacked
+/// peaks), where the backward's tensor-core kernels run (they share the self-check), from
+/// [`fwd_f16_min_m`]; with the GEMV choice forced to `f16` (native) or `f16_emulated`
+/// (plain arithmetic for the MMAs, any device), from M = 9 (tests).
+fn f16_forward(g: &GraphBuilder<'_>, q4gsw: bool) -> (BwdMma, usize) {
+    const FORCED_FROM: usize = 9;
+    if !q4gsw {
+        return (BwdMma::Off, usize::MAX);
+    }
+    let shared = g.caps().max_shared_memory_size;
+    let native = || match mma_backward(g) {
+        BwdMma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => BwdMma::Native {
+            t128: t128 && shared >= FWD_MMA_T128_SHARED_BYTES,
+        },
+        _ => BwdMma::Off,
+    };
+    match forced_gemv(g).as_deref() {
+        Some("f16_emulated") => {
+            let ok = g.shader_supported(ShaderId::Q4LinearFwdMmaEmuT32x128)
+                && shared >= FWD_MMA_T32_SHARED_BYTES;
+            let mode = if ok { BwdMma::Emulated } else { BwdMma::Off };
+            (mode, FORCED_FROM)
+        }
+        Some("f16") => (native(), FORCED_FROM),
+        Some(_) => (BwdMma::Off, usize::MAX),
+        None => (native(), fwd_f16_min_m()),
+    }
+}
+
+/// Shared memory of the f16 tensor-core forward: the backward's, with the W tiles
+/// transposed (128 rows of 4 + 1 uvec4 instead of 32 of 16 + 1).
+const FWD_MMA_T32_SHARED_BYTES: u32 = fwd_mma_shared_bytes(32);
+pub(crate) const FWD_MMA_T128_SHARED_BYTES: u32 = fwd_mma_shared_bytes(128);
+
+const fn fwd_mma_shared_bytes(bm: u32) -> u32 {
+    2 * bm * 5 * 16 + 2 * 128 * 5 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
+}
 
 /// 8-row fragments per workgroup of the tensor-core forward: 1, 2 or 4 (the fewest that
 /// cover M, at most 4), so that small M wastes no MMA rows and large M reuses each decoded
@@ -461,7 +538,7 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
         && shared >= BWD_MMA_T32_SHARED_BYTES
         && g.shader_supported(ShaderId::Q4LinearBwdMmaT32x128)
         && g.shader_supported(ShaderId::Q4BwdRowscale)
-        && g.be.bwd_mma_ok(t128)
+        && g.be.bwd_mma_ok()
     {
         BwdMma::Native { t128 }
     } else {
@@ -626,7 +703,9 @@ fn groups_are_whole_chunks(q: &Q4) -> bool {
     q.groups == 1 || (shift != u32::MAX && shift >= 2)
 }
 
-/// The forced GEMV choice: compile spec [`Q4_GEMV_SPEC`], else `ETVK_Q4_GEMV`.
+/// The forced GEMV choice: compile spec [`Q4_GEMV_SPEC`], else `ETVK_Q4_GEMV` (`lanes`,
+/// `wide`, `wide_dp4`, `wide_dp4_pre`, `wide_dp4_persist`, `half`; `f16` / `f16_emulated`
+/// force the f16 tensor-core forward from M = 9 instead, see [`f16_forward`]).
 fn forced_gemv(g: &GraphBuilder<'_>) -> Option<String> {
     g.q4_gemv
         .clone()
@@ -980,6 +1059,9 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
             false => ShaderId::Q4LinearBwdMmaEmuT32x128,
             true => ShaderId::Q4LinearBwdMmaEmuT32x128Split,
         },
+        (Kernel::FwdMma { emulated: true, .. }, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
+        (Kernel::FwdMma { tile: T128, .. }, _) => ShaderId::Q4LinearFwdMmaT128,
+        (Kernel::FwdMma { .. }, _) => ShaderId::Q4LinearFwdMmaT32x128,
         (Kernel::BwdMma { tile, split, .. }, _) => match (tile, split) {
             (T128, false) => ShaderId::Q4LinearBwdMmaT128,
             (T128, true) => ShaderId::Q4LinearBwdMmaT128Split,
@@ -1454,7 +1536,11 @@ fn global(
             .div_ceil(rows_per_gemv_group)
             .checked_mul(m)
             .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
-        Kernel::SplitN(_) | Kernel::BwdWide { .. } | Kernel::BwdStaged(_) | Kernel::Mma(_) => {
+        Kernel::SplitN(_)
+        | Kernel::BwdWide { .. }
+        | Kernel::BwdStaged(_)
+        | Kernel::Mma(_)
+        | Kernel::FwdMma { .. } => {
             return Err(internal(
                 "the split and wide backward and the MMA kernels have launches of their own",
             ))
@@ -1590,6 +1676,9 @@ fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> 
 }
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
+/// The forward of both ops on x [M, K] (fp32) into `out`; `q4gsw`: the weight scales are
+/// arg 2's group scales (the f16 tensor-core kernel takes its W range from their peaks).
+#[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
@@ -1598,6 +1687,7 @@ fn forward(
     out: TensorId,
     bias: Option<TensorId>,
     q: Q4,
+    q4gsw: bool,
 ) -> Result<()> {
     let big = big_tiles_ok(g);
     let max_m: usize = {
@@ -1606,7 +1696,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = mma_forward_ok(g, &q);
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, q4gsw));
     let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
@@ -1666,6 +1756,21 @@ fn forward(
     } else {
         None
     };
+    // The f16 tensor-core kernel's inputs: x's rows scaled and split into fp16 hi / lo pairs
+    // by a node of their own, and the weight scales' peaks per 32 rows and group.
+    let f16_inputs = if plan
+        .kernels
+        .iter()
+        .any(|k| matches!(k, Kernel::FwdMma { .. }))
+    {
+        let sc = constant_arg(g, call, 2, "weight_scales")?;
+        let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
+        let (rowscale, pairs) =
+            bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
+        Some((rowscale, pairs, peaks))
+    } else {
+        None
+    };
     let variants = plan
         .kernels
         .iter()
@@ -1675,6 +1780,11 @@ fn forward(
                     let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
                     Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
+                }
+                _ if matches!(kn, Kernel::FwdMma { .. }) => {
+                    let (rs, pairs, sp) = f16_inputs
+                        .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
+                    Dispatch::new(shader_of(kn, false), [out, pairs, q.w, q.s, rs, sp, bias_t])
                 }
                 // The split variants leave the bias to the reduce (no bias binding).
                 (true, Some(p), _) => Dispatch::new(shader_of(kn, false), [p, x, q.w, q.s]),
@@ -1717,6 +1827,7 @@ fn forward(
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
             Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
+            Kernel::FwdMma { tile, .. } => fwd_f16_launch(m, &q, k, tile, bias.is_some())?,
             _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
         };
         Ok((idx, launch))
@@ -1766,7 +1877,7 @@ fn bwd_rowscale_node(
     // as M grows (more output tiles ask for less split), so M = 1's bound them.
     let most_slices = kernels
         .iter()
-        .filter(|k| matches!(k, Kernel::BwdMma { .. }))
+        .filter(|k| matches!(k, Kernel::BwdMma { .. } | Kernel::FwdMma { .. }))
         .map(|&k| split_of(k, 1, kout, n).slices)
         .max()
         .unwrap_or(1);
@@ -1794,7 +1905,7 @@ fn bwd_rowscale_node(
                 let sk = split_of(kn, m, kout, n);
                 (sk.slices, sk.len)
             }
-            Kernel::BwdMma { .. } => (1, n.max(1)),
+            Kernel::BwdMma { .. } | Kernel::FwdMma { .. } => (1, n.max(1)),
             _ => (0, n.max(1)),
         };
         if m.saturating_mul(slices) > scales {
@@ -1939,6 +2050,31 @@ fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
     })
 }
 
+/// Launch of the f16 tensor-core forward: a workgroup per `tile` of out [M, N]; push
+/// constants in the backward kernel's order with the reduction (x's K) as its N and the
+/// output row (N) as its K, one slice of all of K.
+fn fwd_f16_launch(m: usize, q: &Q4, k: usize, tile: Tile, has_bias: bool) -> Result<Launch> {
+    let push = Push::new()
+        .u32(to_u32(m, "M")?)
+        .u32(to_u32(k, "K")?)
+        .u32(to_u32(q.n, "N")?)
+        .u32(to_u32(q.kpad / 8, "packed row length")?)
+        .u32(to_u32(q.groups, "scale groups")?)
+        .u32(to_u32(q.gs, "group_size")?)
+        .u32(has_bias as u32)
+        .u32(to_u32(k.max(1), "K")?)
+        .finish();
+    let groups = if m == 0 || q.n == 0 {
+        0
+    } else {
+        tile.count(m, q.n)
+    };
+    Ok(Launch {
+        push,
+        global: Global::Linear(groups as u64 * LOCAL as u64),
+    })
+}
+
 fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
     let q = prepack_q4gsw(g, call)?;
@@ -1962,7 +2098,7 @@ fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
-    forward(g, call, x, k, out32, bias, q)?;
+    forward(g, call, x, k, out32, bias, q, true)?;
     finish_output(g, call, out32, out, 5)
 }
 
@@ -2004,7 +2140,7 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     };
     let (out, _) = output(g, call, 3, &lead, Some(n))?;
     let out32 = f32_output(g, call, out)?;
-    forward(g, call, x, k, out32, None, q)?;
+    forward(g, call, x, k, out32, None, q, false)?;
     finish_output(g, call, out32, out, 3)
 }
 
@@ -2331,11 +2467,11 @@ mod tests {
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
         assert_eq!(
-            forward_kernel(1, 8192, k, true, half, true),
+            forward_kernel(1, 8192, k, true, half, (true, (BwdMma::Off, 0))),
             Kernel::GemvHalf
         );
         assert_eq!(
-            forward_kernel(7, 8192, k, true, half, true),
+            forward_kernel(7, 8192, k, true, half, (true, (BwdMma::Off, 0))),
             Kernel::GemvWide {
                 dp4: true,
                 persist: 256
@@ -2343,7 +2479,7 @@ mod tests {
         );
         for (m, mf) in [(8, 1), (9, 2), (16, 2), (17, 4), (32, 4), (2048, 4)] {
             assert_eq!(
-                forward_kernel(m, 8192, k, true, half, true),
+                forward_kernel(m, 8192, k, true, half, (true, (BwdMma::Off, 0))),
                 Kernel::Mma(mf),
                 "M = {m}"
             );
@@ -2354,7 +2490,7 @@ mod tests {
         let p = plan(
             40,
             true,
-            |m| forward_kernel(m, 8192, k, true, half, true),
+            |m| forward_kernel(m, 8192, k, true, half, (true, (BwdMma::Off, 0))),
             |_, _| 0,
         );
         for kn in [
@@ -2371,12 +2507,46 @@ mod tests {
         }
     }
 
+    /// The f16 tensor-core forward from its threshold on (128 x 128 tiles where they fit),
+    /// the int8 one below it, neither where the f16 mode is off.
+    #[test]
+    fn f16_forward_takes_over_from_its_threshold() {
+        let native = |t128| (true, (BwdMma::Native { t128 }, FWD_F16_MIN_M));
+        let f16 = |tile| Kernel::FwdMma {
+            tile,
+            emulated: false,
+        };
+        let pick = |m, mode| forward_kernel(m, 8192, 8192, true, None, mode);
+        assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
+        assert_eq!(pick(FWD_F16_MIN_M, native(true)), f16(Tile::T128));
+        assert_eq!(pick(2048, native(false)), f16(Tile::T32x128));
+        assert_eq!(pick(2048, (true, (BwdMma::Off, 0))), Kernel::Mma(4));
+        let emulated = (false, (BwdMma::Emulated, 9));
+        assert_eq!(
+            pick(9, emulated),
+            Kernel::FwdMma {
+                tile: Tile::T32x128,
+                emulated: true
+            }
+        );
+        assert_eq!(pick(8, emulated), Kernel::Gemv(8));
+    }
+
     #[test]
     fn kernel_selection_and_reachability() {
         let k = 64; // short reduction: never split
-        assert_eq!(forward_kernel(1, 64, k, true, None, false), Kernel::Gemv(1));
-        assert_eq!(forward_kernel(3, 64, k, true, None, false), Kernel::Gemv(4));
-        assert_eq!(forward_kernel(8, 64, k, true, None, false), Kernel::Gemv(8));
+        assert_eq!(
+            forward_kernel(1, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            Kernel::Gemv(1)
+        );
+        assert_eq!(
+            forward_kernel(3, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            Kernel::Gemv(4)
+        );
+        assert_eq!(
+            forward_kernel(8, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            Kernel::Gemv(8)
+        );
         // The int8 wide GEMVs (persistent or not) serve M <= 8; the float one only M = 1.
         for wide in [
             Kernel::GemvWide {
@@ -2390,7 +2560,7 @@ mod tests {
         ] {
             for m in [1, 2, 5, 8] {
                 assert_eq!(
-                    forward_kernel(m, 64, k, true, Some(wide), false),
+                    forward_kernel(m, 64, k, true, Some(wide), (false, (BwdMma::Off, 0))),
                     wide,
                     "M = {m}"
                 );
@@ -2398,10 +2568,13 @@ mod tests {
         }
         // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
         let half = Kernel::GemvHalf;
-        assert_eq!(forward_kernel(1, 64, k, true, Some(half), false), half);
+        assert_eq!(
+            forward_kernel(1, 64, k, true, Some(half), (false, (BwdMma::Off, 0))),
+            half
+        );
         for m in [2, 5, 8] {
             assert_eq!(
-                forward_kernel(m, 64, k, true, Some(half), false),
+                forward_kernel(m, 64, k, true, Some(half), (false, (BwdMma::Off, 0))),
                 Kernel::GemvWide {
                     dp4: true,
                     persist: 256
@@ -2413,29 +2586,32 @@ mod tests {
             dp4: false,
             persist: 0,
         };
-        assert_eq!(forward_kernel(1, 64, k, true, Some(float), false), float);
         assert_eq!(
-            forward_kernel(2, 64, k, true, Some(float), false),
+            forward_kernel(1, 64, k, true, Some(float), (false, (BwdMma::Off, 0))),
+            float
+        );
+        assert_eq!(
+            forward_kernel(2, 64, k, true, Some(float), (false, (BwdMma::Off, 0))),
             Kernel::Gemv(2)
         );
         assert_eq!(
-            forward_kernel(9, 4096, k, true, None, false),
+            forward_kernel(9, 4096, k, true, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(32, 4096, k, true, None, false),
+            forward_kernel(32, 4096, k, true, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(33, 4096, k, true, None, false),
+            forward_kernel(33, 4096, k, true, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T64, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, true, None, false),
+            forward_kernel(512, 4096, k, true, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T128, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, false, None, false),
+            forward_kernel(512, 4096, k, false, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T64, false)
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
@@ -2462,7 +2638,7 @@ mod tests {
         );
         // The H200 shapes at M = 32: split.
         assert_eq!(
-            forward_kernel(32, 8192, 8192, true, None, false),
+            forward_kernel(32, 8192, 8192, true, None, (false, (BwdMma::Off, 0))),
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
@@ -2472,7 +2648,7 @@ mod tests {
         let p = plan(
             64,
             true,
-            |m| forward_kernel(m, 64, k, true, None, false),
+            |m| forward_kernel(m, 64, k, true, None, (false, (BwdMma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(
@@ -2490,7 +2666,7 @@ mod tests {
         let p = plan(
             5,
             false,
-            |m| forward_kernel(m, 64, k, true, None, false),
+            |m| forward_kernel(m, 64, k, true, None, (false, (BwdMma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
@@ -2515,7 +2691,7 @@ mod tests {
         ];
         for (cols, r) in shapes {
             for big in [false, true] {
-                let fwd = |m| forward_kernel(m, cols, r, big, None, false);
+                let fwd = |m| forward_kernel(m, cols, r, big, None, (false, (BwdMma::Off, 0)));
                 let bwd = |m| backward_kernel(m, cols, r, big, None, true, BwdMma::Off);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
@@ -2537,10 +2713,13 @@ mod tests {
                     }
                 }
                 // Past STABLE_M nothing changes.
-                let last = forward_kernel(STABLE_M, cols, r, big, None, false);
+                let last = forward_kernel(STABLE_M, cols, r, big, None, (false, (BwdMma::Off, 0)));
                 assert!(matches!(last, Kernel::Tiled { split: false, .. }));
                 for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
-                    assert_eq!(forward_kernel(m, cols, r, big, None, false), last);
+                    assert_eq!(
+                        forward_kernel(m, cols, r, big, None, (false, (BwdMma::Off, 0))),
+                        last
+                    );
                 }
             }
         }
@@ -2548,7 +2727,7 @@ mod tests {
         let p = plan(
             32,
             false,
-            |m| forward_kernel(m, 8192, 8192, true, None, false),
+            |m| forward_kernel(m, 8192, 8192, true, None, (false, (BwdMma::Off, 0))),
             |m, kn| partial_floats(kn, m, 8192, 8192),
         );
         assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);

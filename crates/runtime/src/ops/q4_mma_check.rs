@@ -1,7 +1,8 @@
-//! A self-check of the tensor-core backward (`q4_linear_bwd_mma_*`) on the device at hand,
-//! run once per backend before the first graph takes that kernel: a small problem of every
-//! variant the runtime may launch (32 x 128 and 128 x 128 tiles, whole and split), with d_out
-//! rows of very different sizes, against an f64 reference. A driver that runs the kernel
+//! A self-check of the f16 tensor-core kernels (`q4_linear_bwd_mma_*`, `q4_linear_fwd_mma_*`)
+//! on the device at hand, run once per backend before the first graph takes one: a small
+//! problem of every variant the runtime may launch (32 x 128 and 128 x 128 tiles, whole and
+//! split, backward and forward), with activation rows of very different sizes, against an
+//! f64 reference. A driver that runs the kernel
 //! wrong (session 10 met one such trap: cooperative stores and plain loads disagreeing on
 //! a shared array's offset) then costs the portable kernels' speed, never a wrong gradient.
 
@@ -15,12 +16,14 @@ use crate::backend::BackendInner;
 use crate::error::internal;
 use crate::prepack::q4::words_to_bytes;
 
-/// One variant to check: its shader, rows per tile, and the split-K slice length (0: whole).
+/// One variant to check: its shader, rows per tile, the split-K slice length (0: whole), and
+/// whether it is the forward form (`-DFORWARD=1`: x [M][K] times W^T, plus a bias).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Variant {
     pub(crate) shader: ShaderId,
     pub(crate) rows: u32,
     pub(crate) slice: u32,
+    pub(crate) forward: bool,
 }
 
 /// Sizes of the check: M rows (two row tiles, the last partial), N = 96 reduction rows (3
@@ -53,17 +56,27 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     // Sizes that differ between rows and between 32-value blocks of a row, so that the
     // slices (64 and 32 values) have scales of their own.
     let size = [1.0f32, 1e-6, 3e3, 0.02];
-    let dy: Vec<f32> = (0..mu * n)
-        .map(|i| (2.0 * unit(next()) - 1.0) * size[(i / n + (i % n) / 32) % 4])
+    // The reduction's length and the output row's: the weight's rows and columns swap
+    // between the backward (d_out [M][N] -> d_x [M][K]) and the forward (x [M][K] -> out
+    // [M][N]).
+    let (red, cols) = if v.forward { (K, N) } else { (N, K) };
+    let (redu, colsu) = (red as usize, cols as usize);
+    let dy: Vec<f32> = (0..mu * redu)
+        .map(|i| (2.0 * unit(next()) - 1.0) * size[(i / redu + (i % redu) / 32) % 4])
         .collect();
+    let bias: Vec<f32> = (0..colsu).map(|_| 2.0 * unit(next()) - 1.0).collect();
     let w_at = |r: usize, c: usize| {
         let code = (words[r * kw + c / 8] >> (4 * (c % 8))) & 15;
         (f64::from(code) - 8.0) * f64::from(scales[r * groups + c / gs])
     };
 
-    let slices = if v.slice == 0 { 1 } else { N.div_ceil(v.slice) };
-    let tiles = m.div_ceil(v.rows) * K.div_ceil(128);
-    let out_floats = (slices * m * K) as u64;
+    let slices = if v.slice == 0 {
+        1
+    } else {
+        red.div_ceil(v.slice)
+    };
+    let tiles = m.div_ceil(v.rows) * cols.div_ceil(128);
+    let out_floats = (slices * m * cols) as u64;
     let split = v.slice != 0;
     let f32_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
     let inputs = [
@@ -73,6 +86,7 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         words_to_bytes(&crate::prepack::q4::group_scale_peaks(&scales, n, groups)),
         // The split variants' per-tile counters of finished slices, zero between launches.
         words_to_bytes(&vec![0u32; tiles as usize]),
+        words_to_bytes(&f32_bits(&bias)),
     ];
     let mut ups = Vec::new();
     let mut devs = Vec::new();
@@ -89,12 +103,12 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     // The pre-pass's scale per d_out row and slice.
     let rowscale = Buffer::new(ctx, u64::from(m * slices) * 4, MemoryKind::DeviceLocal)?;
     // The pre-pass's fp16 hi / lo pairs of d_out.
-    let pair_words = 2 * crate::ops::q4_linear::bwd_pair_words(n) as u64;
+    let pair_words = 2 * crate::ops::q4_linear::bwd_pair_words(redu) as u64;
     let pairs = Buffer::new(ctx, u64::from(m) * pair_words * 4, MemoryKind::DeviceLocal)?;
     let out = Buffer::new(ctx, out_floats * 4, MemoryKind::DeviceLocal)?;
     // d_x itself: the split variants' last workgroup of each tile sums the slices into it.
-    let dx = Buffer::new(ctx, u64::from(m * K) * 4, MemoryKind::DeviceLocal)?;
-    let dx_floats = u64::from(m * K);
+    let dx = Buffer::new(ctx, u64::from(m * cols) * 4, MemoryKind::DeviceLocal)?;
+    let dx_floats = u64::from(m * cols);
     let back = Buffer::new(
         ctx,
         dx_floats * 4 + u64::from(tiles) * 4,
@@ -112,15 +126,23 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
                 &out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3], &devs[4], &dx,
             ],
         )?
+    } else if v.forward {
+        pool.allocate(
+            &main,
+            &[
+                &out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3], &devs[5],
+            ],
+        )?
     } else {
         pool.allocate(
             &main,
             &[&out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3]],
         )?
     };
-    let slice_len = if v.slice == 0 { N } else { v.slice };
-    let pre_push = words_to_bytes(&[m, N, slice_len]);
-    let main_push = words_to_bytes(&[m, N, K, K / 8, K / GS, GS, 0, slice_len]);
+    let slice_len = if v.slice == 0 { red } else { v.slice };
+    let pre_push = words_to_bytes(&[m, red, slice_len]);
+    let has_bias = u32::from(v.forward);
+    let main_push = words_to_bytes(&[m, red, cols, K / 8, K / GS, GS, has_bias, slice_len]);
 
     let mut cb = CommandBuffer::new(ctx)?;
     cb.begin()?;
@@ -153,11 +175,18 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
 
     for row in 0..mu {
         let (mut num, mut den) = (0f64, 0f64);
-        for c in 0..k {
-            let want: f64 = (0..n)
-                .map(|r| f64::from(dy[row * n + r]) * w_at(r, c))
-                .sum();
-            let g = f64::from(f32::from_bits(got[row * k + c]));
+        for c in 0..colsu {
+            let want: f64 = if v.forward {
+                (0..redu)
+                    .map(|r| f64::from(dy[row * redu + r]) * w_at(c, r))
+                    .sum::<f64>()
+                    + f64::from(bias[c])
+            } else {
+                (0..redu)
+                    .map(|r| f64::from(dy[row * redu + r]) * w_at(r, c))
+                    .sum()
+            };
+            let g = f64::from(f32::from_bits(got[row * colsu + c]));
             if !g.is_finite() {
                 return Ok(Some(format!("row {row} column {c}: {g}")));
             }
@@ -172,27 +201,40 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// The variants the runtime may launch: `native` ones (with the 128 x 128 tile when
-/// `t128`), or the emulated 32 x 128 ones.
-pub(crate) fn variants(emulated: bool, t128: bool) -> Vec<Variant> {
+/// The variants the runtime may launch, backward and forward: the native ones (with the 128
+/// x 128 tiles that fit in `shared` bytes of shared memory), or the emulated 32 x 128 ones.
+pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
+    use crate::ops::q4_linear::{BWD_MMA_T128_SHARED_BYTES, FWD_MMA_T128_SHARED_BYTES};
     let v = |shader, rows, slice| Variant {
         shader,
         rows,
         slice,
+        forward: false,
+    };
+    let fwd = |shader, rows| Variant {
+        shader,
+        rows,
+        slice: 0,
+        forward: true,
     };
     if emulated {
         return vec![
             v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
             v(ShaderId::Q4LinearBwdMmaEmuT32x128Split, 32, 64),
+            fwd(ShaderId::Q4LinearFwdMmaEmuT32x128, 32),
         ];
     }
     let mut all = vec![
         v(ShaderId::Q4LinearBwdMmaT32x128, 32, 0),
         v(ShaderId::Q4LinearBwdMmaT32x128Split, 32, 64),
+        fwd(ShaderId::Q4LinearFwdMmaT32x128, 32),
     ];
-    if t128 {
+    if shared >= BWD_MMA_T128_SHARED_BYTES {
         all.push(v(ShaderId::Q4LinearBwdMmaT128, 128, 0));
         all.push(v(ShaderId::Q4LinearBwdMmaT128Split, 128, 64));
+    }
+    if shared >= FWD_MMA_T128_SHARED_BYTES {
+        all.push(fwd(ShaderId::Q4LinearFwdMmaT128, 128));
     }
     all
 }
@@ -200,7 +242,7 @@ pub(crate) fn variants(emulated: bool, t128: bool) -> Vec<Variant> {
 /// Checks every variant in `list`; `Ok(None)` when all match, else the first failure.
 pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<String>> {
     if list.is_empty() {
-        return Err(internal("no tensor-core backward variant to check"));
+        return Err(internal("no tensor-core f16 variant to check"));
     }
     for v in list {
         if let Some(why) = check(be, *v)? {
