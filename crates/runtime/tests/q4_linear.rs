@@ -1011,6 +1011,19 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
             "lead {lead:?} K {k} N {n}: {names:?}"
         );
     }
+    // qcs4w: one scale per row (its peaks from the per-channel scales).
+    for (i, &(lead, k, n)) in [(&[40usize][..], 256usize, 200usize), (&[3, 7], 300, 77)]
+        .iter()
+        .enumerate()
+    {
+        let names = check_qcs4w(&be, 1740 + i as u64, lead, k, n, &force);
+        assert!(
+            names
+                .iter()
+                .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128")),
+            "qcs4w lead {lead:?}: {names:?}"
+        );
+    }
     assert_eq!(be.validation_error_count(), 0);
 }
 
@@ -1046,6 +1059,9 @@ fn f16_tensor_core_forward_matches_f64_reference() {
         let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_t"));
         assert_eq!(f16, want, "lead {lead:?} K {k} N {n}: {names:?}");
     }
+    let names = check_qcs4w(&be, 1790, &[130], 264, 300, &force);
+    let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_t"));
+    assert_eq!(f16, want, "qcs4w: {names:?}");
     assert_eq!(be.validation_error_count(), 0);
 }
 

@@ -40,10 +40,10 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
-//! - forward of linear_q4gsw, M >= 256 where the f16 tensor-core backward below runs (same
+//! - forward of both ops, M >= 256 where the f16 tensor-core backward below runs (same
 //!   self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile transposed
-//!   (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, whole tiles, the
-//!   bias added at the store); H200 at M = 512: 1.14-1.18x the int8 kernel's speed, slower
+//!   (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's range from
+//!   the scales' prepacked peaks, whole tiles, the bias added at the store); H200 at M = 512: 1.14-1.18x the int8 kernel's speed, slower
 //!   below M = 256 (docs/performance.md, session 14). `etvk_q4_gemv` = `f16` /
 //!   `f16_emulated` forces it (emulated: plain arithmetic for the MMAs) from M = 9.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
@@ -409,15 +409,11 @@ fn fwd_f16_min_m() -> usize {
 const FWD_F16_MIN_M: usize = 256;
 
 /// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
-/// which M: a 4-bit linear with group scales (its W range comes from their prepacked
-/// peaks), where the backward's tensor-core kernels run (they share the self-check), from
+/// which M: where the backward's tensor-core kernels run (they share the self-check), from
 /// [`fwd_f16_min_m`]; with the GEMV choice forced to `f16` (native) or `f16_emulated`
 /// (plain arithmetic for the MMAs, any device), from M = 9 (tests).
-fn f16_forward(g: &GraphBuilder<'_>, q4gsw: bool) -> (BwdMma, usize) {
+fn f16_forward(g: &GraphBuilder<'_>) -> (BwdMma, usize) {
     const FORCED_FROM: usize = 9;
-    if !q4gsw {
-        return (BwdMma::Off, usize::MAX);
-    }
     let shared = g.caps().max_shared_memory_size;
     let native = || match mma_backward(g) {
         BwdMma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => BwdMma::Native {
@@ -1676,8 +1672,9 @@ fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> 
 }
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
-/// The forward of both ops on x [M, K] (fp32) into `out`; `q4gsw`: the weight scales are
-/// arg 2's group scales (the f16 tensor-core kernel takes its W range from their peaks).
+/// The forward of both ops on x [M, K] (fp32) into `out`; `peaks`: the layout that makes
+/// the per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
+/// tensor-core kernel takes its W range.
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -1687,7 +1684,7 @@ fn forward(
     out: TensorId,
     bias: Option<TensorId>,
     q: Q4,
-    q4gsw: bool,
+    peaks: crate::builder::Layout,
 ) -> Result<()> {
     let big = big_tiles_ok(g);
     let max_m: usize = {
@@ -1696,7 +1693,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g, q4gsw));
+    let mma = (mma_forward_ok(g, &q), f16_forward(g));
     let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
@@ -1763,8 +1760,8 @@ fn forward(
         .iter()
         .any(|k| matches!(k, Kernel::FwdMma { .. }))
     {
-        let sc = constant_arg(g, call, 2, "weight_scales")?;
-        let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
+        let sc = constant_arg(g, call, 2, "scales")?;
+        let peaks = g.prepack(sc.value, &peaks)?;
         let (rowscale, pairs) =
             bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
         Some((rowscale, pairs, peaks))
@@ -2098,7 +2095,8 @@ fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
-    forward(g, call, x, k, out32, bias, q, true)?;
+    let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
+    forward(g, call, x, k, out32, bias, q, peaks)?;
     finish_output(g, call, out32, out, 5)
 }
 
@@ -2140,7 +2138,16 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     };
     let (out, _) = output(g, call, 3, &lead, Some(n))?;
     let out32 = f32_output(g, call, out)?;
-    forward(g, call, x, k, out32, None, q, false)?;
+    forward(
+        g,
+        call,
+        x,
+        k,
+        out32,
+        None,
+        q,
+        q4::channel_scale_peaks_layout(n),
+    )?;
     finish_output(g, call, out32, out, 3)
 }
 

@@ -246,6 +246,30 @@ pub fn group_scale_peaks_layout(n: usize, groups: usize) -> Layout {
     }
 }
 
+/// qcs4w scales: per-channel `[n]` -> the per-32-row peaks of [`group_scale_peaks`] with one
+/// group per row, `u32 [ceil(n / 32), 1]`.
+pub fn channel_scale_peaks_layout(n: usize) -> Layout {
+    Layout {
+        name: format!("q4s_c_peaks_n{n}"),
+        pack: Box::new(move |c, bytes| {
+            let v = float_values(c, bytes, "qcs4w scale peaks")?;
+            if v.len() < n {
+                return Err(internal(format!(
+                    "qcs4w scale peaks layout: constant {} has {} values, expected {n}",
+                    c.constant_id,
+                    v.len()
+                )));
+            }
+            let peaks = group_scale_peaks(&v[..n], n, 1);
+            Ok(Packed {
+                dtype: DataType::Int32,
+                dims: vec![n.div_ceil(SCALE_PEAK_ROWS), 1],
+                bytes: peaks.iter().flat_map(|w| w.to_le_bytes()).collect(),
+            })
+        }),
+    }
+}
+
 /// qcs4w scales: per-channel `[n]` -> fp32 `[n, 1]` (one group spanning the row).
 pub fn channel_scales_layout(n: usize) -> Layout {
     Layout {
