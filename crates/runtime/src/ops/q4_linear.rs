@@ -40,7 +40,7 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
-//! - forward of both ops, M >= 256 where the f16 tensor-core backward below runs (same
+//! - forward, M >= 256 (linear_qcs4w: 512) where the f16 tensor-core backward below runs (same
 //!   self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile transposed
 //!   (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's range from
 //!   the scales' prepacked peaks, whole tiles, the bias added at the store); H200 at M = 512: 1.14-1.18x the int8 kernel's speed, slower
@@ -400,19 +400,31 @@ fn forward_kernel(
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
 const MMA_MIN_M: usize = 8;
 
-/// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]) by default:
-/// `ETVK_Q4_FWD_F16_M` when set (benchmarks), else [`FWD_F16_MIN_M`].
-fn fwd_f16_min_m() -> usize {
+/// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]):
+/// `ETVK_Q4_FWD_F16_M` when set (benchmarks), else the op's `default`.
+fn fwd_f16_min_m(default: usize) -> usize {
     static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *FROM.get_or_init(|| workgroup_target("ETVK_Q4_FWD_F16_M", FWD_F16_MIN_M))
+    let set = *FROM.get_or_init(|| workgroup_target("ETVK_Q4_FWD_F16_M", 0));
+    if set > 0 {
+        set
+    } else {
+        default
+    }
 }
+
+/// linear_q4gsw's f16 forward from M = 256 (H200, session 14 run 5: 1.15 / 0.99 / 1.18x
+/// the int8 kernel there, 1.14-1.18x at 512; 128 rows lose 1.7x at 8192^2).
 const FWD_F16_MIN_M: usize = 256;
+/// linear_qcs4w's from M = 512: its int8 kernel rescales once per row, not per chunk, and
+/// stays as fast up to M = 256 (run 7: 574.5 / 1937.5 / 1972.7 us against the f16 584.1 /
+/// 2220.8 / 1890.8; at 512 the f16 kernel is 0.7-2.5% faster).
+const QCS4W_F16_MIN_M: usize = 512;
 
 /// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
 /// which M: where the backward's tensor-core kernels run (they share the self-check), from
-/// [`fwd_f16_min_m`]; with the GEMV choice forced to `f16` (native) or `f16_emulated`
-/// (plain arithmetic for the MMAs, any device), from M = 9 (tests).
-fn f16_forward(g: &GraphBuilder<'_>) -> (BwdMma, usize) {
+/// [`fwd_f16_min_m`] (`from` by default); with the GEMV choice forced to `f16` (native) or
+/// `f16_emulated` (plain arithmetic for the MMAs, any device), from M = 9 (tests).
+fn f16_forward(g: &GraphBuilder<'_>, from: usize) -> (BwdMma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
     let native = || match mma_backward(g) {
@@ -430,7 +442,7 @@ fn f16_forward(g: &GraphBuilder<'_>) -> (BwdMma, usize) {
         }
         Some("f16") => (native(), FORCED_FROM),
         Some(_) => (BwdMma::Off, usize::MAX),
-        None => (native(), fwd_f16_min_m()),
+        None => (native(), fwd_f16_min_m(from)),
     }
 }
 
@@ -1672,9 +1684,9 @@ fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> 
 }
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
-/// The forward of both ops on x [M, K] (fp32) into `out`; `peaks`: the layout that makes
-/// the per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
-/// tensor-core kernel takes its W range.
+/// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
+/// per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
+/// tensor-core kernel takes its W range, and the M from which that kernel runs.
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -1684,7 +1696,7 @@ fn forward(
     out: TensorId,
     bias: Option<TensorId>,
     q: Q4,
-    peaks: crate::builder::Layout,
+    (peaks, f16_from): (crate::builder::Layout, usize),
 ) -> Result<()> {
     let big = big_tiles_ok(g);
     let max_m: usize = {
@@ -1693,7 +1705,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g));
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from));
     let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
@@ -2096,7 +2108,7 @@ fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
-    forward(g, call, x, k, out32, bias, q, peaks)?;
+    forward(g, call, x, k, out32, bias, q, (peaks, FWD_F16_MIN_M))?;
     finish_output(g, call, out32, out, 5)
 }
 
@@ -2138,16 +2150,8 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     };
     let (out, _) = output(g, call, 3, &lead, Some(n))?;
     let out32 = f32_output(g, call, out)?;
-    forward(
-        g,
-        call,
-        x,
-        k,
-        out32,
-        None,
-        q,
-        q4::channel_scale_peaks_layout(n),
-    )?;
+    let peaks = q4::channel_scale_peaks_layout(n);
+    forward(g, call, x, k, out32, None, q, (peaks, QCS4W_F16_MIN_M))?;
     finish_output(g, call, out32, out, 3)
 }
 
