@@ -1065,46 +1065,6 @@ fn f16_tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// The small-M forward (`etvk_q4_gemv` = `small`: fp32 FMAs, each code decoded once for all
-/// rows, x's slice of K in shared memory) at M = 2..8: one slice (K = 32, the bias added by
-/// the kernel) and many (the reduce adds it), odd N, K not a multiple of 32, groups of 32 /
-/// 64 / one per row (qcs4w), rows past a 512-row block, leading dims; groups of 8 are not
-/// whole chunks and take another kernel.
-#[test]
-fn small_m_forward_matches_f64_reference() {
-    let be = backend();
-    let force = [("etvk_q4_gemv".to_string(), b"small".to_vec())];
-    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
-        (&[2], 32, 40, 32, true),
-        (&[3], 1000, 600, 32, true),
-        (&[2, 2], 256, 130, 64, false),
-        (&[5], 2048, 1030, 32, true),
-        (&[8], 96, 77, 32, true),
-        (&[7], 4104, 64, 8, true),
-    ];
-    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
-        let names =
-            check_forward_specs(&be, 1800 + i as u64, lead, (k, n, gs), bias, Q4GSW, &force);
-        let small = names.iter().any(|p| p.contains("q4_linear_small_m"));
-        assert_eq!(
-            small,
-            gs % 32 == 0,
-            "lead {lead:?} K {k} N {n} gs {gs}: {names:?}"
-        );
-    }
-    for (i, &(lead, k, n)) in [(&[4usize][..], 300usize, 77usize), (&[2, 3], 2000, 520)]
-        .iter()
-        .enumerate()
-    {
-        let names = check_qcs4w(&be, 1820 + i as u64, lead, k, n, &force);
-        assert!(
-            names.iter().any(|p| p.contains("q4_linear_small_m")),
-            "qcs4w lead {lead:?}: {names:?}"
-        );
-    }
-    assert_eq!(be.validation_error_count(), 0);
-}
-
 /// One dynamic forward program whose M moves in and out of the f16 tensor-core forward
 /// (emulated): 40, 3, 64, 1, 9; the row-scale node launches nothing below M = 9.
 #[test]

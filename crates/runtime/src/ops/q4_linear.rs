@@ -264,10 +264,6 @@ enum Kernel {
         split: bool,
         emulated: bool,
     },
-    /// Forward at 2 <= M <= `mt` (2, 4 or 8) in fp32 FMAs, each code decoded once for all
-    /// rows (`q4_linear_small_m{mt}`): lanes own weight rows, x's slice of K sits in shared
-    /// memory, split-K slices summed by the reduce.
-    SmallM(u32),
     /// Forward on the f16 tensor cores at M >= [`fwd_f16_min_m`] (`q4_linear_fwd_mma_*`): the
     /// backward's kernel with the W tile transposed, x's rows as scaled fp16 hi / lo pairs
     /// from a `q4_bwd_rowscale` node, whole `tile`s (no split), the bias added at the store.
@@ -1071,9 +1067,6 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
             false => ShaderId::Q4LinearBwdMmaEmuT32x128,
             true => ShaderId::Q4LinearBwdMmaEmuT32x128Split,
         },
-        (Kernel::SmallM(2), _) => ShaderId::Q4LinearSmallM2,
-        (Kernel::SmallM(4), _) => ShaderId::Q4LinearSmallM4,
-        (Kernel::SmallM(_), _) => ShaderId::Q4LinearSmallM8,
         (Kernel::FwdMma { emulated: true, .. }, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
         (Kernel::FwdMma { tile: T128, .. }, _) => ShaderId::Q4LinearFwdMmaT128,
         (Kernel::FwdMma { .. }, _) => ShaderId::Q4LinearFwdMmaT32x128,
@@ -1493,8 +1486,7 @@ fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
 fn writes_partials(kernel: Kernel) -> bool {
     matches!(
         kernel,
-        Kernel::SmallM(_)
-            | Kernel::SplitN(_)
+        Kernel::SplitN(_)
             | Kernel::BwdWide { .. }
             | Kernel::BwdStaged(_)
             | Kernel::Tiled { split: true, .. }
@@ -1556,7 +1548,6 @@ fn global(
         | Kernel::BwdWide { .. }
         | Kernel::BwdStaged(_)
         | Kernel::Mma(_)
-        | Kernel::SmallM(_)
         | Kernel::FwdMma { .. } => {
             return Err(internal(
                 "the split and wide backward and the MMA kernels have launches of their own",
@@ -1715,21 +1706,15 @@ fn forward(
     let n = q.n;
     let wide = wide_gemv(g, &q);
     let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from));
-    let small = small_m_ok(g, &q);
-    let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
-        kn @ Kernel::FwdMma { .. } => kn,
-        _ if small && (2..=8).contains(&m) => Kernel::SmallM(small_mt(m)),
-        kn => kn,
-    };
+    let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
     let kc = q.kpad / 32;
-    // The split-K of `kn` at M rows (the tensor-core and small-M kernels' counts chunks).
+    // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
     let fwd_split = move |kn: Kernel, m: usize| match kn {
         Kernel::Mma(mf) => mma_split(m, n, kc, mf),
-        Kernel::SmallM(mt) => small_m_split(n, kc, mt),
         _ => split_of(kn, m, n, k),
     };
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
-        Kernel::Mma(_) | Kernel::SmallM(_) => match fwd_split(kn, m).slices {
+        Kernel::Mma(_) => match fwd_split(kn, m).slices {
             1 => 0,
             s => s.saturating_mul(m).saturating_mul(n),
         },
@@ -1805,10 +1790,6 @@ fn forward(
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
                     Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
                 }
-                (_, p, _) if matches!(kn, Kernel::SmallM(_)) => Dispatch::new(
-                    shader_of(kn, false),
-                    [out, p.unwrap_or(out), x, q.w, q.s, bias_t],
-                ),
                 _ if matches!(kn, Kernel::FwdMma { .. }) => {
                     let (rs, pairs, sp) = f16_inputs
                         .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
@@ -1856,9 +1837,6 @@ fn forward(
             },
             Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
             Kernel::FwdMma { tile, .. } => fwd_f16_launch(m, &q, k, tile, bias.is_some())?,
-            Kernel::SmallM(mt) => {
-                small_m_launch(m, &q, k, small_m_split(n, kc, mt), bias.is_some())?
-            }
             _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
         };
         Ok((idx, launch))
@@ -2078,61 +2056,6 @@ fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
         } else {
             groups as u64 * LOCAL as u64
         }),
-    })
-}
-
-/// Weight rows per workgroup of `q4_linear_small_m*` (`RB`: 256 lanes x 2 rows).
-const SMALL_M_ROWS: usize = 512;
-/// Workgroups `q4_linear_small_m*` aims for: three per SM of an H200.
-const SMALL_M_TARGET: usize = 396;
-
-/// Whether the forward takes `q4_linear_small_m*` at M = 2..8: scale groups of whole chunks,
-/// and (an experiment until measured) the GEMV choice forced to `small`.
-fn small_m_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
-    groups_are_whole_chunks(q)
-        && g.shader_supported(ShaderId::Q4LinearSmallM8)
-        && forced_gemv(g).as_deref() == Some("small")
-}
-
-/// Split-K of `q4_linear_small_m{mt}` over `kc` chunks: slices (`len` in chunks) for about
-/// [`SMALL_M_TARGET`] workgroups, each slice's x within its 24 KiB of shared memory.
-fn small_m_split(n: usize, kc: usize, mt: u32) -> SplitK {
-    let kc = kc.max(1);
-    let blocks = n.div_ceil(SMALL_M_ROWS).max(1);
-    let most = 192 / mt.max(1) as usize;
-    let want = (SMALL_M_TARGET / blocks).clamp(1, kc);
-    let len = kc.div_ceil(want).min(most);
-    SplitK {
-        slices: kc.div_ceil(len),
-        len,
-    }
-}
-
-/// Launch of `q4_linear_small_m*`: a workgroup per (512-row block, slice).
-fn small_m_launch(m: usize, q: &Q4, k: usize, sk: SplitK, has_bias: bool) -> Result<Launch> {
-    let cshift = if q.groups == 1 {
-        31
-    } else {
-        group_word_shift(q.gs).saturating_sub(2)
-    };
-    let push = Push::new()
-        .u32(to_u32(m, "M")?)
-        .u32(to_u32(q.n, "N")?)
-        .u32(to_u32(k, "K")?)
-        .u32(to_u32(q.kpad / 32, "packed row chunks")?)
-        .u32(to_u32(q.groups, "scale groups")?)
-        .u32(cshift)
-        .u32(has_bias as u32)
-        .u32(to_u32(sk.len, "chunks per slice")?)
-        .finish();
-    let groups = if m == 0 || q.n == 0 {
-        0
-    } else {
-        q.n.div_ceil(SMALL_M_ROWS) * sk.slices
-    };
-    Ok(Launch {
-        push,
-        global: Global::Linear(groups as u64 * LOCAL as u64),
     })
 }
 
