@@ -25,7 +25,7 @@ pub(crate) struct BackendInner {
     pub(crate) profile: bool,
     /// Whether the f16 tensor-core kernels (backward and forward) passed their self-check
     /// here (run once, at first need).
-    bwd_mma_ok: OnceLock<bool>,
+    f16_mma_ok: OnceLock<bool>,
 }
 
 fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
@@ -82,15 +82,15 @@ impl BackendInner {
             ctx,
             pipelines: Mutex::new(HashMap::new()),
             profile,
-            bwd_mma_ok: OnceLock::new(),
+            f16_mma_ok: OnceLock::new(),
         }
     }
 
     /// Whether the f16 tensor-core kernels' variants, the backward's and the forward's (with
     /// the 128 x 128 tiles that fit the device's shared memory), compute right on this device ([`crate::ops::q4_mma_check`]); checked once, and a
     /// failure (or an error running the check) is logged and keeps the portable kernels.
-    pub(crate) fn bwd_mma_ok(&self) -> bool {
-        *self.bwd_mma_ok.get_or_init(|| {
+    pub(crate) fn f16_mma_ok(&self) -> bool {
+        *self.f16_mma_ok.get_or_init(|| {
             let shared = self.ctx.caps().max_shared_memory_size;
             let list = crate::ops::q4_mma_check::variants(false, shared);
             match crate::ops::q4_mma_check::check_all(self, &list) {

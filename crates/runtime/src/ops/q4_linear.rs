@@ -270,15 +270,17 @@ enum Kernel {
     FwdMma { tile: Tile, emulated: bool },
 }
 
-/// Whether the backward may take its tensor-core kernel ([`Kernel::BwdMma`]).
+/// Whether a direction may take the f16 tensor-core kernels ([`Kernel::BwdMma`],
+/// [`Kernel::FwdMma`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BwdMma {
+enum F16Mma {
     Off,
     /// NV f16 cooperative matrices; `t128`: the 128 x 128 tile fits shared memory too.
     Native {
         t128: bool,
     },
-    /// Forced (`ETVK_Q4_BWD=mma_emulated`): the emulated kernel, 32 x 128 tiles.
+    /// Forced (`etvk_q4_bwd` = `mma_emulated`, `etvk_q4_gemv` = `f16_emulated`): the emulated
+    /// kernel, 32 x 128 tiles.
     Emulated,
 }
 
@@ -357,10 +359,10 @@ fn forward_kernel(
     k: usize,
     big_tiles: bool,
     wide: Option<Kernel>,
-    (mma, (f16, f16_from)): (bool, (BwdMma, usize)),
+    (mma, (f16, f16_from)): (bool, (F16Mma, usize)),
 ) -> Kernel {
     match f16 {
-        BwdMma::Native { t128 } if m >= f16_from => {
+        F16Mma::Native { t128 } if m >= f16_from => {
             let tile = if t128 && m >= BWD_MMA_T128_MIN_M {
                 Tile::T128
             } else {
@@ -371,7 +373,7 @@ fn forward_kernel(
                 emulated: false,
             };
         }
-        BwdMma::Emulated if m >= f16_from => {
+        F16Mma::Emulated if m >= f16_from => {
             return Kernel::FwdMma {
                 tile: Tile::T32x128,
                 emulated: true,
@@ -424,24 +426,24 @@ const QCS4W_F16_MIN_M: usize = 512;
 /// which M: where the backward's tensor-core kernels run (they share the self-check), from
 /// [`fwd_f16_min_m`] (`from` by default); with the GEMV choice forced to `f16` (native) or
 /// `f16_emulated` (plain arithmetic for the MMAs, any device), from M = 9 (tests).
-fn f16_forward(g: &GraphBuilder<'_>, from: usize) -> (BwdMma, usize) {
+fn f16_forward(g: &GraphBuilder<'_>, from: usize) -> (F16Mma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
     let native = || match mma_backward(g) {
-        BwdMma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => BwdMma::Native {
+        F16Mma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => F16Mma::Native {
             t128: t128 && shared >= FWD_MMA_T128_SHARED_BYTES,
         },
-        _ => BwdMma::Off,
+        _ => F16Mma::Off,
     };
     match forced_gemv(g).as_deref() {
         Some("f16_emulated") => {
             let ok = g.shader_supported(ShaderId::Q4LinearFwdMmaEmuT32x128)
                 && shared >= FWD_MMA_T32_SHARED_BYTES;
-            let mode = if ok { BwdMma::Emulated } else { BwdMma::Off };
+            let mode = if ok { F16Mma::Emulated } else { F16Mma::Off };
             (mode, FORCED_FROM)
         }
         Some("f16") => (native(), FORCED_FROM),
-        Some(_) => (BwdMma::Off, usize::MAX),
+        Some(_) => (F16Mma::Off, usize::MAX),
         None => (native(), fwd_f16_min_m(from)),
     }
 }
@@ -516,7 +518,7 @@ const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
 /// the backward is forced to `mma_emulated`. H200 (docs/performance.md, session 13, runs 3-4):
 /// M = 32 at 8192^2 130.0 us against the portable tiled kernel's 194.0, M = 512 1041.7
 /// against 1928.3.
-fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
+fn mma_backward(g: &GraphBuilder<'_>) -> F16Mma {
     let caps = g.caps();
     let shared = caps.max_shared_memory_size;
     match forced_bwd(g).as_deref() {
@@ -524,16 +526,16 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
             return if g.shader_supported(ShaderId::Q4LinearBwdMmaEmuT32x128)
                 && shared >= BWD_MMA_T32_SHARED_BYTES
             {
-                BwdMma::Emulated
+                F16Mma::Emulated
             } else {
-                BwdMma::Off
+                F16Mma::Off
             };
         }
-        Some(_) => return BwdMma::Off,
+        Some(_) => return F16Mma::Off,
         None => {}
     }
     if mma_turned_off(g) {
-        return BwdMma::Off;
+        return F16Mma::Off;
     }
     let shape = caps
         .cooperative_matrix_nv_shapes
@@ -546,11 +548,11 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
         && shared >= BWD_MMA_T32_SHARED_BYTES
         && g.shader_supported(ShaderId::Q4LinearBwdMmaT32x128)
         && g.shader_supported(ShaderId::Q4BwdRowscale)
-        && g.be.bwd_mma_ok()
+        && g.be.f16_mma_ok()
     {
-        BwdMma::Native { t128 }
+        F16Mma::Native { t128 }
     } else {
-        BwdMma::Off
+        F16Mma::Off
     }
 }
 
@@ -558,12 +560,12 @@ fn mma_backward(g: &GraphBuilder<'_>) -> BwdMma {
 const BWD_MMA_T128_MIN_M: usize = 65;
 
 /// The tensor-core backward for M rows, `cols` output columns and a reduction over `r`.
-fn mma_backward_kernel(m: usize, cols: usize, r: usize, mode: BwdMma) -> Option<Kernel> {
+fn mma_backward_kernel(m: usize, cols: usize, r: usize, mode: F16Mma) -> Option<Kernel> {
     let (tile, emulated) = match mode {
-        BwdMma::Off => return None,
-        BwdMma::Native { t128 } if t128 && m >= BWD_MMA_T128_MIN_M => (Tile::T128, false),
-        BwdMma::Native { .. } => (Tile::T32x128, false),
-        BwdMma::Emulated => (Tile::T32x128, true),
+        F16Mma::Off => return None,
+        F16Mma::Native { t128 } if t128 && m >= BWD_MMA_T128_MIN_M => (Tile::T128, false),
+        F16Mma::Native { .. } => (Tile::T32x128, false),
+        F16Mma::Emulated => (Tile::T32x128, true),
     };
     Some(Kernel::BwdMma {
         tile,
@@ -787,7 +789,7 @@ fn backward_kernel(
     big_tiles: bool,
     wide: Option<Kernel>,
     staged: bool,
-    mma: BwdMma,
+    mma: F16Mma,
 ) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
@@ -2192,7 +2194,7 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let mma = if max_m > MMA_MIN_M {
         mma_backward(g)
     } else {
-        BwdMma::Off
+        F16Mma::Off
     };
     let choose = move |m: usize| backward_kernel(m, kout, n, big, wide, staged, mma);
     let cw = match wide {
@@ -2358,8 +2360,8 @@ mod tests {
     #[test]
     fn tensor_core_backward_above_eight_rows() {
         let wide = Some(Kernel::BwdWide { cw: 8, mt: 1 });
-        let native = BwdMma::Native { t128: true };
-        let pick = |m: usize, mode: BwdMma| backward_kernel(m, 8192, 8192, true, wide, true, mode);
+        let native = F16Mma::Native { t128: true };
+        let pick = |m: usize, mode: F16Mma| backward_kernel(m, 8192, 8192, true, wide, true, mode);
         // M <= 8 keeps the wide / staged kernels whatever the mode.
         assert_eq!(pick(1, native), Kernel::BwdWide { cw: 8, mt: 1 });
         assert_eq!(pick(8, native), Kernel::BwdStaged(8));
@@ -2382,7 +2384,7 @@ mod tests {
             );
         }
         assert_eq!(
-            pick(512, BwdMma::Native { t128: false }),
+            pick(512, F16Mma::Native { t128: false }),
             Kernel::BwdMma {
                 tile: Tile::T32x128,
                 split: true,
@@ -2390,14 +2392,14 @@ mod tests {
             }
         );
         assert!(matches!(
-            pick(100, BwdMma::Emulated),
+            pick(100, F16Mma::Emulated),
             Kernel::BwdMma {
                 tile: Tile::T32x128,
                 emulated: true,
                 ..
             }
         ));
-        assert!(matches!(pick(100, BwdMma::Off), Kernel::Tiled { .. }));
+        assert!(matches!(pick(100, F16Mma::Off), Kernel::Tiled { .. }));
         // 32 x 128 slices of at most 2048 rows: M = 64 over 28672 columns splits in 4.
         assert_eq!(split_k(Tile::T32x128, 64, 28672, 8192).slices, 1);
         let sk = |m: usize, cols: usize, r: usize| bwd_mma_split(Tile::T32x128, m, cols, r);
@@ -2478,11 +2480,11 @@ mod tests {
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
         assert_eq!(
-            forward_kernel(1, 8192, k, true, half, (true, (BwdMma::Off, 0))),
+            forward_kernel(1, 8192, k, true, half, (true, (F16Mma::Off, 0))),
             Kernel::GemvHalf
         );
         assert_eq!(
-            forward_kernel(7, 8192, k, true, half, (true, (BwdMma::Off, 0))),
+            forward_kernel(7, 8192, k, true, half, (true, (F16Mma::Off, 0))),
             Kernel::GemvWide {
                 dp4: true,
                 persist: 256
@@ -2490,7 +2492,7 @@ mod tests {
         );
         for (m, mf) in [(8, 1), (9, 2), (16, 2), (17, 4), (32, 4), (2048, 4)] {
             assert_eq!(
-                forward_kernel(m, 8192, k, true, half, (true, (BwdMma::Off, 0))),
+                forward_kernel(m, 8192, k, true, half, (true, (F16Mma::Off, 0))),
                 Kernel::Mma(mf),
                 "M = {m}"
             );
@@ -2501,7 +2503,7 @@ mod tests {
         let p = plan(
             40,
             true,
-            |m| forward_kernel(m, 8192, k, true, half, (true, (BwdMma::Off, 0))),
+            |m| forward_kernel(m, 8192, k, true, half, (true, (F16Mma::Off, 0))),
             |_, _| 0,
         );
         for kn in [
@@ -2522,7 +2524,7 @@ mod tests {
     /// the int8 one below it, neither where the f16 mode is off.
     #[test]
     fn f16_forward_takes_over_from_its_threshold() {
-        let native = |t128| (true, (BwdMma::Native { t128 }, FWD_F16_MIN_M));
+        let native = |t128| (true, (F16Mma::Native { t128 }, FWD_F16_MIN_M));
         let f16 = |tile| Kernel::FwdMma {
             tile,
             emulated: false,
@@ -2531,8 +2533,8 @@ mod tests {
         assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
         assert_eq!(pick(FWD_F16_MIN_M, native(true)), f16(Tile::T128));
         assert_eq!(pick(2048, native(false)), f16(Tile::T32x128));
-        assert_eq!(pick(2048, (true, (BwdMma::Off, 0))), Kernel::Mma(4));
-        let emulated = (false, (BwdMma::Emulated, 9));
+        assert_eq!(pick(2048, (true, (F16Mma::Off, 0))), Kernel::Mma(4));
+        let emulated = (false, (F16Mma::Emulated, 9));
         assert_eq!(
             pick(9, emulated),
             Kernel::FwdMma {
@@ -2547,15 +2549,15 @@ mod tests {
     fn kernel_selection_and_reachability() {
         let k = 64; // short reduction: never split
         assert_eq!(
-            forward_kernel(1, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(1, 64, k, true, None, (false, (F16Mma::Off, 0))),
             Kernel::Gemv(1)
         );
         assert_eq!(
-            forward_kernel(3, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(3, 64, k, true, None, (false, (F16Mma::Off, 0))),
             Kernel::Gemv(4)
         );
         assert_eq!(
-            forward_kernel(8, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(8, 64, k, true, None, (false, (F16Mma::Off, 0))),
             Kernel::Gemv(8)
         );
         // The int8 wide GEMVs (persistent or not) serve M <= 8; the float one only M = 1.
@@ -2571,7 +2573,7 @@ mod tests {
         ] {
             for m in [1, 2, 5, 8] {
                 assert_eq!(
-                    forward_kernel(m, 64, k, true, Some(wide), (false, (BwdMma::Off, 0))),
+                    forward_kernel(m, 64, k, true, Some(wide), (false, (F16Mma::Off, 0))),
                     wide,
                     "M = {m}"
                 );
@@ -2580,12 +2582,12 @@ mod tests {
         // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
         let half = Kernel::GemvHalf;
         assert_eq!(
-            forward_kernel(1, 64, k, true, Some(half), (false, (BwdMma::Off, 0))),
+            forward_kernel(1, 64, k, true, Some(half), (false, (F16Mma::Off, 0))),
             half
         );
         for m in [2, 5, 8] {
             assert_eq!(
-                forward_kernel(m, 64, k, true, Some(half), (false, (BwdMma::Off, 0))),
+                forward_kernel(m, 64, k, true, Some(half), (false, (F16Mma::Off, 0))),
                 Kernel::GemvWide {
                     dp4: true,
                     persist: 256
@@ -2598,31 +2600,31 @@ mod tests {
             persist: 0,
         };
         assert_eq!(
-            forward_kernel(1, 64, k, true, Some(float), (false, (BwdMma::Off, 0))),
+            forward_kernel(1, 64, k, true, Some(float), (false, (F16Mma::Off, 0))),
             float
         );
         assert_eq!(
-            forward_kernel(2, 64, k, true, Some(float), (false, (BwdMma::Off, 0))),
+            forward_kernel(2, 64, k, true, Some(float), (false, (F16Mma::Off, 0))),
             Kernel::Gemv(2)
         );
         assert_eq!(
-            forward_kernel(9, 4096, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(9, 4096, k, true, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(32, 4096, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(32, 4096, k, true, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(33, 4096, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(33, 4096, k, true, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T64, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(512, 4096, k, true, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T128, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, false, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(512, 4096, k, false, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T64, false)
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
@@ -2638,28 +2640,28 @@ mod tests {
             (5, w, false, Kernel::SplitN(8)),
         ] {
             assert_eq!(
-                backward_kernel(m, 4096, k, true, wide, staged, BwdMma::Off),
+                backward_kernel(m, 4096, k, true, wide, staged, F16Mma::Off),
                 want,
                 "M = {m}"
             );
         }
         assert_eq!(
-            backward_kernel(9, 4096, k, true, None, true, BwdMma::Off),
+            backward_kernel(9, 4096, k, true, None, true, F16Mma::Off),
             tiled(Tile::T32x128, false)
         );
         // The H200 shapes at M = 32: split.
         assert_eq!(
-            forward_kernel(32, 8192, 8192, true, None, (false, (BwdMma::Off, 0))),
+            forward_kernel(32, 8192, 8192, true, None, (false, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
-            backward_kernel(32, 8192, 8192, true, None, true, BwdMma::Off),
+            backward_kernel(32, 8192, 8192, true, None, true, F16Mma::Off),
             tiled(Tile::T32x128, true)
         );
         let p = plan(
             64,
             true,
-            |m| forward_kernel(m, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            |m| forward_kernel(m, 64, k, true, None, (false, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(
@@ -2677,7 +2679,7 @@ mod tests {
         let p = plan(
             5,
             false,
-            |m| forward_kernel(m, 64, k, true, None, (false, (BwdMma::Off, 0))),
+            |m| forward_kernel(m, 64, k, true, None, (false, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
@@ -2702,8 +2704,8 @@ mod tests {
         ];
         for (cols, r) in shapes {
             for big in [false, true] {
-                let fwd = |m| forward_kernel(m, cols, r, big, None, (false, (BwdMma::Off, 0)));
-                let bwd = |m| backward_kernel(m, cols, r, big, None, true, BwdMma::Off);
+                let fwd = |m| forward_kernel(m, cols, r, big, None, (false, (F16Mma::Off, 0)));
+                let bwd = |m| backward_kernel(m, cols, r, big, None, true, F16Mma::Off);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
                     for choose in [&fwd as &dyn Fn(usize) -> Kernel, &bwd] {
@@ -2724,11 +2726,11 @@ mod tests {
                     }
                 }
                 // Past STABLE_M nothing changes.
-                let last = forward_kernel(STABLE_M, cols, r, big, None, (false, (BwdMma::Off, 0)));
+                let last = forward_kernel(STABLE_M, cols, r, big, None, (false, (F16Mma::Off, 0)));
                 assert!(matches!(last, Kernel::Tiled { split: false, .. }));
                 for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
                     assert_eq!(
-                        forward_kernel(m, cols, r, big, None, (false, (BwdMma::Off, 0))),
+                        forward_kernel(m, cols, r, big, None, (false, (F16Mma::Off, 0))),
                         last
                     );
                 }
@@ -2738,7 +2740,7 @@ mod tests {
         let p = plan(
             32,
             false,
-            |m| forward_kernel(m, 8192, 8192, true, None, (false, (BwdMma::Off, 0))),
+            |m| forward_kernel(m, 8192, 8192, true, None, (false, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 8192, 8192),
         );
         assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);
