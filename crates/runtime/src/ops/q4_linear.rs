@@ -429,7 +429,7 @@ const QCS4W_F16_MIN_M: usize = 512;
 fn f16_forward(g: &GraphBuilder<'_>, from: usize) -> (F16Mma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
-    let native = || match mma_backward(g) {
+    let native = || match f16_mma_native(g) {
         F16Mma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => F16Mma::Native {
             t128: t128 && shared >= FWD_MMA_T128_SHARED_BYTES,
         },
@@ -511,29 +511,37 @@ const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
     2 * bm * 5 * 16 + 2 * 32 * 17 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
 }
 
-/// Whether the backward takes the tensor-core kernel at M > 8: NV cooperative matrices of
-/// [`BWD_MMA_SHAPE`], 32-invocation subgroups and the tile's shared memory, not turned off by
-/// compile spec `etvk_q4_mma` = `off` (else `ETVK_Q4_MMA=0`), and passing its self-check on
-/// this device (once per backend: [`crate::ops::q4_mma_check`]); or the emulated kernel when
-/// the backward is forced to `mma_emulated`. H200 (docs/performance.md, session 13, runs 3-4):
-/// M = 32 at 8192^2 130.0 us against the portable tiled kernel's 194.0, M = 512 1041.7
-/// against 1928.3.
+/// Whether the backward takes the tensor-core kernel at M > 8: where [`f16_mma_native`]
+/// admits it and no other backward is forced; or the emulated kernel when the backward is
+/// forced to `mma_emulated`. H200 (docs/performance.md, session 14, run 6): M = 32 at 8192^2
+/// 122.0 us against the portable tiled kernel's 194.0 (session 13), M = 512 1039.1 against
+/// 1928.3.
 fn mma_backward(g: &GraphBuilder<'_>) -> F16Mma {
     let caps = g.caps();
     let shared = caps.max_shared_memory_size;
     match forced_bwd(g).as_deref() {
         Some("mma_emulated") => {
-            return if g.shader_supported(ShaderId::Q4LinearBwdMmaEmuT32x128)
+            if g.shader_supported(ShaderId::Q4LinearBwdMmaEmuT32x128)
                 && shared >= BWD_MMA_T32_SHARED_BYTES
             {
                 F16Mma::Emulated
             } else {
                 F16Mma::Off
-            };
+            }
         }
-        Some(_) => return F16Mma::Off,
-        None => {}
+        Some(_) => F16Mma::Off,
+        None => f16_mma_native(g),
     }
+}
+
+/// The native f16 tensor-core kernels (both directions) where this device runs them right:
+/// NV cooperative matrices of [`BWD_MMA_SHAPE`], 32-invocation subgroups and the 32 x 128
+/// tile's shared memory, not turned off by compile spec `etvk_q4_mma` = `off` (else
+/// `ETVK_Q4_MMA=0`), and passing their self-check on this device (once per backend:
+/// [`crate::ops::q4_mma_check`]).
+fn f16_mma_native(g: &GraphBuilder<'_>) -> F16Mma {
+    let caps = g.caps();
+    let shared = caps.max_shared_memory_size;
     if mma_turned_off(g) {
         return F16Mma::Off;
     }
@@ -1870,11 +1878,12 @@ pub(crate) fn bwd_pair_words(n: usize) -> usize {
     n.div_ceil(8) * 4
 }
 
-/// The `q4_bwd_rowscale` node of a backward op and its tensors: a power-of-two scale per d_out
-/// row and slice of the main kernel's split of N (`[M][slices]`) and the scaled rows as fp16
-/// hi / lo pairs (`[M, 2 * bwd_pair_words(N)]` words), which the tensor-core kernel reads as
-/// its dy tiles. A 256-invocation workgroup per row and slice at the M where `choose` picks
-/// the tensor-core kernel, idle otherwise.
+/// The `q4_bwd_rowscale` node of an op on the f16 tensor cores and its tensors, for the
+/// activation `dy` (d_out backward, x forward) of rows of `n`: a power-of-two scale per row
+/// and slice of the main kernel's split of the reduction (`[M][slices]`) and the scaled rows
+/// as fp16 hi / lo pairs (`[M, 2 * bwd_pair_words(n)]` words), which the kernel reads as its
+/// A tiles. A 256-invocation workgroup per row and slice at the M where `choose` picks a
+/// tensor-core kernel, idle otherwise.
 fn bwd_rowscale_node(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
