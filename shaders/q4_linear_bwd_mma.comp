@@ -29,6 +29,10 @@
 // as column-major B fragments; the push constants' N is then K (the reduction) and K is N
 // (the output row), binding 6 the bias.
 //
+// -DX16=1 (with FORWARD) is for activations that came in as fp16: the pre-pass's scaled
+// rows are then exact in one fp16 (their lo halves zero), so the A tile holds only the hi
+// halves and a fragment pair takes two MMAs (hi * W lo, hi * W hi) instead of three.
+//
 // -DEMULATE=1 replaces the cooperative-matrix calls and subgroup operations by plain
 // arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
 // subgroup's 16 x 8 tiles), so that everything around the MMAs (scales, hi / lo packing, tile
@@ -58,6 +62,12 @@
 #endif
 #if FORWARD && SPLIT
 #error "the forward form has no split"
+#endif
+#ifndef X16
+#define X16 0
+#endif
+#if X16 && !FORWARD
+#error "X16 is a forward form"
 #endif
 #if BM != 128 && BM != 32 && BM != 16
 #error "BM is 128, 32 or 16"
@@ -96,7 +106,13 @@
 #ifndef DEPTH
 #define DEPTH 1
 #endif
-#define A_IT (2 * BM * AW / NT)  // uvec4 of dy hi / lo per invocation per step
+// uvec4 of the A tiles per step (hi and lo, or hi only), and per invocation.
+#if X16
+#define A_ITEMS (BM * AW)
+#else
+#define A_ITEMS (2 * BM * AW)
+#endif
+#define A_IT ((A_ITEMS + NT - 1) / NT)
 #define W_IT (BR * WW / NT)        // weight words per invocation per step
 
 #if !EMULATE
@@ -130,6 +146,14 @@
 #define FOR_I_AT(X, j) X(0, j)
 #endif
 #define DECL_ACC(i, j) ACC acc_##i##_##j = ACC(0.0);
+#if X16
+#define DECL_A(i) FRAG_A ah##i;
+#define LOAD_A(i)                                                    \
+  {                                                                  \
+    const uint off = (mg * WM * 16u + (i) * 16u) * AWP + 2u * ks;    \
+    coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
+  }
+#else
 #define DECL_A(i) FRAG_A ah##i, al##i;
 #define LOAD_A(i)                                                    \
   {                                                                  \
@@ -137,10 +161,19 @@
     coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
     coopMatLoadNV(al##i, Al, off, AWP, false);                       \
   }
+#endif
 // A fragment pair's three products (the small ones first) into a fresh tile, then added to
 // the accumulator in the shader's fp32: the tensor cores' own fp32 accumulation is not
 // IEEE (session 5: 3.6e-4 relative error over 8192 terms), so no accumulation chain in them
 // spans more than these 48 products.
+#if X16
+#define MMA3(i, j)                                                   \
+  {                                                                  \
+    ACC d = coopMatMulAddNV(ah##i, bl, ACC(0.0));                    \
+    d = coopMatMulAddNV(ah##i, bh, d);                               \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
+  }
+#else
 #define MMA3(i, j)                                                   \
   {                                                                  \
     ACC d = coopMatMulAddNV(ah##i, bl, ACC(0.0));                    \
@@ -148,6 +181,7 @@
     d = coopMatMulAddNV(ah##i, bh, d);                               \
     [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
   }
+#endif
 #if FORWARD
 // B (16 k x 8 n) column-major from the transposed tile: column n holds the step's k.
 #define LOAD_B(j)                                                    \
@@ -225,7 +259,9 @@ layout(push_constant) uniform Params {
 } p;
 
 shared uvec4 Ah[BM * AWP];  // dy hi, [m][n of the step], 8 fp16 per uvec4
+#if !X16
 shared uvec4 Al[BM * AWP];  // dy lo
+#endif
 #if FORWARD
 shared uvec4 Wh[BC * WTP];  // W hi, [n][k of the step]
 shared uvec4 Wl[BC * WTP];  // W lo
@@ -257,7 +293,7 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
         const uint col = (kg * WK + j) * 8u + (idx & 7u);                                        \
         float v = 0.0;                                                                           \
         for (uint n = 0u; n < BR; ++n) {                                                         \
-          v += AH(row, n) * WH(n, col) + AH(row, n) * WL(n, col) + AL(row, n) * WH(n, col);     \
+          v += AH(row, n) * WH(n, col) + AH(row, n) * WL(n, col) + A_LO_TERM(row, n, col);     \
         }                                                                                        \
         acc[i][j][q] += v;                                                                       \
       }                                                                                          \
@@ -265,7 +301,12 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
   }
 // fp16 element e of a packed tile (8 per uvec4).
 #define AH(row, n) unpackHalf2x16(Ah[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#if X16
+#define A_LO_TERM(row, n, col) 0.0
+#else
 #define AL(row, n) unpackHalf2x16(Al[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#define A_LO_TERM(row, n, col) (AL(row, n) * WH(n, col))
+#endif
 #if FORWARD
 // (reduction index n, output column k) of the transposed tile.
 #define WH(n, k) unpackHalf2x16(Wh[(k) * WTP + (n) / 8u][((n) & 7u) >> 1])[(n) & 1u]
@@ -312,11 +353,15 @@ void write_tile(uint i, uint j, uint sg, uint lane, uint mg, uint kg, uint m0, u
 void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_IT]) {
   [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
     const uint e = t + it * NT, hl = e / (BM * AW), mm = (e / AW) % BM, q = e % AW;
+#if X16
+    if (e < A_ITEMS) Ah[mm * AWP + q] = av[it];
+#else
     if (hl == 0u) {
       Ah[mm * AWP + q] = av[it];
     } else {
       Al[mm * AWP + q] = av[it];
     }
+#endif
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
     const uint e = t + it * NT, rr = W_ROW(e), wi = W_WORD(e);
@@ -351,7 +396,11 @@ void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT]
     const uint e = t + it * NT, hl = e / (BM * AW), mm = (e / AW) % BM, q = e % AW;
     const uint m = m0 + mm, c = r1 / 8u + q;
     // Steps never cross a slice's end but at N, where the pre-pass padded the row to 8.
+#if X16
+    av[it] = (e < A_ITEMS && m < p.M && c < rq) ? ahl[(2u * m + hl) * rq + c] : uvec4(0u);
+#else
     av[it] = (m < p.M && c < rq) ? ahl[(2u * m + hl) * rq + c] : uvec4(0u);
+#endif
   }
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
     const uint e = t + it * NT, rr = W_ROW(e), wi = W_WORD(e);

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use clap::Args;
+use etvk_format::f16::{f16_to_f32, f32_to_f16};
 use etvk_format::ir::DataType;
 use etvk_format::writer::{named_key, GraphBuilder};
 use etvk_runtime::bench::{copy_ceiling, median, read_ceiling, read_rotating, Bandwidth};
@@ -62,6 +63,10 @@ pub struct BenchArgs {
     /// Bytes for the ceiling measurements, MiB (default 2048, capped by the device).
     #[arg(long, default_value_t = 2048)]
     pub ceiling_mib: u64,
+    /// The 4-bit linears' activations as fp16 (a force_fp16 program's x; the reference
+    /// computes with the fp16 values), output fp32.
+    #[arg(long)]
+    pub x_f16: bool,
 }
 
 /// Deterministic xorshift64* stream (no dependency; reproducible benchmark data).
@@ -303,8 +308,17 @@ fn bench_linear(
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut g = GraphBuilder::new();
     let mut named = HashMap::new();
-    let x_vals: Vec<f32> = (0..m * in_feat).map(|_| rng.uniform(-1.0, 1.0)).collect();
-    let x = g.add_tensor(DataType::Float32, &[m, in_feat]);
+    let x_f16 = args.x_f16 && !fp32;
+    let x_vals: Vec<f32> = (0..m * in_feat)
+        .map(|_| rng.uniform(-1.0, 1.0))
+        .map(|v| if x_f16 { f16_to_f32(f32_to_f16(v)) } else { v })
+        .collect();
+    let x_dtype = if x_f16 {
+        DataType::Float16
+    } else {
+        DataType::Float32
+    };
+    let x = g.add_tensor(x_dtype, &[m, in_feat]);
     g.mark_input(x);
     let mut instances = Vec::new();
     let mut first_out = None;
@@ -363,10 +377,21 @@ fn bench_linear(
     let mut delegate = Delegate::init(backend, &blob, &[], &Named(named)).map_err(err)?;
     let load_ms = t0.elapsed().as_secs_f64() * 1e3;
 
-    let input = HostTensor {
-        dtype: HostDType::Float,
-        sizes: vec![m, in_feat],
-        data: f32_bytes(&x_vals),
+    let input = if x_f16 {
+        HostTensor {
+            dtype: HostDType::Half,
+            sizes: vec![m, in_feat],
+            data: x_vals
+                .iter()
+                .flat_map(|&v| f32_to_f16(v).to_le_bytes())
+                .collect(),
+        }
+    } else {
+        HostTensor {
+            dtype: HostDType::Float,
+            sizes: vec![m, in_feat],
+            data: f32_bytes(&x_vals),
+        }
     };
     let mut args_v = vec![
         DelegateArg::Tensor(input),

@@ -1065,6 +1065,75 @@ fn f16_tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// fp16 activations (a force_fp16 program's x) on the f16 tensor-core forward: its two-MMA
+/// form (`q4_linear_fwd_mma_x16_*`, the rows exact in one fp16), emulated (`f16_emulated`)
+/// and native where the device has it (`f16`), against the f64 reference of the fp16 values;
+/// x rows of very different sizes.
+#[test]
+fn f16_forward_of_fp16_activations() {
+    let be = backend();
+    let forms: [(&[u8], &str, bool); 2] = [
+        (b"f16_emulated", "q4_linear_fwd_mma_x16_emu_t32x128", true),
+        (b"f16", "q4_linear_fwd_mma_x16_t", has_bwd_mma(&be)),
+    ];
+    for (form, kernel, want) in forms {
+        let specs = [
+            ("etvk_q4_gemv".to_string(), form.to_vec()),
+            (MMA_SPEC.to_string(), b"on".to_vec()),
+        ];
+        for (i, &(m, k, n, gs, bias)) in [
+            (40usize, 136usize, 300usize, 8usize, true),
+            (130, 264, 77, 32, false),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mut rng = Rng::new(1850 + i as u64);
+            let c = q4gsw_case(&mut rng, k, n, gs);
+            let sizes = [1.0f32, 1e-3, 300.0, 0.02];
+            let xh: Vec<u16> = rng
+                .floats(m * k, -1.0, 1.0)
+                .iter()
+                .enumerate()
+                .map(|(j, &v)| f32_to_f16_bits(v * sizes[(j / k + (j % k) / 64) % 4]))
+                .collect();
+            let x: Vec<f32> = xh.iter().map(|&h| f16_bits_to_f32(h)).collect();
+            let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
+            let mut g = G::new();
+            let xi = g.b.add_tensor(DataType::Float16, &[m, k]);
+            g.b.mark_input(xi);
+            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+            let b = if bias {
+                g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v))
+            } else {
+                g.b.add_null()
+            };
+            let o = g.output(&[m, n]);
+            g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+            let mut d = g.load(&be, &specs).unwrap();
+            let mut args = vec![
+                DelegateArg::Tensor(HostTensor {
+                    dtype: HostDType::Half,
+                    sizes: vec![m, k],
+                    data: xh.iter().flat_map(|h| h.to_le_bytes()).collect(),
+                }),
+                empty_out(),
+            ];
+            d.execute(&mut args).unwrap();
+            let want_out = ref_forward(&x, &c.wd, c.w.kp(), bias.then_some(&bias_v[..]), m, k, n);
+            assert_rel(
+                &out_f32(&args[1]).1,
+                &want_out,
+                &format!("fp16 x, M {m} K {k} N {n}"),
+            );
+            let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+            let x16 = names.iter().any(|p| p.contains(kernel));
+            assert_eq!(x16, want, "{names:?}");
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// One dynamic forward program whose M moves in and out of the f16 tensor-core forward
 /// (emulated): 40, 3, 64, 1, 9; the row-scale node launches nothing below M = 9.
 #[test]

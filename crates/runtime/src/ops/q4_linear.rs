@@ -267,7 +267,13 @@ enum Kernel {
     /// Forward on the f16 tensor cores at M >= [`fwd_f16_min_m`] (`q4_linear_fwd_mma_*`): the
     /// backward's kernel with the W tile transposed, x's rows as scaled fp16 hi / lo pairs
     /// from a `q4_bwd_rowscale` node, whole `tile`s (no split), the bias added at the store.
-    FwdMma { tile: Tile, emulated: bool },
+    /// `x16`: x came in as fp16, so its scaled rows are exact in one fp16 and each fragment
+    /// pair takes two MMAs (`q4_linear_fwd_mma_x16_*`).
+    FwdMma {
+        tile: Tile,
+        emulated: bool,
+        x16: bool,
+    },
 }
 
 /// Whether a direction may take the f16 tensor-core kernels ([`Kernel::BwdMma`],
@@ -371,12 +377,14 @@ fn forward_kernel(
             return Kernel::FwdMma {
                 tile,
                 emulated: false,
+                x16: false,
             };
         }
         F16Mma::Emulated if m >= f16_from => {
             return Kernel::FwdMma {
                 tile: Tile::T32x128,
                 emulated: true,
+                x16: false,
             };
         }
         _ => {}
@@ -1077,9 +1085,21 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
             false => ShaderId::Q4LinearBwdMmaEmuT32x128,
             true => ShaderId::Q4LinearBwdMmaEmuT32x128Split,
         },
-        (Kernel::FwdMma { emulated: true, .. }, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
-        (Kernel::FwdMma { tile: T128, .. }, _) => ShaderId::Q4LinearFwdMmaT128,
-        (Kernel::FwdMma { .. }, _) => ShaderId::Q4LinearFwdMmaT32x128,
+        (
+            Kernel::FwdMma {
+                tile,
+                emulated,
+                x16,
+            },
+            _,
+        ) => match (emulated, x16, tile) {
+            (true, false, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
+            (true, true, _) => ShaderId::Q4LinearFwdMmaX16EmuT32x128,
+            (false, false, T128) => ShaderId::Q4LinearFwdMmaT128,
+            (false, false, _) => ShaderId::Q4LinearFwdMmaT32x128,
+            (false, true, T128) => ShaderId::Q4LinearFwdMmaX16T128,
+            (false, true, _) => ShaderId::Q4LinearFwdMmaX16T32x128,
+        },
         (Kernel::BwdMma { tile, split, .. }, _) => match (tile, split) {
             (T128, false) => ShaderId::Q4LinearBwdMmaT128,
             (T128, true) => ShaderId::Q4LinearBwdMmaT128Split,
@@ -1275,6 +1295,12 @@ fn activation(
             call.what()
         ))),
     }
+}
+
+/// Whether the op's x (arg 0) is fp16.
+fn x_is_f16(g: &GraphBuilder<'_>, call: &OpCall) -> Result<bool> {
+    let x = g.tensor_arg(call, 0)?;
+    Ok(g.shapes().dtype(x) == DataType::Float16)
 }
 
 /// `t` itself when it is fp32, else an fp32 scratch tensor of its sizes filled from it by a
@@ -1696,7 +1722,8 @@ fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
 /// per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
-/// tensor-core kernel takes its W range, and the M from which that kernel runs.
+/// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
+/// came in as fp16 (arg 0; `x` is then its fp32 copy).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -1706,7 +1733,7 @@ fn forward(
     out: TensorId,
     bias: Option<TensorId>,
     q: Q4,
-    (peaks, f16_from): (crate::builder::Layout, usize),
+    (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
 ) -> Result<()> {
     let big = big_tiles_ok(g);
     let max_m: usize = {
@@ -1716,7 +1743,15 @@ fn forward(
     let n = q.n;
     let wide = wide_gemv(g, &q);
     let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from));
-    let choose = move |m: usize| forward_kernel(m, n, k, big, wide, mma);
+    // Activations that came in as fp16 take the two-MMA form of the f16 kernel.
+    let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
+        Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
+            tile,
+            emulated,
+            x16,
+        },
+        kn => kn,
+    };
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
     let fwd_split = move |kn: Kernel, m: usize| match kn {
@@ -2119,7 +2154,8 @@ fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
-    forward(g, call, x, k, out32, bias, q, (peaks, FWD_F16_MIN_M))?;
+    let x16 = x_is_f16(g, call)?;
+    forward(g, call, x, k, out32, bias, q, (peaks, FWD_F16_MIN_M, x16))?;
     finish_output(g, call, out32, out, 5)
 }
 
@@ -2162,7 +2198,8 @@ fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let (out, _) = output(g, call, 3, &lead, Some(n))?;
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::channel_scale_peaks_layout(n);
-    forward(g, call, x, k, out32, None, q, (peaks, QCS4W_F16_MIN_M))?;
+    let x16 = x_is_f16(g, call)?;
+    forward(g, call, x, k, out32, None, q, (peaks, QCS4W_F16_MIN_M, x16))?;
     finish_output(g, call, out32, out, 3)
 }
 
@@ -2537,6 +2574,7 @@ mod tests {
         let f16 = |tile| Kernel::FwdMma {
             tile,
             emulated: false,
+            x16: false,
         };
         let pick = |m, mode| forward_kernel(m, 8192, 8192, true, None, mode);
         assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
@@ -2548,7 +2586,8 @@ mod tests {
             pick(9, emulated),
             Kernel::FwdMma {
                 tile: Tile::T32x128,
-                emulated: true
+                emulated: true,
+                x16: false
             }
         );
         assert_eq!(pick(8, emulated), Kernel::Gemv(8));

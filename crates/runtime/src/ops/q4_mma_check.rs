@@ -15,15 +15,18 @@ use crate::api::Result;
 use crate::backend::BackendInner;
 use crate::error::internal;
 use crate::prepack::q4::words_to_bytes;
+use etvk_format::f16::{f16_to_f32, f32_to_f16};
 
-/// One variant to check: its shader, rows per tile, the split-K slice length (0: whole), and
-/// whether it is the forward form (`-DFORWARD=1`: x [M][K] times W^T, plus a bias).
+/// One variant to check: its shader, rows per tile, the split-K slice length (0: whole),
+/// whether it is the forward form (`-DFORWARD=1`: x [M][K] times W^T, plus a bias), and
+/// whether that takes fp16 activations (`-DX16=1`: x values exact in fp16).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Variant {
     pub(crate) shader: ShaderId,
     pub(crate) rows: u32,
     pub(crate) slice: u32,
     pub(crate) forward: bool,
+    pub(crate) x16: bool,
 }
 
 /// Sizes of the check: M rows (two row tiles, the last partial), N = 96 reduction rows (3
@@ -63,6 +66,7 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let (redu, colsu) = (red as usize, cols as usize);
     let dy: Vec<f32> = (0..mu * redu)
         .map(|i| (2.0 * unit(next()) - 1.0) * size[(i / redu + (i % redu) / 32) % 4])
+        .map(|a| if v.x16 { f16_to_f32(f32_to_f16(a)) } else { a })
         .collect();
     let bias: Vec<f32> = (0..colsu).map(|_| 2.0 * unit(next()) - 1.0).collect();
     let w_at = |r: usize, c: usize| {
@@ -210,24 +214,32 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         rows,
         slice,
         forward: false,
+        x16: false,
     };
     let fwd = |shader, rows| Variant {
         shader,
         rows,
         slice: 0,
         forward: true,
+        x16: false,
+    };
+    let fwd16 = |shader, rows| Variant {
+        x16: true,
+        ..fwd(shader, rows)
     };
     if emulated {
         return vec![
             v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
             v(ShaderId::Q4LinearBwdMmaEmuT32x128Split, 32, 64),
             fwd(ShaderId::Q4LinearFwdMmaEmuT32x128, 32),
+            fwd16(ShaderId::Q4LinearFwdMmaX16EmuT32x128, 32),
         ];
     }
     let mut all = vec![
         v(ShaderId::Q4LinearBwdMmaT32x128, 32, 0),
         v(ShaderId::Q4LinearBwdMmaT32x128Split, 32, 64),
         fwd(ShaderId::Q4LinearFwdMmaT32x128, 32),
+        fwd16(ShaderId::Q4LinearFwdMmaX16T32x128, 32),
     ];
     if shared >= BWD_MMA_T128_SHARED_BYTES {
         all.push(v(ShaderId::Q4LinearBwdMmaT128, 128, 0));
@@ -235,6 +247,7 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
     }
     if shared >= FWD_MMA_T128_SHARED_BYTES {
         all.push(fwd(ShaderId::Q4LinearFwdMmaT128, 128));
+        all.push(fwd16(ShaderId::Q4LinearFwdMmaX16T128, 128));
     }
     all
 }
