@@ -30,8 +30,10 @@
 // (the output row), binding 6 the bias.
 //
 // -DX16=1 (with FORWARD) is for activations that came in as fp16: the pre-pass's scaled
-// rows are then exact in one fp16 (their lo halves zero), so the A tile holds only the hi
-// halves and a fragment pair takes two MMAs (hi * W lo, hi * W hi) instead of three.
+// rows are then exact in one fp16 (their lo halves zero; a row peaking above 2^14 is scaled
+// down, and its values that turn fp16-subnormal lose less than 2^-37 of the peak), so the A
+// tile holds only the hi halves and a fragment pair takes two MMAs (hi * W lo, hi * W hi)
+// instead of three.
 //
 // -DEMULATE=1 replaces the cooperative-matrix calls and subgroup operations by plain
 // arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual

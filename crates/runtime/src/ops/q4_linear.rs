@@ -40,12 +40,15 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
-//! - forward, M >= 256 (linear_qcs4w: 512) where the f16 tensor-core backward below runs (same
-//!   self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile transposed
-//!   (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's range from
-//!   the scales' prepacked peaks, whole tiles, the bias added at the store); H200 at M = 512: 1.14-1.18x the int8 kernel's speed, slower
-//!   below M = 256 (docs/performance.md, session 14). `etvk_q4_gemv` = `f16` /
-//!   `f16_emulated` forces it (emulated: plain arithmetic for the MMAs) from M = 9.
+//! - forward, M >= 256 (linear_qcs4w: 512) where the f16 tensor-core backward below runs
+//!   (same self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile
+//!   transposed (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's
+//!   range from the scales' prepacked peaks, whole tiles, the bias added at the store); H200
+//!   at M = 512: 1.14-1.18x the int8 kernel's speed, slower below M = 256
+//!   (docs/performance.md, session 14). An x that came in as fp16 takes its `_x16` form: the
+//!   scaled rows are exact in one fp16, two MMAs per fragment pair instead of three
+//!   (1.21-1.26x). `etvk_q4_gemv` = `f16` / `f16_emulated` forces it (emulated: plain
+//!   arithmetic for the MMAs) from M = 9.
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
