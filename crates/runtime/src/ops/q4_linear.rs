@@ -436,27 +436,40 @@ const QCS4W_F16_MIN_M: usize = 512;
 /// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
 /// which M: where the backward's tensor-core kernels run (they share the self-check), from
 /// [`fwd_f16_min_m`] (`from` by default); with the GEMV choice forced to `f16` (native) or
-/// `f16_emulated` (plain arithmetic for the MMAs, any device), from M = 9 (tests).
-fn f16_forward(g: &GraphBuilder<'_>, from: usize) -> (F16Mma, usize) {
+/// `f16_emulated` (plain arithmetic for the MMAs, any device), from M = 9 (tests). Off
+/// when the graph's largest M (`max_m`) stays below that: only graphs that can reach the
+/// kernel consult the tensor cores and so maybe run their self-check (an M = 1 decode graph
+/// does not), as the backward does.
+fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize) -> (F16Mma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
+    let forced = forced_gemv(g);
+    let from = match forced.as_deref() {
+        Some("f16" | "f16_emulated") => FORCED_FROM,
+        Some(_) => return (F16Mma::Off, usize::MAX),
+        None => fwd_f16_min_m(from),
+    };
+    if max_m < from {
+        return (F16Mma::Off, usize::MAX);
+    }
     let native = || match f16_mma_native(g) {
         F16Mma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => F16Mma::Native {
             t128: t128 && shared >= FWD_MMA_T128_SHARED_BYTES,
         },
         _ => F16Mma::Off,
     };
-    match forced_gemv(g).as_deref() {
-        Some("f16_emulated") => {
-            let ok = g.shader_supported(ShaderId::Q4LinearFwdMmaEmuT32x128)
-                && shared >= FWD_MMA_T32_SHARED_BYTES;
-            let mode = if ok { F16Mma::Emulated } else { F16Mma::Off };
-            (mode, FORCED_FROM)
+    let mode = if forced.as_deref() == Some("f16_emulated") {
+        let ok = g.shader_supported(ShaderId::Q4LinearFwdMmaEmuT32x128)
+            && shared >= FWD_MMA_T32_SHARED_BYTES;
+        if ok {
+            F16Mma::Emulated
+        } else {
+            F16Mma::Off
         }
-        Some("f16") => (native(), FORCED_FROM),
-        Some(_) => (F16Mma::Off, usize::MAX),
-        None => (native(), fwd_f16_min_m(from)),
-    }
+    } else {
+        native()
+    };
+    (mode, from)
 }
 
 /// Shared memory of the f16 tensor-core forward: the backward's, with the W tiles
@@ -1745,7 +1758,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from));
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel.
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
         Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
