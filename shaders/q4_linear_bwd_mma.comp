@@ -35,6 +35,15 @@
 // tile holds only the hi halves and a fragment pair takes two MMAs (hi * W lo, hi * W hi)
 // instead of three.
 //
+// -DCODES=1 (with FORWARD; gs a multiple of 16, or one group per row) keeps the weight
+// scales out of the MMAs: the W tile holds the codes - 8 alone (exact in fp16), each
+// 16-k fragment product is scaled by its output column's scale of that k's group when it
+// is added to the fp32 accumulator (an FMA where the other forms add), so a fragment pair
+// takes two MMAs (x hi * codes, x lo * codes) instead of three, one with X16, and no W lo
+// tile is made or read. Which column an accumulator element holds is not fixed by the
+// extension: each subgroup reads it at the start from a tile of column numbers loaded as
+// an accumulator.
+//
 // -DEMULATE=1 replaces the cooperative-matrix calls and subgroup operations by plain
 // arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
 // subgroup's 16 x 8 tiles), so that everything around the MMAs (scales, hi / lo packing, tile
@@ -68,6 +77,12 @@
 #ifndef X16
 #define X16 0
 #endif
+#ifndef CODES
+#define CODES 0
+#endif
+#if CODES && !FORWARD
+#error "CODES is a forward form"
+#endif
 #if X16 && !FORWARD
 #error "X16 is a forward form"
 #endif
@@ -77,6 +92,9 @@
 #define BC 128
 #define BR 32
 #define NT 256
+#if CODES && NT != 2 * BC
+#error "CODES loads a scale per invocation: NT = 2 * BC"
+#endif
 #define RED 16  // SPLIT = 1: output elements per invocation per pass of the slices' sum
 #define SG 8
 #if BM == 128
@@ -168,7 +186,23 @@
 // the accumulator in the shader's fp32: the tensor cores' own fp32 accumulation is not
 // IEEE (session 5: 3.6e-4 relative error over 8192 terms), so no accumulation chain in them
 // spans more than these 48 products.
+#if CODES
+// The fresh tile times its columns' scales (sc, loaded per j), into the accumulator.
 #if X16
+#define MMA3(i, j)                                                   \
+  {                                                                  \
+    ACC d = coopMatMulAddNV(ah##i, bh, ACC(0.0));                    \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] = fma(d[e], sc[e], acc_##i##_##j[e]); \
+  }
+#else
+#define MMA3(i, j)                                                   \
+  {                                                                  \
+    ACC d = coopMatMulAddNV(al##i, bh, ACC(0.0));                    \
+    d = coopMatMulAddNV(ah##i, bh, d);                               \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] = fma(d[e], sc[e], acc_##i##_##j[e]); \
+  }
+#endif
+#elif X16
 #define MMA3(i, j)                                                   \
   {                                                                  \
     ACC d = coopMatMulAddNV(ah##i, bl, ACC(0.0));                    \
@@ -184,7 +218,14 @@
     [[unroll]] for (uint e = 0u; e < CL; ++e) acc_##i##_##j[e] += d[e]; \
   }
 #endif
-#if FORWARD
+#if CODES
+// The codes' B fragment and the scales of its columns' elements at this 16 k.
+#define LOAD_B(j)                                                    \
+    const uint off = (kg * WK + (j)) * 8u * WTP + 2u * ks;           \
+    coopMatLoadNV(bh, Wh, off, WTP, true);                           \
+    float sc[CL];                                                    \
+    [[unroll]] for (uint e = 0u; e < CL; ++e) sc[e] = Wsc[ks * BC + (kg * WK + (j)) * 8u + ccol[e]];
+#elif FORWARD
 // B (16 k x 8 n) column-major from the transposed tile: column n holds the step's k.
 #define LOAD_B(j)                                                    \
     const uint off = (kg * WK + (j)) * 8u * WTP + 2u * ks;           \
@@ -264,7 +305,13 @@ shared uvec4 Ah[BM * AWP];  // dy hi, [m][n of the step], 8 fp16 per uvec4
 #if !X16
 shared uvec4 Al[BM * AWP];  // dy lo
 #endif
-#if FORWARD
+#if CODES
+shared uvec4 Wh[BC * WTP];  // codes - 8, [n][k of the step]
+shared float Wsc[2 * BC];   // [16-k half of the step][n]: the scale of that half's group
+#define W_AT(rr, wi) ((rr) * WTP + (wi))
+#define W_ROW(e) ((e) / 4u)
+#define W_WORD(e) ((e) % 4u)
+#elif FORWARD
 shared uvec4 Wh[BC * WTP];  // W hi, [n][k of the step]
 shared uvec4 Wl[BC * WTP];  // W lo
 #define W_AT(rr, wi) ((rr) * WTP + (wi))
@@ -285,7 +332,26 @@ shared float rowinv[BM];    // 2^-(e + f)
 // 16-byte offset.
 shared uint smax_bits[4];
 shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
-#if EMULATE
+#if EMULATE && CODES
+// Per 16-k half of the step: the codes' products, times the column's scale of that half.
+#define MMA_STEP                                                                                 \
+  [[unroll]] for (uint i = 0u; i < WM; ++i) {                                                    \
+    [[unroll]] for (uint j = 0u; j < WK; ++j) {                                                  \
+      [[unroll]] for (uint q = 0u; q < 4u; ++q) {                                                \
+        const uint idx = lane * 4u + q;                                                          \
+        const uint row = mg * WM * 16u + i * 16u + (idx >> 3);                                   \
+        const uint col = (kg * WK + j) * 8u + (idx & 7u);                                        \
+        [[unroll]] for (uint ks = 0u; ks < BR / 16u; ++ks) {                                     \
+          float v = 0.0;                                                                         \
+          for (uint n = 16u * ks; n < 16u * ks + 16u; ++n) {                                     \
+            v += AH(row, n) * WH(n, col) + A_LO_TERM(row, n, col);                               \
+          }                                                                                      \
+          acc[i][j][q] = fma(v, Wsc[ks * BC + col], acc[i][j][q]);                               \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#elif EMULATE
 #define MMA_STEP                                                                                 \
   [[unroll]] for (uint i = 0u; i < WM; ++i) {                                                    \
     [[unroll]] for (uint j = 0u; j < WK; ++j) {                                                  \
@@ -301,6 +367,8 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
       }                                                                                          \
     }                                                                                            \
   }
+#endif
+#if EMULATE
 // fp16 element e of a packed tile (8 per uvec4).
 #define AH(row, n) unpackHalf2x16(Ah[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
 #if X16
@@ -368,6 +436,18 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
   [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
     const uint e = t + it * NT, rr = W_ROW(e), wi = W_WORD(e);
     const uint word = wv[it];
+#if CODES
+    uint hw[4];
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      // Codes of k = 2j, 2j + 1 as fp16 1024 + c (exponent bits 0x6400 over the nibble).
+      const uint b = word >> (8u * q);
+      hw[q] = packFloat2x16(unpackFloat2x16((b & 0x0Fu) | ((b & 0xF0u) << 12) | 0x64006400u) - f16vec2(1032.0));
+    }
+    Wh[W_AT(rr, wi)] = uvec4(hw[0], hw[1], hw[2], hw[3]);
+  }
+  // The scale of column t % BC in the step's 16-k half t / BC (load_step).
+  Wsc[t] = sv[0].x;
+#else
     uint hw[4], lw[4];
     // W = S_hi * (c - 8) + S_lo * (c - 8) in packed fp16: S_hi is the scale cut to 8
     // significant bits, so its products with c - 8 (at most 3 significant bits) are exact in
@@ -388,6 +468,7 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
     Wh[W_AT(rr, wi)] = uvec4(hw[0], hw[1], hw[2], hw[3]);
     Wl[W_AT(rr, wi)] = uvec4(lw[0], lw[1], lw[2], lw[3]);
   }
+#endif
 }
 
 // One step's global operands (dy pairs, weight words and their two scales) into registers.
@@ -414,8 +495,16 @@ void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT]
     const uint n = r1 + rr, kw = c0 / 8u + wi;
     wv[it] = (n < r_end && kw < p.KW) ? w[n * p.KW + kw] : 0x88888888u;
 #endif
+#if CODES
+    sv[it] = vec2(0.0);
+#else
     sv[it] = vec2(scale_at(n, kw * 8u), scale_at(n, kw * 8u + 4u));
+#endif
   }
+#if CODES
+  // One scale per invocation: column t % BC of the tile, the group of 16-k half t / BC.
+  sv[0].x = scale_at(c0 + t % BC, r1 + 16u * (t / BC));
+#endif
 }
 
 void main() {
@@ -460,6 +549,13 @@ void main() {
   // 32 rows, or at N). Scanning the slice's scales here instead cost ~18 / 47 / 46 us of 153 /
   // 468 / 445 at M = 32 on an H200 (session 13): every workgroup waited on those loads before
   // its first step.
+#if CODES
+  // No W range to find: the codes are exact in fp16. (Binding 5 stays in the interface, read
+  // by no launch: the runtime binds the same tensors to every form.)
+  if (p.M == 0xFFFFFFFFu) rowscale[0] = uintBitsToFloat(speak[0]);
+  barrier();
+  const float wscale = 1.0;
+#else
   if (t == 0u) smax_bits[0] = 0u;
   barrier();
   {
@@ -487,6 +583,7 @@ void main() {
   barrier();
   // W = s * (code - 8) peaks at 8 * max(s): scale by the power of two for that.
   const float wscale = 0.125 * peak_scale(smax_bits[0]);
+#endif
   for (uint mm = t; mm < BM; mm += NT) rowinv[mm] = 1.0 / (rowscale[mm] * wscale);
   barrier();
 
@@ -501,6 +598,20 @@ void main() {
 #else
   FOR_IJ(DECL_ACC)
   const bool frag_ok = acc_0_0.length() == int(CL);
+#if CODES
+  // The output column (0..7 in its 16 x 8 tile) of each accumulator element: a tile of
+  // column numbers loaded as an accumulator says where the driver keeps which.
+  uint ccol[CL];
+  {
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) stage[sg * 128u + lane * 4u + q] = float((lane * 4u + q) & 7u);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    ACC probe;
+    coopMatLoadNV(probe, stage, sg * 128u, 8u, false);
+    [[unroll]] for (uint e = 0u; e < CL; ++e) ccol[e] = min(uint(probe[e]), 7u);
+    subgroupBarrier();
+  }
+#endif
 #endif
 
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are

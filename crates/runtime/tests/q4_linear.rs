@@ -845,7 +845,7 @@ fn tensor_core_forward_matches_f64_reference() {
         // From M = 256 the f16 tensor-core kernel may take over from the int8 one.
         let mma = names
             .iter()
-            .any(|p| p.contains("q4_linear_mma_f") || p.contains("q4_linear_fwd_mma_t"));
+            .any(|p| p.contains("q4_linear_mma_f") || p.contains("q4_linear_fwd_mma_"));
         assert_eq!(mma, has_mma, "lead {lead:?} K {k} N {n}: {names:?}");
     }
     for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
@@ -980,7 +980,9 @@ fn emulated_tensor_core_backward_matches_f64_reference() {
 /// The f16 tensor-core forward (the backward's kernel with the W tile transposed) with its
 /// MMAs in plain arithmetic (`etvk_q4_gemv` = `f16_emulated`, from M = 9): x rows of very
 /// different sizes (and sizes changing along K), odd N, K not a multiple of 32, groups of 8
-/// and 20, bias or none, several row and column tiles, against the f64 reference.
+/// and 20 (the form with the scales in the MMAs' operands) and of 16, 32 and 64 and one per
+/// row (the codes form, `_c_`), bias or none, several row and column tiles, against the f64
+/// reference.
 #[test]
 fn emulated_f16_tensor_core_forward_matches_f64_reference() {
     let be = backend();
@@ -991,8 +993,14 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
         (&[40], 136, 300, 8, true),
         (&[2, 10], 100, 97, 20, true),
         (&[130], 264, 77, 8, false),
+        (&[33], 200, 70, 16, true),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let kernel = if gs % 16 == 0 {
+            "q4_linear_fwd_mma_c_emu_t32x128"
+        } else {
+            "q4_linear_fwd_mma_emu_t32x128"
+        };
         let names = check_forward_scaled(
             &be,
             1700 + i as u64,
@@ -1004,9 +1012,7 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
             |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
         );
         assert!(
-            names
-                .iter()
-                .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128"))
+            names.iter().any(|p| p.contains(kernel))
                 && names.iter().any(|p| p.ends_with("/q4_bwd_rowscale")),
             "lead {lead:?} K {k} N {n}: {names:?}"
         );
@@ -1020,7 +1026,7 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
         assert!(
             names
                 .iter()
-                .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128")),
+                .any(|p| p.contains("q4_linear_fwd_mma_c_emu_t32x128")),
             "qcs4w lead {lead:?}: {names:?}"
         );
     }
@@ -1044,6 +1050,7 @@ fn f16_tensor_core_forward_matches_f64_reference() {
         (&[2, 10], 100, 97, 20, false),
         (&[130], 264, 77, 8, true),
         (&[256], 1024, 520, 32, true),
+        (&[33], 200, 70, 16, false),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
         let names = check_forward_scaled(
@@ -1056,11 +1063,16 @@ fn f16_tensor_core_forward_matches_f64_reference() {
             &force,
             |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
         );
-        let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_t"));
+        let kernel = if gs % 16 == 0 {
+            "q4_linear_fwd_mma_c_t"
+        } else {
+            "q4_linear_fwd_mma_t"
+        };
+        let f16 = names.iter().any(|p| p.contains(kernel));
         assert_eq!(f16, want, "lead {lead:?} K {k} N {n}: {names:?}");
     }
     let names = check_qcs4w(&be, 1790, &[130], 264, 300, &force);
-    let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_t"));
+    let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_c_t"));
     assert_eq!(f16, want, "qcs4w: {names:?}");
     assert_eq!(be.validation_error_count(), 0);
 }
@@ -1072,11 +1084,23 @@ fn f16_tensor_core_forward_matches_f64_reference() {
 #[test]
 fn f16_forward_of_fp16_activations() {
     let be = backend();
-    let forms: [(&[u8], &str, bool); 2] = [
-        (b"f16_emulated", "q4_linear_fwd_mma_x16_emu_t32x128", true),
-        (b"f16", "q4_linear_fwd_mma_x16_t", has_bwd_mma(&be)),
+    // Groups of 8 take the form with the scales in the operands, of 32 the codes form.
+    let forms: [(&[u8], [&str; 2], bool); 2] = [
+        (
+            b"f16_emulated",
+            [
+                "q4_linear_fwd_mma_x16_emu_t32x128",
+                "q4_linear_fwd_mma_c_x16_emu_t32x128",
+            ],
+            true,
+        ),
+        (
+            b"f16",
+            ["q4_linear_fwd_mma_x16_t", "q4_linear_fwd_mma_c_x16_t"],
+            has_bwd_mma(&be),
+        ),
     ];
-    for (form, kernel, want) in forms {
+    for (form, kernels, want) in forms {
         let specs = [
             ("etvk_q4_gemv".to_string(), form.to_vec()),
             (MMA_SPEC.to_string(), b"on".to_vec()),
@@ -1127,6 +1151,7 @@ fn f16_forward_of_fp16_activations() {
                 &format!("fp16 x, M {m} K {k} N {n}"),
             );
             let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+            let kernel = kernels[usize::from(gs % 16 == 0)];
             let x16 = names.iter().any(|p| p.contains(kernel));
             assert_eq!(x16, want, "{names:?}");
         }

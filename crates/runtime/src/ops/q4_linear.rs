@@ -47,8 +47,14 @@
 //!   at M = 512: 1.14-1.18x the int8 kernel's speed, slower below M = 256
 //!   (docs/performance.md, session 14). An x that came in as fp16 takes its `_x16` form: the
 //!   scaled rows are exact in one fp16, two MMAs per fragment pair instead of three
-//!   (1.21-1.26x). `etvk_q4_gemv` = `f16` / `f16_emulated` forces it (emulated: plain
-//!   arithmetic for the MMAs) from M = 9.
+//!   (1.21-1.26x). Where every 16 k lie in one scale group (group size a multiple of 16,
+//!   or one group per row, as linear_qcs4w's) the `_c_` form keeps the weight scales out of
+//!   the MMAs: the W tile holds the codes - 8 alone (exact in fp16) and each 16-k product
+//!   is scaled by its column's scale as it is accumulated, two MMAs per fragment pair (one
+//!   with fp16 x) and no W lo tile; H200: 1.14-1.21x the hi / lo form at M = 256..2048
+//!   (session 15). `etvk_q4_gemv` = `f16` / `f16_emulated` forces the f16 forward (emulated:
+//!   plain arithmetic for the MMAs) from M = 9; `ETVK_Q4_FWD_CODES=0` turns the `_c_` form
+//!   off (benchmarks).
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
@@ -271,11 +277,15 @@ enum Kernel {
     /// backward's kernel with the W tile transposed, x's rows as scaled fp16 hi / lo pairs
     /// from a `q4_bwd_rowscale` node, whole `tile`s (no split), the bias added at the store.
     /// `x16`: x came in as fp16, so its scaled rows are exact in one fp16 and each fragment
-    /// pair takes two MMAs (`q4_linear_fwd_mma_x16_*`).
+    /// pair takes two MMAs (`q4_linear_fwd_mma_x16_*`). `codes`: the weight scales stay out of
+    /// the MMAs (`q4_linear_fwd_mma_c_*`: the W tile holds the codes alone, each 16-k product
+    /// scaled as it is accumulated; two MMAs per fragment pair, one with `x16`), where every
+    /// 16 k lie in one group ([`codes_form`]).
     FwdMma {
         tile: Tile,
         emulated: bool,
         x16: bool,
+        codes: bool,
     },
 }
 
@@ -381,6 +391,7 @@ fn forward_kernel(
                 tile,
                 emulated: false,
                 x16: false,
+                codes: false,
             };
         }
         F16Mma::Emulated if m >= f16_from => {
@@ -388,6 +399,7 @@ fn forward_kernel(
                 tile: Tile::T32x128,
                 emulated: true,
                 x16: false,
+                codes: false,
             };
         }
         _ => {}
@@ -408,6 +420,15 @@ fn forward_kernel(
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
+}
+
+/// Whether the f16 forward may keep the weight scales out of its MMAs (`Kernel::FwdMma`'s
+/// `codes`): every 16 k of the reduction lie in one group (group size a multiple of 16, or
+/// one group per row), unless `ETVK_Q4_FWD_CODES=0` (benchmarks compare the forms).
+fn codes_form(q: &Q4) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("ETVK_Q4_FWD_CODES").is_ok_and(|v| v == "0"));
+    !off && (q.groups == 1 || q.gs.is_multiple_of(16))
 }
 
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
@@ -1106,15 +1127,22 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
                 tile,
                 emulated,
                 x16,
+                codes,
             },
             _,
-        ) => match (emulated, x16, tile) {
-            (true, false, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
-            (true, true, _) => ShaderId::Q4LinearFwdMmaX16EmuT32x128,
-            (false, false, T128) => ShaderId::Q4LinearFwdMmaT128,
-            (false, false, _) => ShaderId::Q4LinearFwdMmaT32x128,
-            (false, true, T128) => ShaderId::Q4LinearFwdMmaX16T128,
-            (false, true, _) => ShaderId::Q4LinearFwdMmaX16T32x128,
+        ) => match (codes, emulated, x16, tile) {
+            (false, true, false, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
+            (false, true, true, _) => ShaderId::Q4LinearFwdMmaX16EmuT32x128,
+            (false, false, false, T128) => ShaderId::Q4LinearFwdMmaT128,
+            (false, false, false, _) => ShaderId::Q4LinearFwdMmaT32x128,
+            (false, false, true, T128) => ShaderId::Q4LinearFwdMmaX16T128,
+            (false, false, true, _) => ShaderId::Q4LinearFwdMmaX16T32x128,
+            (true, true, false, _) => ShaderId::Q4LinearFwdMmaCEmuT32x128,
+            (true, true, true, _) => ShaderId::Q4LinearFwdMmaCX16EmuT32x128,
+            (true, false, false, T128) => ShaderId::Q4LinearFwdMmaCT128,
+            (true, false, false, _) => ShaderId::Q4LinearFwdMmaCT32x128,
+            (true, false, true, T128) => ShaderId::Q4LinearFwdMmaCX16T128,
+            (true, false, true, _) => ShaderId::Q4LinearFwdMmaCX16T32x128,
         },
         (Kernel::BwdMma { tile, split, .. }, _) => match (tile, split) {
             (T128, false) => ShaderId::Q4LinearBwdMmaT128,
@@ -1759,12 +1787,15 @@ fn forward(
     let n = q.n;
     let wide = wide_gemv(g, &q);
     let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
-    // Activations that came in as fp16 take the two-MMA form of the f16 kernel.
+    // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
+    // the codes form).
+    let codes = codes_form(&q);
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
         Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
             tile,
             emulated,
             x16,
+            codes,
         },
         kn => kn,
     };
@@ -2591,6 +2622,7 @@ mod tests {
             tile,
             emulated: false,
             x16: false,
+            codes: false,
         };
         let pick = |m, mode| forward_kernel(m, 8192, 8192, true, None, mode);
         assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
@@ -2603,7 +2635,8 @@ mod tests {
             Kernel::FwdMma {
                 tile: Tile::T32x128,
                 emulated: true,
-                x16: false
+                x16: false,
+                codes: false,
             }
         );
         assert_eq!(pick(8, emulated), Kernel::Gemv(8));

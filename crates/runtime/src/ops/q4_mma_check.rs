@@ -18,8 +18,10 @@ use crate::prepack::q4::words_to_bytes;
 use etvk_format::f16::{f16_to_f32, f32_to_f16};
 
 /// One variant to check: its shader, rows per tile, the split-K slice length (0: whole),
-/// whether it is the forward form (`-DFORWARD=1`: x [M][K] times W^T, plus a bias), and
-/// whether that takes fp16 activations (`-DX16=1`: x values exact in fp16).
+/// whether it is the forward form (`-DFORWARD=1`: x [M][K] times W^T, plus a bias), whether
+/// that takes fp16 activations (`-DX16=1`: x values exact in fp16), and whether it keeps
+/// the weight scales out of the MMAs (`-DCODES=1`: checked with groups of 16, the 136-k rows'
+/// last group partial).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Variant {
     pub(crate) shader: ShaderId,
@@ -27,22 +29,25 @@ pub(crate) struct Variant {
     pub(crate) slice: u32,
     pub(crate) forward: bool,
     pub(crate) x16: bool,
+    pub(crate) codes: bool,
 }
 
 /// Sizes of the check: M rows (two row tiles, the last partial), N = 96 reduction rows (3
 /// steps; split: slices of 64 and 32), d_x rows of 136 (two column tiles, the last
-/// partial), groups of 8 (17 per row).
+/// partial), groups of 8 (17 per row; 16 for the codes form, 9 per row).
 const N: u32 = 96;
 const K: u32 = 136;
 const GS: u32 = 8;
+const GS_CODES: u32 = 16;
 
 /// Runs `v` on a fixed pseudo-random problem; `Ok(None)` when it matches the f64 reference
 /// (each d_x row within 1e-5 relative), else `Ok(Some(why))`.
 pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let ctx = &be.ctx;
     let m = v.rows + v.rows / 2 + 1;
-    let (n, k, gs) = (N as usize, K as usize, GS as usize);
-    let (mu, kw, groups) = (m as usize, k / 8, k / gs);
+    let gs32 = if v.codes { GS_CODES } else { GS };
+    let (n, k, gs) = (N as usize, K as usize, gs32 as usize);
+    let (mu, kw, groups) = (m as usize, k / 8, k.div_ceil(gs));
     let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(v.rows) ^ u64::from(v.slice) << 8;
     let mut next = move || {
         state = state
@@ -146,7 +151,16 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let slice_len = if v.slice == 0 { red } else { v.slice };
     let pre_push = words_to_bytes(&[m, red, slice_len]);
     let has_bias = u32::from(v.forward);
-    let main_push = words_to_bytes(&[m, red, cols, K / 8, K / GS, GS, has_bias, slice_len]);
+    let main_push = words_to_bytes(&[
+        m,
+        red,
+        cols,
+        K / 8,
+        K.div_ceil(gs32),
+        gs32,
+        has_bias,
+        slice_len,
+    ]);
 
     let mut cb = CommandBuffer::new(ctx)?;
     cb.begin()?;
@@ -215,6 +229,7 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         slice,
         forward: false,
         x16: false,
+        codes: false,
     };
     let fwd = |shader, rows| Variant {
         shader,
@@ -222,17 +237,21 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         slice: 0,
         forward: true,
         x16: false,
+        codes: false,
     };
     let fwd16 = |shader, rows| Variant {
         x16: true,
         ..fwd(shader, rows)
     };
+    let codes = |v: Variant| Variant { codes: true, ..v };
     if emulated {
         return vec![
             v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
             v(ShaderId::Q4LinearBwdMmaEmuT32x128Split, 32, 64),
             fwd(ShaderId::Q4LinearFwdMmaEmuT32x128, 32),
             fwd16(ShaderId::Q4LinearFwdMmaX16EmuT32x128, 32),
+            codes(fwd(ShaderId::Q4LinearFwdMmaCEmuT32x128, 32)),
+            codes(fwd16(ShaderId::Q4LinearFwdMmaCX16EmuT32x128, 32)),
         ];
     }
     let mut all = vec![
@@ -240,6 +259,8 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         v(ShaderId::Q4LinearBwdMmaT32x128Split, 32, 64),
         fwd(ShaderId::Q4LinearFwdMmaT32x128, 32),
         fwd16(ShaderId::Q4LinearFwdMmaX16T32x128, 32),
+        codes(fwd(ShaderId::Q4LinearFwdMmaCT32x128, 32)),
+        codes(fwd16(ShaderId::Q4LinearFwdMmaCX16T32x128, 32)),
     ];
     if shared >= BWD_MMA_T128_SHARED_BYTES {
         all.push(v(ShaderId::Q4LinearBwdMmaT128, 128, 0));
@@ -248,6 +269,8 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
     if shared >= FWD_MMA_T128_SHARED_BYTES {
         all.push(fwd(ShaderId::Q4LinearFwdMmaT128, 128));
         all.push(fwd16(ShaderId::Q4LinearFwdMmaX16T128, 128));
+        all.push(codes(fwd(ShaderId::Q4LinearFwdMmaCT128, 128)));
+        all.push(codes(fwd16(ShaderId::Q4LinearFwdMmaCX16T128, 128)));
     }
     all
 }
