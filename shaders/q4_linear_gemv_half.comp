@@ -28,8 +28,12 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef NT
 #define NT 512  // local size (the runtime launches this kernel with NT x 1 x 1)
 #endif
+#ifndef RW
 #define RW 8  // rows per block
+#endif
+#ifndef UR
 #define UR 4  // rows per batch of loads
+#endif
 #define SEGS (NT / RW)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };

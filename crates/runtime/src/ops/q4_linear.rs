@@ -40,7 +40,7 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
-//! - forward, M >= 256 (linear_qcs4w: 512) where the f16 tensor-core backward below runs
+//! - forward, M >= 256 (128 over N >= 16384; linear_qcs4w too) where the f16 tensor-core backward below runs
 //!   (same self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile
 //!   transposed (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's
 //!   range from the scales' prepacked peaks, whole tiles, the bias added at the store); H200
@@ -447,12 +447,21 @@ fn fwd_f16_min_m(default: usize) -> usize {
 }
 
 /// linear_q4gsw's f16 forward from M = 256 (H200, session 14 run 5: 1.15 / 0.99 / 1.18x
-/// the int8 kernel there, 1.14-1.18x at 512; 128 rows lose 1.7x at 8192^2).
+/// the int8 kernel there with the hi / lo form, 1.14-1.18x at 512; session 15 run 1: the
+/// codes form 1.14-1.20x the hi / lo one; at M = 128 it takes 492.1 / 960.5 / 1614.7 us
+/// against the int8 kernel's 339.6 / 1165.3 / 1154.4 at 8192^2 / N = 28672 / K = 28672:
+/// only the wide output, 224 tiles, fills the GPU), from half that where the output has at
+/// least [`FWD_F16_WIDE_N`] columns (run 2, M = 128, N = 28672: 948.4 against 1164.0 us,
+/// linear_qcs4w 895.1 against 1029.4).
 const FWD_F16_MIN_M: usize = 256;
-/// linear_qcs4w's from M = 512: its int8 kernel rescales once per row, not per chunk, and
-/// stays as fast up to M = 256 (run 7: 574.5 / 1937.5 / 1972.7 us against the f16 584.1 /
-/// 2220.8 / 1890.8; at 512 the f16 kernel is 0.7-2.5% faster).
-const QCS4W_F16_MIN_M: usize = 512;
+/// Output columns from which the f16 forward starts at half its rows threshold.
+const FWD_F16_WIDE_N: usize = 16384;
+/// linear_qcs4w's from M = 256: its int8 kernel rescales once per row, not per chunk, and
+/// was as fast as the hi / lo f16 form up to M = 256 (session 14 run 7: 574.5 / 1937.5 /
+/// 1972.7 us against 584.1 / 2220.8 / 1890.8); the codes form is 1.28x the hi / lo one at
+/// M = 512 (session 15 run 1: 882.7 against 1126.0 us at 8192^2) and beats the int8 kernel
+/// at M = 256 (run 2: 481.4 / 1759.4 / 1571.6 against 577.9 / 1953.7 / 1986.4 us).
+const QCS4W_F16_MIN_M: usize = 256;
 
 /// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
 /// which M: where the backward's tensor-core kernels run (they share the self-check), from
@@ -461,13 +470,15 @@ const QCS4W_F16_MIN_M: usize = 512;
 /// when the graph's largest M (`max_m`) stays below that: only graphs that can reach the
 /// kernel consult the tensor cores and so maybe run their self-check (an M = 1 decode graph
 /// does not), as the backward does.
-fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize) -> (F16Mma, usize) {
+fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize, n: usize) -> (F16Mma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
     let forced = forced_gemv(g);
     let from = match forced.as_deref() {
         Some("f16" | "f16_emulated") => FORCED_FROM,
         Some(_) => return (F16Mma::Off, usize::MAX),
+        // Wide outputs give the tensor-core forward enough 128 x 128 tiles from half the rows.
+        None if n >= FWD_F16_WIDE_N => fwd_f16_min_m(from.div_ceil(2)),
         None => fwd_f16_min_m(from),
     };
     if max_m < from {
@@ -1641,6 +1652,7 @@ fn global(
     let local = match kernel {
         Kernel::GemvWide { persist, .. } if persist > 0 => persist,
         Kernel::GemvHalf => HALF_GEMV_LOCAL,
+        Kernel::BwdMma { .. } => shader_of(kernel, true).info().local_size[0],
         _ => LOCAL,
     };
     Ok(Global::Linear(groups as u64 * local as u64))
@@ -1786,7 +1798,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m, n));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form(&q);
@@ -1898,6 +1910,7 @@ fn forward(
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
                 Kernel::GemvHalf => [HALF_GEMV_LOCAL, 1, 1],
+                Kernel::FwdMma { .. } => shader_of(kn, false).info().local_size,
                 _ => [LOCAL, 1, 1],
             });
             if let Kernel::Gemv(_) = kn {
@@ -1928,7 +1941,13 @@ fn forward(
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
             Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
-            Kernel::FwdMma { tile, .. } => fwd_f16_launch(m, &q, k, tile, bias.is_some())?,
+            Kernel::FwdMma { tile, .. } => fwd_f16_launch(
+                m,
+                &q,
+                k,
+                (tile, shader_of(kn, false).info().local_size[0]),
+                bias.is_some(),
+            )?,
             _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
         };
         Ok((idx, launch))
@@ -2155,7 +2174,13 @@ fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
 /// Launch of the f16 tensor-core forward: a workgroup per `tile` of out [M, N]; push
 /// constants in the backward kernel's order with the reduction (x's K) as its N and the
 /// output row (N) as its K, one slice of all of K.
-fn fwd_f16_launch(m: usize, q: &Q4, k: usize, tile: Tile, has_bias: bool) -> Result<Launch> {
+fn fwd_f16_launch(
+    m: usize,
+    q: &Q4,
+    k: usize,
+    (tile, local): (Tile, u32),
+    has_bias: bool,
+) -> Result<Launch> {
     let push = Push::new()
         .u32(to_u32(m, "M")?)
         .u32(to_u32(k, "K")?)
@@ -2173,7 +2198,7 @@ fn fwd_f16_launch(m: usize, q: &Q4, k: usize, tile: Tile, has_bias: bool) -> Res
     };
     Ok(Launch {
         push,
-        global: Global::Linear(groups as u64 * LOCAL as u64),
+        global: Global::Linear(groups as u64 * u64::from(local)),
     })
 }
 
@@ -2392,7 +2417,10 @@ fn build_linear_q4gsw_backward(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 (_, true, Some(p), _) => Dispatch::new(shader_of(kn, true), [p, dy, q.w, q.s]),
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
             };
-            d.local = Some([LOCAL, 1, 1]);
+            d.local = Some(match kn {
+                Kernel::BwdMma { .. } => shader_of(kn, true).info().local_size,
+                _ => [LOCAL, 1, 1],
+            });
             Ok(d)
         })
         .collect::<Result<Vec<_>>>()?;
