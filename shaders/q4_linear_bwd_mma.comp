@@ -29,6 +29,9 @@
 // as column-major B fragments; the push constants' N is then K (the reduction) and K is N
 // (the output row), binding 6 the bias.
 //
+// With -DSPLIT=1 (codes form only) the forward's slices run along k, and the last workgroup
+// of each tile adds the bias to their sum (binding 8).
+//
 // -DX16=1 (with FORWARD) is for activations that came in as fp16: the pre-pass's scaled
 // rows are then exact in one fp16 (their lo halves zero; a row peaking above 2^14 is scaled
 // down, and its values that turn fp16-subnormal lose less than 2^-37 of the peak), so the A
@@ -71,8 +74,8 @@
 #ifndef FORWARD
 #define FORWARD 0
 #endif
-#if FORWARD && SPLIT
-#error "the forward form has no split"
+#if FORWARD && SPLIT && !CODES
+#error "the forward splits in its codes form only"
 #endif
 #ifndef X16
 #define X16 0
@@ -264,11 +267,19 @@
   subgroupBarrier();
 #endif
 
-#if FORWARD
+#if FORWARD && SPLIT
+// The bias joins the slices' sum, not the partial sums.
+layout(set = 0, binding = 8) readonly buffer Bias { float bias[]; };
+#define BIAS_AT(c) 0.0
+#define FINAL_BIAS(c) (p.has_bias != 0u ? bias[c] : 0.0)
+#elif FORWARD
 layout(set = 0, binding = 6) readonly buffer Bias { float bias[]; };
 #define BIAS_AT(c) (p.has_bias != 0u ? bias[c] : 0.0)
 #else
 #define BIAS_AT(c) 0.0
+#endif
+#ifndef FINAL_BIAS
+#define FINAL_BIAS(c) 0.0
 #endif
 #if SPLIT
 // Partial sums [slices][M][K]; the last workgroup of each tile to finish reads them back.
@@ -692,7 +703,7 @@ void main() {
       [[unroll]] for (uint u = 0u; u < RED; ++u) v[u] += b[u];
     }
     [[unroll]] for (uint u = 0u; u < RED; ++u) {
-      if (at[u] != 0xFFFFFFFFu) dx[at[u]] = v[u];
+      if (at[u] != 0xFFFFFFFFu) dx[at[u]] = v[u] + FINAL_BIAS(at[u] % p.K);
     }
   }
   if (t == 0u) count[tile] = 0u;

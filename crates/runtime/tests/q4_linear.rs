@@ -994,12 +994,15 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
         (&[2, 10], 100, 97, 20, true),
         (&[130], 264, 77, 8, false),
         (&[33], 200, 70, 16, true),
+        // Split-K (3 slices of x's row, the last partial), with and without the bias.
+        (&[40], 1000, 136, 32, true),
+        (&[2, 20], 1000, 136, 64, false),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
-        let kernel = if gs % 16 == 0 {
-            "q4_linear_fwd_mma_c_emu_t32x128"
-        } else {
-            "q4_linear_fwd_mma_emu_t32x128"
+        let kernel = match (gs % 16 == 0, k >= 1000) {
+            (true, true) => "q4_linear_fwd_mma_c_emu_t32x128_split",
+            (true, false) => "q4_linear_fwd_mma_c_emu_t32x128",
+            _ => "q4_linear_fwd_mma_emu_t32x128",
         };
         let names = check_forward_scaled(
             &be,
@@ -1051,6 +1054,9 @@ fn f16_tensor_core_forward_matches_f64_reference() {
         (&[130], 264, 77, 8, true),
         (&[256], 1024, 520, 32, true),
         (&[33], 200, 70, 16, false),
+        // Split-K of the 32 x 128 and (M = 130) 128 x 128 tiles.
+        (&[40], 1000, 136, 32, true),
+        (&[130], 2048, 300, 32, true),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
         let names = check_forward_scaled(
@@ -1108,6 +1114,7 @@ fn f16_forward_of_fp16_activations() {
         for (i, &(m, k, n, gs, bias)) in [
             (40usize, 136usize, 300usize, 8usize, true),
             (130, 264, 77, 32, false),
+            (40, 1000, 136, 32, true),
         ]
         .iter()
         .enumerate()
@@ -1155,6 +1162,40 @@ fn f16_forward_of_fp16_activations() {
             let x16 = names.iter().any(|p| p.contains(kernel));
             assert_eq!(x16, want, "{names:?}");
         }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// One dynamic forward program on the split codes form (emulated, groups of 32, x rows of
+/// 1000): M = 40, 3, 64, 1, 9, 64, whose slices and row scales per slice change with M, every
+/// launch leaving its counters zero for the next.
+#[test]
+fn dynamic_m_on_the_split_f16_forward() {
+    let be = backend();
+    let (k, n, gs, max_m) = (1000, 136, 32, 64);
+    let mut rng = Rng::new(1770);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    let mut specs = dynamic();
+    specs.push(("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec()));
+    let mut d = g.load(&be, &specs).unwrap();
+    for m in [40usize, 3, 64, 1, 9, 64] {
+        let x = rng.floats(m * k, -1.0, 1.0);
+        let (sizes, got) = run1(&mut d, &[m, k], &x);
+        assert_eq!(sizes, vec![m, n]);
+        let want = ref_forward(&x, &c.wd, c.w.kp(), Some(&bias_v), m, k, n);
+        assert_rel(&got, &want, &format!("dynamic split f16 forward M {m}"));
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let split = names
+            .iter()
+            .any(|p| p.contains("q4_linear_fwd_mma_c_emu_t32x128_split"));
+        assert_eq!(split, m > 8, "M = {m}: {names:?}");
     }
     assert_eq!(be.validation_error_count(), 0);
 }

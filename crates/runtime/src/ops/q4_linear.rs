@@ -40,19 +40,21 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few ([`mma_split`]). Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
-//! - forward, M >= 256 (128 over N >= 16384; linear_qcs4w too) where the f16 tensor-core backward below runs
+//! - forward, M >= 128 where the f16 tensor-core backward below runs
 //!   (same self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile
 //!   transposed (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's
 //!   range from the scales' prepacked peaks, whole tiles, the bias added at the store); H200
-//!   at M = 512: 1.14-1.18x the int8 kernel's speed, slower below M = 256
-//!   (docs/performance.md, session 14). An x that came in as fp16 takes its `_x16` form: the
-//!   scaled rows are exact in one fp16, two MMAs per fragment pair instead of three
-//!   (1.21-1.26x). Where every 16 k lie in one scale group (group size a multiple of 16,
-//!   or one group per row, as linear_qcs4w's) the `_c_` form keeps the weight scales out of
-//!   the MMAs: the W tile holds the codes - 8 alone (exact in fp16) and each 16-k product
-//!   is scaled by its column's scale as it is accumulated, two MMAs per fragment pair (one
-//!   with fp16 x) and no W lo tile; H200: 1.14-1.21x the hi / lo form at M = 256..2048
-//!   (session 15). `etvk_q4_gemv` = `f16` / `f16_emulated` forces the f16 forward (emulated:
+//!   at M = 512: 1.14-1.18x the int8 kernel's speed (docs/performance.md, session 14). An x
+//!   that came in as fp16 takes its `_x16` form: the scaled rows are exact in one fp16, two
+//!   MMAs per fragment pair instead of three (1.21-1.26x). Where every 16 k lie in one
+//!   scale group (group size a multiple of 16, or one group per row, as linear_qcs4w's) the
+//!   `_c_` form keeps the weight scales out of the MMAs: the W tile holds the codes - 8
+//!   alone (exact in fp16) and each 16-k product is scaled by its column's scale as it is
+//!   accumulated, two MMAs per fragment pair (one with fp16 x) and no W lo tile; H200:
+//!   1.14-1.21x the hi / lo form at M = 256..2048 (session 15). Where its tiles fall short
+//!   of a wave the `_c_` form splits x's row into slices (`_split`, [`fwd_mma_split`]); the
+//!   last workgroup of each tile adds their partial sums and the bias (M = 128: 1.20-1.38x
+//!   the int8 kernel). `etvk_q4_gemv` = `f16` / `f16_emulated` forces the f16 forward (emulated:
 //!   plain arithmetic for the MMAs) from M = 9; `ETVK_Q4_FWD_CODES=0` turns the `_c_` form
 //!   off (benchmarks).
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
@@ -280,12 +282,15 @@ enum Kernel {
     /// pair takes two MMAs (`q4_linear_fwd_mma_x16_*`). `codes`: the weight scales stay out of
     /// the MMAs (`q4_linear_fwd_mma_c_*`: the W tile holds the codes alone, each 16-k product
     /// scaled as it is accumulated; two MMAs per fragment pair, one with `x16`), where every
-    /// 16 k lie in one group ([`codes_form`]).
+    /// 16 k lie in one group ([`codes_form`]). `split` (codes form only): partial sums over
+    /// slices of k ([`fwd_mma_split`]), which the last workgroup of each tile adds up with the
+    /// bias.
     FwdMma {
         tile: Tile,
         emulated: bool,
         x16: bool,
         codes: bool,
+        split: bool,
     },
 }
 
@@ -392,6 +397,7 @@ fn forward_kernel(
                 emulated: false,
                 x16: false,
                 codes: false,
+                split: false,
             };
         }
         F16Mma::Emulated if m >= f16_from => {
@@ -400,6 +406,7 @@ fn forward_kernel(
                 emulated: true,
                 x16: false,
                 codes: false,
+                split: false,
             };
         }
         _ => {}
@@ -446,22 +453,16 @@ fn fwd_f16_min_m(default: usize) -> usize {
     }
 }
 
-/// linear_q4gsw's f16 forward from M = 256 (H200, session 14 run 5: 1.15 / 0.99 / 1.18x
-/// the int8 kernel there with the hi / lo form, 1.14-1.18x at 512; session 15 run 1: the
-/// codes form 1.14-1.20x the hi / lo one; at M = 128 it takes 492.1 / 960.5 / 1614.7 us
-/// against the int8 kernel's 339.6 / 1165.3 / 1154.4 at 8192^2 / N = 28672 / K = 28672:
-/// only the wide output, 224 tiles, fills the GPU), from half that where the output has at
-/// least [`FWD_F16_WIDE_N`] columns (run 2, M = 128, N = 28672: 948.4 against 1164.0 us,
-/// linear_qcs4w 895.1 against 1029.4).
-const FWD_F16_MIN_M: usize = 256;
-/// Output columns from which the f16 forward starts at half its rows threshold.
-const FWD_F16_WIDE_N: usize = 16384;
-/// linear_qcs4w's from M = 256: its int8 kernel rescales once per row, not per chunk, and
-/// was as fast as the hi / lo f16 form up to M = 256 (session 14 run 7: 574.5 / 1937.5 /
-/// 1972.7 us against 584.1 / 2220.8 / 1890.8); the codes form is 1.28x the hi / lo one at
-/// M = 512 (session 15 run 1: 882.7 against 1126.0 us at 8192^2) and beats the int8 kernel
-/// at M = 256 (run 2: 481.4 / 1759.4 / 1571.6 against 577.9 / 1953.7 / 1986.4 us).
-const QCS4W_F16_MIN_M: usize = 256;
+/// linear_q4gsw's f16 forward from M = 128. H200: the codes form with split-K against the
+/// int8 kernel at M = 128 (session 15 run 4): 284.1 / 951.7 / 837.3 us against 340.1 /
+/// 1168.3 / 1154.6 at 8192^2 / N = 28672 / K = 28672, fp16 x 250.3 against 350.7 at 8192^2;
+/// at M = 256 511.2 / 1740.8 against 649.3 / 2263.2. At M = 64 and 32 its 32 x 128 tiles lose
+/// (236.3 against 185.4, 131.4 against 102.6 at 8192^2).
+const FWD_F16_MIN_M: usize = 128;
+/// linear_qcs4w's from M = 128 too, although its int8 kernel rescales once per row, not per
+/// chunk (run 4 at M = 128: 261.9 / 892.7 / 771.1 against 297.1 / 1021.4 / 1003.5 us; run 2
+/// at M = 256: 481.4 / 1759.4 / 1571.6 against 577.9 / 1953.7 / 1986.4).
+const QCS4W_F16_MIN_M: usize = 128;
 
 /// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
 /// which M: where the backward's tensor-core kernels run (they share the self-check), from
@@ -470,15 +471,13 @@ const QCS4W_F16_MIN_M: usize = 256;
 /// when the graph's largest M (`max_m`) stays below that: only graphs that can reach the
 /// kernel consult the tensor cores and so maybe run their self-check (an M = 1 decode graph
 /// does not), as the backward does.
-fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize, n: usize) -> (F16Mma, usize) {
+fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize) -> (F16Mma, usize) {
     const FORCED_FROM: usize = 9;
     let shared = g.caps().max_shared_memory_size;
     let forced = forced_gemv(g);
     let from = match forced.as_deref() {
         Some("f16" | "f16_emulated") => FORCED_FROM,
         Some(_) => return (F16Mma::Off, usize::MAX),
-        // Wide outputs give the tensor-core forward enough 128 x 128 tiles from half the rows.
-        None if n >= FWD_F16_WIDE_N => fwd_f16_min_m(from.div_ceil(2)),
         None => fwd_f16_min_m(from),
     };
     if max_m < from {
@@ -669,6 +668,20 @@ fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
         len,
     }
 }
+
+/// Split-K of the f16 forward's codes form over x rows of `r` for `cols` outputs: none once
+/// its tiles fill the GPU, else slices (of at least [`SPLIT_K_MIN_LEN`]) towards one wave:
+/// one 128 x 128 workgroup per SM of an H200 (255 registers), two of 32 x 128 (121).
+fn fwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    let target = match tile {
+        Tile::T128 => FWD_MMA_T128_WAVE,
+        _ => 2 * FWD_MMA_T128_WAVE,
+    };
+    split_k_for(tile, m, cols, r, target)
+}
+
+/// Resident 128 x 128 workgroups of the f16 forward: one per SM of an H200.
+const FWD_MMA_T128_WAVE: usize = 132;
 
 /// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`)
 /// turns the tensor-core kernels off (`off` or `0`).
@@ -1138,7 +1151,25 @@ fn shader_of(k: Kernel, backward: bool) -> ShaderId {
                 tile,
                 emulated,
                 x16,
+                codes: true,
+                split: true,
+            },
+            _,
+        ) => match (emulated, x16, tile) {
+            (true, false, _) => ShaderId::Q4LinearFwdMmaCEmuT32x128Split,
+            (true, true, _) => ShaderId::Q4LinearFwdMmaCX16EmuT32x128Split,
+            (false, false, T128) => ShaderId::Q4LinearFwdMmaCT128Split,
+            (false, false, _) => ShaderId::Q4LinearFwdMmaCT32x128Split,
+            (false, true, T128) => ShaderId::Q4LinearFwdMmaCX16T128Split,
+            (false, true, _) => ShaderId::Q4LinearFwdMmaCX16T32x128Split,
+        },
+        (
+            Kernel::FwdMma {
+                tile,
+                emulated,
+                x16,
                 codes,
+                ..
             },
             _,
         ) => match (codes, emulated, x16, tile) {
@@ -1547,6 +1578,9 @@ fn split_of(kernel: Kernel, m: usize, cols: usize, r: usize) -> SplitK {
         Kernel::BwdMma {
             tile, split: true, ..
         } => bwd_mma_split(tile, m, cols, r),
+        Kernel::FwdMma {
+            tile, split: true, ..
+        } => fwd_mma_split(tile, m, cols, r),
         _ => SplitK {
             slices: 1,
             len: r.max(1).next_multiple_of(TILE_BR),
@@ -1558,12 +1592,12 @@ fn split_of(kernel: Kernel, m: usize, cols: usize, r: usize) -> SplitK {
 /// (0 for the kernels that write their output directly).
 fn partial_floats(kernel: Kernel, m: usize, cols: usize, r: usize) -> usize {
     match kernel {
-        Kernel::Tiled { split: true, .. } | Kernel::BwdMma { split: true, .. } => {
-            split_of(kernel, m, cols, r)
-                .slices
-                .saturating_mul(m)
-                .saturating_mul(cols)
-        }
+        Kernel::Tiled { split: true, .. }
+        | Kernel::BwdMma { split: true, .. }
+        | Kernel::FwdMma { split: true, .. } => split_of(kernel, m, cols, r)
+            .slices
+            .saturating_mul(m)
+            .saturating_mul(cols),
         Kernel::SplitN(_) => {
             let geo = split_geometry(r, cols);
             (geo.slices * 8 * geo.kwo).saturating_mul(m)
@@ -1582,6 +1616,7 @@ fn writes_partials(kernel: Kernel) -> bool {
             | Kernel::BwdStaged(_)
             | Kernel::Tiled { split: true, .. }
             | Kernel::BwdMma { split: true, .. }
+            | Kernel::FwdMma { split: true, .. }
             | Kernel::Mma(_)
     )
 }
@@ -1798,7 +1833,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m, n));
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form(&q);
@@ -1808,6 +1843,7 @@ fn forward(
             emulated,
             x16,
             codes,
+            split: codes && fwd_mma_split(tile, m, n, k).slices > 1,
         },
         kn => kn,
     };
@@ -1880,7 +1916,27 @@ fn forward(
         let peaks = g.prepack(sc.value, &peaks)?;
         let (rowscale, pairs) =
             bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
-        Some((rowscale, pairs, peaks))
+        // The split forms' counters of finished slices, one per output tile at the largest M
+        // (each launch leaves them zero).
+        let tiles = plan
+            .kernels
+            .iter()
+            .filter_map(|kn| match kn {
+                Kernel::FwdMma {
+                    tile, split: true, ..
+                } => Some(tile.count(max_m, n)),
+                _ => None,
+            })
+            .max();
+        let counters = match tiles {
+            Some(len) => Some(g.new_zeroed_tensor(
+                DataType::Int32,
+                vec![len],
+                format!("{}: finished-slice counters", call.what()),
+            )?),
+            None => None,
+        };
+        Some((rowscale, pairs, peaks, counters))
     } else {
         None
     };
@@ -1894,8 +1950,21 @@ fn forward(
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
                     Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
                 }
+                (_, p, _) if matches!(kn, Kernel::FwdMma { split: true, .. }) => {
+                    let (rs, pairs, sp, c) = f16_inputs
+                        .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
+                    let (Some(p), Some(c)) = (p, c) else {
+                        return Err(internal(
+                            "split f16 MMA forward without its scratch and counters",
+                        ));
+                    };
+                    Dispatch::new(
+                        shader_of(kn, false),
+                        [p, pairs, q.w, q.s, rs, sp, c, out, bias_t],
+                    )
+                }
                 _ if matches!(kn, Kernel::FwdMma { .. }) => {
-                    let (rs, pairs, sp) = f16_inputs
+                    let (rs, pairs, sp, _) = f16_inputs
                         .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
                     Dispatch::new(shader_of(kn, false), [out, pairs, q.w, q.s, rs, sp, bias_t])
                 }
@@ -1942,6 +2011,7 @@ fn forward(
             },
             Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
             Kernel::FwdMma { tile, .. } => fwd_f16_launch(
+                kn,
                 m,
                 &q,
                 k,
@@ -1964,7 +2034,9 @@ fn forward(
         let (_, m) = current_rows(s, x, k, "x")?;
         let kn = choose(m);
         let sk = fwd_split(kn, m);
-        let launch = if writes_partials(kn) && sk.slices > 1 {
+        // The split f16 forward sums its slices itself.
+        let own_sum = matches!(kn, Kernel::FwdMma { .. });
+        let launch = if writes_partials(kn) && sk.slices > 1 && !own_sum {
             reduce_launch(m, n, n, sk.slices, bias.is_some())?
         } else {
             idle_reduce(n)?
@@ -2022,7 +2094,7 @@ fn bwd_rowscale_node(
         let (_, m) = current_rows(s, dy, n, "d_out")?;
         let kn = choose(m);
         let (slices, slice) = match kn {
-            Kernel::BwdMma { split: true, .. } => {
+            Kernel::BwdMma { split: true, .. } | Kernel::FwdMma { split: true, .. } => {
                 let sk = split_of(kn, m, kout, n);
                 (sk.slices, sk.len)
             }
@@ -2175,12 +2247,15 @@ fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
 /// constants in the backward kernel's order with the reduction (x's K) as its N and the
 /// output row (N) as its K, one slice of all of K.
 fn fwd_f16_launch(
+    kn: Kernel,
     m: usize,
     q: &Q4,
     k: usize,
     (tile, local): (Tile, u32),
     has_bias: bool,
 ) -> Result<Launch> {
+    // The split forms' slices of x's row (a multiple of 32), else all of it.
+    let sk = split_of(kn, m, q.n, k);
     let push = Push::new()
         .u32(to_u32(m, "M")?)
         .u32(to_u32(k, "K")?)
@@ -2189,12 +2264,12 @@ fn fwd_f16_launch(
         .u32(to_u32(q.groups, "scale groups")?)
         .u32(to_u32(q.gs, "group_size")?)
         .u32(has_bias as u32)
-        .u32(to_u32(k.max(1), "K")?)
+        .u32(to_u32(sk.len, "k per slice")?)
         .finish();
     let groups = if m == 0 || q.n == 0 {
         0
     } else {
-        tile.count(m, q.n)
+        tile.count(m, q.n) * sk.slices
     };
     Ok(Launch {
         push,
@@ -2651,6 +2726,7 @@ mod tests {
             emulated: false,
             x16: false,
             codes: false,
+            split: false,
         };
         let pick = |m, mode| forward_kernel(m, 8192, 8192, true, None, mode);
         assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
@@ -2665,9 +2741,38 @@ mod tests {
                 emulated: true,
                 x16: false,
                 codes: false,
+                split: false,
             }
         );
         assert_eq!(pick(8, emulated), Kernel::Gemv(8));
+    }
+
+    /// The f16 forward's split-K: none once its tiles fill a wave, slices towards one
+    /// otherwise (at least SPLIT_K_MIN_LEN of k each, multiples of 32); the split forms'
+    /// shaders, and no reduce dispatch after them.
+    #[test]
+    fn f16_forward_splits_only_short_of_a_wave() {
+        let split = |tile, m, n, k| fwd_mma_split(tile, m, n, k);
+        // 128 rows x 28672 outputs: 224 tiles, unsplit; 8192 outputs: 64 tiles, two slices.
+        assert_eq!(split(Tile::T128, 128, 28672, 8192).slices, 1);
+        let sk = split(Tile::T128, 128, 8192, 8192);
+        assert_eq!((sk.slices, sk.len), (2, 4096));
+        assert_eq!(split(Tile::T128, 512, 8192, 8192).slices, 1);
+        assert_eq!(split(Tile::T128, 128, 8192, 28672).slices, 2);
+        // Short rows are not cut below the minimum slice.
+        assert_eq!(split(Tile::T128, 128, 256, 100).slices, 1);
+        let sk = split(Tile::T32x128, 32, 1000, 4096);
+        assert!(sk.slices > 1 && sk.len % 32 == 0 && sk.len * sk.slices >= 4096);
+        let kn = Kernel::FwdMma {
+            tile: Tile::T128,
+            emulated: false,
+            x16: true,
+            codes: true,
+            split: true,
+        };
+        assert_eq!(shader_of(kn, false), ShaderId::Q4LinearFwdMmaCX16T128Split);
+        assert!(writes_partials(kn));
+        assert_eq!(partial_floats(kn, 128, 8192, 8192), 2 * 128 * 8192);
     }
 
     #[test]

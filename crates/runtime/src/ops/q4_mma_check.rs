@@ -126,9 +126,16 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
 
     let pre = be.pipeline(ShaderId::Q4BwdRowscale, [256, 1, 1], &[])?;
     let main = be.pipeline(v.shader, [256, 1, 1], &[])?;
-    let mut pool = DescriptorPool::new(ctx, 2, 11)?;
+    let mut pool = DescriptorPool::new(ctx, 2, 12)?;
     let pre_set = pool.allocate(&pre, &[&rowscale, &devs[0], &pairs])?;
-    let main_set = if split {
+    let main_set = if split && v.forward {
+        pool.allocate(
+            &main,
+            &[
+                &out, &pairs, &devs[1], &devs[2], &rowscale, &devs[3], &devs[4], &dx, &devs[5],
+            ],
+        )?
+    } else if split {
         pool.allocate(
             &main,
             &[
@@ -244,6 +251,8 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         ..fwd(shader, rows)
     };
     let codes = |v: Variant| Variant { codes: true, ..v };
+    // The codes forward split into slices of 64 k (the 136-k rows: 64, 64, 8).
+    let split = |v: Variant| Variant { slice: 64, ..v };
     if emulated {
         return vec![
             v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
@@ -252,6 +261,11 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
             fwd16(ShaderId::Q4LinearFwdMmaX16EmuT32x128, 32),
             codes(fwd(ShaderId::Q4LinearFwdMmaCEmuT32x128, 32)),
             codes(fwd16(ShaderId::Q4LinearFwdMmaCX16EmuT32x128, 32)),
+            split(codes(fwd(ShaderId::Q4LinearFwdMmaCEmuT32x128Split, 32))),
+            split(codes(fwd16(
+                ShaderId::Q4LinearFwdMmaCX16EmuT32x128Split,
+                32,
+            ))),
         ];
     }
     let mut all = vec![
@@ -261,6 +275,8 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         fwd16(ShaderId::Q4LinearFwdMmaX16T32x128, 32),
         codes(fwd(ShaderId::Q4LinearFwdMmaCT32x128, 32)),
         codes(fwd16(ShaderId::Q4LinearFwdMmaCX16T32x128, 32)),
+        split(codes(fwd(ShaderId::Q4LinearFwdMmaCT32x128Split, 32))),
+        split(codes(fwd16(ShaderId::Q4LinearFwdMmaCX16T32x128Split, 32))),
     ];
     if shared >= BWD_MMA_T128_SHARED_BYTES {
         all.push(v(ShaderId::Q4LinearBwdMmaT128, 128, 0));
@@ -271,6 +287,11 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         all.push(fwd16(ShaderId::Q4LinearFwdMmaX16T128, 128));
         all.push(codes(fwd(ShaderId::Q4LinearFwdMmaCT128, 128)));
         all.push(codes(fwd16(ShaderId::Q4LinearFwdMmaCX16T128, 128)));
+        all.push(split(codes(fwd(ShaderId::Q4LinearFwdMmaCT128Split, 128))));
+        all.push(split(codes(fwd16(
+            ShaderId::Q4LinearFwdMmaCX16T128Split,
+            128,
+        ))));
     }
     all
 }
