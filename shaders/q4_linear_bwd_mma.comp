@@ -228,11 +228,17 @@
     coopMatLoadNV(bh, Wh, off, WTP, true);                           \
     float sc[CL];                                                    \
     SCALES_AT(ks * BC + (kg * WK + (j)) * 8u)
-// One by one, from pairs of columns in shared memory (Wsc2): H200, session 16 run 1: M = 512
-// 910-917 us at 8192^2 against 970 with a float array (session 15), the same as one 8-byte
-// load per fragment (which assumed the H200's element order; it is not needed).
+// One 8-byte load per fragment: elements (0, 1) and (2, 3) sit on columns (c, c + 1), c even
+// (the H200's order; frag_ok checks the probed order, and a device with another one gets NaN
+// out, so the self-check keeps the hi / lo forward there). H200, session 16 run 6: M = 512
+// 909-916 us at 8192^2 against 972 for four loads from a float array; four loads from the
+// column pairs measured 1101 (the same arithmetic, another schedule: the kernel sits at 255
+// registers).
 #define SCALES_AT(base)                                              \
-    [[unroll]] for (uint e = 0u; e < CL; ++e) sc[e] = WSC((base) + ccol[e]);
+    {                                                                \
+      const vec2 s2 = Wsc2[((base) + ccol[0]) >> 1];                 \
+      sc[0] = s2.x; sc[1] = s2.y; sc[2] = s2.x; sc[3] = s2.y;        \
+    }
 #elif FORWARD
 // B (16 k x 8 n) column-major from the transposed tile: column n holds the step's k.
 #define LOAD_B(j)                                                    \
@@ -615,7 +621,7 @@ void main() {
   }
 #else
   FOR_IJ(DECL_ACC)
-  const bool frag_ok = acc_0_0.length() == int(CL);
+  bool frag_ok = acc_0_0.length() == int(CL);
 #if CODES
   // The output column (0..7 in its 16 x 8 tile) of each accumulator element: a tile of
   // column numbers loaded as an accumulator says where the driver keeps which.
@@ -629,6 +635,8 @@ void main() {
     [[unroll]] for (uint e = 0u; e < CL; ++e) ccol[e] = min(uint(probe[e]), 7u);
     subgroupBarrier();
   }
+  frag_ok = frag_ok && (ccol[0] & 1u) == 0u && ccol[1] == ccol[0] + 1u && ccol[2] == ccol[0] &&
+            ccol[3] == ccol[1];
 #endif
 #endif
 

@@ -23,9 +23,11 @@ pub(crate) struct BackendInner {
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
     /// Whether graphs record per-dispatch timestamps ([`crate::RuntimeOptions::profile`]).
     pub(crate) profile: bool,
-    /// Whether the f16 tensor-core kernels (backward and forward) passed their self-check
+    /// Whether the f16 tensor-core kernels (backward, the forward's hi / lo form) passed their self-check
     /// here (run once, at first need).
     f16_mma_ok: OnceLock<bool>,
+    /// Whether the forward's codes form passed its part of that self-check.
+    f16_codes_ok: OnceLock<bool>,
 }
 
 fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
@@ -83,36 +85,58 @@ impl BackendInner {
             pipelines: Mutex::new(HashMap::new()),
             profile,
             f16_mma_ok: OnceLock::new(),
+            f16_codes_ok: OnceLock::new(),
         }
     }
 
-    /// Whether the f16 tensor-core kernels' variants, the backward's and the forward's (with
-    /// the 128 x 128 tiles that fit the device's shared memory), compute right on this device ([`crate::ops::q4_mma_check`]); checked once, and a
-    /// failure (or an error running the check) is logged and keeps the portable kernels.
+    /// Whether the f16 tensor-core kernels' variants, the backward's and the forward's hi / lo
+    /// form (with the 128 x 128 tiles that fit the device's shared memory), compute right on
+    /// this device ([`crate::ops::q4_mma_check`]); checked once, and a failure (or an error
+    /// running the check) is logged and keeps the portable kernels.
     pub(crate) fn f16_mma_ok(&self) -> bool {
-        *self.f16_mma_ok.get_or_init(|| {
-            let shared = self.ctx.caps().max_shared_memory_size;
-            let list = crate::ops::q4_mma_check::variants(false, shared);
-            match crate::ops::q4_mma_check::check_all(self, &list) {
-                Ok(None) => true,
-                Ok(Some(why)) => {
-                    log::warn!(
-                        "{}: the f16 tensor-core 4-bit kernels failed their self-check ({why}); \
-                         the portable kernels run instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
-                Err(e) => {
-                    log::warn!(
-                        "{}: the f16 tensor-core 4-bit kernels' self-check did not run ({e}); \
-                         the portable kernels run instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
+        *self
+            .f16_mma_ok
+            .get_or_init(|| self.self_check(false, "f16 tensor-core 4-bit kernels", "portable"))
+    }
+
+    /// Whether the forward's codes form (`q4_linear_fwd_mma_c_*`) computes right on this
+    /// device, checked apart from [`Self::f16_mma_ok`] and only after it passed: the codes
+    /// form reads its scales in the accumulator element order of an H200's fragments and
+    /// writes NaN on a device with another, and then the hi / lo form runs instead.
+    pub(crate) fn f16_codes_ok(&self) -> bool {
+        self.f16_mma_ok()
+            && *self.f16_codes_ok.get_or_init(|| {
+                self.self_check(true, "f16 tensor-core forward's codes form", "hi / lo form")
+            })
+    }
+
+    /// Runs the self-check of the codes variants (`codes`) or of all the others; logs why it
+    /// failed.
+    fn self_check(&self, codes: bool, what: &str, instead: &str) -> bool {
+        let shared = self.ctx.caps().max_shared_memory_size;
+        let list: Vec<_> = crate::ops::q4_mma_check::variants(false, shared)
+            .into_iter()
+            .filter(|v| v.codes == codes)
+            .collect();
+        match crate::ops::q4_mma_check::check_all(self, &list) {
+            Ok(None) => true,
+            Ok(Some(why)) => {
+                log::warn!(
+                    "{}: the {what} failed their self-check ({why}); the {instead} kernels run \
+                     instead",
+                    self.ctx.description()
+                );
+                false
             }
-        })
+            Err(e) => {
+                log::warn!(
+                    "{}: the {what}' self-check did not run ({e}); the {instead} kernels run \
+                     instead",
+                    self.ctx.description()
+                );
+                false
+            }
+        }
     }
 
     /// Whether the device has every feature `shader` needs.

@@ -431,7 +431,8 @@ fn forward_kernel(
 
 /// Whether the f16 forward may keep the weight scales out of its MMAs (`Kernel::FwdMma`'s
 /// `codes`): every 16 k of the reduction lie in one group (group size a multiple of 16, or
-/// one group per row), unless `ETVK_Q4_FWD_CODES=0` (benchmarks compare the forms).
+/// one group per row), unless `ETVK_Q4_FWD_CODES=0` (benchmarks compare the forms). The
+/// native kernels also need their self-check passed (`f16_codes_ok`, at the call).
 fn codes_form(q: &Q4) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("ETVK_Q4_FWD_CODES").is_ok_and(|v| v == "0"));
@@ -1836,7 +1837,14 @@ fn forward(
     let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
-    let codes = codes_form(&q);
+    // The native codes form has a self-check of its own (it depends on the fragments'
+    // element order); where it fails the hi / lo form runs.
+    let codes = codes_form(&q)
+        && match mma.1 .0 {
+            F16Mma::Native { .. } => g.be.f16_codes_ok(),
+            F16Mma::Emulated => true,
+            F16Mma::Off => false,
+        };
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
         Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
             tile,
