@@ -8,7 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "prepare" ]; then
     cargo build --release -p etvk-cli -p etvk-ffi
+    # The q4_linear tests too (experiment scripts run them there: q4_tests in device-env.sh).
+    cargo test --release -p etvk-runtime --test q4_linear --no-run
     mkdir -p .gl/bin
+    rm -f .gl/bin/q4_linear-*
+    cp "$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)" .gl/bin/
     cp ../shared/device/libvulkan1_*.deb .gl/
     # The NVIDIA ICD (libGLX_nvidia) needs glvnd, which the lent machine lacks; the tests
     # force validation on, and it has no validation layer either.

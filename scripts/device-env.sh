@@ -14,3 +14,11 @@ bench_row() {
         grep -E '^\| linear|check|rror|warn|  node' | tr '\n' ' ' || true
     echo
 }
+
+# The q4_linear tests natively (the binary `scripts/device-bench.sh prepare` copied), only
+# what is not a passing test's line. Usage: q4_tests [FILTER]
+q4_tests() {
+    for t in .gl/bin/q4_linear-*; do
+        timeout 150 "$t" --test-threads=2 "$@" 2>&1 | grep -v ' \.\.\. ok$' | head -40 || true
+    done
+}

@@ -12,10 +12,6 @@ set -euo pipefail
 here=$(dirname "$0")
 case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
 if [ "${1:-}" = "prepare" ]; then
-    cargo test --release -p etvk-runtime --test q4_linear --no-run
-    rm -f .gl/bin/q4_linear-*
-    t=$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)
-    cp "$t" .gl/bin/
     g() { glslc --target-env=vulkan1.2 -fshader-stage=compute -I shaders "$@"; }
     for v in bal:-DBALANCE=1 pl1:-DPAIRLOAD=1 pl2:-DPAIRLOAD=2 balpl2:"-DBALANCE=1 -DPAIRLOAD=2"; do
         d=.gl/ovr_${v%%:*}; mkdir -p "$d"
@@ -43,8 +39,8 @@ fi
 e=.gl/bin/etvk
 {
     $e bench linear_q4gsw_backward --m 32 --n 8192 --k 8192 --iters 10 >/dev/null 2>&1 || true
-    for t in .gl/bin/q4_linear-*; do timeout 150 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | head -40 || true; done
-    for t in .gl/bin/q4_linear-*; do ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_pc2 timeout 150 "$t" --test-threads=2 f16 2>&1 | grep -v ' \.\.\. ok$' | head -40 || true; done
+    q4_tests
+    ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_pc2 q4_tests f16
     for r in 1 2 3; do
         for v in built bal pl1 pl2 balpl2; do
             d=.gl/ovr_$v; [ "$v" = built ] && d=/nonexistent

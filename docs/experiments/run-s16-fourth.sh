@@ -9,10 +9,6 @@ set -euo pipefail
 here=$(dirname "$0")
 case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
 if [ "${1:-}" = "prepare" ]; then
-    cargo test --release -p etvk-runtime --test q4_linear --no-run
-    rm -f .gl/bin/q4_linear-*
-    t=$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)
-    cp "$t" .gl/bin/
     d=.gl/ovr_e0; mkdir -p $d
     for cw in 8 16 32; do
         glslc --target-env=vulkan1.2 -fshader-stage=compute -I shaders -DMT=1 -DUR=2 -DPREFETCH=1 \
@@ -28,7 +24,7 @@ fi
 e=.gl/bin/etvk
 {
     $e bench linear_q4gsw_backward --m 32 --n 8192 --k 8192 --iters 10 >/dev/null 2>&1 || true
-    for t in .gl/bin/q4_linear-*; do timeout 150 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | head -40 || true; done
+    q4_tests
     for r in 1 2 3; do
         for s in "8192 8192" "28672 8192" "8192 28672"; do
             set -- $s

@@ -8,10 +8,6 @@ set -euo pipefail
 here=$(dirname "$0")
 case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
 if [ "${1:-}" = "prepare" ]; then
-    cargo test --release -p etvk-runtime --test q4_linear --no-run
-    rm -f .gl/bin/q4_linear-*
-    t=$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)
-    cp "$t" .gl/bin/
     cp docs/experiments/run-s16-seventh.sh .gl/
     exit 0
 fi
@@ -19,7 +15,7 @@ fi
 . .gl/device-env.sh
 e=.gl/bin/etvk
 {
-    for t in .gl/bin/q4_linear-*; do timeout 100 "$t" --test-threads=2 f16 2>&1 | grep -v ' \.\.\. ok$' | head -30 || true; done
+    q4_tests f16
     ETVK_PIPELINE_STATS=1 $e bench linear_q4gsw --m 512 --n 8192 --k 8192 --iters 3 2>&1 | grep -E "stats.*fwd_mma_c_t128" | head -1 || true
     echo -n "M=512 N=8192: "; bench_row linear_q4gsw --m 512 --n 8192 --k 8192
     echo -n "M=512 N=28672: "; bench_row linear_q4gsw --m 512 --n 28672 --k 8192
