@@ -28,7 +28,7 @@
 // H200 (docs/performance.md, session 4): 20.6 / 51.8 / 51.7 us at 8192^2 / N = 28672, K = 8192
 // / N = 8192, K = 28672, against 32.2 / 82.9 / 80.8 for the split-N kernel. 78 registers:
 // three workgroups fit an SM, which the runtime uses when each row group walks enough rows
-// (wide_bwd_target in ops/q4_linear.rs); a change that needs more than 80 registers loses
+// (wide_bwd_target in ops/q4_linear/select.rs); a change that needs more than 80 registers loses
 // that third workgroup (at 95: 68 us at N = 28672). The kernel is bound by its decode: with
 // synthetic codes and no loads at all the session-3 form took 17.7 / 47.8 / 50.1 us. Decoding
 // with fp32 denormals (an AND and an FMA per code, no subtract) would cut that to 12.8 /

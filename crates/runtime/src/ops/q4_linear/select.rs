@@ -1,0 +1,1056 @@
+//! Kernel selection and launch geometry of the 4-bit linears: which kernel serves which M
+//! (and where the tensor cores, their self-checks, forced choices and thresholds allow it),
+//! split-K slices, workgroup targets and the GEMV / wide-backward shapes. Pure functions of
+//! the op's geometry and the device's capabilities; the module above builds the nodes.
+
+use super::*;
+
+/// Output tile of `q4_linear_tiled.comp` (its `TILE` define).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tile {
+    /// 32 x 128 (`TILE=32`), for 8 < M <= 32.
+    T32x128,
+    /// 64 x 64.
+    T64,
+    /// 128 x 128 (needs [`T128_SHARED_BYTES`] of shared memory).
+    T128,
+}
+
+impl Tile {
+    /// (rows of M, output columns) per workgroup.
+    pub(super) fn shape(self) -> (usize, usize) {
+        match self {
+            Tile::T32x128 => (32, 128),
+            Tile::T64 => (64, 64),
+            Tile::T128 => (128, 128),
+        }
+    }
+
+    /// Workgroups a split-K launch aims for: one full wave of resident workgroups on a large
+    /// GPU, so that no compute unit runs a single workgroup's latency-bound reduction while
+    /// the others idle. Device-independent on purpose (Vulkan does not report the number of
+    /// compute units, and the choice must be the same at build and resize time): 4 resident
+    /// workgroups on each of an H200's 132 SMs for the tiles with 16 accumulators per
+    /// invocation, 2 for the 128 x 128 tile (64 accumulators, 4x the registers). On a
+    /// smaller GPU the same split is more than one wave, which costs only the partial sums'
+    /// traffic (at most 22 MiB, see [`split_k`]).
+    pub(super) fn split_target(self) -> usize {
+        match self {
+            Tile::T32x128 | Tile::T64 => 528,
+            Tile::T128 => 264,
+        }
+    }
+
+    /// Tiles of an M x `cols` output.
+    pub(super) fn count(self, m: usize, cols: usize) -> usize {
+        let (bm, bc) = self.shape();
+        m.div_ceil(bm)
+            .max(1)
+            .saturating_mul(cols.div_ceil(bc).max(1))
+    }
+}
+
+/// One kernel of the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kernel {
+    /// GEMV for M <= MT: lane groups per row (`q4_linear_gemv`).
+    Gemv(u32),
+    /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
+    /// block (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
+    /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
+    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
+    GemvWide { dp4: bool, persist: u32 },
+    /// The persistent int8 GEMV with half a chunk per invocation ([`HALF_GEMV_LOCAL`]
+    /// invocations, `q4_linear_gemv_half_n512`): M = 1 over rows of 129..256 chunks.
+    GemvHalf,
+    /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
+    Tiled { tile: Tile, split: bool },
+    /// Backward split over N for M <= MT, plus the reduce dispatch.
+    SplitN(u32),
+    /// Backward at M = `mt` (1 or 2) over long rows: a lane per uvec4 chunk column, rows
+    /// split over slices (`q4_linear_bwd_wide_m{mt}_c{cw}`), summed by the last workgroup of
+    /// each column block to finish (no reduce dispatch); at M = 2 both activation rows share
+    /// each code's decode.
+    BwdWide { cw: u32, mt: u32 },
+    /// Backward at M = 3..=MT (4 or 8) over long rows whose scale groups are whole chunks:
+    /// stages of the weight through shared memory, narrow lanes over all MT rows
+    /// (`q4_linear_bwd_staged_m{4,8}`), one dispatch like [`Kernel::BwdWide`].
+    BwdStaged(u32),
+    /// Forward on the tensor cores for M >= [`MMA_MIN_M`]: int8 MMAs of 16 weight rows by
+    /// 8 * `mf` activation rows per workgroup (`q4_linear_mma_f{mf}`), activations as int8
+    /// limbs from a `q4_mma_limbs` node.
+    Mma(u32),
+    /// Backward on the tensor cores for M > 8 (`q4_linear_bwd_mma_*`): fp16 hi / lo MMAs of
+    /// d_out and the dequantized weight over `tile`'s output tiles (T32x128 or T128), d_out's
+    /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums, which the last
+    /// workgroup of each tile adds up (counters as the wide kernel's);
+    /// `emulated`: the same kernel with plain arithmetic for the MMAs (tests on any device).
+    BwdMma {
+        tile: Tile,
+        split: bool,
+        emulated: bool,
+    },
+    /// Forward on the f16 tensor cores at M >= [`fwd_f16_min_m`] (`q4_linear_fwd_mma_*`): the
+    /// backward's kernel with the W tile transposed, x's rows as scaled fp16 hi / lo pairs
+    /// from a `q4_bwd_rowscale` node, whole `tile`s (no split), the bias added at the store.
+    /// `x16`: x came in as fp16, so its scaled rows are exact in one fp16 and each fragment
+    /// pair takes two MMAs (`q4_linear_fwd_mma_x16_*`). `codes`: the weight scales stay out of
+    /// the MMAs (`q4_linear_fwd_mma_c_*`: the W tile holds the codes alone, each 16-k product
+    /// scaled as it is accumulated; two MMAs per fragment pair, one with `x16`), where every
+    /// 16 k lie in one group ([`codes_form`]). `split` (codes form only): partial sums over
+    /// slices of k ([`fwd_mma_split`]), which the last workgroup of each tile adds up with the
+    /// bias.
+    FwdMma {
+        tile: Tile,
+        emulated: bool,
+        x16: bool,
+        codes: bool,
+        split: bool,
+    },
+}
+
+/// Whether a direction may take the f16 tensor-core kernels ([`Kernel::BwdMma`],
+/// [`Kernel::FwdMma`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum F16Mma {
+    Off,
+    /// NV f16 cooperative matrices; `t128`: the 128 x 128 tile fits shared memory too.
+    Native {
+        t128: bool,
+    },
+    /// Forced (`etvk_q4_bwd` = `mma_emulated`, `etvk_q4_gemv` = `f16_emulated`): the emulated
+    /// kernel, 32 x 128 tiles.
+    Emulated,
+}
+
+/// The smallest MT in {1, 2, 4, 8} with M <= MT (M <= 8).
+pub(super) fn small_mt(m: usize) -> u32 {
+    match m {
+        0..=1 => 1,
+        2 => 2,
+        3..=4 => 4,
+        _ => 8,
+    }
+}
+
+/// Split-K geometry of a tiled launch: `slices` slices of `len` reduction columns (the last
+/// one shorter unless `len` divides R); `slices == 1` is the unsplit kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SplitK {
+    pub(super) slices: usize,
+    /// A multiple of [`TILE_BR`].
+    pub(super) len: usize,
+}
+
+/// Split-K for `tile` over an M x `cols` output reducing over `r` columns:
+/// `S = round(target / tiles)` ([`Tile::split_target`]; rounded to nearest, so a launch with
+/// over 2/3 of the target's workgroups stays whole), at most `R / 256` (slices of >= 256
+/// columns); then the slice length `ceil(R / S)` rounded up to a multiple of 32, and
+/// `S = ceil(R / len)` (every slice non-empty). S never grows with M, and
+/// `S * tiles <= 4/3 * target`, so the partial sums (`S * M * C` floats) stay below
+/// `4/3 * target * BM * BC` floats: 22 MiB for the 128 x 128 tile, 11 MiB for the others.
+///
+/// At the H200 benchmark shapes (C = outputs of the launch, R = its reduction):
+/// - C = R = 8192: M = 16, 32: 64 tiles of 32 x 128, S = 8 slices of 1024 (512 workgroups);
+///   M = 64: 128 tiles of 64 x 64, S = 4 of 2048 (512); M = 128: 64 tiles of 128 x 128,
+///   S = 4 of 2048 (256), or without the shared memory for that tile 256 tiles of 64 x 64,
+///   S = 2 of 4096 (512); M = 512: 256 tiles of 128 x 128, whole.
+/// - C = 28672, R = 8192: M = 32: 224 tiles, S = 2 of 4096; M = 64, 128: whole.
+/// - C = 8192, R = 28672: M = 32: S = 8 of 3584; M = 64, 128: S = 4 of 7168.
+pub(super) fn split_k(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    split_k_for(tile, m, cols, r, tile.split_target())
+}
+
+/// [`split_k`] aiming at `target` workgroups.
+pub(super) fn split_k_for(tile: Tile, m: usize, cols: usize, r: usize, target: usize) -> SplitK {
+    let r = r.max(1);
+    let tiles = tile.count(m, cols);
+    let want = (target + tiles / 2) / tiles;
+    let s = want.min(r / SPLIT_K_MIN_LEN).max(1);
+    let len = r.div_ceil(s).next_multiple_of(TILE_BR);
+    SplitK {
+        slices: r.div_ceil(len),
+        len,
+    }
+}
+
+/// The tiled kernel for M > 8 rows, `cols` output columns and a reduction over `r`.
+pub(super) fn tiled_kernel(m: usize, cols: usize, r: usize, big_tiles: bool) -> Kernel {
+    let tile = if m <= T32_MAX_M {
+        Tile::T32x128
+    } else if big_tiles && m >= 128 && cols >= 128 {
+        Tile::T128
+    } else {
+        Tile::T64
+    };
+    Kernel::Tiled {
+        tile,
+        split: split_k(tile, m, cols, r).slices > 1,
+    }
+}
+
+/// Forward kernel for M rows, N outputs and x rows of K; `wide`: the wide GEMV M = 1 takes
+/// ([`wide_gemv`]), and M <= 8 when it is an int8 form (its workgroups split over the
+/// activation rows, each row's weight pass shared through L2).
+pub(super) fn forward_kernel(
+    m: usize,
+    n: usize,
+    k: usize,
+    big_tiles: bool,
+    wide: Option<Kernel>,
+    (mma, (f16, f16_from)): (bool, (F16Mma, usize)),
+) -> Kernel {
+    match f16 {
+        F16Mma::Native { t128 } if m >= f16_from => {
+            let tile = if t128 && m >= BWD_MMA_T128_MIN_M {
+                Tile::T128
+            } else {
+                Tile::T32x128
+            };
+            return Kernel::FwdMma {
+                tile,
+                emulated: false,
+                x16: false,
+                codes: false,
+                split: false,
+            };
+        }
+        F16Mma::Emulated if m >= f16_from => {
+            return Kernel::FwdMma {
+                tile: Tile::T32x128,
+                emulated: true,
+                x16: false,
+                codes: false,
+                split: false,
+            };
+        }
+        _ => {}
+    }
+    if mma && m >= MMA_MIN_M {
+        return Kernel::Mma(mma_fragments(m));
+    }
+    match (m, wide) {
+        (0..=1, Some(w)) => w,
+        // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows; the
+        // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
+        // form at M >= 2 (faster there: docs/performance.md, session 5).
+        (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
+        (2..=8, Some(Kernel::GemvHalf)) => Kernel::GemvWide {
+            dp4: true,
+            persist: 256,
+        },
+        (0..=8, _) => Kernel::Gemv(small_mt(m)),
+        _ => tiled_kernel(m, n, k, big_tiles),
+    }
+}
+
+/// Whether the f16 forward may keep the weight scales out of its MMAs (`Kernel::FwdMma`'s
+/// `codes`): every 16 k of the reduction lie in one group (group size a multiple of 16, or
+/// one group per row), unless `ETVK_Q4_FWD_CODES=0` (benchmarks compare the forms). The
+/// native kernels also need their self-check passed (`f16_codes_ok`, at the call).
+pub(super) fn codes_form(q: &Q4) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("ETVK_Q4_FWD_CODES").is_ok_and(|v| v == "0"));
+    !off && (q.groups == 1 || q.gs.is_multiple_of(16))
+}
+
+/// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
+pub(super) const MMA_MIN_M: usize = 8;
+
+/// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]):
+/// `ETVK_Q4_FWD_F16_M` when set (benchmarks), else the op's `default`.
+pub(super) fn fwd_f16_min_m(default: usize) -> usize {
+    static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let set = *FROM.get_or_init(|| workgroup_target("ETVK_Q4_FWD_F16_M", 0));
+    if set > 0 {
+        set
+    } else {
+        default
+    }
+}
+
+/// linear_q4gsw's f16 forward from M = 128. H200: the codes form with split-K against the
+/// int8 kernel at M = 128 (session 15 run 4): 284.1 / 951.7 / 837.3 us against 340.1 /
+/// 1168.3 / 1154.6 at 8192^2 / N = 28672 / K = 28672, fp16 x 250.3 against 350.7 at 8192^2;
+/// at M = 256 511.2 / 1740.8 against 649.3 / 2263.2. At M = 64 and 32 its 32 x 128 tiles lose
+/// (236.3 against 185.4, 131.4 against 102.6 at 8192^2).
+pub(super) const FWD_F16_MIN_M: usize = 128;
+/// linear_qcs4w's from M = 128 too, although its int8 kernel rescales once per row, not per
+/// chunk (run 4 at M = 128: 261.9 / 892.7 / 771.1 against 297.1 / 1021.4 / 1003.5 us; run 2
+/// at M = 256: 481.4 / 1759.4 / 1571.6 against 577.9 / 1953.7 / 1986.4).
+pub(super) const QCS4W_F16_MIN_M: usize = 128;
+
+/// Whether the forward may take the f16 tensor-core kernel ([`Kernel::FwdMma`]), and from
+/// which M: where the backward's tensor-core kernels run (they share the self-check), from
+/// [`fwd_f16_min_m`] (`from` by default); with the GEMV choice forced to `f16` (native) or
+/// `f16_emulated` (plain arithmetic for the MMAs, any device), from M = 9 (tests). Off
+/// when the graph's largest M (`max_m`) stays below that: only graphs that can reach the
+/// kernel consult the tensor cores and so maybe run their self-check (an M = 1 decode graph
+/// does not), as the backward does.
+pub(super) fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize) -> (F16Mma, usize) {
+    const FORCED_FROM: usize = 9;
+    let shared = g.caps().max_shared_memory_size;
+    let forced = forced_gemv(g);
+    let from = match forced.as_deref() {
+        Some("f16" | "f16_emulated") => FORCED_FROM,
+        Some(_) => return (F16Mma::Off, usize::MAX),
+        None => fwd_f16_min_m(from),
+    };
+    if max_m < from {
+        return (F16Mma::Off, usize::MAX);
+    }
+    let native = || match f16_mma_native(g) {
+        F16Mma::Native { t128 } if shared >= FWD_MMA_T32_SHARED_BYTES => F16Mma::Native {
+            t128: t128 && shared >= FWD_MMA_T128_SHARED_BYTES,
+        },
+        _ => F16Mma::Off,
+    };
+    let mode = if forced.as_deref() == Some("f16_emulated") {
+        let ok = g.shader_supported(ShaderId::Q4LinearFwdMmaEmuT32x128)
+            && shared >= FWD_MMA_T32_SHARED_BYTES;
+        if ok {
+            F16Mma::Emulated
+        } else {
+            F16Mma::Off
+        }
+    } else {
+        native()
+    };
+    (mode, from)
+}
+
+/// Shared memory of the f16 tensor-core forward: the backward's, with the W tiles
+/// transposed (128 rows of 4 + 1 uvec4 instead of 32 of 16 + 1).
+pub(super) const FWD_MMA_T32_SHARED_BYTES: u32 = fwd_mma_shared_bytes(32);
+pub(crate) const FWD_MMA_T128_SHARED_BYTES: u32 = fwd_mma_shared_bytes(128);
+
+pub(super) const fn fwd_mma_shared_bytes(bm: u32) -> u32 {
+    2 * bm * 5 * 16 + 2 * 128 * 5 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
+}
+
+/// 8-row fragments per workgroup of the tensor-core forward: 1, 2 or 4 (the fewest that
+/// cover M, at most 4), so that small M wastes no MMA rows and large M reuses each decoded
+/// weight tile for 32 rows.
+pub(super) fn mma_fragments(m: usize) -> u32 {
+    match m {
+        0..=8 => 1,
+        9..=16 => 2,
+        _ => 4,
+    }
+}
+
+/// The MMA shape the tensor-core forward is written for: D (16 x 8, int32) = A (16 x 32,
+/// int8) * B (32 x 8, int8) + C.
+pub(crate) const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
+
+/// Whether the tensor-core forward runs for `q`: NV int8 cooperative matrices of
+/// [`MMA_SHAPE`], 32-invocation subgroups (its workgroup is 8 of them), scale groups of
+/// whole 32-code chunks (or one group per row), rows of fewer than 2^16 chunks (packed push
+/// constants), and not turned off by compile spec `etvk_q4_mma` = `off` (else
+/// `ETVK_Q4_MMA=0`).
+pub(super) fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
+    if mma_turned_off(g) {
+        return false;
+    }
+    let caps = g.caps();
+    let shape = caps
+        .cooperative_matrix_nv_shapes
+        .iter()
+        .any(|s| s.to_string() == MMA_SHAPE);
+    let groups = q.groups == 1 || q.gs.is_multiple_of(32);
+    shape
+        && groups
+        && q.kpad / 32 < 1 << 16
+        && caps.subgroup_size == 32
+        && g.shader_supported(ShaderId::Q4LinearMmaF1)
+        && g.shader_supported(ShaderId::Q4MmaLimbs)
+}
+
+/// The MMA shape of the tensor-core backward: D (16 x 8, fp32) = A (16 x 16, fp16) * B
+/// (16 x 8, fp16) + C.
+pub(crate) const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
+
+/// Shared memory of the tensor-core backward's 32 x 128 and 128 x 128 tiles (padded fp16
+/// hi / lo tiles of d_out and W, the store's staging tile, row scales).
+/// (26896 and 43024 bytes, as the H200's pipeline statistics report.)
+pub(super) const BWD_MMA_T32_SHARED_BYTES: u32 = bwd_mma_shared_bytes(32);
+pub(crate) const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128);
+
+pub(super) const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
+    // d_out hi + lo rows of 4 + 1 uvec4, W hi + lo rows of 16 + 1, 8 staging tiles of 16 x 8
+    // floats, two row-scale arrays, 16 bytes of workgroup maximum.
+    2 * bm * 5 * 16 + 2 * 32 * 17 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
+}
+
+/// Whether the backward takes the tensor-core kernel at M > 8: where [`f16_mma_native`]
+/// admits it and no other backward is forced; or the emulated kernel when the backward is
+/// forced to `mma_emulated`. H200 (docs/performance.md, session 14, run 6): M = 32 at 8192^2
+/// 122.0 us against the portable tiled kernel's 194.0 (session 13), M = 512 1039.1 against
+/// 1928.3.
+pub(super) fn mma_backward(g: &GraphBuilder<'_>) -> F16Mma {
+    let caps = g.caps();
+    let shared = caps.max_shared_memory_size;
+    match forced_bwd(g).as_deref() {
+        Some("mma_emulated") => {
+            if g.shader_supported(ShaderId::Q4LinearBwdMmaEmuT32x128)
+                && shared >= BWD_MMA_T32_SHARED_BYTES
+            {
+                F16Mma::Emulated
+            } else {
+                F16Mma::Off
+            }
+        }
+        Some(_) => F16Mma::Off,
+        None => f16_mma_native(g),
+    }
+}
+
+/// The native f16 tensor-core kernels (both directions) where this device runs them right:
+/// NV cooperative matrices of [`BWD_MMA_SHAPE`], 32-invocation subgroups and the 32 x 128
+/// tile's shared memory, not turned off by compile spec `etvk_q4_mma` = `off` (else
+/// `ETVK_Q4_MMA=0`), and passing their self-check on this device (once per backend:
+/// [`crate::ops::q4_mma_check`]).
+pub(super) fn f16_mma_native(g: &GraphBuilder<'_>) -> F16Mma {
+    let caps = g.caps();
+    let shared = caps.max_shared_memory_size;
+    if mma_turned_off(g) {
+        return F16Mma::Off;
+    }
+    let shape = caps
+        .cooperative_matrix_nv_shapes
+        .iter()
+        .any(|s| s.to_string() == BWD_MMA_SHAPE);
+    let t128 = shared >= BWD_MMA_T128_SHARED_BYTES;
+    // The self-check runs last: only where everything else admits the kernel.
+    if shape
+        && caps.subgroup_size == 32
+        && shared >= BWD_MMA_T32_SHARED_BYTES
+        && g.shader_supported(ShaderId::Q4LinearBwdMmaT32x128)
+        && g.shader_supported(ShaderId::Q4BwdRowscale)
+        && g.be.f16_mma_ok()
+    {
+        F16Mma::Native { t128 }
+    } else {
+        F16Mma::Off
+    }
+}
+
+/// Rows from which the tensor-core backward takes 128 x 128 tiles (32 x 128 below).
+pub(super) const BWD_MMA_T128_MIN_M: usize = 65;
+
+/// The tensor-core backward for M rows, `cols` output columns and a reduction over `r`.
+pub(super) fn mma_backward_kernel(m: usize, cols: usize, r: usize, mode: F16Mma) -> Option<Kernel> {
+    let (tile, emulated) = match mode {
+        F16Mma::Off => return None,
+        F16Mma::Native { t128 } if t128 && m >= BWD_MMA_T128_MIN_M => (Tile::T128, false),
+        F16Mma::Native { .. } => (Tile::T32x128, false),
+        F16Mma::Emulated => (Tile::T32x128, true),
+    };
+    Some(Kernel::BwdMma {
+        tile,
+        split: bwd_mma_split(tile, m, cols, r).slices > 1,
+        emulated,
+    })
+}
+
+/// Reduction rows per slice of the tensor-core backward's 32 x 128 tiles, at most.
+pub(super) const BWD_MMA_T32_MAX_SLICE: usize = 2048;
+
+/// Workgroups the 32 x 128 tensor-core backward's split-K aims for before
+/// [`BWD_MMA_T32_MAX_SLICE`] cuts its slices: one wave at two workgroups per SM of an H200.
+pub(super) const BWD_MMA_T32_TARGET: usize = 264;
+
+/// Split-K of the tensor-core backward: [`split_k`]'s for the 128 x 128 tile; for the 32 x
+/// 128 tile, aimed at [`BWD_MMA_T32_TARGET`] workgroups with slices of at most
+/// [`BWD_MMA_T32_MAX_SLICE`] rows. H200 sweep at M = 16 / 32 / 64 over the three shapes
+/// (docs/performance.md, session 12): slices of 2048 rows were the fastest or within 1% of
+/// it everywhere, also where they make fractional waves (224 tiles x 4 slices: 446 us
+/// against 509 for 2 slices of 4096); 1024 rows cost 2-3% at 8192^2 (156 against 152 us);
+/// slices of 4096 and longer run up to 1.14x slower (M = 64 unsplit over 8192 rows: 4814
+/// us, session 10). Fewer tiles than a wave split further, down to [`SPLIT_K_MIN_LEN`].
+pub(super) fn bwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    if tile != Tile::T32x128 {
+        return split_k_for(tile, m, cols, r, bwd_mma_target(tile.split_target()));
+    }
+    let sk = split_k_for(tile, m, cols, r, bwd_mma_target(BWD_MMA_T32_TARGET));
+    if sk.len <= BWD_MMA_T32_MAX_SLICE {
+        return sk;
+    }
+    let len = r
+        .div_ceil(r.div_ceil(BWD_MMA_T32_MAX_SLICE))
+        .next_multiple_of(TILE_BR);
+    SplitK {
+        slices: r.div_ceil(len),
+        len,
+    }
+}
+
+/// Split-K of the f16 forward's codes form over x rows of `r` for `cols` outputs: none once
+/// its tiles fill the GPU, else slices (of at least [`SPLIT_K_MIN_LEN`]) towards one wave:
+/// one 128 x 128 workgroup per SM of an H200 (255 registers), two of 32 x 128 (121).
+pub(super) fn fwd_mma_split(tile: Tile, m: usize, cols: usize, r: usize) -> SplitK {
+    let target = match tile {
+        Tile::T128 => FWD_MMA_T128_WAVE,
+        _ => 2 * FWD_MMA_T128_WAVE,
+    };
+    split_k_for(tile, m, cols, r, target)
+}
+
+/// Resident 128 x 128 workgroups of the f16 forward: one per SM of an H200.
+pub(super) const FWD_MMA_T128_WAVE: usize = 132;
+
+/// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`)
+/// turns the tensor-core kernels off (`off` or `0`).
+pub(super) fn mma_turned_off(g: &GraphBuilder<'_>) -> bool {
+    let setting = g
+        .q4_mma
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
+    matches!(setting.as_deref(), Some("off" | "0"))
+}
+
+/// Chunks per step of the tensor-core forward (its manifest `STEP`): 4, or 2 at 4 fragments
+/// (whose limb tiles would otherwise pass 32 KiB of shared memory).
+pub(super) fn mma_step(mf: u32) -> usize {
+    if mf >= 4 {
+        2
+    } else {
+        4
+    }
+}
+
+/// Weight rows per workgroup of the tensor-core forward (16 per subgroup, 8 subgroups).
+pub(super) const MMA_ROWS: usize = 128;
+
+/// Workgroups of the tensor-core forward resident at once: two per SM of an H200 (114-120
+/// registers), or `ETVK_Q4_MMA_WGS` (benchmarks).
+pub(super) const MMA_RESIDENT_WGS: usize = 264;
+
+/// Workgroups the tensor-core backward's split-K aims for: `default`, or
+/// `ETVK_Q4_BWD_MMA_WGS` (benchmarks; read once per process, so build and resize agree).
+pub(super) fn bwd_mma_target(default: usize) -> usize {
+    static TARGET: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            std::env::var("ETVK_Q4_BWD_MMA_WGS")
+                .ok()
+                .map(|_| workgroup_target("ETVK_Q4_BWD_MMA_WGS", 1))
+        })
+        .unwrap_or(default)
+}
+
+pub(super) fn mma_resident_wgs() -> usize {
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_RESIDENT_WGS))
+}
+
+/// Split-K of the tensor-core forward for M rows, N outputs and `kc` chunks per row:
+/// `slices` workgroups per (row strip, row tile) with `len` chunks each (a multiple of the
+/// step; the last slice may be shorter), at least two steps per slice.
+///
+/// The slice count minimizes the waves of resident workgroups times the work of one,
+/// `ceil(tiles * s / resident) / s`, taking the fewest slices within 5% of the minimum
+/// (each slice adds partial sums to reduce). H200 (docs/performance.md, session 9): 224
+/// tiles ran 178 us unsplit, 182 at 2 slices (1.7 waves), 169 at 5 (4.2 waves): a last
+/// wave that is nearly full costs less than a single wave that leaves SMs with one
+/// workgroup.
+pub(super) fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
+    let step = mma_step(mf);
+    let kc = kc.max(1);
+    let tiles = n.div_ceil(MMA_ROWS).max(1) * m.div_ceil(8 * mf as usize).max(1);
+    let resident = mma_resident_wgs().max(1);
+    let most = (kc / (2 * step)).clamp(1, 64);
+    // Waves per slice as a fraction: compare w_a / s_a < w_b / s_b by cross-multiplying.
+    let waves = |s: usize| tiles.saturating_mul(s).div_ceil(resident);
+    let mut min = 1;
+    for s in 2..=most {
+        if waves(s) * min < waves(min) * s {
+            min = s;
+        }
+    }
+    // The fewest slices within 5% of the minimum: the minimum alone can sit at many slices
+    // that gain under 1% over a few (224 tiles: 20 slices, 0.8% better than 7).
+    let best = (1..=min)
+        .find(|&s| waves(s) * min * 100 <= 105 * waves(min) * s)
+        .unwrap_or(min);
+    let len = kc.div_ceil(best).next_multiple_of(step);
+    SplitK {
+        slices: kc.div_ceil(len),
+        len,
+    }
+}
+
+/// Chunks per scale group for the tensor-core forward (one group per row: the whole row).
+pub(super) fn mma_chunks_per_group(q: &Q4) -> usize {
+    if q.groups == 1 {
+        (q.kpad / 32).max(1)
+    } else {
+        q.gs / 32
+    }
+}
+
+/// Packed rows of at least this many uvec4 chunks use the wide GEMV at M = 1: its 256
+/// invocations split a row's chunks, so shorter rows would leave most of them idle.
+pub(super) const WIDE_GEMV_MIN_CHUNKS: usize = 128;
+
+/// Weights (N * Kpad) from which the int8 GEMV takes its activation limbs from a pre-pass
+/// node instead of making them in every workgroup: the pre-pass costs a dispatch (~4 us on
+/// an H200) and saves ~18% of the GEMV (N = 28672, K = 8192: 60.4 -> 55.9 us; 8192^2: 21.0
+/// -> 22.8 us, a loss).
+pub(super) const LIMBS_PREPASS_MIN_WEIGHTS: usize = 1 << 27;
+
+/// Whether every scale group is a power-of-two number of 32-code chunks (or one group spans
+/// the row): the kernels that read one scale per chunk (int8 GEMVs, staged backward).
+pub(super) fn groups_are_whole_chunks(q: &Q4) -> bool {
+    let shift = group_word_shift(q.gs);
+    q.groups == 1 || (shift != u32::MAX && shift >= 2)
+}
+
+/// The forced GEMV choice: compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV` (`lanes`,
+/// `wide`, `wide_dp4`, `wide_dp4_pre`, `wide_dp4_persist`, `half`; `f16` / `f16_emulated`
+/// force the f16 tensor-core forward from M = 9 instead, see [`f16_forward`]).
+pub(super) fn forced_gemv(g: &GraphBuilder<'_>) -> Option<String> {
+    g.q4_gemv
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_GEMV").ok())
+}
+
+/// Whether the int8 GEMV's limbs come from a pre-pass ([`LIMBS_PREPASS_MIN_WEIGHTS`]; forced
+/// by `wide_dp4_pre` / `wide_dp4`).
+pub(super) fn limbs_prepass(g: &GraphBuilder<'_>, q: &Q4) -> bool {
+    match forced_gemv(g).as_deref() {
+        Some("wide_dp4_pre") => true,
+        Some("wide_dp4") => false,
+        _ => q.n.saturating_mul(q.kpad) >= LIMBS_PREPASS_MIN_WEIGHTS,
+    }
+}
+
+/// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
+pub(super) const WIDE_GEMV_ROWS: usize = 16;
+/// Invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half_n512`): half a chunk
+/// each over rows of 129..256 chunks; at 61 registers two workgroups share an SM of an H200
+/// (8192^2: 16.1 us against the 256-invocation form's 17.5).
+pub(super) const HALF_GEMV_LOCAL: u32 = 512;
+
+/// Rows per block of the persistent wide GEMV (its manifest `RW`): 8 rows need 94 registers
+/// against 16 rows' 110, and ran ~1% faster on an H200 (17.5 / 44.0 us against 17.7 / 44.5
+/// at 8192^2 / N = 28672, K = 8192).
+pub(super) const PERSISTENT_GEMV_ROWS: usize = 8;
+
+/// The wide GEMV M = 1 uses, or `None` for the lane-group GEMV: long rows (short ones would
+/// idle most of the workgroup) take the wide kernel, in its int8 dot-product form when the
+/// device has packed int8 dot products and every scale group is a power-of-two number of
+/// 32-code chunks (or one group spans the row); the float form serves every group size.
+/// Compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
+/// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
+pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
+    let kpad = q.kpad;
+    let dp4_ok = groups_are_whole_chunks(q) && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
+    // The persistent form holds one chunk's limbs per invocation: rows of at most 256
+    // chunks, on 256 invocations (more than 128 chunks) or 128.
+    let kc = kpad / 32;
+    let persist_local = match kc {
+        0..=128 => 128,
+        129..=256 => 256,
+        _ => 0,
+    };
+    let persist = if dp4_ok { persist_local } else { 0 };
+    // The half-chunk form for rows of 129..256 chunks, where 512 invocations fit.
+    let caps = g.caps();
+    let half_ok = persist == 256
+        && caps.max_workgroup_invocations >= HALF_GEMV_LOCAL
+        && caps.max_workgroup_size[0] >= HALF_GEMV_LOCAL
+        && g.shader_supported(ShaderId::Q4LinearGemvHalfN512);
+    let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
+    match forced_gemv(g).as_deref() {
+        Some("lanes") => None,
+        Some("wide") => Some(wide(false, 0)),
+        Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
+        Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
+        Some("half") if half_ok => Some(Kernel::GemvHalf),
+        _ if half_ok => Some(Kernel::GemvHalf),
+        _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
+    }
+}
+
+/// Backward kernel for M rows, `kout` output columns and N weight rows (the reduction);
+/// `wide`: the wide backward M = 1 takes ([`wide_backward`]).
+pub(super) fn backward_kernel(
+    m: usize,
+    kout: usize,
+    n: usize,
+    big_tiles: bool,
+    wide: Option<Kernel>,
+    staged: bool,
+    mma: F16Mma,
+) -> Kernel {
+    match (m, wide) {
+        (0..=1, Some(w)) => w,
+        (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide { cw, mt: 2 },
+        (3..=8, Some(_)) if staged => Kernel::BwdStaged(if m <= 4 { 4 } else { 8 }),
+        (0..=8, _) => Kernel::SplitN(small_mt(m)),
+        _ => mma_backward_kernel(m, kout, n, mma)
+            .unwrap_or_else(|| tiled_kernel(m, kout, n, big_tiles)),
+    }
+}
+
+/// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
+/// [`WIDE_GEMV_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
+/// idle). Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`, = `split` | `wide` | `wide_c8` |
+/// `wide_c16` | `wide_c32` | `staged` overrides the choice (tests, benchmarks).
+pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
+    match forced_bwd(g).as_deref() {
+        Some("split") => None,
+        Some("wide" | "staged") => Some(widest_bwd(q.n, q.kpad / 32)),
+        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, mt: 1 }),
+        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, mt: 1 }),
+        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, mt: 1 }),
+        _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
+    }
+}
+
+/// The forced backward choice: compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`.
+pub(super) fn forced_bwd(g: &GraphBuilder<'_>) -> Option<String> {
+    g.q4_bwd
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_BWD").ok())
+}
+
+/// The wide backward's column-block width for N rows of `kc` chunks: the one whose geometry
+/// launches the most workgroups within `target` (the kernel is latency-bound, so its speed
+/// follows the resident workgroups: H200, N = 8192, K = 28672: 252 workgroups of 32 chunks
+/// 66.5 us, 224 of 8 chunks 71.8 us), the narrowest on a tie (fewer slices for the last
+/// workgroup to sum: 8192^2, 256 workgroups each: 8 chunks 23.7 us, 32 chunks 26.2 us).
+pub(super) fn widest_bwd_cw(n: usize, kc: usize, target: usize) -> u32 {
+    let mut best = (0, 8);
+    for cw in [8u32, 16, 32] {
+        let geo = wide_bwd_geometry(n, kc, cw, target);
+        let wgs = geo.blocks * geo.slices;
+        if wgs <= target && wgs > best.0 {
+            best = (wgs, cw);
+        }
+    }
+    best.1
+}
+
+/// The wide backward kernel for N rows of `kc` chunks (its launch target:
+/// [`wide_bwd_target`]).
+pub(super) fn widest_bwd(n: usize, kc: usize) -> Kernel {
+    Kernel::BwdWide {
+        cw: widest_bwd_cw(n, kc, wide_bwd_target(n, kc)),
+        mt: 1,
+    }
+}
+
+/// Workgroups the wide backward aims for: two per SM of an H200 ([`WIDE_BWD_TARGET`]), or
+/// three ([`WIDE_BWD_TARGET_DEEP`]: its 78 registers per invocation leave room for three
+/// 256-invocation workgroups) when each row group would still walk at least
+/// [`WIDE_BWD_DEEP_MIN_ROWS`] rows. H200 (journal, session 4), two / three per SM: N = 28672,
+/// K = 8192 55.3 / 51.8 us; N = 8192, K = 28672 55.0 / 51.7 us; but 8192^2 (24 rows per row
+/// group at three per SM) 20.6 / 21.6 us. Device-independent like [`Tile::split_target`];
+/// `ETVK_Q4_BWD_WGS` overrides it (benchmarks).
+pub(super) fn wide_bwd_target(n: usize, kc: usize) -> usize {
+    if let Some(t) = wide_bwd_target_override() {
+        return t;
+    }
+    let deep = WIDE_BWD_TARGET_DEEP;
+    let cw = widest_bwd_cw(n, kc, deep);
+    let geo = wide_bwd_geometry(n, kc, cw, deep);
+    let row_groups = (LOCAL / cw).max(1) as usize;
+    if geo.rows / row_groups >= WIDE_BWD_DEEP_MIN_ROWS {
+        deep
+    } else {
+        WIDE_BWD_TARGET
+    }
+}
+pub(super) const WIDE_BWD_TARGET: usize = 264;
+pub(super) const WIDE_BWD_TARGET_DEEP: usize = 396;
+pub(super) const WIDE_BWD_DEEP_MIN_ROWS: usize = 64;
+
+/// Geometry of the wide backward for N weight rows and `kc` chunks per packed row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct WideBwdGeometry {
+    /// Column blocks of CW chunks (the kernel's `CW`).
+    pub(super) blocks: usize,
+    /// Rows per slice, a multiple of 4 * RG, RG = 256 / CW row groups (each row group's rows then
+    /// start 16-byte aligned in d_out).
+    pub(super) rows: usize,
+    /// Slices: `ceil(n / rows)`, all non-empty.
+    pub(super) slices: usize,
+}
+
+pub(super) fn wide_bwd_geometry(n: usize, kc: usize, cw: u32, target: usize) -> WideBwdGeometry {
+    let cw = cw.max(1) as usize;
+    let blocks = kc.div_ceil(cw).max(1);
+    let unit = 4 * (LOCAL as usize / cw).max(1);
+    let n = n.max(1);
+    // Rounded down: one workgroup past a full wave costs a second wave.
+    let want = (target.max(1) / blocks).clamp(1, n.div_ceil(unit));
+    let rows = n.div_ceil(want).next_multiple_of(unit);
+    WideBwdGeometry {
+        blocks,
+        rows,
+        slices: n.div_ceil(rows),
+    }
+}
+
+/// Workgroups of the persistent wide GEMV: two per SM of an H200 (128 registers per
+/// invocation leave room for two 256-invocation workgroups), so that every workgroup is
+/// resident at once. `ETVK_Q4_WIDE_WGS` overrides it (benchmarks).
+pub(super) const PERSISTENT_GEMV_TARGET: usize = 264;
+
+/// Read once per process: the launch computation runs at every resize.
+pub(super) fn persistent_gemv_target() -> usize {
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_WIDE_WGS", PERSISTENT_GEMV_TARGET))
+}
+
+/// Workgroups of the M = 2 wide backward and the staged backward at MT = 4: two per SM
+/// (their 64 accumulators per invocation leave no room for a third), or `ETVK_Q4_BWD_WGS`.
+pub(super) fn bwd_target_two_per_sm() -> usize {
+    wide_bwd_target_override().unwrap_or(WIDE_BWD_TARGET)
+}
+
+/// Workgroups of the staged backward at MT = `mt`: at MT = 8 one per SM (144 registers
+/// leave no room for a second, so 264 ran as two waves: H200 57.9 / 162.9 / 182.4 us at
+/// 8192^2 / N = 28672, K = 8192 / N = 8192, K = 28672 against 53.2 / 156.1 / 175.8 at 132),
+/// at MT = 4 two (100 registers), or `ETVK_Q4_BWD_WGS`.
+pub(super) fn staged_bwd_target(mt: u32) -> usize {
+    wide_bwd_target_override().unwrap_or(if mt >= 8 {
+        WIDE_BWD_TARGET / 2
+    } else {
+        WIDE_BWD_TARGET
+    })
+}
+
+/// `ETVK_Q4_BWD_WGS`, when set to a positive number (read once per process).
+pub(super) fn wide_bwd_target_override() -> Option<usize> {
+    static TARGET: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| {
+        let t = workgroup_target("ETVK_Q4_BWD_WGS", 0);
+        (t > 0).then_some(t)
+    })
+}
+
+/// A workgroup-count target: environment variable `var` when it holds a positive number
+/// (benchmarks compare launch sizes), else `default`; at most 8192 (the persistent GEMV's
+/// launch must stay one row of the grid).
+pub(super) fn workgroup_target(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v: &usize| v > 0)
+        .unwrap_or(default)
+        .min(8192)
+}
+
+/// Geometry of the split backward for N weight rows and `kout` output columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SplitGeometry {
+    /// Packed words per row that hold output columns (`ceil(kout / 8)`); the partial rows
+    /// are `8 * kwo` floats long.
+    pub(super) kwo: usize,
+    /// Weight rows per slice (a multiple of 4, so the shader's vec4 loads of `d_out` stay
+    /// aligned).
+    pub(super) rows: usize,
+    /// Slices: `ceil(n / rows)`, all non-empty.
+    pub(super) slices: usize,
+}
+
+/// Slices of the split backward: about [`SPLIT_INVOCATIONS`] invocations (one per word
+/// column and slice) with at least [`SPLIT_MIN_ROWS`] rows per slice (unless N itself is
+/// smaller: then one slice). Independent of M.
+pub(super) fn split_geometry(n: usize, kout: usize) -> SplitGeometry {
+    let kwo = kout.div_ceil(8).max(1);
+    let n = n.max(1);
+    // floor(N / 16) slices at most, so that ceil(N / slices) >= 16.
+    let want = SPLIT_INVOCATIONS
+        .div_ceil(kwo)
+        .clamp(1, (n / SPLIT_MIN_ROWS).max(1));
+    let rows = n.div_ceil(want).next_multiple_of(4);
+    SplitGeometry {
+        kwo,
+        rows,
+        slices: n.div_ceil(rows),
+    }
+}
+
+/// M past which no kernel choice changes: the tile is fixed for M >= 128, and at least
+/// `ceil(M / 128) > 528` tiles exceed every tile's split-K target, so nothing splits.
+pub(super) const STABLE_M: usize = 128 * 528;
+
+/// What one op's resize fn can pick over the M values it can see: every M in `0..=max_m`
+/// when the graph is dynamic, only `max_m` otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Plan {
+    /// Distinct kernels, `max_m`'s first (only these pipelines are built).
+    pub(super) kernels: Vec<Kernel>,
+    /// The largest `scratch(m, kernel)` over those M: floats of partial sums to allocate.
+    pub(super) scratch_floats: usize,
+}
+
+/// [`Plan`] for a `choose` of the shape of [`forward_kernel`] / [`backward_kernel`], whose
+/// partial sums `scratch` are `S * M * C` with S fixed while the tile and its tile count are.
+/// Above M = 8 both change only between runs of M with equal `ceil(M / BM)` (every BM is a
+/// multiple of 32) or at a tile's range (9..=32, 33..=127, 128..), and the scratch grows
+/// with M within a run, so the last M of each run (a multiple of 32, or 127, or max_m) shows
+/// every kernel and the largest scratch; past [`STABLE_M`] nothing changes. About 2k
+/// evaluations at most, where a scan of every M would cost 67k per op.
+pub(super) fn plan(
+    max_m: usize,
+    dynamic: bool,
+    choose: impl Fn(usize) -> Kernel,
+    scratch: impl Fn(usize, Kernel) -> usize,
+) -> Plan {
+    let mut p = Plan {
+        kernels: Vec::new(),
+        scratch_floats: 0,
+    };
+    let mut see = |m: usize| {
+        let k = choose(m);
+        if !p.kernels.contains(&k) {
+            p.kernels.push(k);
+        }
+        p.scratch_floats = p.scratch_floats.max(scratch(m, k));
+    };
+    see(max_m);
+    if dynamic {
+        // 16: the last M of the tensor-core forward's two-fragment run (mma_fragments).
+        let last_of_runs = (0..=8).chain([16, 127]).chain((32..=STABLE_M).step_by(32));
+        for m in last_of_runs.filter(|&m| m < max_m) {
+            see(m);
+        }
+    }
+    p
+}
+
+pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
+    use Tile::*;
+    match (k, backward) {
+        (Kernel::Gemv(1), _) => ShaderId::Q4LinearGemvM1,
+        (Kernel::Gemv(2), _) => ShaderId::Q4LinearGemvM2,
+        (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
+        (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
+        (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
+        (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
+        (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
+        (Kernel::GemvHalf, _) => ShaderId::Q4LinearGemvHalfN512,
+        (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
+        (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
+        (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
+        (Kernel::SplitN(4), _) => ShaderId::Q4LinearBwdSplitM4,
+        (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
+        (Kernel::BwdStaged(4), _) => ShaderId::Q4LinearBwdStagedM4,
+        (Kernel::BwdStaged(_), _) => ShaderId::Q4LinearBwdStagedM8,
+        (Kernel::BwdWide { cw: 8, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C8,
+        (Kernel::BwdWide { cw: 16, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C16,
+        (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
+        (Kernel::BwdWide { cw: 8, .. }, _) => ShaderId::Q4LinearBwdWideM1C8,
+        (Kernel::BwdWide { cw: 16, .. }, _) => ShaderId::Q4LinearBwdWideM1C16,
+        (Kernel::BwdWide { .. }, _) => ShaderId::Q4LinearBwdWideM1C32,
+        (Kernel::Mma(1), _) => ShaderId::Q4LinearMmaF1,
+        (Kernel::Mma(2), _) => ShaderId::Q4LinearMmaF2,
+        (Kernel::Mma(_), _) => ShaderId::Q4LinearMmaF4,
+        (
+            Kernel::BwdMma {
+                emulated: true,
+                split,
+                ..
+            },
+            _,
+        ) => match split {
+            false => ShaderId::Q4LinearBwdMmaEmuT32x128,
+            true => ShaderId::Q4LinearBwdMmaEmuT32x128Split,
+        },
+        (
+            Kernel::FwdMma {
+                tile,
+                emulated,
+                x16,
+                codes: true,
+                split: true,
+            },
+            _,
+        ) => match (emulated, x16, tile) {
+            (true, false, _) => ShaderId::Q4LinearFwdMmaCEmuT32x128Split,
+            (true, true, _) => ShaderId::Q4LinearFwdMmaCX16EmuT32x128Split,
+            (false, false, T128) => ShaderId::Q4LinearFwdMmaCT128Split,
+            (false, false, _) => ShaderId::Q4LinearFwdMmaCT32x128Split,
+            (false, true, T128) => ShaderId::Q4LinearFwdMmaCX16T128Split,
+            (false, true, _) => ShaderId::Q4LinearFwdMmaCX16T32x128Split,
+        },
+        (
+            Kernel::FwdMma {
+                tile,
+                emulated,
+                x16,
+                codes,
+                ..
+            },
+            _,
+        ) => match (codes, emulated, x16, tile) {
+            (false, true, false, _) => ShaderId::Q4LinearFwdMmaEmuT32x128,
+            (false, true, true, _) => ShaderId::Q4LinearFwdMmaX16EmuT32x128,
+            (false, false, false, T128) => ShaderId::Q4LinearFwdMmaT128,
+            (false, false, false, _) => ShaderId::Q4LinearFwdMmaT32x128,
+            (false, false, true, T128) => ShaderId::Q4LinearFwdMmaX16T128,
+            (false, false, true, _) => ShaderId::Q4LinearFwdMmaX16T32x128,
+            (true, true, false, _) => ShaderId::Q4LinearFwdMmaCEmuT32x128,
+            (true, true, true, _) => ShaderId::Q4LinearFwdMmaCX16EmuT32x128,
+            (true, false, false, T128) => ShaderId::Q4LinearFwdMmaCT128,
+            (true, false, false, _) => ShaderId::Q4LinearFwdMmaCT32x128,
+            (true, false, true, T128) => ShaderId::Q4LinearFwdMmaCX16T128,
+            (true, false, true, _) => ShaderId::Q4LinearFwdMmaCX16T32x128,
+        },
+        (Kernel::BwdMma { tile, split, .. }, _) => match (tile, split) {
+            (T128, false) => ShaderId::Q4LinearBwdMmaT128,
+            (T128, true) => ShaderId::Q4LinearBwdMmaT128Split,
+            (_, false) => ShaderId::Q4LinearBwdMmaT32x128,
+            (_, true) => ShaderId::Q4LinearBwdMmaT32x128Split,
+        },
+        (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
+            (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
+            (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
+            (T128, false, false) => ShaderId::Q4LinearTiledFwdT128,
+            (T32x128, true, false) => ShaderId::Q4LinearTiledFwdT32x128Split,
+            (T64, true, false) => ShaderId::Q4LinearTiledFwdT64Split,
+            (T128, true, false) => ShaderId::Q4LinearTiledFwdT128Split,
+            (T32x128, false, true) => ShaderId::Q4LinearTiledBwdT32x128,
+            (T64, false, true) => ShaderId::Q4LinearTiledBwdT64,
+            (T128, false, true) => ShaderId::Q4LinearTiledBwdT128,
+            (T32x128, true, true) => ShaderId::Q4LinearTiledBwdT32x128Split,
+            (T64, true, true) => ShaderId::Q4LinearTiledBwdT64Split,
+            (T128, true, true) => ShaderId::Q4LinearTiledBwdT128Split,
+        },
+    }
+}
+
+/// GEMV lanes per row group: about 16 packed words of a row per lane, 8..=64 (>= MT * R,
+/// the lanes that finish the sums); the rest of the 256 invocations are row groups. Long rows
+/// get 64 lanes so that even N = 8192 keeps ~130k invocations in flight on a large GPU.
+pub(super) fn gemv_lanes(kpad: usize, _mt: u32) -> u32 {
+    (kpad / 8 / 16).next_power_of_two().clamp(8, 64) as u32
+}
+
+/// Output rows per GEMV workgroup: each lane group owns `8 / MT` rows (q4_linear_gemv.comp).
+pub(super) fn gemv_rows_per_group(kernel: Kernel, kpad: usize) -> usize {
+    match kernel {
+        Kernel::Gemv(mt) => gemv_shape(kernel, kpad).1 * (4 / mt as usize).max(1),
+        Kernel::GemvWide { persist, .. } if persist > 0 => PERSISTENT_GEMV_ROWS,
+        Kernel::GemvHalf => PERSISTENT_GEMV_ROWS,
+        Kernel::GemvWide { .. } => WIDE_GEMV_ROWS,
+        _ => 1,
+    }
+}
+
+/// (lanes per row group, row groups per workgroup) of a GEMV kernel; `(1, 1)` for tiled
+/// kernels.
+pub(super) fn gemv_shape(kernel: Kernel, kpad: usize) -> (u32, usize) {
+    match kernel {
+        Kernel::Gemv(mt) => {
+            let lanes = gemv_lanes(kpad, mt);
+            (lanes, (LOCAL / lanes) as usize)
+        }
+        _ => (1, 1),
+    }
+}
