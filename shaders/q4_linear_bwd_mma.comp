@@ -230,10 +230,10 @@
     SCALES_AT(ks * BC + (kg * WK + (j)) * 8u)
 // One 8-byte load per fragment: elements (0, 1) and (2, 3) sit on columns (c, c + 1), c even
 // (the H200's order; frag_ok checks the probed order, and a device with another one gets NaN
-// out, so the self-check keeps the hi / lo forward there). H200, session 16 run 6: M = 512
-// 909-916 us at 8192^2 against 972 for four loads from a float array; four loads from the
-// column pairs measured 1101 (the same arithmetic, another schedule: the kernel sits at 255
-// registers).
+// out, so the self-check keeps the hi / lo forward there). H200, M = 512 at 8192^2: 915.4 us
+// as built (session 16 run 7) against 972 for four loads from a float array; four loads from
+// the column pairs measured 1101 (run 6: the same arithmetic, another schedule: the kernel
+// sits at 255 registers).
 #define SCALES_AT(base)                                              \
     {                                                                \
       const vec2 s2 = Wsc2[((base) + ccol[0]) >> 1];                 \

@@ -793,14 +793,7 @@ fn forward(
     let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
-    // The native codes form has a self-check of its own (it depends on the fragments'
-    // element order); where it fails the hi / lo form runs.
-    let codes = codes_form(&q)
-        && match mma.1 .0 {
-            F16Mma::Native { .. } => g.be.f16_codes_ok(),
-            F16Mma::Emulated => true,
-            F16Mma::Off => false,
-        };
+    let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
         Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
             tile,
@@ -1677,6 +1670,38 @@ mod tests {
                 "{kn:?} reachable in {:?}",
                 p.kernels
             );
+        }
+    }
+
+    /// The codes form where its own self-check passes (native) or no check applies
+    /// (emulated), the hi / lo form where it fails.
+    #[test]
+    fn codes_form_needs_its_own_self_check_natively() {
+        let native = F16Mma::Native { t128: true };
+        let asked = std::cell::Cell::new(0);
+        let check = |ok: bool| {
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                ok
+            }
+        };
+        // Native: the codes form's own self-check decides.
+        assert!(codes_form_runs(true, native, check(true)));
+        assert!(!codes_form_runs(true, native, check(false)));
+        assert_eq!(asked.get(), 2);
+        // Emulated kernels read no fragment order; off or a group layout without the form:
+        // never, and the check is not run for them.
+        assert!(codes_form_runs(true, F16Mma::Emulated, check(false)));
+        assert!(!codes_form_runs(true, F16Mma::Off, check(true)));
+        assert!(!codes_form_runs(false, native, check(true)));
+        assert_eq!(asked.get(), 2);
+        // The backend checks the codes variants apart from the others: both sets are there,
+        // native and emulated.
+        for emulated in [false, true] {
+            let all = crate::ops::q4_mma_check::variants(emulated, 1 << 20);
+            assert!(all.iter().any(|v| v.codes) && all.iter().any(|v| !v.codes));
+            assert!(all.iter().filter(|v| v.codes).all(|v| v.forward));
         }
     }
 

@@ -254,6 +254,18 @@ pub(super) fn codes_form(q: &Q4) -> bool {
     !off && (q.groups == 1 || q.gs.is_multiple_of(16))
 }
 
+/// Whether the codes form runs where `form` ([`codes_form`]) allows it under f16 `mode`: the
+/// native kernels read their scales in one fragment element order and have a self-check of
+/// their own (`native_ok`, asked only when it decides: it runs the check on first use), and
+/// where that fails the hi / lo form runs; the emulated ones depend on no element order.
+pub(super) fn codes_form_runs(form: bool, mode: F16Mma, native_ok: impl FnOnce() -> bool) -> bool {
+    form && match mode {
+        F16Mma::Native { .. } => native_ok(),
+        F16Mma::Emulated => true,
+        F16Mma::Off => false,
+    }
+}
+
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
 pub(super) const MMA_MIN_M: usize = 8;
 
