@@ -449,8 +449,7 @@ fn bench_linear(
             acc += term;
             mag += term.abs();
         }
-        let e = (f64::from(got[idx]) - acc).abs() / mag.max(1e-30);
-        worst = worst.max(e);
+        worst = worst.max(sample_error(got[idx], acc, mag));
         let _ = i;
     }
     let check = if worst <= 1e-5 { "ok" } else { "MISMATCH" };
@@ -646,6 +645,17 @@ fn coopmat_tolerance(k: usize) -> f64 {
     k as f64 * f64::from(f32::EPSILON)
 }
 
+/// Relative error of one sampled output against its f64 reference `want`, whose terms' absolute
+/// values sum to `mag`. A NaN or infinite output counts as an infinite error: `f64::max`
+/// drops a NaN, so a kernel that wrote NaN everywhere would otherwise pass the check (it did
+/// in session 17, with a fragment-layout guard that wrote NaN).
+fn sample_error(got: f32, want: f64, mag: f64) -> f64 {
+    if !got.is_finite() {
+        return f64::INFINITY;
+    }
+    (f64::from(got) - want).abs() / mag.max(1e-30)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,5 +689,20 @@ mod tests {
         let e = op_times_us(&nodes, op, 4).unwrap_err();
         assert!(e.0.contains("6 timed dispatches"), "{}", e.0);
         assert!(op_times_us(&nodes, "et_vk.other.default", 1).is_err());
+    }
+
+    /// A non-finite output fails the check whatever the other samples say.
+    #[test]
+    fn non_finite_outputs_are_infinite_errors() {
+        assert!((sample_error(1.5, 1.0, 2.0) - 0.25).abs() < 1e-12);
+        let worst = [
+            sample_error(1.0, 1.0, 1.0),
+            sample_error(f32::NAN, 1.0, 1.0),
+        ]
+        .into_iter()
+        .fold(0f64, f64::max);
+        assert_eq!(worst, f64::INFINITY);
+        assert_eq!(sample_error(f32::INFINITY, 1.0, 1.0), f64::INFINITY);
+        assert!(sample_error(f32::NAN, 1.0, 1.0) > 1e-5);
     }
 }

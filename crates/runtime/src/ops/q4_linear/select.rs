@@ -226,7 +226,7 @@ pub(super) fn forward_kernel(
         }
         _ => {}
     }
-    if mma && m >= MMA_MIN_M {
+    if mma && m >= mma_min_m() {
         return Kernel::Mma(mma_fragments(m));
     }
     match (m, wide) {
@@ -268,6 +268,17 @@ pub(super) fn codes_form_runs(form: bool, mode: F16Mma, native_ok: impl FnOnce()
 
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
 pub(super) const MMA_MIN_M: usize = 8;
+
+/// The int8 tensor-core forward's threshold: [`MMA_MIN_M`], or `ETVK_Q4_MMA_M` (benchmarks).
+pub(super) fn mma_min_m() -> usize {
+    static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let set = *FROM.get_or_init(|| workgroup_target("ETVK_Q4_MMA_M", 0));
+    if set > 0 {
+        set
+    } else {
+        MMA_MIN_M
+    }
+}
 
 /// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]):
 /// `ETVK_Q4_FWD_F16_M` when set (benchmarks), else the op's `default`.
