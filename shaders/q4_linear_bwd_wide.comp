@@ -137,7 +137,7 @@ const float DEC_COEF = 16777216.0;  // 2^24: acc = sum coef * c
 const float DEC_OFF = 8.0;          // result = acc - 8 * sum coef
 #else
 const float DEC_COEF = 16.0;        // acc = sum coef * (16 + c)
-const float DEC_OFF = 24.0;         // result = acc - 24 * sum coef... (16 + c - 8 - 16 = c - 8)
+const float DEC_OFF = 24.0;         // result = acc - 24 * sum coef: (16 + c) - 24 = c - 8
 #endif
 #endif
 

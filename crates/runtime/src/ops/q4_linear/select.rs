@@ -272,12 +272,7 @@ pub(super) const MMA_MIN_M: usize = 8;
 /// The int8 tensor-core forward's threshold: [`MMA_MIN_M`], or `ETVK_Q4_MMA_M` (benchmarks).
 pub(super) fn mma_min_m() -> usize {
     static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let set = *FROM.get_or_init(|| workgroup_target("ETVK_Q4_MMA_M", 0));
-    if set > 0 {
-        set
-    } else {
-        MMA_MIN_M
-    }
+    *FROM.get_or_init(|| workgroup_target("ETVK_Q4_MMA_M", MMA_MIN_M))
 }
 
 /// Fewest activation rows of the f16 tensor-core forward ([`Kernel::FwdMma`]):
