@@ -500,6 +500,43 @@ fn check_backward_scaled(
     d.profile().into_iter().map(|p| p.0).collect()
 }
 
+/// The wide backward's finished-slice counters are back at zero after every launch and no
+/// partial sum of one launch leaks into the next: one loaded dynamic program runs M = 1, 2,
+/// 1, 2, 1 (the M = 1 and M = 2 kernels share the counters and the scratch; at 32-chunk
+/// column blocks, 22 slices of 32 rows) with fresh d_out each time, each checked against f64.
+#[test]
+fn wide_backward_relaunches_with_fresh_data() {
+    let be = backend();
+    let mut rng = Rng::new(360);
+    let (k, n, gs) = (4160, 700, 32);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let kp = c.w.kp();
+    let mut g = G::new();
+    let yi = g.input(&[2, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let dx = g.output(&[2, kp]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
+    let mut d = g.load(&be, &dynamic()).unwrap();
+    for m in [1, 2, 1, 2, 1] {
+        let dy = rng.floats(m * n, -1.0, 1.0);
+        let mut args = vec![host_f32(&[m, n], &dy), empty_out()];
+        d.execute(&mut args).unwrap();
+        let (xs, got) = out_f32(&args[1]);
+        assert_eq!(xs, vec![m, kp]);
+        assert_rel(
+            &got,
+            &ref_backward(&dy, &c.wd, kp, m, n, kp),
+            &format!("wide backward relaunched at M {m}"),
+        );
+        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            names,
+            vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m{m}_c32")]
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
 /// unpadded).
 const SHAPES: &[(usize, usize, usize, usize)] = &[
