@@ -56,12 +56,34 @@
 #endif
 #define BR 32
 #define NT ((BM / TM) * (BC / TC))
+// DBUF = 1: two shared buffers of BS = 16 reduction rows; the next step's A values and
+// weight words are loaded into registers before the current step's FMAs and stored (the
+// weights decoded) into the other buffer after them: one barrier per step, and the global
+// loads' latency hidden behind the step's FMAs. The same shared memory as DBUF = 0. The
+// manifest builds t64 and t128 so. H200, tensor cores off (docs/performance.md, session
+// 18): M = 512 (128 x 128 tiles) 34.0-35.0 TFLOP/s over both directions and the three
+// shapes against 29.8-35.6 (at 8192^2 2% slower, at 8192 x 28672 backward 17% faster), at
+// 163-169 registers (one workgroup per SM; DBUF = 0 runs two at 113); M = 64 (64 x 64)
+// backward 13-15% faster, forward 1-2%. Without -O another 2-5% faster, but the driver
+// then took 34-40 s to compile the 128 x 128 kernels; the 16-row step as a loop of 2 or 4
+// unrolled rows (144-175 registers): 10-25% slower.
+#ifndef DBUF
+#define DBUF 0
+#endif
+#if DBUF
+#define BS 16
+#else
+#define BS BR
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 layout(set = 0, binding = 1) readonly buffer A { float a[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+#if !BWD && !SPLIT
+// (Declared only where used: the variants built without -O would keep an unused binding.)
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint M;
@@ -77,14 +99,95 @@ layout(push_constant) uniform Params {
 #define QM (TM / 4)
 #define QC (TC / 4)
 // One vec4 of padding per row spreads the transposed stores over the banks.
+#if DBUF
+shared vec4 As4[2][BS][BM / 4 + 1];
+shared vec4 Ws4[2][BS][BC / 4 + 1];
+#else
 shared vec4 As4[BR][BM / 4 + 1];
 shared vec4 Ws4[BR][BC / 4 + 1];
+#endif
 
 // Scale of weight row n for the 4 columns starting at kb (a multiple of 4).
 float scale_at(uint n, uint kb) {
   const uint g = kb / p.gs;
   return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
 }
+
+#if DBUF
+// Per invocation and step: A_PER values of the BM x BS A tile, W_PER packed words of the
+// weight tile (forward: BC rows x BS / 8 words; backward: BS rows x BC / 8 words).
+#define A_PER ((BM * BS + NT - 1) / NT)
+#if BWD
+#define W_WORDS (BS * (BC / 8))
+#else
+#define W_WORDS (BC * (BS / 8))
+#endif
+#define W_PER ((W_WORDS + NT - 1) / NT)
+
+// Weight word e of the step at r0: its row n and word index kw (0x88888888, all codes 8,
+// past the matrix).
+void word_at(uint e, uint r0, uint c0, out uint n, out uint kw) {
+#if BWD
+  n = r0 + e / (BC / 8);
+  kw = c0 / 8u + e % (BC / 8);
+#else
+  n = c0 + e / (BS / 8);
+  kw = r0 / 8u + e % (BS / 8);
+#endif
+}
+
+void load_step(uint t, uint r0, uint m0, uint c0, uint R, uint arow, out float av[A_PER],
+               out uint wv[W_PER], out float sv[W_PER][2]) {
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = t + i * NT;
+    const uint m = m0 + e / BS;
+    const uint r = r0 + e % BS;
+    av[i] = (e < BM * BS && m < p.M && r < R) ? a[m * arow + r] : 0.0;
+  }
+  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+    const uint e = t + i * NT;
+    uint n, kw;
+    word_at(e, r0, c0, n, kw);
+    const bool live = e < W_WORDS && n < p.N && kw < p.KW;
+    wv[i] = live ? w[n * p.KW + kw] : 0x88888888u;
+    sv[i][0] = live ? scale_at(n, kw * 8u) : 0.0;
+    sv[i][1] = live ? scale_at(n, kw * 8u + 4u) : 0.0;
+  }
+}
+
+void store_step(uint t, uint b, uint r0, uint c0, float av[A_PER], uint wv[W_PER],
+                float sv[W_PER][2]) {
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = t + i * NT;
+    if (e < BM * BS) {
+      const uint mm = e / BS;
+      As4[b][e % BS][mm >> 2][mm & 3u] = av[i];
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+    const uint e = t + i * NT;
+    if (e < W_WORDS) {
+#if BWD
+      const uint rr = e / (BC / 8), wi = e % (BC / 8);
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        const uint hw = wv[i] >> (16u * h);
+        Ws4[b][rr][wi * 2u + h] =
+            (vec4(float(hw & 15u), float((hw >> 4) & 15u), float((hw >> 8) & 15u),
+                  float((hw >> 12) & 15u)) - 8.0) * sv[i][h];
+      }
+#else
+      const uint cc = e / (BS / 8), wi = e % (BS / 8);
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          Ws4[b][wi * 8u + 4u * h + j][cc >> 2][cc & 3u] =
+              (float((wv[i] >> (16u * h + 4u * j)) & 15u) - 8.0) * sv[i][h];
+        }
+      }
+#endif
+    }
+  }
+}
+#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -132,6 +235,35 @@ void main() {
     }
   }
 
+#if DBUF
+  {
+    float av[A_PER];
+    uint wv[W_PER];
+    float sv[W_PER][2];
+    load_step(t, r_begin, m0, c0, R, arow, av, wv, sv);
+    store_step(t, 0u, r_begin, c0, av, wv, sv);
+    barrier();
+    uint cur = 0u;
+    for (uint r0 = r_begin; r0 < r_end; r0 += BS) {
+      const bool more = r0 + BS < r_end;
+      if (more) load_step(t, r0 + BS, m0, c0, R, arow, av, wv, sv);
+      [[unroll]] for (uint rr = 0u; rr < BS; ++rr) {
+        vec4 a4[QM];
+        vec4 w4[QC];
+        [[unroll]] for (uint i4 = 0u; i4 < QM; ++i4) a4[i4] = As4[cur][rr][ty + i4 * (BM / TM)];
+        [[unroll]] for (uint j4 = 0u; j4 < QC; ++j4) w4[j4] = Ws4[cur][rr][tx + j4 * (BC / TC)];
+        [[unroll]] for (uint i = 0u; i < TM; ++i) {
+          [[unroll]] for (uint j = 0u; j < TC; ++j) {
+            acc[i][j] = fma(a4[i / 4u][i % 4u], w4[j / 4u][j % 4u], acc[i][j]);
+          }
+        }
+      }
+      if (more) store_step(t, cur ^ 1u, r0 + BS, c0, av, wv, sv);
+      barrier();
+      cur ^= 1u;
+    }
+  }
+#else
   for (uint r0 = r_begin; r0 < r_end; r0 += BR) {
     // A tile: BM x BR, read along the reduction (contiguous), stored transposed.
     for (uint e = t; e < BM * BR; e += NT) {
@@ -198,6 +330,7 @@ void main() {
     }
     barrier();
   }
+#endif
 
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
     const uint m = m0 + 4u * (ty + (i / 4u) * (BM / TM)) + i % 4u;
