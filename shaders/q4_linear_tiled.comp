@@ -60,7 +60,9 @@
 // weight words are loaded into registers before the current step's FMAs and stored (the
 // weights decoded) into the other buffer after them: one barrier per step, and the global
 // loads' latency hidden behind the step's FMAs. The same shared memory as DBUF = 0. The
-// manifest builds t64 and t128 so. H200, tensor cores off (docs/performance.md, session
+// manifest builds t64, t128 and the t32x128 backward so (the t32x128 forward was 1% slower:
+// 20.7 / 19.1 / 21.8 TFLOP/s at M = 32 against 20.9 / 19.2 / 22.1; backward 24.3 / 26.0 /
+// 22.7 against 22.2 / 23.6 / 20.6). H200, tensor cores off (docs/performance.md, session
 // 18): M = 512 (128 x 128 tiles) 34.0-35.0 TFLOP/s over both directions and the three
 // shapes against 29.8-35.6 (at 8192^2 2% slower, at 8192 x 28672 backward 17% faster), at
 // 163-169 registers (one workgroup per SM; DBUF = 0 runs two at 113); M = 64 (64 x 64)

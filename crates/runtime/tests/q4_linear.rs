@@ -507,34 +507,34 @@ fn check_backward_scaled(
 #[test]
 fn wide_backward_relaunches_with_fresh_data() {
     let be = backend();
-    let mut rng = Rng::new(360);
-    let (k, n, gs) = (4160, 700, 32);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let kp = c.w.kp();
-    let mut g = G::new();
-    let yi = g.input(&[2, n]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let dx = g.output(&[2, kp]);
-    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, dx]);
-    let mut d = g.load(&be, &dynamic()).unwrap();
+    let (mut d, c, mut rng) = dynamic_backward(&be, 360, (4160, 700, 32), 2);
     for m in [1, 2, 1, 2, 1] {
-        let dy = rng.floats(m * n, -1.0, 1.0);
-        let mut args = vec![host_f32(&[m, n], &dy), empty_out()];
-        d.execute(&mut args).unwrap();
-        let (xs, got) = out_f32(&args[1]);
-        assert_eq!(xs, vec![m, kp]);
-        assert_rel(
-            &got,
-            &ref_backward(&dy, &c.wd, kp, m, n, kp),
-            &format!("wide backward relaunched at M {m}"),
-        );
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let names = backward_step(&mut d, &mut rng, &c, m, 700);
         assert_eq!(
             names,
             vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m{m}_c32")]
         );
     }
     assert_eq!(be.validation_error_count(), 0);
+}
+
+/// A loaded dynamic program of one backward over a random K x N weight (group size gs) for
+/// up to `max_m` rows of d_out, its weight, and the generator that made it.
+fn dynamic_backward(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    (k, n, gs): (usize, usize, usize),
+    max_m: usize,
+) -> (Delegate, Q4gswCase, Rng) {
+    let mut rng = Rng::new(seed);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let mut g = G::new();
+    let yi = g.input(&[max_m, n]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let o = g.output(&[max_m, c.w.kp()]);
+    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+    let d = g.load(be, &dynamic()).unwrap();
+    (d, c, rng)
 }
 
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
@@ -703,16 +703,8 @@ fn wide_and_staged_backward() {
     // One dynamic program whose M moves between the wide kernels (M = 1,
     // 2; 16-chunk blocks launch the most workgroups for N = 70) and the staged ones (M =
     // 3..8): every M writes d_x in one dispatch, so the node has no reduce.
-    let (k, n, gs) = (4160, 70, 32);
-    let mut rng = Rng::new(330);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let kp = c.w.kp();
-    let mut g = G::new();
-    let yi = g.input(&[8, n]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let o = g.output(&[8, kp]);
-    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let mut d = g.load(&be, &dynamic()).unwrap();
+    let n = 70;
+    let (mut d, c, mut rng) = dynamic_backward(&be, 330, (4160, n, 32), 8);
     for (m, kernel) in [
         (1, "bwd_wide_m1_c16"),
         (2, "bwd_wide_m2_c16"),

@@ -60,9 +60,9 @@
 //! - forward, M > 8: `q4_linear_tiled_fwd_{tile}` over output tiles of M x N, reducing over
 //!   K: `t32x128` (32 x 128) for M <= 32, where a 64-row tile would spend half its FMAs on
 //!   rows past M; `t128` (128 x 128) when M >= 128, N >= 128 and the device has the ~33 KiB
-//!   of shared memory it needs; `t64` (64 x 64) otherwise. `t64` and `t128` step the
-//!   reduction 16 at a time through two shared buffers, the next step's loads in flight
-//!   during the current step's FMAs (`DBUF` in the shader).
+//!   of shared memory it needs; `t64` (64 x 64) otherwise. `t64`, `t128` and the `t32x128`
+//!   backward step the reduction 16 at a time through two shared buffers, the next step's
+//!   loads in flight during the current step's FMAs (`DBUF` in the shader).
 //! - backward, M = 1 or 2 and rows of >= 128 chunks: `q4_linear_bwd_wide_m{1,2}_c{8,16,32}`,
 //!   one dispatch: a lane per uvec4 chunk column (at M = 2 both rows share each code's
 //!   decode), column blocks of CW chunks, the rows cut into slices whose partial sums the
