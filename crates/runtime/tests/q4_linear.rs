@@ -507,7 +507,7 @@ fn check_backward_scaled(
 #[test]
 fn wide_backward_relaunches_with_fresh_data() {
     let be = backend();
-    let (mut d, c, mut rng) = dynamic_backward(&be, 360, (4160, 700, 32), 2);
+    let (mut d, c, mut rng) = dynamic_backward(&be, 360, (4160, 700, 32), 2, None);
     for m in [1, 2, 1, 2, 1] {
         let names = backward_step(&mut d, &mut rng, &c, m, 700);
         assert_eq!(
@@ -519,12 +519,14 @@ fn wide_backward_relaunches_with_fresh_data() {
 }
 
 /// A loaded dynamic program of one backward over a random K x N weight (group size gs) for
-/// up to `max_m` rows of d_out, its weight, and the generator that made it.
+/// up to `max_m` rows of d_out (`force`: the `etvk_q4_bwd` spec), its weight, and the
+/// generator that made it.
 fn dynamic_backward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
     (k, n, gs): (usize, usize, usize),
     max_m: usize,
+    force: Option<&str>,
 ) -> (Delegate, Q4gswCase, Rng) {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
@@ -533,8 +535,40 @@ fn dynamic_backward(
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&[max_m, c.w.kp()]);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let d = g.load(be, &dynamic()).unwrap();
+    let d = g.load(be, &dynamic_forced("etvk_q4_bwd", force)).unwrap();
     (d, c, rng)
+}
+
+/// A loaded dynamic program of one forward with bias (`bias_len` values, N or N padded) over
+/// a random K x N weight for up to `max_m` rows of x (`force`: the `etvk_q4_gemv` spec): the
+/// program, its weight, its bias and the generator that made them.
+fn dynamic_forward(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    (k, n, gs): (usize, usize, usize),
+    (max_m, bias_len): (usize, usize),
+    force: Option<&str>,
+) -> (Delegate, Q4gswCase, Vec<f32>, Rng) {
+    let mut rng = Rng::new(seed);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(bias_len, -1.0, 1.0);
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[bias_len], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    let d = g.load(be, &dynamic_forced("etvk_q4_gemv", force)).unwrap();
+    (d, c, bias_v, rng)
+}
+
+/// The dynamic-shapes spec, and compile spec `key` = `force` when given.
+fn dynamic_forced(key: &str, force: Option<&str>) -> Vec<(String, Vec<u8>)> {
+    let mut specs = dynamic();
+    if let Some(f) = force {
+        specs.push((key.to_string(), f.as_bytes().to_vec()));
+    }
+    specs
 }
 
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
@@ -704,7 +738,7 @@ fn wide_and_staged_backward() {
     // 2; 16-chunk blocks launch the most workgroups for N = 70) and the staged ones (M =
     // 3..8): every M writes d_x in one dispatch, so the node has no reduce.
     let n = 70;
-    let (mut d, c, mut rng) = dynamic_backward(&be, 330, (4160, n, 32), 8);
+    let (mut d, c, mut rng) = dynamic_backward(&be, 330, (4160, n, 32), 8, None);
     for (m, kernel) in [
         (1, "bwd_wide_m1_c16"),
         (2, "bwd_wide_m2_c16"),
@@ -1201,19 +1235,9 @@ fn f16_forward_of_fp16_activations() {
 #[test]
 fn dynamic_m_on_the_split_f16_forward() {
     let be = backend();
-    let (k, n, gs, max_m) = (1000, 136, 32, 64);
-    let mut rng = Rng::new(1770);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
-    let mut g = G::new();
-    let xi = g.input(&[max_m, k]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let b = g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v));
-    let o = g.output(&[max_m, n]);
-    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let mut specs = dynamic();
-    specs.push(("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec()));
-    let mut d = g.load(&be, &specs).unwrap();
+    let (k, n) = (1000, 136);
+    let (mut d, c, bias_v, mut rng) =
+        dynamic_forward(&be, 1770, (k, n, 32), (64, n), Some("f16_emulated"));
     for m in [40usize, 3, 64, 1, 9, 64] {
         let x = rng.floats(m * k, -1.0, 1.0);
         let (sizes, got) = run1(&mut d, &[m, k], &x);
@@ -1234,19 +1258,9 @@ fn dynamic_m_on_the_split_f16_forward() {
 #[test]
 fn dynamic_m_moves_in_and_out_of_the_f16_forward() {
     let be = backend();
-    let (k, n, gs, max_m) = (136, 200, 8, 64);
-    let mut rng = Rng::new(1750);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let bias_v = rng.floats(c.n_pad, -1.0, 1.0);
-    let mut g = G::new();
-    let xi = g.input(&[max_m, k]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let b = g.constant(DataType::Float32, &[c.n_pad], f32b(&bias_v));
-    let o = g.output(&[max_m, n]);
-    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let mut specs = dynamic();
-    specs.push(("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec()));
-    let mut d = g.load(&be, &specs).unwrap();
+    let (k, n) = (136, 200);
+    let (mut d, c, bias_v, mut rng) =
+        dynamic_forward(&be, 1750, (k, n, 8), (64, n), Some("f16_emulated"));
     for m in [40usize, 3, 64, 1, 9] {
         let x = rng.floats(m * k, -1.0, 1.0);
         let (sizes, got) = run1(&mut d, &[m, k], &x);
@@ -1304,18 +1318,8 @@ fn emulated_tensor_core_backward_with_weight_rows_of_many_sizes() {
 #[test]
 fn dynamic_m_moves_in_and_out_of_the_tensor_core_backward() {
     let be = backend();
-    let (k, n, gs, max_m) = (136, 600, 32, 64);
-    let mut rng = Rng::new(1500);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let kp = c.w.kp();
-    let mut g = G::new();
-    let yi = g.input(&[max_m, n]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let o = g.output(&[max_m, kp]);
-    g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let mut specs = dynamic();
-    specs.push(("etvk_q4_bwd".to_string(), b"mma_emulated".to_vec()));
-    let mut d = g.load(&be, &specs).unwrap();
+    let n = 600;
+    let (mut d, c, mut rng) = dynamic_backward(&be, 1500, (136, n, 32), 64, Some("mma_emulated"));
     for m in [40usize, 3, 64, 1, 9] {
         let names = backward_step(&mut d, &mut rng, &c, m, n);
         let mma = names
@@ -1601,22 +1605,9 @@ fn long_rows_split_over_activation_rows() {
 }
 
 fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, m1_kernel: &str) {
-    let (k, n, max_m) = (if gs == 20 { 4100 } else { 4160 }, 37, 3);
-    let mut rng = Rng::new(1300);
-    let c = q4gsw_case(&mut rng, k, n, gs);
-    let bias_v = rng.floats(n, -1.0, 1.0);
+    let (k, n) = (if gs == 20 { 4100 } else { 4160 }, 37);
+    let (mut d, c, bias_v, mut rng) = dynamic_forward(be, 1300, (k, n, gs), (3, n), force);
     let kp = c.w.kp();
-    let mut g = G::new();
-    let xi = g.input(&[max_m, k]);
-    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
-    let o = g.output(&[max_m, n]);
-    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let mut specs = dynamic();
-    if let Some(f) = force {
-        specs.push(("etvk_q4_gemv".to_string(), f.as_bytes().to_vec()));
-    }
-    let mut d = g.load(be, &specs).unwrap();
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
     // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
     // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
