@@ -73,7 +73,10 @@
 #define DBUF 0
 #endif
 #if DBUF
-#define BS 16
+#ifndef BS_DB
+#define BS_DB 16  // reduction rows per step (a multiple of 8 that divides BR)
+#endif
+#define BS BS_DB
 #else
 #define BS BR
 #endif
