@@ -1,0 +1,468 @@
+//! The forward ops' graph nodes: `et_vk.linear_q4gsw` (GEMV, int8 and f16 tensor cores,
+//! tiled) and `et_vk.linear_qcs4w`, with the activation-limb and row-scale nodes they need.
+
+use super::*;
+
+/// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
+/// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
+/// per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
+/// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
+/// came in as fp16 (arg 0; `x` is then its fp32 copy).
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    x: TensorId,
+    k: usize,
+    out: TensorId,
+    bias: Option<TensorId>,
+    q: Q4,
+    (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
+) -> Result<()> {
+    let big = big_tiles_ok(g);
+    let max_m: usize = {
+        let d = g.shapes().max_dims(x);
+        d[..d.len() - 1].iter().product()
+    };
+    let n = q.n;
+    let wide = wide_gemv(g, &q);
+    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
+    // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
+    // the codes form).
+    let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
+    let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
+        Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
+            tile,
+            emulated,
+            x16,
+            codes,
+            split: codes && fwd_mma_split(tile, m, n, k).slices > 1,
+        },
+        kn => kn,
+    };
+    let kc = q.kpad / 32;
+    // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
+    let fwd_split = move |kn: Kernel, m: usize| match kn {
+        Kernel::Mma(mf) => mma_split(m, n, kc, mf),
+        _ => split_of(kn, m, n, k),
+    };
+    let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
+        Kernel::Mma(_) => match fwd_split(kn, m).slices {
+            1 => 0,
+            s => s.saturating_mul(m).saturating_mul(n),
+        },
+        _ => partial_floats(kn, m, n, k),
+    });
+    let partial = scratch(g, call, &plan)?;
+    let bias_t = match bias {
+        Some(b) => b,
+        None => g.dummy()?,
+    };
+    // The int8 GEMV's activation limbs, made once per launch by a node of their own
+    // (launching nothing at the M where another kernel runs).
+    let is_dp4 = |kn: Kernel| {
+        matches!(
+            kn,
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 0,
+                ..
+            }
+        )
+    };
+    let limbs = if plan.kernels.iter().any(|&kn| is_dp4(kn)) && limbs_prepass(g, &q) {
+        let chunks = q.kpad / 32;
+        // [M][7][chunks] uvec4 for the largest M that takes the int8 GEMV.
+        let rows = (1..=max_m.min(8))
+            .filter(|&m| is_dp4(choose(m)))
+            .max()
+            .unwrap_or(1);
+        let t = g.new_tensor(
+            DataType::Int32,
+            vec![rows * 7 * 4 * chunks],
+            None,
+            format!("{}: int8 activation limbs", call.what()),
+        )?;
+        let mut d = Dispatch::new(ShaderId::Q4ActLimbs, [t, x]);
+        d.local = Some([64, 1, 1]);
+        g.dispatch_select(call, vec![d], move |s| {
+            let (_, m) = current_rows(s, x, k, "x")?;
+            Ok((0, limbs_launch(k, chunks, m, None, is_dp4(choose(m)))?))
+        })?;
+        Some(t)
+    } else {
+        None
+    };
+    let mma_limbs = if plan.kernels.iter().any(|kn| matches!(kn, Kernel::Mma(_))) {
+        Some(mma_limbs_node(g, call, x, k, &q, max_m, choose)?)
+    } else {
+        None
+    };
+    // The f16 tensor-core kernel's inputs: x's rows scaled and split into fp16 hi / lo pairs
+    // by a node of their own, and the weight scales' peaks per 32 rows and group.
+    let f16_inputs = if plan
+        .kernels
+        .iter()
+        .any(|k| matches!(k, Kernel::FwdMma { .. }))
+    {
+        let sc = constant_arg(g, call, 2, "scales")?;
+        let peaks = g.prepack(sc.value, &peaks)?;
+        let (rowscale, pairs) =
+            bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
+        // The split forms' counters of finished slices, one per output tile at the largest M
+        // (each launch leaves them zero).
+        let tiles = plan
+            .kernels
+            .iter()
+            .filter_map(|kn| match kn {
+                Kernel::FwdMma {
+                    tile, split: true, ..
+                } => Some(tile.count(max_m, n)),
+                _ => None,
+            })
+            .max();
+        let counters = match tiles {
+            Some(len) => Some(g.new_zeroed_tensor(
+                DataType::Int32,
+                vec![len],
+                format!("{}: finished-slice counters", call.what()),
+            )?),
+            None => None,
+        };
+        Some((rowscale, pairs, peaks, counters))
+    } else {
+        None
+    };
+    let variants = plan
+        .kernels
+        .iter()
+        .map(|&kn| {
+            let mut d = match (writes_partials(kn), partial, limbs) {
+                (_, p, _) if matches!(kn, Kernel::Mma(_)) => {
+                    let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
+                    let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
+                    Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
+                }
+                (_, p, _) if matches!(kn, Kernel::FwdMma { split: true, .. }) => {
+                    let (rs, pairs, sp, c) = f16_inputs
+                        .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
+                    let (Some(p), Some(c)) = (p, c) else {
+                        return Err(internal(
+                            "split f16 MMA forward without its scratch and counters",
+                        ));
+                    };
+                    Dispatch::new(
+                        shader_of(kn, false),
+                        [p, pairs, q.w, q.s, rs, sp, c, out, bias_t],
+                    )
+                }
+                _ if matches!(kn, Kernel::FwdMma { .. }) => {
+                    let (rs, pairs, sp, _) = f16_inputs
+                        .ok_or_else(|| internal("f16 MMA forward without its row scales"))?;
+                    Dispatch::new(shader_of(kn, false), [out, pairs, q.w, q.s, rs, sp, bias_t])
+                }
+                // The split variants leave the bias to the reduce (no bias binding).
+                (true, Some(p), _) => Dispatch::new(shader_of(kn, false), [p, x, q.w, q.s]),
+                (_, _, Some(l)) if is_dp4(kn) => Dispatch::new(
+                    ShaderId::Q4LinearGemvWideM1Dp4Pre,
+                    [out, l, q.w, q.s, bias_t],
+                ),
+                _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
+            };
+            d.local = Some(match kn {
+                Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
+                Kernel::GemvHalf => [HALF_GEMV_LOCAL, 1, 1],
+                Kernel::FwdMma { .. } => shader_of(kn, false).info().local_size,
+                _ => [LOCAL, 1, 1],
+            });
+            if let Kernel::Gemv(_) = kn {
+                let (lanes, rows) = gemv_shape(kn, q.kpad);
+                d.spec = vec![lanes, rows as u32];
+            }
+            Ok(d)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let kernels = plan.kernels;
+    g.dispatch_select(call, variants, move |s| {
+        let (mut od, m) = current_rows(s, x, k, "x")?;
+        if let Some(b) = bias {
+            if s.numel(b) < n {
+                return Err(invalid_program(format!(
+                    "bias sizes {:?} hold fewer than N = {n} values",
+                    s.dims(b)
+                )));
+            }
+        }
+        od.push(n);
+        s.set_dims(out, od)?;
+        let kn = choose(m);
+        let idx = variant_index(&kernels, kn, m)?;
+        let launch = match kn {
+            Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf => Launch {
+                push: push(m, &q, k, bias.is_some(), kn, 0)?,
+                global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
+            },
+            Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
+            Kernel::FwdMma { tile, .. } => fwd_f16_launch(
+                kn,
+                m,
+                &q,
+                k,
+                (tile, shader_of(kn, false).info().local_size[0]),
+                bias.is_some(),
+            )?,
+            _ => tiled_launch(kn, m, &q, k, bias.is_some(), n, k)?,
+        };
+        Ok((idx, launch))
+    })?;
+    let Some(partial) = partial else {
+        // No reachable M splits: the first node writes `out` at every M.
+        return Ok(());
+    };
+    // A one-variant dispatch_select so that profiles name it `op/kernel` like the first
+    // node; it launches no workgroups when the current M's kernel wrote `out` itself.
+    let mut reduce = Dispatch::new(ShaderId::Q4LinearReduce, [out, partial, bias_t]);
+    reduce.local = Some([REDUCE_LOCAL, 1, 1]);
+    g.dispatch_select(call, vec![reduce], move |s| {
+        let (_, m) = current_rows(s, x, k, "x")?;
+        let kn = choose(m);
+        let sk = fwd_split(kn, m);
+        // The split f16 forward sums its slices itself.
+        let own_sum = matches!(kn, Kernel::FwdMma { .. });
+        let launch = if writes_partials(kn) && sk.slices > 1 && !own_sum {
+            reduce_launch(m, n, n, sk.slices, bias.is_some())?
+        } else {
+            idle_reduce(n)?
+        };
+        Ok((0, launch))
+    })
+}
+
+/// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
+/// workgroups' worth, so that the last workgroup's fragments read zero rows.
+pub(super) fn mma_rows(m: usize, mf: u32) -> usize {
+    m.next_multiple_of(8 * mf as usize)
+}
+
+/// The `q4_mma_limbs` node of a forward op and its two tensors (limbs, side): launched at
+/// the M where `choose` picks the tensor-core kernel, idle otherwise.
+fn mma_limbs_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    x: TensorId,
+    k: usize,
+    q: &Q4,
+    max_m: usize,
+    choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
+) -> Result<(TensorId, TensorId)> {
+    let chunks = q.kpad / 32;
+    // mma_rows never exceeds M rounded up to 32 (4 fragments).
+    let rows = max_m.max(1).next_multiple_of(32);
+    let too_big = || {
+        unsupported(format!(
+            "{}: M = {max_m} x {chunks} chunks of limbs",
+            call.what()
+        ))
+    };
+    // [3][chunks][rows] x 32 bytes, as int32 words.
+    let limb_words = rows
+        .checked_mul(chunks)
+        .and_then(|v| v.checked_mul(3 * 8))
+        .ok_or_else(too_big)?;
+    let limbs = g.new_tensor(
+        DataType::Int32,
+        vec![limb_words.max(1)],
+        None,
+        format!("{}: int8 MMA activation limbs", call.what()),
+    )?;
+    let side = g.new_tensor(
+        DataType::Int32,
+        vec![(rows * chunks * 2).max(1)],
+        None,
+        format!("{}: MMA activation units", call.what()),
+    )?;
+    let mut d = Dispatch::new(ShaderId::Q4MmaLimbs, [limbs, side, x]);
+    d.local = Some([64, 1, 1]);
+    g.dispatch_select(call, vec![d], move |s| {
+        let (_, m) = current_rows(s, x, k, "x")?;
+        let launch = match choose(m) {
+            Kernel::Mma(mf) => limbs_launch(k, chunks, m, Some(mma_rows(m, mf)), true)?,
+            _ => limbs_launch(k, chunks, m, Some(0), false)?,
+        };
+        Ok((0, launch))
+    })?;
+    Ok((limbs, side))
+}
+
+/// Launch of an activation-limb node (`q4_act_limbs`, or `q4_mma_limbs` with its padded row
+/// count `rows`): an invocation per (row, chunk), none when `on` is false.
+fn limbs_launch(
+    k: usize,
+    chunks: usize,
+    m: usize,
+    rows: Option<usize>,
+    on: bool,
+) -> Result<Launch> {
+    let mut push = Push::new()
+        .u32(to_u32(k, "K")?)
+        .u32(to_u32(chunks, "chunks")?)
+        .u32(to_u32(m, "M")?);
+    if let Some(r) = rows {
+        push = push.u32(to_u32(r, "limb rows")?);
+    }
+    let count = chunks.saturating_mul(rows.unwrap_or(m));
+    Ok(Launch {
+        push: push.finish(),
+        global: Global::Linear(if on { count as u64 } else { 0 }),
+    })
+}
+
+/// `lo | hi << 16` for the tensor-core forward's packed push constants (both below 2^16:
+/// [`mma_forward_ok`] admits rows of fewer than 2^16 chunks, and every count packed is at
+/// most the chunk count).
+fn pack16(lo: usize, hi: usize, what: &str) -> Result<u32> {
+    if lo >= 1 << 16 || hi >= 1 << 16 {
+        return Err(internal(format!("{what}: {lo} / {hi} do not fit 16 bits")));
+    }
+    Ok((lo | hi << 16) as u32)
+}
+
+/// Launch of the tensor-core forward: a workgroup per (128-row strip of N, split-K slice,
+/// 8 * `mf` rows of M), the row tiles fastest (they read the same weights).
+fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
+    let mtiles = m.div_ceil(8 * mf as usize);
+    let sk = mma_split(m, q.n, q.kpad / 32, mf);
+    let groups =
+        q.n.div_ceil(MMA_ROWS)
+            .checked_mul(mtiles)
+            .and_then(|v| v.checked_mul(sk.slices))
+            .ok_or_else(|| unsupported(format!("M = {m} x N = {}: too many workgroups", q.n)))?;
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(m, "M")?)
+            .u32(to_u32(q.n, "N")?)
+            .u32(to_u32(q.kpad / 32, "packed row length")?)
+            .u32(to_u32(q.groups, "scale groups")?)
+            .u32(pack16(
+                mma_chunks_per_group(q),
+                has_bias as usize,
+                "chunks per group",
+            )?)
+            .u32(to_u32(mma_rows(m, mf), "limb rows")?)
+            .u32(to_u32(mtiles, "row tiles")?)
+            .u32(pack16(sk.slices, sk.len, "split-K slices")?)
+            .finish(),
+        global: Global::Linear(if m == 0 || q.n == 0 {
+            0
+        } else {
+            groups as u64 * LOCAL as u64
+        }),
+    })
+}
+
+/// Launch of the f16 tensor-core forward: a workgroup per `tile` of out [M, N]; push
+/// constants in the backward kernel's order with the reduction (x's K) as its N and the
+/// output row (N) as its K, one slice of all of K.
+fn fwd_f16_launch(
+    kn: Kernel,
+    m: usize,
+    q: &Q4,
+    k: usize,
+    (tile, local): (Tile, u32),
+    has_bias: bool,
+) -> Result<Launch> {
+    // The split forms' slices of x's row (a multiple of 32), else all of it.
+    let sk = split_of(kn, m, q.n, k);
+    let push = Push::new()
+        .u32(to_u32(m, "M")?)
+        .u32(to_u32(k, "K")?)
+        .u32(to_u32(q.n, "N")?)
+        .u32(to_u32(q.kpad / 8, "packed row length")?)
+        .u32(to_u32(q.groups, "scale groups")?)
+        .u32(to_u32(q.gs, "group_size")?)
+        .u32(has_bias as u32)
+        .u32(to_u32(sk.len, "k per slice")?)
+        .finish();
+    let groups = if m == 0 || q.n == 0 {
+        0
+    } else {
+        tile.count(m, q.n) * sk.slices
+    };
+    Ok(Launch {
+        push,
+        global: Global::Linear(groups as u64 * u64::from(local)),
+    })
+}
+
+pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let q = prepack_q4gsw(g, call)?;
+    let kmax = q.kp.min(q.groups * q.gs);
+    let (x, k) = activation(
+        g,
+        call,
+        0,
+        "x",
+        kmax,
+        &format!(
+            "K may not exceed the weights' Kp = {} nor G * group_size = {}",
+            q.kp,
+            q.groups * q.gs
+        ),
+    )?;
+    let lead = {
+        let d = g.shapes().max_dims(x);
+        d[..d.len() - 1].to_vec()
+    };
+    let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
+    let bias = bias_arg(g, call, 4, q.n)?;
+    let out32 = f32_output(g, call, out)?;
+    let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
+    let x16 = x_is_f16(g, call)?;
+    forward(g, call, x, k, out32, bias, q, (peaks, FWD_F16_MIN_M, x16))?;
+    finish_output(g, call, out32, out, 5)
+}
+
+pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let sc = constant_arg(g, call, 2, "scales")?;
+    float_scales_dtype(call, &sc)?;
+    let (w, n, rb) = prepack_weight(g, call, 1, NibbleOrder::EvenHigh)?;
+    if crate::graph::checked_numel(&sc.dims) != Some(n) || sc.dims.len() > 2 {
+        return Err(invalid_program(format!(
+            "{}: scales must be per-channel [N = {n}], got {:?}",
+            call.what(),
+            sc.dims
+        )));
+    }
+    let s = g.prepack(sc.value, &q4::channel_scales_layout(n))?;
+    let kpad = q4::padded_k(rb);
+    // One group spanning the packed row: the kernels apply scales[n] to every k.
+    let q = Q4 {
+        w,
+        s,
+        n,
+        kp: 2 * rb,
+        kpad,
+        groups: 1,
+        gs: kpad,
+    };
+    let (x, k) = activation(
+        g,
+        call,
+        0,
+        "x",
+        q.kp,
+        &format!("K may not exceed 2 * weight.shape[1] = {}", q.kp),
+    )?;
+    let lead = {
+        let d = g.shapes().max_dims(x);
+        d[..d.len() - 1].to_vec()
+    };
+    let (out, _) = output(g, call, 3, &lead, Some(n))?;
+    let out32 = f32_output(g, call, out)?;
+    let peaks = q4::channel_scale_peaks_layout(n);
+    let x16 = x_is_f16(g, call)?;
+    forward(g, call, x, k, out32, None, q, (peaks, QCS4W_F16_MIN_M, x16))?;
+    finish_output(g, call, out32, out, 3)
+}
