@@ -228,14 +228,7 @@ pub(super) fn build_linear_q4gsw_backward(
             _ => None,
         })
         .max();
-    let counters = match counter_len {
-        Some(len) => Some(g.new_zeroed_tensor(
-            DataType::Int32,
-            vec![len],
-            format!("{}: finished-slice counters", call.what()),
-        )?),
-        None => None,
-    };
+    let counters = finished_slice_counters(g, call, counter_len)?;
     // The tensor-core kernel's d_out row scales, made by a node of their own at the M where
     // it runs (idle otherwise).
     // With them, the weight scales' peaks per 32 rows and group (prepacked once, shared by

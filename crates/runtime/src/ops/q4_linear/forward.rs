@@ -121,14 +121,7 @@ fn forward(
                 _ => None,
             })
             .max();
-        let counters = match tiles {
-            Some(len) => Some(g.new_zeroed_tensor(
-                DataType::Int32,
-                vec![len],
-                format!("{}: finished-slice counters", call.what()),
-            )?),
-            None => None,
-        };
+        let counters = finished_slice_counters(g, call, tiles)?;
         Some((rowscale, pairs, peaks, counters))
     } else {
         None

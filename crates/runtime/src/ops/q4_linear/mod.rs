@@ -600,6 +600,23 @@ fn scratch(g: &mut GraphBuilder<'_>, call: &OpCall, plan: &Plan) -> Result<Optio
     .map(Some)
 }
 
+/// `len` counters of finished slices for the kernels whose last workgroup sums the slices
+/// (zero when the graph is built; each launch leaves them zero), when `len` is some.
+fn finished_slice_counters(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    len: Option<usize>,
+) -> Result<Option<TensorId>> {
+    len.map(|len| {
+        g.new_zeroed_tensor(
+            DataType::Int32,
+            vec![len],
+            format!("{}: finished-slice counters", call.what()),
+        )
+    })
+    .transpose()
+}
+
 /// Workgroups of `kernel` (GEMV or tiled) for M rows and `cols` output columns, times the
 /// split-K `slices` (folded by the runtime).
 fn global(
