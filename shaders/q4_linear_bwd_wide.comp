@@ -63,13 +63,6 @@
 #ifndef PREFETCH
 #define PREFETCH 0  // 1: the next batch is loaded before the current one is decoded
 #endif
-// Decode of whole-chunk groups: 0: the 2^23 magic (an AND and a subtract per code); 1: codes
-// as fp16 subnormals c * 2^-24 widened to fp32 (one logic op per two codes, one conversion
-// per code, the -8 of all codes summed apart); 2: codes as fp16 1 + c / 16 (the same with
-// normal numbers).
-#ifndef DEC
-#define DEC 0
-#endif
 
 layout(set = 0, binding = 0) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 1) readonly buffer Dy { float dy[]; };
@@ -114,32 +107,6 @@ vec4 codes4_pre(uint hm) {
 }
 vec4 codes4_lo(uint w) { return codes4_pre(w | MAGIC_BITS); }
 vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
-
-#if DEC != 0
-// The 8 codes of word w in the accumulators' order (lo: nibbles 0..3, hi: nibbles 4..7): pair
-// i (nibbles i and i + 4) from one masked word read as two fp16. DEC 1: c * 2^-24; DEC 2:
-// 1 + c / 16 (the nibble moved to the top of the fp16 mantissa).
-void codes8(uint w, out vec4 lo, out vec4 hi) {
-  vec2 h[4];
-#if DEC == 1
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) h[i] = unpackHalf2x16((w >> (4u * i)) & 0x000F000Fu);
-#else
-  h[0] = unpackHalf2x16(((w << 6) & 0x03C003C0u) | 0x3C003C00u);
-  h[1] = unpackHalf2x16(((w << 2) & 0x03C003C0u) | 0x3C003C00u);
-  h[2] = unpackHalf2x16(((w >> 2) & 0x03C003C0u) | 0x3C003C00u);
-  h[3] = unpackHalf2x16(((w >> 6) & 0x03C003C0u) | 0x3C003C00u);
-#endif
-  lo = vec4(h[0].x, h[1].x, h[2].x, h[3].x);
-  hi = vec4(h[0].y, h[1].y, h[2].y, h[3].y);
-}
-#if DEC == 1
-const float DEC_COEF = 16777216.0;  // 2^24: acc = sum coef * c
-const float DEC_OFF = 8.0;          // result = acc - 8 * sum coef
-#else
-const float DEC_COEF = 16.0;        // acc = sum coef * (16 + c)
-const float DEC_OFF = 24.0;         // result = acc - 24 * sum coef: (16 + c) - 24 = c - 8
-#endif
-#endif
 
 // Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy, from clamped
 // rows, so no branch sits between the loads; rows at or past the row group's end count
@@ -216,10 +183,6 @@ void main() {
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
     [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = vec4(0.0);
   }
-#if DEC != 0
-  float csum[MT];  // sum of the coefficients, for the codes' offset
-  [[unroll]] for (uint m = 0u; m < MT; ++m) csum[m] = 0.0;
-#endif
 
   if (chunk_group) {
 #if PREFETCH
@@ -234,27 +197,10 @@ void main() {
       load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
 #endif
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-#if DEC != 0
-        float cf[MT];
-        [[unroll]] for (uint m = 0u; m < MT; ++m) {
-          const float c0 = dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0);
-          csum[m] += c0;
-          cf[m] = c0 * DEC_COEF;
-        }
-#endif
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-#if DEC != 0
-          vec4 lo, hi;
-          codes8(wv[u][q], lo, hi);
-#else
           const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
-#endif
           [[unroll]] for (uint m = 0u; m < MT; ++m) {
-#if DEC != 0
-            const vec4 coef = vec4(cf[m]);
-#else
             const vec4 coef = vec4(dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
-#endif
             acc[8u * m + 2u * q] = fma(coef, lo, acc[8u * m + 2u * q]);
             acc[8u * m + 2u * q + 1u] = fma(coef, hi, acc[8u * m + 2u * q + 1u]);
           }
@@ -286,16 +232,7 @@ void main() {
 
   const bool live = c < p.KC && (live_gc || !chunk_group);
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
-#if DEC != 0
-    // The other-groups path above decodes by the magic: its sums want UNPOS.
-    [[unroll]] for (uint a = 0u; a < 8u; ++a) {
-      acc[8u * m + a] = !live ? vec4(0.0)
-                      : chunk_group ? acc[8u * m + a] - vec4(DEC_OFF * csum[m])
-                                    : acc[8u * m + a] * UNPOS;
-    }
-#else
     [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = live ? acc[8u * m + a] * UNPOS : vec4(0.0);
-#endif
   }
 
   // acc[8 m + a][q] is column 4a + q of the chunk. Two passes of 16 columns per activation row

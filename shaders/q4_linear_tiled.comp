@@ -66,7 +66,7 @@
 // 18): M = 512 (128 x 128 tiles) 34.0-35.0 TFLOP/s over both directions and the three
 // shapes against 29.8-35.6 (at 8192^2 2% slower, at 8192 x 28672 backward 17% faster), at
 // 163-169 registers (one workgroup per SM; DBUF = 0 runs two at 113); M = 64 (64 x 64)
-// backward 13-15% faster, forward 1-2%. Without -O another 2-5% faster, but the driver
+// backward 13-15% faster, forward 0.6-2.3%. Without -O another 2-6% faster, but the driver
 // then took 34-40 s to compile the 128 x 128 kernels; the 16-row step as a loop of 2 or 4
 // unrolled rows (144-175 registers): 10-25% slower.
 #ifndef DBUF

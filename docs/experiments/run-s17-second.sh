@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (The DEC switch is now docs/experiments/q4_linear_bwd_wide-dec.diff: apply it first.)
 # Session 17, run 2: the M = 1 wide backward with fp16 decodes (shaders/q4_linear_bwd_wide.comp
 # DEC = 1: codes as fp16 subnormals; DEC = 2: as 1 + c / 16) against the built magic decode,
 # by override; two rounds; the forward M = 1 for the ratio; the backward tests with DEC = 1.
