@@ -43,6 +43,18 @@
 // variants keep UR = 4 (their 16 more accumulators leave no room for a second batch).
 //
 // Decoding is in place: an AND and a subtract per code, no shifts (see codes4_pre).
+//
+// Two switches for the M = 1 variants (session 19, docs/performance.md). DEC = 1 decodes
+// whole-chunk groups as fp16 subnormals (codes8), right only where the widening keeps them,
+// which Vulkan promises only with shaderDenormPreserveFloat16 and the DenormPreserve mode;
+// lavapipe keeps them without advertising it, so the runtime runs these variants after a
+// self-check on the device (crates/runtime/src/ops/q4_wide_check.rs). NPF > 0 adds NPF
+// invocations past the NT that compute (local size NT + NPF), which only touch one word of
+// every 32-byte sector of the workgroup's weights and scales, in the order the row groups
+// read them, so that the row groups' loads find L2 warm. Neither helps alone at 8192^2;
+// together 20.5 -> 19.2 us on an H200. The touch invocations cost the third workgroup per SM
+// (49 -> 56 us at N = 28672, K = 8192), so the runtime takes them only at launches of two
+// workgroups per SM.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
@@ -63,11 +75,26 @@
 #ifndef PREFETCH
 #define PREFETCH 0  // 1: the next batch is loaded before the current one is decoded
 #endif
+#ifndef NPF
+#define NPF 0  // touch invocations past the NT (the runtime launches NT + NPF)
+#endif
+#ifndef PFD
+#define PFD 16  // a touch invocation's loads in flight
+#endif
+// Decode of whole-chunk groups: 0: the 2^23 magic (an AND and a subtract per code); 1: codes
+// as fp16 subnormals c * 2^-24 widened to fp32 (one logic op per two codes, one conversion
+// per code, the -8 of all codes summed apart).
+#ifndef DEC
+#define DEC 0
+#endif
 
 layout(set = 0, binding = 0) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 1) readonly buffer Dy { float dy[]; };
 layout(set = 0, binding = 1) readonly buffer Dy4 { vec4 dy4[]; };
 layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
+#if NPF > 0
+layout(set = 0, binding = 2) readonly buffer W1 { uint w1[]; };
+#endif
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) coherent buffer Count { uint count[]; };  // [column blocks], 0 between launches
 layout(set = 0, binding = 5) writeonly buffer Out { float outp[]; };   // dx [K]
@@ -107,6 +134,24 @@ vec4 codes4_pre(uint hm) {
 }
 vec4 codes4_lo(uint w) { return codes4_pre(w | MAGIC_BITS); }
 vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
+
+#if DEC
+// The 8 codes of word w in the accumulators' order (lo: nibbles 0..3, hi: nibbles 4..7): pair
+// i (nibbles i and i + 4) from one masked word read as two fp16 subnormals c * 2^-24 and
+// widened (exactly where subnormals are kept: see the header). The coefficients carry the 2^24 (DEC_COEF) and
+// the -8 of every code comes off once at the end (8 times the coefficients' sum), so a code
+// costs half a logic operation, a conversion and an FMA instead of an AND, a subtract and an
+// FMA. (That subtraction cancels: the sums carry 8 x sum |coef| more magnitude than the
+// magic decode's; f64-checked like every other form.)
+void codes8(uint w, out vec4 lo, out vec4 hi) {
+  vec2 h[4];
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) h[i] = unpackHalf2x16((w >> (4u * i)) & 0x000F000Fu);
+  lo = vec4(h[0].x, h[1].x, h[2].x, h[3].x);
+  hi = vec4(h[0].y, h[1].y, h[2].y, h[3].y);
+}
+const float DEC_COEF = 16777216.0;  // 2^24: acc = sum coef * c
+const float DEC_OFF = 8.0;          // result = acc - 8 * sum coef
+#endif
 
 // Rows n .. n + UR - 1 of chunk cc: weights, the scale of group g and dy, from clamped
 // rows, so no branch sits between the loads; rows at or past the row group's end count
@@ -163,7 +208,11 @@ void main() {
   const uint cc = min(c, p.KC - 1u);  // dead lanes (c >= KC) load a valid chunk, write nothing
   const uint rr = p.RS / RG;
   const uint nb = j * p.RS + rg * rr;
+#if NPF > 0
+  const uint ne = t < NT ? min(nb + rr, p.N) : nb;
+#else
   const uint ne = min(nb + rr, p.N);
+#endif
   // dy starts 16-byte aligned at every batch when N % 4 == 0 (nb and UR multiples of 4).
   const bool vec_dy = (p.N & 3u) == 0u && (UR & 3u) == 0u;
   uvec4 wv[UR];
@@ -183,7 +232,39 @@ void main() {
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
     [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = vec4(0.0);
   }
+#if DEC
+  float csum[MT];  // sum of the coefficients, for the codes' offset
+  [[unroll]] for (uint m = 0u; m < MT; ++m) csum[m] = 0.0;
+#endif
 
+#if NPF > 0
+  if (t >= NT && chunk_group) {
+    // Items in the row groups' order: step i of every row group, then step i + 1; per row
+    // CW / 2 weight sectors (two chunks each), then one scale word per 8 chunks.
+    const uint SPR = CW / 2u + (CW + 7u) / 8u;
+    const uint items = rr * RG * SPR;
+    uint touched = 0u;
+    for (uint e0 = t - NT; e0 < items; e0 += NPF * PFD) {
+      uint v[PFD];
+      [[unroll]] for (uint u = 0u; u < PFD; ++u) {
+        const uint e = min(e0 + u * NPF, items - 1u);
+        const uint r = e / SPR, q = e % SPR;
+        const uint n = min(j * p.RS + (r % RG) * rr + r / RG, p.N - 1u);
+        if (q < CW / 2u) {
+          v[u] = w1[(n * p.KC + min(cb * CW + 2u * q, p.KC - 1u)) * 4u];
+        } else {
+          const uint sc = min(cb * CW + 8u * (q - CW / 2u), p.KC - 1u);
+          // (G = 1: the shift by ~2^32 gives some value, which min takes to 0. A select
+          // here instead cost the whole gain at 8192^2: 19.2 -> 20.6 us, session 19.)
+          v[u] = floatBitsToUint(s[n * p.G + min(sc >> (p.gshift - 2u), p.G - 1u)]);
+        }
+      }
+      [[unroll]] for (uint u = 0u; u < PFD; ++u) touched ^= v[u];
+    }
+    // Never true (N > 0): keeps the loads.
+    if (p.N == 0u) outp[0] = uintBitsToFloat(touched);
+  }
+#endif
   if (chunk_group) {
 #if PREFETCH
     load_batch(nb, cc, gcl, vec_dy, wv, sv, dv);
@@ -197,10 +278,27 @@ void main() {
       load_batch(n, cc, gcl, vec_dy, wv, sv, dv);
 #endif
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
+#if DEC
+        float cf[MT];
+        [[unroll]] for (uint m = 0u; m < MT; ++m) {
+          const float c0 = dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0);
+          csum[m] += c0;
+          cf[m] = c0 * DEC_COEF;
+        }
+#endif
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+#if DEC
+          vec4 lo, hi;
+          codes8(wv[u][q], lo, hi);
+#else
           const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
+#endif
           [[unroll]] for (uint m = 0u; m < MT; ++m) {
+#if DEC
+            const vec4 coef = vec4(cf[m]);
+#else
             const vec4 coef = vec4(dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
+#endif
             acc[8u * m + 2u * q] = fma(coef, lo, acc[8u * m + 2u * q]);
             acc[8u * m + 2u * q + 1u] = fma(coef, hi, acc[8u * m + 2u * q + 1u]);
           }
@@ -232,7 +330,16 @@ void main() {
 
   const bool live = c < p.KC && (live_gc || !chunk_group);
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
+#if DEC
+    // The other-groups path above decodes by the magic: its sums want UNPOS.
+    [[unroll]] for (uint a = 0u; a < 8u; ++a) {
+      acc[8u * m + a] = !live ? vec4(0.0)
+                      : chunk_group ? acc[8u * m + a] - vec4(DEC_OFF * csum[m])
+                                    : acc[8u * m + a] * UNPOS;
+    }
+#else
     [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = live ? acc[8u * m + a] * UNPOS : vec4(0.0);
+#endif
   }
 
   // acc[8 m + a][q] is column 4a + q of the chunk. Two passes of 16 columns per activation row
@@ -242,10 +349,16 @@ void main() {
     const uint slice_base = (j * MT + m) * p.KC * 32u;
     [[unroll]] for (uint pass = 0u; pass < 2u; ++pass) {
       if (m + pass > 0u) barrier();  // the previous pass's readers are done
+#if NPF > 0
+      if (t < NT)
+#endif
       [[unroll]] for (uint i = 0u; i < 16u; ++i) {
         red[i * RED_STRIDE + rg * CW + cl] = acc[8u * m + 4u * pass + i / 4u][i % 4u];
       }
       barrier();
+#if NPF > 0
+      if (t < NT)
+#endif
       for (uint o = t; o < 16u * CW; o += NT) {
         const uint i = o % 16u, ocl = o / 16u;
         float v = 0.0;
@@ -273,6 +386,9 @@ void main() {
   if (t == 0u) last_to_finish = atomicAdd(count[cb], 1u) == p.S - 1u;
   barrier();
   if (!last_to_finish) return;
+#if NPF > 0
+  if (t >= NT) return;  // after the last barrier
+#endif
   memoryBarrierBuffer();
   // PER columns per invocation (consecutive invocations, consecutive columns), slices in
   // order, all PER columns' loads of a batch of 8 slices in flight together.

@@ -28,6 +28,9 @@ pub(crate) struct BackendInner {
     f16_mma_ok: OnceLock<bool>,
     /// Whether the forward's codes form passed its part of that self-check.
     f16_codes_ok: OnceLock<bool>,
+    /// The wide backward's fp16-decode variants that passed (true) or failed their
+    /// self-check here, each checked at its first need.
+    wide_f16_ok: Mutex<HashMap<ShaderId, bool>>,
 }
 
 fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
@@ -86,6 +89,7 @@ impl BackendInner {
             profile,
             f16_mma_ok: OnceLock::new(),
             f16_codes_ok: OnceLock::new(),
+            wide_f16_ok: Mutex::new(HashMap::new()),
         }
     }
 
@@ -108,6 +112,37 @@ impl BackendInner {
             && *self.f16_codes_ok.get_or_init(|| {
                 self.self_check(true, "f16 tensor-core forward's codes form", "hi / lo form")
             })
+    }
+
+    /// Whether the wide backward's fp16-decode variant `shader` (CW = `cw`) computes right on
+    /// this device ([`crate::ops::q4_wide_check`]): the device's features allow it and its
+    /// self-check passed (run once per variant; a failure is logged and keeps the magic
+    /// decode).
+    pub(crate) fn wide_f16_ok(&self, shader: ShaderId, cw: u32) -> bool {
+        if !self.shader_supported(shader) {
+            return false;
+        }
+        let mut done = self.wide_f16_ok.lock().unwrap_or_else(|p| p.into_inner());
+        *done.entry(shader).or_insert_with(|| {
+            let what = shader.info().name;
+            match crate::ops::q4_wide_check::check(self, shader, cw) {
+                Ok(None) => true,
+                Ok(Some(why)) => {
+                    log::warn!(
+                        "{}: {what} failed its self-check ({why}); the magic decode runs instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+                Err(e) => {
+                    log::warn!(
+                        "{}: {what}'s self-check did not run ({e}); the magic decode runs instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+            }
+        })
     }
 
     /// Runs the self-check of the codes variants (`codes`) or of all the others; logs why it

@@ -507,15 +507,33 @@ fn check_backward_scaled(
 #[test]
 fn wide_backward_relaunches_with_fresh_data() {
     let be = backend();
+    let m1 = if wide_f16_decode_runs(&be) {
+        "f16t_m1"
+    } else {
+        "m1"
+    };
     let (mut d, c, mut rng) = dynamic_backward(&be, 360, (4160, 700, 32), 2, None);
     for m in [1, 2, 1, 2, 1] {
         let names = backward_step(&mut d, &mut rng, &c, m, 700);
+        let form = if m == 1 { m1 } else { "m2" };
         assert_eq!(
             names,
-            vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m{m}_c32")]
+            vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_{form}_c32")]
         );
     }
     assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Whether the wide backward's fp16 decode passed its self-check on this device (a forced
+/// fp16 kernel runs, not the magic one). Lavapipe keeps fp16 subnormals: there it must, or
+/// CI would not run the fp16 kernels at all.
+fn wide_f16_decode_runs(be: &std::sync::Arc<Backend>) -> bool {
+    let names = check_backward_forced(be, 399, &[1], (4160, 40, 32), None, Some("wide_c8_f16"));
+    let runs = names == vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_f16_m1_c8")];
+    if be.device_description().contains("llvmpipe") {
+        assert!(runs, "lavapipe: {names:?}");
+    }
+    runs
 }
 
 /// A loaded dynamic program of one backward over a random K x N weight (group size gs) for
@@ -656,7 +674,22 @@ fn q4gsw_backward_split_many_slices_odd_groups() {
 #[test]
 fn wide_and_staged_backward() {
     let be = backend();
-    let wide = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m1_c{cw}")];
+    let f16 = wide_f16_decode_runs(&be);
+    // The M = 1 kernel the runtime picks by itself: the fp16 decode with touch invocations
+    // (every launch here is small: two workgroups per SM at most) where the groups are whole
+    // chunks and the device passed the decode's self-check, else the magic decode.
+    let wide = |cw: usize, gs: usize| {
+        let form = if f16 && gs.is_multiple_of(32) {
+            "f16t_m1"
+        } else {
+            "m1"
+        };
+        vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_{form}_c{cw}")]
+    };
+    let forced = |cw: usize, form: &str| {
+        let form = if f16 || form == "m1" { form } else { "m1" };
+        vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_{form}_c{cw}")]
+    };
     let wide2 = |cw: usize| vec![format!("{Q4GSW_BWD}/q4_linear_bwd_wide_m2_c{cw}")];
     let split_names_m = |mt: usize| {
         vec![
@@ -673,14 +706,53 @@ fn wide_and_staged_backward() {
         Vec<String>,
     );
     let cases: &[Case] = &[
-        ((4160, 37, 32), None, None, wide(8)),
-        ((4160, 64, 128), Some(4150), None, wide(8)),
+        ((4160, 37, 32), None, None, wide(8, 32)),
+        ((4160, 64, 128), Some(4150), None, wide(8, 128)),
         ((4160, 64, 32), None, Some("split"), split.clone()),
-        ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide(32)),
-        ((4160, 700, 32), Some(4153), Some("wide_c8"), wide(8)),
-        ((200, 1000, 20), Some(197), Some("wide_c8"), wide(8)),
-        ((1000, 999, 64), None, Some("wide_c16"), wide(16)),
-        ((64, 3, 16), None, Some("wide_c32"), wide(32)),
+        ((4100, 1000, 20), Some(4097), Some("wide_c32"), wide(32, 20)),
+        ((4160, 700, 32), Some(4153), Some("wide_c8"), wide(8, 32)),
+        ((200, 1000, 20), Some(197), Some("wide_c8"), wide(8, 20)),
+        ((1000, 999, 64), None, Some("wide_c16"), wide(16, 64)),
+        ((64, 3, 16), None, Some("wide_c32"), wide(32, 16)),
+        // Each decode forced: the magic one where the fp16 one would run, the fp16 ones
+        // without touch invocations, over groups inside a chunk (their magic path inside the
+        // fp16 variant) and one group per row (G = 1).
+        (
+            (4160, 700, 32),
+            Some(4153),
+            Some("wide_c8_magic"),
+            forced(8, "m1"),
+        ),
+        (
+            (4160, 700, 32),
+            None,
+            Some("wide_c16_f16"),
+            forced(16, "f16_m1"),
+        ),
+        (
+            (4100, 1000, 20),
+            Some(4097),
+            Some("wide_c32_f16"),
+            forced(32, "f16_m1"),
+        ),
+        (
+            (4160, 301, 4160),
+            None,
+            Some("wide_c8_f16"),
+            forced(8, "f16_m1"),
+        ),
+        (
+            (1000, 999, 64),
+            Some(990),
+            Some("wide_c32_f16t"),
+            forced(32, "f16t_m1"),
+        ),
+        (
+            (4160, 301, 4160),
+            None,
+            Some("wide_c16_f16t"),
+            forced(16, "f16t_m1"),
+        ),
     ];
     for (i, (shape, kout, force, names)) in cases.iter().enumerate() {
         let got = check_backward_forced(&be, 320 + i as u64, &[1], *shape, *kout, *force);
@@ -739,15 +811,20 @@ fn wide_and_staged_backward() {
     // 3..8): every M writes d_x in one dispatch, so the node has no reduce.
     let n = 70;
     let (mut d, c, mut rng) = dynamic_backward(&be, 330, (4160, n, 32), 8, None);
+    let m1 = if f16 {
+        "bwd_wide_f16t_m1_c16"
+    } else {
+        "bwd_wide_m1_c16"
+    };
     for (m, kernel) in [
-        (1, "bwd_wide_m1_c16"),
+        (1, m1),
         (2, "bwd_wide_m2_c16"),
         (3, "bwd_staged_m4"),
         (8, "bwd_staged_m8"),
         (5, "bwd_staged_m8"),
         (2, "bwd_wide_m2_c16"),
         (4, "bwd_staged_m4"),
-        (1, "bwd_wide_m1_c16"),
+        (1, m1),
     ] {
         let names = backward_step(&mut d, &mut rng, &c, m, n);
         assert_eq!(

@@ -103,6 +103,9 @@ pub struct DeviceCaps {
     /// `shaderDenormPreserveFloat32`: shaders may ask that fp32 denormals be kept (not
     /// flushed to zero), which the denormal nibble decode needs.
     pub denorm_preserve_float32: bool,
+    /// `shaderDenormPreserveFloat16`: fp16 denormals kept, which the wide backward's fp16
+    /// nibble decode needs (its codes are fp16 subnormals).
+    pub denorm_preserve_float16: bool,
     /// `maxComputeWorkGroupCount`.
     pub max_workgroup_count: [u32; 3],
     /// `maxComputeWorkGroupSize`.
@@ -154,6 +157,10 @@ impl DeviceCaps {
             (
                 "denorm_preserve_float32".into(),
                 v(self.denorm_preserve_float32),
+            ),
+            (
+                "denorm_preserve_float16".into(),
+                v(self.denorm_preserve_float16),
             ),
             (
                 "cooperative_matrix_khr".into(),

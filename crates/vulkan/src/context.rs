@@ -340,6 +340,7 @@ fn describe(
         cooperative_matrix_nv_shapes: coop_nv_shapes,
         integer_dot_product: integer_dot,
         denorm_preserve_float32: p12.shader_denorm_preserve_float32 == vk::TRUE,
+        denorm_preserve_float16: p12.shader_denorm_preserve_float16 == vk::TRUE,
         max_workgroup_count: limits.max_compute_work_group_count,
         max_workgroup_size: limits.max_compute_work_group_size,
         max_workgroup_invocations: limits.max_compute_work_group_invocations,

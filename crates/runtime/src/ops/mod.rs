@@ -20,6 +20,7 @@ pub mod norm;
 pub mod prepack;
 pub mod q4_linear;
 pub(crate) mod q4_mma_check;
+pub(crate) mod q4_wide_check;
 pub mod reduce;
 pub mod shape;
 pub mod training;

@@ -97,18 +97,7 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         words_to_bytes(&vec![0u32; tiles as usize]),
         words_to_bytes(&f32_bits(&bias)),
     ];
-    let mut ups = Vec::new();
-    let mut devs = Vec::new();
-    for data in &inputs {
-        let up = Buffer::new(ctx, data.len() as u64, MemoryKind::Upload)?;
-        up.write(0, data)?;
-        devs.push(Buffer::new(
-            ctx,
-            data.len() as u64,
-            MemoryKind::DeviceLocal,
-        )?);
-        ups.push(up);
-    }
+    let (ups, devs) = staged_inputs(ctx, &inputs)?;
     // The pre-pass's scale per d_out row and slice.
     let rowscale = Buffer::new(ctx, u64::from(m * slices) * 4, MemoryKind::DeviceLocal)?;
     // The pre-pass's fp16 hi / lo pairs of d_out.
@@ -294,6 +283,27 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         ))));
     }
     all
+}
+
+/// Upload buffers holding `inputs` and device buffers of their sizes (a self-check copies
+/// the first into the second in its command buffer).
+pub(crate) fn staged_inputs(
+    ctx: &std::sync::Arc<etvk_vulkan::Context>,
+    inputs: &[Vec<u8>],
+) -> Result<(Vec<Buffer>, Vec<Buffer>)> {
+    let mut ups = Vec::new();
+    let mut devs = Vec::new();
+    for data in inputs {
+        let up = Buffer::new(ctx, data.len() as u64, MemoryKind::Upload)?;
+        up.write(0, data)?;
+        devs.push(Buffer::new(
+            ctx,
+            data.len() as u64,
+            MemoryKind::DeviceLocal,
+        )?);
+        ups.push(up);
+    }
+    Ok((ups, devs))
 }
 
 /// Checks every variant in `list`; `Ok(None)` when all match, else the first failure.

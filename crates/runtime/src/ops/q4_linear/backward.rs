@@ -36,6 +36,7 @@ fn wide_bwd_launch(
     kout: usize,
     geo: WideBwdGeometry,
     staged: bool,
+    local: u32,
 ) -> Result<Launch> {
     // The staged kernel takes M where the wide ones take the group size (it needs only the
     // group shift): every variant of the node pushes 8 words.
@@ -57,7 +58,7 @@ fn wide_bwd_launch(
     };
     Ok(Launch {
         push,
-        global: Global::Linear(groups * LOCAL as u64),
+        global: Global::Linear(groups * u64::from(local)),
     })
 }
 
@@ -276,7 +277,10 @@ pub(super) fn build_linear_q4gsw_backward(
                 _ => Dispatch::new(shader_of(kn, true), [dx, dy, q.w, q.s]),
             };
             d.local = Some(match kn {
-                Kernel::BwdMma { .. } => shader_of(kn, true).info().local_size,
+                // The wide backward's touch variants launch 64 invocations past the 256.
+                Kernel::BwdMma { .. } | Kernel::BwdWide { .. } => {
+                    shader_of(kn, true).info().local_size
+                }
                 _ => [LOCAL, 1, 1],
             });
             Ok(d)
@@ -298,8 +302,12 @@ pub(super) fn build_linear_q4gsw_backward(
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
             Kernel::SplitN(_) => split_launch(m, &q, kout, geo)?,
-            Kernel::BwdWide { mt, .. } => wide_bwd_launch(m, &q, kout, wgeo(mt), false)?,
-            Kernel::BwdStaged(mt) => wide_bwd_launch(m, &q, kout, sgeo(mt), true)?,
+            // Invocations per workgroup: the touch variants launch 64 past the 256.
+            Kernel::BwdWide { mt, .. } => {
+                let local = shader_of(kn, true).info().local_size[0];
+                wide_bwd_launch(m, &q, kout, wgeo(mt), false, local)?
+            }
+            Kernel::BwdStaged(mt) => wide_bwd_launch(m, &q, kout, sgeo(mt), true, LOCAL)?,
             _ => tiled_launch(kn, m, &q, kout, false, kout, n)?,
         };
         Ok((idx, launch))

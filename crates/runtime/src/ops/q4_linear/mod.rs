@@ -68,9 +68,13 @@
 //!   decode), column blocks of CW chunks, the rows cut into slices whose partial sums the
 //!   last workgroup of each column block to finish adds up in order (counters in a zeroed
 //!   tensor, restored by that workgroup); with one slice (short N) each workgroup writes d_x
-//!   directly. CW by `widest_bwd`; two or three workgroups per SM
-//!   by `wide_bwd_target`. Compile spec `etvk_q4_bwd` = `split|wide|wide_c8|wide_c16|wide_c32`
-//!   forces a choice.
+//!   directly. CW by `widest_bwd_cw`; two or three workgroups per SM
+//!   by `wide_bwd_target`. At M = 1 with groups of whole chunks the codes are decoded as
+//!   fp16 subnormals (`q4_linear_bwd_wide_f16_m1_*`) where the device passes that decode's
+//!   self-check (`ops/q4_wide_check.rs`), with 64 touch invocations that pull the
+//!   workgroup's weights into L2 ahead of its row groups (`_f16t_m1_*`) at launches of two
+//!   workgroups per SM (`WideDecode`). Compile spec `etvk_q4_bwd` =
+//!   `split|wide[_c8|_c16|_c32][_magic|_f16|_f16t]` forces a choice.
 //! - backward, M = 3..8 over long rows whose scale groups are whole chunks:
 //!   `q4_linear_bwd_staged_m{4,8}`, stages of 128 rows x 8 chunks through shared memory, one
 //!   dispatch like the wide kernel (`etvk_q4_bwd` = `split` turns it off, with the wide ones).
@@ -743,11 +747,22 @@ mod tests {
 
     #[test]
     fn tensor_core_backward_above_eight_rows() {
-        let wide = Some(Kernel::BwdWide { cw: 8, mt: 1 });
+        let wide = Some(Kernel::BwdWide {
+            cw: 8,
+            mt: 1,
+            dec: WideDecode::Magic,
+        });
         let native = F16Mma::Native { t128: true };
         let pick = |m: usize, mode: F16Mma| backward_kernel(m, 8192, 8192, true, wide, true, mode);
         // M <= 8 keeps the wide / staged kernels whatever the mode.
-        assert_eq!(pick(1, native), Kernel::BwdWide { cw: 8, mt: 1 });
+        assert_eq!(
+            pick(1, native),
+            Kernel::BwdWide {
+                cw: 8,
+                mt: 1,
+                dec: WideDecode::Magic
+            }
+        );
         assert_eq!(pick(8, native), Kernel::BwdStaged(8));
         // 32 x 128 tiles up to 64 rows, 128 x 128 from 65 (where the shared memory holds
         // them), split-K as the portable tiles.
@@ -1079,12 +1094,25 @@ mod tests {
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
         // kernel when the scale groups are whole chunks, split-N otherwise.
-        let w = Some(Kernel::BwdWide { cw: 16, mt: 1 });
+        let w = Some(Kernel::BwdWide {
+            cw: 16,
+            mt: 1,
+            dec: WideDecode::Magic,
+        });
         for (m, wide, staged, want) in [
             (1, None, true, Kernel::SplitN(1)),
             (3, None, true, Kernel::SplitN(4)),
             (8, None, true, Kernel::SplitN(8)),
-            (2, w, true, Kernel::BwdWide { cw: 16, mt: 2 }),
+            (
+                2,
+                w,
+                true,
+                Kernel::BwdWide {
+                    cw: 16,
+                    mt: 2,
+                    dec: WideDecode::Magic,
+                },
+            ),
             (3, w, true, Kernel::BwdStaged(4)),
             (5, w, true, Kernel::BwdStaged(8)),
             (5, w, false, Kernel::SplitN(8)),
@@ -1359,9 +1387,30 @@ mod tests {
         assert_eq!(wide_bwd_target(8192, 256), WIDE_BWD_TARGET);
         assert_eq!(wide_bwd_target(28672, 256), WIDE_BWD_TARGET_DEEP);
         assert_eq!(wide_bwd_target(8192, 896), WIDE_BWD_TARGET_DEEP);
-        assert_eq!(widest_bwd(8192, 256), Kernel::BwdWide { cw: 8, mt: 1 });
-        assert_eq!(widest_bwd(28672, 256), Kernel::BwdWide { cw: 8, mt: 1 });
-        assert_eq!(widest_bwd(8192, 896), Kernel::BwdWide { cw: 16, mt: 1 });
+        assert_eq!(
+            widest_bwd(8192, 256),
+            Kernel::BwdWide {
+                cw: 8,
+                mt: 1,
+                dec: WideDecode::Magic
+            }
+        );
+        assert_eq!(
+            widest_bwd(28672, 256),
+            Kernel::BwdWide {
+                cw: 8,
+                mt: 1,
+                dec: WideDecode::Magic
+            }
+        );
+        assert_eq!(
+            widest_bwd(8192, 896),
+            Kernel::BwdWide {
+                cw: 16,
+                mt: 1,
+                dec: WideDecode::Magic
+            }
+        );
         let g = wide_bwd_geometry(28672, 256, 8, WIDE_BWD_TARGET_DEEP);
         assert_eq!((g.blocks, g.rows, g.slices), (32, 2432, 12));
         let g = wide_bwd_geometry(8192, 896, 16, WIDE_BWD_TARGET_DEEP);

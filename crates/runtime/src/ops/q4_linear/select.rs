@@ -70,8 +70,8 @@ pub(super) enum Kernel {
     /// Backward at M = `mt` (1 or 2) over long rows: a lane per uvec4 chunk column, rows
     /// split over slices (`q4_linear_bwd_wide_m{mt}_c{cw}`), summed by the last workgroup of
     /// each column block to finish (no reduce dispatch); at M = 2 both activation rows share
-    /// each code's decode.
-    BwdWide { cw: u32, mt: u32 },
+    /// each code's decode. `dec`: the M = 1 decode ([`WideDecode`]; M = 2 takes the magic).
+    BwdWide { cw: u32, mt: u32, dec: WideDecode },
     /// Backward at M = 3..=MT (4 or 8) over long rows whose scale groups are whole chunks:
     /// stages of the weight through shared memory, narrow lanes over all MT rows
     /// (`q4_linear_bwd_staged_m{4,8}`), one dispatch like [`Kernel::BwdWide`].
@@ -704,7 +704,11 @@ pub(super) fn backward_kernel(
 ) -> Kernel {
     match (m, wide) {
         (0..=1, Some(w)) => w,
-        (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide { cw, mt: 2 },
+        (2, Some(Kernel::BwdWide { cw, .. })) => Kernel::BwdWide {
+            cw,
+            mt: 2,
+            dec: WideDecode::Magic,
+        },
         (3..=8, Some(_)) if staged => Kernel::BwdStaged(if m <= 4 { 4 } else { 8 }),
         (0..=8, _) => Kernel::SplitN(small_mt(m)),
         _ => mma_backward_kernel(m, kout, n, mma)
@@ -712,19 +716,76 @@ pub(super) fn backward_kernel(
     }
 }
 
+/// The wide backward's M = 1 decode (session 19, docs/performance.md: 20.5 -> 19.2 us at
+/// 8192^2 with both, ~-3% with the fp16 decode alone on the long shapes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WideDecode {
+    /// Codes ORed into 2^23's mantissa (`q4_linear_bwd_wide_m{1,2}_*`): any device.
+    Magic,
+    /// Codes as fp16 subnormals (`q4_linear_bwd_wide_f16_m1_*`), after a self-check
+    /// (`ops/q4_wide_check.rs`); groups of whole chunks.
+    F16,
+    /// [`WideDecode::F16`] plus 64 invocations that touch the workgroup's weights ahead of
+    /// its row groups (`q4_linear_bwd_wide_f16t_m1_*`): at launches of at most two workgroups
+    /// per SM (the extra invocations' registers leave no room for a third).
+    F16Touch,
+}
+
 /// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
 /// [`WIDE_GEMV_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
-/// idle). Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`, = `split` | `wide` | `wide_c8` |
-/// `wide_c16` | `wide_c32` | `staged` overrides the choice (tests, benchmarks).
+/// idle). Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`,
+/// = `split` | `staged` | `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` overrides the choice
+/// (tests, benchmarks; a forced fp16 decode still needs its self-check passed, else the
+/// magic decode runs).
 pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
-    match forced_bwd(g).as_deref() {
-        Some("split") => None,
-        Some("wide" | "staged") => Some(widest_bwd(q.n, q.kpad / 32)),
-        Some("wide_c8") => Some(Kernel::BwdWide { cw: 8, mt: 1 }),
-        Some("wide_c16") => Some(Kernel::BwdWide { cw: 16, mt: 1 }),
-        Some("wide_c32") => Some(Kernel::BwdWide { cw: 32, mt: 1 }),
-        _ => (q.kpad / 32 >= WIDE_GEMV_MIN_CHUNKS).then_some(widest_bwd(q.n, q.kpad / 32)),
+    let kc = q.kpad / 32;
+    let forced = forced_bwd(g);
+    let parsed = forced.as_deref().and_then(parse_forced_wide);
+    let (cw, dec) = match (forced.as_deref(), parsed) {
+        (Some("split"), _) => return None,
+        (Some("staged"), _) => (None, None),
+        (_, Some(p)) => p,
+        _ if kc >= WIDE_GEMV_MIN_CHUNKS => (None, None),
+        _ => return None,
+    };
+    let cw = cw.unwrap_or_else(|| widest_bwd_cw(q.n, kc, wide_bwd_target(q.n, kc)));
+    let dec = dec.unwrap_or_else(|| {
+        if !groups_are_whole_chunks(q) {
+            WideDecode::Magic
+        } else if wide_bwd_target(q.n, kc) <= WIDE_BWD_TARGET {
+            WideDecode::F16Touch
+        } else {
+            WideDecode::F16
+        }
+    });
+    let want = Kernel::BwdWide { cw, mt: 1, dec };
+    let dec = match dec {
+        WideDecode::Magic => WideDecode::Magic,
+        _ if g.be.wide_f16_ok(shader_of(want, true), cw) => dec,
+        _ => WideDecode::Magic,
+    };
+    Some(Kernel::BwdWide { cw, mt: 1, dec })
+}
+
+/// `wide[_cCW][_DECODE]` -> the forced column width and decode (None: the runtime's choice);
+/// None for another string.
+fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDecode>)> {
+    let mut rest = f.strip_prefix("wide")?;
+    let mut cw = None;
+    for (tag, w) in [("_c8", 8), ("_c16", 16), ("_c32", 32)] {
+        if let Some(r) = rest.strip_prefix(tag) {
+            cw = Some(w);
+            rest = r;
+        }
     }
+    let dec = match rest {
+        "" => None,
+        "_magic" => Some(WideDecode::Magic),
+        "_f16" => Some(WideDecode::F16),
+        "_f16t" => Some(WideDecode::F16Touch),
+        _ => return None,
+    };
+    Some((cw, dec))
 }
 
 /// The forced backward choice: compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`.
@@ -752,11 +813,13 @@ pub(super) fn widest_bwd_cw(n: usize, kc: usize, target: usize) -> u32 {
 }
 
 /// The wide backward kernel for N rows of `kc` chunks (its launch target:
-/// [`wide_bwd_target`]).
+/// [`wide_bwd_target`]), with the magic decode (the decode needs the device: [`wide_backward`]).
+#[cfg(test)]
 pub(super) fn widest_bwd(n: usize, kc: usize) -> Kernel {
     Kernel::BwdWide {
         cw: widest_bwd_cw(n, kc, wide_bwd_target(n, kc)),
         mt: 1,
+        dec: WideDecode::Magic,
     }
 }
 
@@ -942,6 +1005,22 @@ pub(super) fn plan(
     p
 }
 
+/// The M = 1 wide backward's variant for CW = `cw` (8, 16, else 32) and `dec`.
+fn wide_m1_shader(cw: u32, dec: WideDecode) -> ShaderId {
+    use WideDecode::{F16Touch, Magic, F16};
+    match (cw, dec) {
+        (8, Magic) => ShaderId::Q4LinearBwdWideM1C8,
+        (16, Magic) => ShaderId::Q4LinearBwdWideM1C16,
+        (_, Magic) => ShaderId::Q4LinearBwdWideM1C32,
+        (8, F16) => ShaderId::Q4LinearBwdWideF16M1C8,
+        (16, F16) => ShaderId::Q4LinearBwdWideF16M1C16,
+        (_, F16) => ShaderId::Q4LinearBwdWideF16M1C32,
+        (8, F16Touch) => ShaderId::Q4LinearBwdWideF16tM1C8,
+        (16, F16Touch) => ShaderId::Q4LinearBwdWideF16tM1C16,
+        (_, F16Touch) => ShaderId::Q4LinearBwdWideF16tM1C32,
+    }
+}
+
 pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
     use Tile::*;
     match (k, backward) {
@@ -960,12 +1039,10 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::SplitN(_), _) => ShaderId::Q4LinearBwdSplitM8,
         (Kernel::BwdStaged(4), _) => ShaderId::Q4LinearBwdStagedM4,
         (Kernel::BwdStaged(_), _) => ShaderId::Q4LinearBwdStagedM8,
-        (Kernel::BwdWide { cw: 8, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C8,
-        (Kernel::BwdWide { cw: 16, mt: 2 }, _) => ShaderId::Q4LinearBwdWideM2C16,
+        (Kernel::BwdWide { cw: 8, mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C8,
+        (Kernel::BwdWide { cw: 16, mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C16,
         (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
-        (Kernel::BwdWide { cw: 8, .. }, _) => ShaderId::Q4LinearBwdWideM1C8,
-        (Kernel::BwdWide { cw: 16, .. }, _) => ShaderId::Q4LinearBwdWideM1C16,
-        (Kernel::BwdWide { .. }, _) => ShaderId::Q4LinearBwdWideM1C32,
+        (Kernel::BwdWide { cw, dec, .. }, _) => wide_m1_shader(cw, dec),
         (Kernel::Mma(1), _) => ShaderId::Q4LinearMmaF1,
         (Kernel::Mma(2), _) => ShaderId::Q4LinearMmaF2,
         (Kernel::Mma(_), _) => ShaderId::Q4LinearMmaF4,
