@@ -1376,6 +1376,31 @@ mod tests {
         }
     }
 
+    /// `etvk_q4_bwd` values naming a wide backward: column width and decode, each optional;
+    /// anything else is not one (the caller then keeps its default).
+    #[test]
+    fn forced_wide_backward_values() {
+        use WideDecode::{F16Touch, Magic, F16};
+        type Forced = Option<(Option<u32>, Option<WideDecode>)>;
+        let cases: &[(&str, Forced)] = &[
+            ("wide", Some((None, None))),
+            ("wide_c8", Some((Some(8), None))),
+            ("wide_c32", Some((Some(32), None))),
+            ("wide_magic", Some((None, Some(Magic)))),
+            ("wide_c16_f16", Some((Some(16), Some(F16)))),
+            ("wide_c8_f16t", Some((Some(8), Some(F16Touch)))),
+            ("wide_f16t", Some((None, Some(F16Touch)))),
+            ("wide_c12", None),
+            ("wide_f32", None),
+            ("wide_f16_c8", None),
+            ("split", None),
+            ("", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(parse_forced_wide(value), *want, "{value:?}");
+        }
+    }
+
     /// The wide backward's column-block width at the H200 shapes (journal, session 3), and
     /// its geometry's invariants: slices cover N with rows a multiple of 4 * RG, no empty
     /// slice, and no more workgroups than the target when the blocks allow it.

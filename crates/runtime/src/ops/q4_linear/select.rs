@@ -758,10 +758,20 @@ pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
             WideDecode::F16
         }
     });
-    let want = Kernel::BwdWide { cw, mt: 1, dec };
+    // The touch variants' workgroups of 320 need a device that takes them (Vulkan promises
+    // only 128 invocations).
+    let local = wide_m1_shader(cw, WideDecode::F16Touch).info().local_size[0];
+    let caps = g.caps();
+    let dec = if dec == WideDecode::F16Touch
+        && (caps.max_workgroup_invocations < local || caps.max_workgroup_size[0] < local)
+    {
+        WideDecode::F16
+    } else {
+        dec
+    };
     let dec = match dec {
         WideDecode::Magic => WideDecode::Magic,
-        _ if g.be.wide_f16_ok(shader_of(want, true), cw) => dec,
+        _ if g.be.wide_f16_ok(wide_m1_shader(cw, dec), cw) => dec,
         _ => WideDecode::Magic,
     };
     Some(Kernel::BwdWide { cw, mt: 1, dec })
@@ -769,7 +779,7 @@ pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
 
 /// `wide[_cCW][_DECODE]` -> the forced column width and decode (None: the runtime's choice);
 /// None for another string.
-fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDecode>)> {
+pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDecode>)> {
     let mut rest = f.strip_prefix("wide")?;
     let mut cw = None;
     for (tag, w) in [("_c8", 8), ("_c16", 16), ("_c32", 32)] {
