@@ -168,7 +168,8 @@ pub(super) fn build_linear_q4gsw_backward(
     let big = big_tiles_ok(g);
     let max_m: usize = lead.iter().product();
     let n = q.n;
-    let wide = wide_backward(g, &q);
+    // M = 1 is reachable in a dynamic graph (M moves within 1..=max_m) or at max_m <= 1.
+    let wide = wide_backward(g, &q, g.dynamic || max_m <= 1);
     // The staged kernel (M = 3..8, long rows) reads one scale per chunk: groups of whole
     // chunks. H200 (docs/performance.md, session 5): 35.2 / 57.9 us at M = 4 / 8 on 8192^2
     // against split-N's 62.7 / 89.3; 1.3-1.8x faster on every long-row shape measured (run 1).

@@ -736,8 +736,9 @@ pub(crate) enum WideDecode {
 /// idle). Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`,
 /// = `split` | `staged` | `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` overrides the choice
 /// (tests, benchmarks; a forced fp16 decode still needs its self-check passed, else the
-/// magic decode runs).
-pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
+/// magic decode runs). `m1`: whether the graph can run M = 1 (else the fp16 decode, which
+/// only M = 1 takes, is not self-checked for it).
+pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4, m1: bool) -> Option<Kernel> {
     let kc = q.kpad / 32;
     let forced = forced_bwd(g);
     let parsed = forced.as_deref().and_then(parse_forced_wide);
@@ -771,7 +772,7 @@ pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     };
     let dec = match dec {
         WideDecode::Magic => WideDecode::Magic,
-        _ if g.be.wide_f16_ok(wide_m1_shader(cw, dec), cw) => dec,
+        _ if m1 && g.be.wide_f16_ok(wide_m1_shader(cw, dec), cw) => dec,
         _ => WideDecode::Magic,
     };
     Some(Kernel::BwdWide { cw, mt: 1, dec })
