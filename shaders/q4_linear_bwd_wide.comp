@@ -34,7 +34,7 @@
 // with fp32 denormals (an AND and an FMA per code, no subtract) would cut that to 12.8 /
 // 30.4 / 31.9 us, but the H200's driver cannot keep fp32 denormals
 // (shaderDenormPreserveFloat32 = false). 8 rows per batch and fp16 pair decoding
-// (unpackHalf2x16) ran slower.
+// (unpackHalf2x16; an earlier form than DEC below) ran slower.
 //
 // The M = 1 variants (manifest) prefetch: batches of UR = 2 rows, the next batch loaded
 // before the current one is decoded. Compiled without glslc -O that is 78 registers (81
@@ -51,8 +51,8 @@
 // self-check on the device (crates/runtime/src/ops/q4_wide_check.rs). NPF > 0 adds NPF
 // invocations past the NT that compute (local size NT + NPF), which only touch one word of
 // every 32-byte sector of the workgroup's weights and scales, in the order the row groups
-// read them, so that the row groups' loads find L2 warm. Neither helps alone at 8192^2;
-// together 20.5 -> 19.2 us on an H200. The touch invocations cost the third workgroup per SM
+// read them, so that the row groups' loads find L2 warm. At 8192^2 on an H200 the fp16
+// decode alone gains nothing, the touch invocations alone ~0.5 us; together 20.5 -> 19.2 us. The touch invocations cost the third workgroup per SM
 // (49 -> 56 us at N = 28672, K = 8192), so the runtime takes them only at launches of two
 // workgroups per SM.
 #extension GL_EXT_control_flow_attributes : enable
@@ -138,10 +138,10 @@ vec4 codes4_hi(uint w) { return codes4_pre((w >> 16) | MAGIC_BITS); }
 #if DEC
 // The 8 codes of word w in the accumulators' order (lo: nibbles 0..3, hi: nibbles 4..7): pair
 // i (nibbles i and i + 4) from one masked word read as two fp16 subnormals c * 2^-24 and
-// widened (exactly where subnormals are kept: see the header). The coefficients carry the 2^24 (DEC_COEF) and
-// the -8 of every code comes off once at the end (8 times the coefficients' sum), so a code
-// costs half a logic operation, a conversion and an FMA instead of an AND, a subtract and an
-// FMA. (That subtraction cancels: the sums carry 8 x sum |coef| more magnitude than the
+// widened (exactly where subnormals are kept: see the header). The coefficients carry the
+// 2^24 (DEC_COEF) and the -8 of every code comes off once at the end (8 times the
+// coefficients' sum), so a code costs half a logic operation, a conversion and an FMA
+// instead of an AND, a subtract and an FMA. (That subtraction cancels: the sums carry 8 x sum |coef| more magnitude than the
 // magic decode's; f64-checked like every other form.)
 void codes8(uint w, out vec4 lo, out vec4 hi) {
   vec2 h[4];

@@ -114,18 +114,18 @@ impl BackendInner {
             })
     }
 
-    /// Whether the wide backward's fp16-decode variant `shader` (CW = `cw`) computes right on
+    /// Whether the wide backward's fp16-decode variant `shader` computes right on
     /// this device ([`crate::ops::q4_wide_check`]): the device's features allow it and its
     /// self-check passed (run once per variant; a failure is logged and keeps the magic
     /// decode).
-    pub(crate) fn wide_f16_ok(&self, shader: ShaderId, cw: u32) -> bool {
+    pub(crate) fn wide_f16_ok(&self, shader: ShaderId) -> bool {
         if !self.shader_supported(shader) {
             return false;
         }
         let mut done = self.wide_f16_ok.lock().unwrap_or_else(|p| p.into_inner());
         *done.entry(shader).or_insert_with(|| {
             let what = shader.info().name;
-            match crate::ops::q4_wide_check::check(self, shader, cw) {
+            match crate::ops::q4_wide_check::check(self, shader) {
                 Ok(None) => true,
                 Ok(Some(why)) => {
                     log::warn!(

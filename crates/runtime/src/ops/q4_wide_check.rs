@@ -15,17 +15,25 @@ use etvk_vulkan::{Access, Buffer, CommandBuffer, DescriptorPool, Fence, MemoryKi
 
 use crate::api::Result;
 use crate::backend::BackendInner;
+use crate::error::internal;
 use crate::ops::q4_mma_check::staged_inputs;
 use crate::prepack::q4::words_to_bytes;
 
-/// Runs `shader` (a wide backward M = 1 variant with `cw` chunk columns per workgroup) on a
+/// Runs `shader` (a wide backward M = 1 variant; its `CW` define gives the chunk columns per
+/// workgroup) on a
 /// fixed pseudo-random problem of two column blocks (the second partial) and two slices
 /// (the second partial, N % 4 != 0), groups of one chunk; `Ok(None)` when d_x matches the
 /// f64 reference within 1e-5 relative and the slice counters are back at zero, else
 /// `Ok(Some(why))`.
-pub(crate) fn check(be: &BackendInner, shader: ShaderId, cw: u32) -> Result<Option<String>> {
+pub(crate) fn check(be: &BackendInner, shader: ShaderId) -> Result<Option<String>> {
     let ctx = &be.ctx;
     let info = shader.info();
+    let cw: u32 = info
+        .defines
+        .iter()
+        .find(|(k, _)| *k == "CW")
+        .and_then(|(_, v)| v.parse().ok())
+        .ok_or_else(|| internal(format!("{}: no CW define to check with", info.name)))?;
     // 256 invocations compute (the touch variants launch more): RG row groups of CW lanes,
     // slices a multiple of 4 * RG rows.
     let row_groups = 256 / cw;

@@ -772,7 +772,7 @@ pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4, m1: bool) -> Option<Ke
     };
     let dec = match dec {
         WideDecode::Magic => WideDecode::Magic,
-        _ if m1 && g.be.wide_f16_ok(wide_m1_shader(cw, dec), cw) => dec,
+        _ if m1 && g.be.wide_f16_ok(wide_m1_shader(cw, dec)) => dec,
         _ => WideDecode::Magic,
     };
     Some(Kernel::BwdWide { cw, mt: 1, dec })
