@@ -16,6 +16,15 @@
 // batches of UR whose weights and scales are loaded together, the next batch before the
 // current one is used (the first before the activations are read). Each block's NT partial
 // sums per row meet in shared memory in a fixed order.
+//
+// SLICED = 1 (rows of more than 256 chunks): the row is cut into p.S slices of p.CS chunks
+// (<= 256, so that one invocation still holds one half chunk's limbs); workgroup wg works on
+// slice wg % S and walks the blocks wg / S, wg / S + P, ... (P = workgroups / S), writing
+// per-slice row sums to `part`. The S workgroups of one wg / S walk the same blocks; at its
+// end each takes a ticket, and the last one adds the S slices of its blocks' rows in slice
+// order (the same result every run) into `out`. Without it such rows took the
+// 256-invocation form with a limbs pre-pass node: on an H200 49.4 us at N = 8192,
+// K = 28672, where the half form takes 41.7 us for the same bytes at N = 28672, K = 8192.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
@@ -42,20 +51,37 @@ layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+#if SLICED
+layout(set = 0, binding = 5) coherent buffer Part { float part[]; };   // [S][N]
+layout(set = 0, binding = 6) coherent buffer Count { uint count[]; };  // [P], 0 between launches
+#endif
 
+// The push constants of the wide GEMVs (a node's variants share one size); the sliced form
+// takes its slice geometry in the two words this one does not read.
 layout(push_constant) uniform Params {
-  uint M;         // activation rows (1 here; the push constants of the wide GEMVs)
+#if SLICED
+  uint S;         // slices per row (M = 1)
+#else
+  uint M;         // activation rows (1 here)
+#endif
   uint N;         // output features
   uint K;         // activation row length (<= Kpad)
   uint KC;        // uvec4 chunks per weight row (Kpad / 32)
   uint G;         // scale groups per row
+#if SLICED
+  uint CS;        // chunks per slice (<= 256, 2 * CS <= NT)
+#else
   uint gs;        // group size
+#endif
   uint has_bias;
   uint gshift;    // log2(gs / 8) (>= 2 here), or 0xFFFFFFFF when G == 1
 } p;
 
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
+#if SLICED
+shared uint last_to_finish;  // a uint, not a bool (see docs/experiments/README.md)
+#endif
 
 // Rows nb .. nb + UR - 1 of half chunk h: weights and scales, clamped rows (rows past N are
 // computed from row N - 1 and never written; no select on a loaded value, which would make
@@ -84,7 +110,7 @@ float row_dot(uvec2 w, uint le[3][2], uint lo[3][2], int lsumc, float unit) {
 
 // Two-stage sum of each row's NT partials (stage 1: SEGS invocations per row each sum every
 // SEGS-th partial, no bank conflicts; stage 2: one invocation per row). Fixed order.
-void sum_and_write(float acc[RW], uint n0, uint t) {
+void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
   [[unroll]] for (uint r = 0u; r < RW; ++r) red[r * NT + t] = acc[r];
   barrier();
   {
@@ -99,8 +125,12 @@ void sum_and_write(float acc[RW], uint n0, uint t) {
     if (n < p.N) {
       float v = 0.0;
       for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
+#if SLICED
+      part[slice * p.N + n] = v;
+#else
       if (p.has_bias != 0u) v += bias[n];
       outp[n] = v;
+#endif
     }
   }
 }
@@ -110,15 +140,27 @@ void main() {
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   const uint nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
   const uint nblocks = (p.N + RW - 1u) / RW;
-  // Whole workgroups leave: no barrier is skipped by part of one.
-  if (wg >= nblocks) return;
-  // Invocations past the row's half chunks hold a copy of the last one and count zero.
-  const uint h = min(t, 2u * p.KC - 1u);
+#if SLICED
+  const uint P = nwg / p.S;  // workgroups per slice (the launch is a multiple of S)
+  const uint slice = wg % p.S, first = wg / p.S;
+  // Half chunk of the row this invocation holds; past its slice's (or the row's) half
+  // chunks it holds a copy of the row's last one and counts zero.
+  const uint hg = slice * 2u * p.CS + t;
+#define LIVE (t < 2u * p.CS && hg < 2u * p.KC)
+#else
+  const uint P = nwg, slice = 0u, first = wg;
+  const uint hg = t;
+#define LIVE (t < 2u * p.KC)
+#endif
+  // Whole workgroups leave: no barrier is skipped by part of one (and all S workgroups of
+  // a `first` leave together).
+  if (first >= nblocks) return;
+  const uint h = min(hg, 2u * p.KC - 1u);
   const uint k0 = h * 16u;
   const uint gc = p.G == 1u ? 0u : min((h >> 1) >> (p.gshift - 2u), p.G - 1u);
   uvec2 wv[UR];
   float sb[UR];
-  uint b = wg;
+  uint b = first;
   load_batch(h, b * RW, gc, wv, sb);
   vec4 xv[4];
   if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
@@ -136,10 +178,10 @@ void main() {
   make_limbs(xv, le, lo, lsum, unit);
   const int lsumc = 8 * (lsum[0] * 16384 + lsum[1] * 128 + lsum[2]);
   // In units of the last limb (2^-14: exact).
-  unit = t < 2u * p.KC ? unit * 0.00006103515625 : 0.0;
+  unit = LIVE ? unit * 0.00006103515625 : 0.0;
   for (;;) {
     const uint n0 = b * RW;
-    const uint bn = b + nwg;
+    const uint bn = b + P;
     float acc[RW];
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec2 wn[UR];
@@ -153,8 +195,36 @@ void main() {
       wv = wn;
       sb = sn;
     }
-    sum_and_write(acc, n0, t);
+    sum_and_write(acc, n0, t, slice);
     if (bn >= nblocks) break;
     b = bn;
   }
+#if SLICED
+  // This workgroup's row sums visible device-wide before it counts as done.
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0u) last_to_finish = atomicAdd(count[first], 1u) == p.S - 1u ? 1u : 0u;
+  barrier();
+  if (last_to_finish == 0u) return;
+  memoryBarrierBuffer();
+  // Rows of blocks first, first + P, ...: consecutive invocations, consecutive rows.
+  const uint rows = ((nblocks - first + P - 1u) / P) * RW;
+  for (uint r = t; r < rows; r += NT) {
+    const uint n = (first + P * (r / RW)) * RW + r % RW;
+    if (n < p.N) {
+      // Four slices' loads in flight together, added in slice order.
+      float v = 0.0;
+      uint j = 0u;
+      for (; j + 4u <= p.S; j += 4u) {
+        float a[4];
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) a[u] = part[(j + u) * p.N + n];
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) v += a[u];
+      }
+      for (; j < p.S; ++j) v += part[j * p.N + n];
+      if (p.has_bias != 0u) v += bias[n];
+      outp[n] = v;
+    }
+  }
+  if (t == 0u) count[first] = 0u;
+#endif
 }

@@ -176,12 +176,22 @@ impl ComputeGraph {
         // Which memory objects are used at all (bound, IO, or prepacked).
         let mut used = vec![false; b.mems.len()];
         let mut bound = vec![false; b.mems.len()];
-        for n in &b.nodes {
-            for bd in &n.bindings {
-                if let Binding::Tensor(t) = bd {
-                    used[b.tensor_mem[t.0].0] = true;
-                    bound[b.tensor_mem[t.0].0] = true;
-                }
+        // Every kernel alternative's bindings too: a tensor only some other M's variant binds
+        // (a scratch buffer) needs its memory as much as the build-time variant's do.
+        let alt_bindings = b
+            .alternatives
+            .iter()
+            .flatten()
+            .flat_map(|a| a.variants.iter().flat_map(|v| v.0.bindings.iter()));
+        for bd in b
+            .nodes
+            .iter()
+            .flat_map(|n| n.bindings.iter())
+            .chain(alt_bindings)
+        {
+            if let Binding::Tensor(t) = bd {
+                used[b.tensor_mem[t.0].0] = true;
+                bound[b.tensor_mem[t.0].0] = true;
             }
         }
         for s in &inputs {

@@ -1618,6 +1618,59 @@ fn persistent_gemv_walks_row_blocks() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// Rows of more than 256 chunks at M = 1 take the half-chunk GEMV in slices (at most 256
+/// chunks each; the last workgroup of each block set adds the slices in order): two slices
+/// of 132 chunks (forced: by default such thin slices take the 256-invocation form), two of
+/// 192, three of 201 with K not a multiple of 32 and one scale group per row, five of 256 (K = 40960: the final sum's
+/// batch of four slices and one more) with N cut short of a block; bias, fresh x on every
+/// launch of one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero
+/// and no slice sum of one launch may leak into the next; M = 2 takes the 256-invocation
+/// wide form), and qcs4w.
+#[test]
+fn sliced_half_gemv_sums_slices_in_order() {
+    let be = backend();
+    let caps = be.device_caps();
+    let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    for (seed, k, n, gs, force) in [
+        (1600, 8448, 700, 32, Some("half")),
+        (1604, 12288, 2200, 64, None),
+        (1601, 19212, 300, 19212, None),
+        (1602, 40960, 93, 128, None),
+    ] {
+        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
+        let kp = c.w.kp();
+        for m in [1, 2, 1, 1] {
+            let x = rng.floats(m * k, -1.0, 1.0);
+            let mut args = vec![host_f32(&[m, k], &x), empty_out()];
+            d.execute(&mut args).unwrap();
+            let (os, got) = out_f32(&args[1]);
+            assert_eq!(os, vec![m, n]);
+            assert_rel(
+                &got,
+                &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
+                &format!("sliced GEMV M {m} K {k} N {n} gs {gs}"),
+            );
+            let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+            if half {
+                let want = if m == 1 {
+                    vec![format!("{Q4GSW}/q4_linear_gemv_half_sliced_n512")]
+                } else {
+                    vec![format!("{Q4GSW}/q4_linear_gemv_wide_m1_dp4")]
+                };
+                assert_eq!(names, want, "M {m} K {k}");
+            }
+        }
+    }
+    let names = check_qcs4w(&be, 1603, &[1, 1], 12300, 45, &[]);
+    if half {
+        assert_eq!(
+            names,
+            vec![format!("{QCS4W}/q4_linear_gemv_half_sliced_n512")]
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// Rows longer than the persistent GEMV's (> 256 chunks) at M = 2..8: the int8 wide GEMV's
 /// workgroups split over the activation rows (workgroup per row block and row), with the
 /// limbs made per workgroup or, forced, by the pre-pass for every row; leading dims, ragged

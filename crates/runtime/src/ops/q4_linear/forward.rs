@@ -126,6 +126,27 @@ fn forward(
     } else {
         None
     };
+    // The sliced half-chunk GEMV's per-slice row sums and its counters of finished slices,
+    // one per workgroup of a slice (each launch leaves them zero).
+    let half_slices = plan.kernels.iter().find_map(|&kn| match kn {
+        Kernel::GemvHalf { slices } if slices > 1 => Some(slices as usize),
+        _ => None,
+    });
+    let half_sums = match half_slices {
+        Some(s) => {
+            let part = g.new_tensor(
+                DataType::Float32,
+                vec![s.saturating_mul(n)],
+                None,
+                format!("{}: per-slice row sums", call.what()),
+            )?;
+            let counters =
+                finished_slice_counters(g, call, Some((persistent_gemv_target() / s).max(1)))?
+                    .ok_or_else(|| internal("no counters for the sliced GEMV"))?;
+            Some((part, counters))
+        }
+        None => None,
+    };
     let variants = plan
         .kernels
         .iter()
@@ -160,11 +181,19 @@ fn forward(
                     ShaderId::Q4LinearGemvWideM1Dp4Pre,
                     [out, l, q.w, q.s, bias_t],
                 ),
+                _ if matches!(kn, Kernel::GemvHalf { slices } if slices > 1) => {
+                    let (part, counters) =
+                        half_sums.ok_or_else(|| internal("sliced GEMV without its row sums"))?;
+                    Dispatch::new(
+                        shader_of(kn, false),
+                        [out, x, q.w, q.s, bias_t, part, counters],
+                    )
+                }
                 _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
             };
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
-                Kernel::GemvHalf => [HALF_GEMV_LOCAL, 1, 1],
+                Kernel::GemvHalf { .. } => [HALF_GEMV_LOCAL, 1, 1],
                 Kernel::FwdMma { .. } => shader_of(kn, false).info().local_size,
                 _ => [LOCAL, 1, 1],
             });
@@ -191,7 +220,7 @@ fn forward(
         let kn = choose(m);
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
-            Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf => Launch {
+            Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf { .. } => Launch {
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },

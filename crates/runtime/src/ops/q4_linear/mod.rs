@@ -20,8 +20,12 @@
 //!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the blocks of 8 rows; at M = 1
 //!     over 129..256 chunks `q4_linear_gemv_half_n512` instead (half a chunk per invocation,
 //!     512 invocations, two workgroups per SM at 61 registers) where 512 invocations fit;
-//!   - longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs from a
-//!     `q4_act_limbs` node once N * Kpad >= 2^27.
+//!   - longer rows at M = 1: `q4_linear_gemv_half_sliced_n512`, the half-chunk form over
+//!     slices of at most 256 chunks (one workgroup per slice and block set; the last of a
+//!     set to finish adds the slices' row sums in slice order), where the slices hold at
+//!     least 192 chunks (thinner ones idle over a quarter of each workgroup);
+//!   - other longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs
+//!     from a `q4_act_limbs` node once N * Kpad >= 2^27.
 //!
 //!   The int8 forms serve M <= 8 too: their workgroups split over the activation rows (the
 //!   persistent form's launch is divided among the rows; the others take a workgroup per row
@@ -511,18 +515,27 @@ fn push(
 ) -> Result<Vec<u8>> {
     // The GEMV counts uvec4 chunks per row, the tiled kernels u32 words.
     let (row_units, last) = match kernel {
-        Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf => {
+        Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf { .. } => {
             (q.kpad / 32, group_word_shift(q.gs))
         }
         _ => (q.kpad / 8, to_u32(slice_len, "split-K slice length")?),
     };
+    // The sliced half-chunk GEMV (M = 1) takes its slices in M's word and its chunks per
+    // slice in group_size's (it reads the group shift): a node's variants share one size.
+    let (first, sixth) = match kernel {
+        Kernel::GemvHalf { slices } if slices > 1 => {
+            let cs = half_gemv_slice_chunks(q.kpad / 32, slices as usize);
+            (slices, to_u32(cs, "chunks per slice")?)
+        }
+        _ => (to_u32(m, "M")?, to_u32(q.gs, "group_size")?),
+    };
     Ok(Push::new()
-        .u32(to_u32(m, "M")?)
+        .u32(first)
         .u32(to_u32(q.n, "N")?)
         .u32(to_u32(k, "K")?)
         .u32(to_u32(row_units, "packed row length")?)
         .u32(to_u32(q.groups, "scale groups")?)
-        .u32(to_u32(q.gs, "group_size")?)
+        .u32(sixth)
         .u32(has_bias as u32)
         .u32(last)
         .finish())
@@ -644,11 +657,15 @@ fn global(
             per_row * m
         }
         // The half-chunk form's 512 invocations at 61 registers also fit two per SM; M = 1.
-        Kernel::GemvHalf => cols
-            .div_ceil(rows_per_gemv_group)
-            .min(persistent_gemv_target())
-            .checked_mul(m)
-            .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?,
+        // Sliced: the same wave split evenly over the slices (at least one workgroup each).
+        Kernel::GemvHalf { slices } => {
+            let s = slices as usize;
+            cols.div_ceil(rows_per_gemv_group)
+                .min((persistent_gemv_target() / s).max(1))
+                .checked_mul(s)
+                .and_then(|g| g.checked_mul(m))
+                .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?
+        }
         Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
         // A workgroup per (row block, activation row).
         Kernel::GemvWide { .. } => cols
@@ -671,7 +688,7 @@ fn global(
     };
     let local = match kernel {
         Kernel::GemvWide { persist, .. } if persist > 0 => persist,
-        Kernel::GemvHalf => HALF_GEMV_LOCAL,
+        Kernel::GemvHalf { .. } => HALF_GEMV_LOCAL,
         Kernel::BwdMma { .. } => shader_of(kernel, true).info().local_size[0],
         _ => LOCAL,
     };
@@ -875,12 +892,12 @@ mod tests {
     #[test]
     fn tensor_core_forward_from_one_fragment() {
         let k = 8192;
-        let half = Some(Kernel::GemvHalf);
+        let half = Some(Kernel::GemvHalf { slices: 1 });
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
         assert_eq!(
             forward_kernel(1, 8192, k, true, half, (true, (F16Mma::Off, 0))),
-            Kernel::GemvHalf
+            Kernel::GemvHalf { slices: 1 }
         );
         assert_eq!(
             forward_kernel(7, 8192, k, true, half, (true, (F16Mma::Off, 0))),
@@ -909,7 +926,7 @@ mod tests {
             Kernel::Mma(1),
             Kernel::Mma(2),
             Kernel::Mma(4),
-            Kernel::GemvHalf,
+            Kernel::GemvHalf { slices: 1 },
         ] {
             assert!(
                 p.kernels.contains(&kn),
@@ -1045,7 +1062,7 @@ mod tests {
             }
         }
         // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
-        let half = Kernel::GemvHalf;
+        let half = Kernel::GemvHalf { slices: 1 };
         assert_eq!(
             forward_kernel(1, 64, k, true, Some(half), (false, (F16Mma::Off, 0))),
             half

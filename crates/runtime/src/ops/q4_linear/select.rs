@@ -61,8 +61,10 @@ pub(super) enum Kernel {
     /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
     GemvWide { dp4: bool, persist: u32 },
     /// The persistent int8 GEMV with half a chunk per invocation ([`HALF_GEMV_LOCAL`]
-    /// invocations, `q4_linear_gemv_half_n512`): M = 1 over rows of 129..256 chunks.
-    GemvHalf,
+    /// invocations, `q4_linear_gemv_half_n512`): M = 1 over rows of more than 128 chunks,
+    /// cut into `slices` of at most 256 chunks ([`half_gemv_slices`]); from two slices the
+    /// `_sliced_` variant, whose workgroups sum the slices themselves.
+    GemvHalf { slices: u32 },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -235,9 +237,13 @@ pub(super) fn forward_kernel(
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
-        (2..=8, Some(Kernel::GemvHalf)) => Kernel::GemvWide {
+        (2..=8, Some(Kernel::GemvHalf { slices: 1 })) => Kernel::GemvWide {
             dp4: true,
             persist: 256,
+        },
+        (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
+            dp4: true,
+            persist: 0,
         },
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
@@ -650,6 +656,18 @@ pub(super) const WIDE_GEMV_ROWS: usize = 16;
 /// (8192^2: 16.1 us against the 256-invocation form's 17.5).
 pub(super) const HALF_GEMV_LOCAL: u32 = 512;
 
+/// Slices of a row of `kc` chunks in the half-chunk GEMV: one invocation holds one half
+/// chunk's activation limbs, so a slice is at most 256 chunks (512 half chunks); the slices
+/// are as even as the chunks allow ([`half_gemv_slice_chunks`]).
+pub(super) fn half_gemv_slices(kc: usize) -> usize {
+    kc.div_ceil(256).max(1)
+}
+
+/// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
+pub(super) fn half_gemv_slice_chunks(kc: usize, slices: usize) -> usize {
+    kc.div_ceil(slices.max(1))
+}
+
 /// Rows per block of the persistent wide GEMV (its manifest `RW`): 8 rows need 94 registers
 /// against 16 rows' 110, and ran ~1% faster on an H200 (17.5 / 44.0 us against 17.7 / 44.5
 /// at 8192^2 / N = 28672, K = 8192).
@@ -659,6 +677,8 @@ pub(super) const PERSISTENT_GEMV_ROWS: usize = 8;
 /// idle most of the workgroup) take the wide kernel, in its int8 dot-product form when the
 /// device has packed int8 dot products and every scale group is a power-of-two number of
 /// 32-code chunks (or one group spans the row); the float form serves every group size.
+/// Where 512 invocations fit, the int8 form at M = 1 is the half-chunk GEMV, in slices past
+/// 256 chunks (forced `half` takes it even where the slices are thin).
 /// Compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
 /// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
 pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
@@ -673,20 +693,30 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
         _ => 0,
     };
     let persist = if dp4_ok { persist_local } else { 0 };
-    // The half-chunk form for rows of 129..256 chunks, where 512 invocations fit.
+    // The half-chunk form for rows of more than 128 chunks (in slices of at most 256),
+    // where 512 invocations fit.
     let caps = g.caps();
-    let half_ok = persist == 256
+    let slices = half_gemv_slices(kc);
+    let half = Kernel::GemvHalf {
+        slices: u32::try_from(slices).unwrap_or(u32::MAX),
+    };
+    // Slices of fewer than 192 chunks idle over a quarter of each workgroup, and the
+    // 256-invocation form is faster there (H200, N = 8192, K = 8448: 25.3 us sliced in two
+    // of 132 chunks against 23.4; docs/performance.md, session 20).
+    let full_enough = slices == 1 || 4 * half_gemv_slice_chunks(kc, slices) >= 3 * 256;
+    let half_runs = dp4_ok
+        && kc > 128
         && caps.max_workgroup_invocations >= HALF_GEMV_LOCAL
         && caps.max_workgroup_size[0] >= HALF_GEMV_LOCAL
-        && g.shader_supported(ShaderId::Q4LinearGemvHalfN512);
+        && g.shader_supported(shader_of(half, false));
     let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
     match forced_gemv(g).as_deref() {
         Some("lanes") => None,
         Some("wide") => Some(wide(false, 0)),
         Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
         Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
-        Some("half") if half_ok => Some(Kernel::GemvHalf),
-        _ if half_ok => Some(Kernel::GemvHalf),
+        Some("half") if half_runs => Some(half),
+        _ if half_runs && full_enough => Some(half),
         _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
@@ -1042,7 +1072,8 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
         (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
         (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
-        (Kernel::GemvHalf, _) => ShaderId::Q4LinearGemvHalfN512,
+        (Kernel::GemvHalf { slices: 1 }, _) => ShaderId::Q4LinearGemvHalfN512,
+        (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSlicedN512,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
@@ -1143,7 +1174,7 @@ pub(super) fn gemv_rows_per_group(kernel: Kernel, kpad: usize) -> usize {
     match kernel {
         Kernel::Gemv(mt) => gemv_shape(kernel, kpad).1 * (4 / mt as usize).max(1),
         Kernel::GemvWide { persist, .. } if persist > 0 => PERSISTENT_GEMV_ROWS,
-        Kernel::GemvHalf => PERSISTENT_GEMV_ROWS,
+        Kernel::GemvHalf { .. } => PERSISTENT_GEMV_ROWS,
         Kernel::GemvWide { .. } => WIDE_GEMV_ROWS,
         _ => 1,
     }
