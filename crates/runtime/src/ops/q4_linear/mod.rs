@@ -1341,6 +1341,60 @@ mod tests {
     }
 
     #[test]
+    fn sliced_half_gemv_geometry_and_push() {
+        // Slices of at most 256 chunks, as even as the chunks allow.
+        for (kc, slices, chunks) in [(129, 1, 129), (256, 1, 256), (264, 2, 132), (384, 2, 192)] {
+            assert_eq!(half_gemv_slices(kc), slices, "kc {kc}");
+            assert_eq!(half_gemv_slice_chunks(kc, slices), chunks, "kc {kc}");
+        }
+        assert_eq!(half_gemv_slices(896), 4);
+        assert_eq!(half_gemv_slice_chunks(896, 4), 224);
+        assert_eq!(half_gemv_slice_chunks(1280, half_gemv_slices(1280)), 256);
+        assert_eq!(half_gemv_slice_chunks(601, half_gemv_slices(601)), 201);
+        // M = 2..8 over sliced rows take the unpersistent int8 wide form.
+        let sliced = Some(Kernel::GemvHalf { slices: 4 });
+        assert_eq!(
+            forward_kernel(3, 8192, 28672, true, sliced, (false, (F16Mma::Off, 0))),
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 0
+            }
+        );
+        assert_eq!(
+            shader_of(Kernel::GemvHalf { slices: 4 }, false),
+            ShaderId::Q4LinearGemvHalfSlicedN512
+        );
+        // The sliced form's push: slices in M's word, chunks per slice in group_size's.
+        let q = Q4 {
+            w: TensorId(0),
+            s: TensorId(0),
+            n: 8192,
+            kp: 28672,
+            kpad: 28672,
+            groups: 224,
+            gs: 128,
+        };
+        let words = |b: Vec<u8>| -> Vec<u32> {
+            b.chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let p = words(push(1, &q, 28672, true, Kernel::GemvHalf { slices: 4 }, 0).unwrap());
+        assert_eq!(p, vec![4, 8192, 28672, 896, 224, 224, 1, 4]);
+        let p = words(push(1, &q, 28672, false, Kernel::GemvHalf { slices: 1 }, 0).unwrap());
+        assert_eq!(p, vec![1, 8192, 28672, 896, 224, 128, 0, 4]);
+        // Launch: the wave split evenly over the slices.
+        let Global::Linear(count) = global(Kernel::GemvHalf { slices: 4 }, 1, 8192, 8, 1).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            count,
+            (persistent_gemv_target() / 4 * 4) as u64 * HALF_GEMV_LOCAL as u64
+        );
+    }
+
+    #[test]
     fn split_geometry_covers_n_in_aligned_slices() {
         // The H200 case: 1024 words per row, 128 slices of 64 rows = 131072 invocations.
         assert_eq!(
