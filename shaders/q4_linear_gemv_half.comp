@@ -24,7 +24,9 @@
 // end each takes a ticket, and the last one adds the S slices of its blocks' rows in slice
 // order (the same result every run) into `out`. Without it such rows took the
 // 256-invocation form with a limbs pre-pass node: on an H200 49.4 us at N = 8192,
-// K = 28672, where the half form takes 41.7 us for the same bytes at N = 28672, K = 8192.
+// K = 28672 against 45.7 sliced (the unsliced form takes 41.7 for the same bytes at
+// N = 28672, K = 8192; docs/performance.md, session 20). The runtime takes it only where a
+// slice holds >= 192 chunks: thinner slices idle too much of the workgroup.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
