@@ -589,6 +589,25 @@ fn dynamic_forced(key: &str, force: Option<&str>) -> Vec<(String, Vec<u8>)> {
     specs
 }
 
+/// One launch of a [`dynamic_forward`] program at M rows of fresh x, checked against f64
+/// (`what` names the case); returns the profile's node names.
+fn forward_step(
+    d: &mut Delegate,
+    rng: &mut Rng,
+    c: &Q4gswCase,
+    bias: &[f32],
+    m: usize,
+    what: &str,
+) -> Vec<String> {
+    let (k, n) = (c.w.k, c.w.n);
+    let x = rng.floats(m * k, -1.0, 1.0);
+    let (sizes, got) = run1(d, &[m, k], &x);
+    assert_eq!(sizes, vec![m, n]);
+    let want = ref_forward(&x, &c.wd, c.w.kp(), Some(bias), m, k, n);
+    assert_rel(&got, &want, &format!("{what} M {m}"));
+    d.profile().into_iter().map(|p| p.0).collect()
+}
+
 /// The (M, K, N, group_size) table plus odd shapes (N % 4 != 0, K % 8 != 0, x's K
 /// unpadded).
 const SHAPES: &[(usize, usize, usize, usize)] = &[
@@ -1316,12 +1335,14 @@ fn dynamic_m_on_the_split_f16_forward() {
     let (mut d, c, bias_v, mut rng) =
         dynamic_forward(&be, 1770, (k, n, 32), (64, n), Some("f16_emulated"));
     for m in [40usize, 3, 64, 1, 9, 64] {
-        let x = rng.floats(m * k, -1.0, 1.0);
-        let (sizes, got) = run1(&mut d, &[m, k], &x);
-        assert_eq!(sizes, vec![m, n]);
-        let want = ref_forward(&x, &c.wd, c.w.kp(), Some(&bias_v), m, k, n);
-        assert_rel(&got, &want, &format!("dynamic split f16 forward M {m}"));
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let names = forward_step(
+            &mut d,
+            &mut rng,
+            &c,
+            &bias_v,
+            m,
+            "dynamic split f16 forward",
+        );
         let split = names
             .iter()
             .any(|p| p.contains("q4_linear_fwd_mma_c_emu_t32x128_split"));
@@ -1339,12 +1360,7 @@ fn dynamic_m_moves_in_and_out_of_the_f16_forward() {
     let (mut d, c, bias_v, mut rng) =
         dynamic_forward(&be, 1750, (k, n, 8), (64, n), Some("f16_emulated"));
     for m in [40usize, 3, 64, 1, 9] {
-        let x = rng.floats(m * k, -1.0, 1.0);
-        let (sizes, got) = run1(&mut d, &[m, k], &x);
-        assert_eq!(sizes, vec![m, n]);
-        let want = ref_forward(&x, &c.wd, c.w.kp(), Some(&bias_v), m, k, n);
-        assert_rel(&got, &want, &format!("dynamic f16 forward M {m}"));
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "dynamic f16 forward");
         let f16 = names
             .iter()
             .any(|p| p.contains("q4_linear_fwd_mma_emu_t32x128"));
@@ -1638,19 +1654,9 @@ fn sliced_half_gemv_sums_slices_in_order() {
         (1602, 40960, 93, 128, None),
     ] {
         let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
-        let kp = c.w.kp();
         for m in [1, 2, 1, 1] {
-            let x = rng.floats(m * k, -1.0, 1.0);
-            let mut args = vec![host_f32(&[m, k], &x), empty_out()];
-            d.execute(&mut args).unwrap();
-            let (os, got) = out_f32(&args[1]);
-            assert_eq!(os, vec![m, n]);
-            assert_rel(
-                &got,
-                &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
-                &format!("sliced GEMV M {m} K {k} N {n} gs {gs}"),
-            );
-            let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+            let what = format!("sliced GEMV K {k} N {n} gs {gs}");
+            let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
             if half {
                 let want = if m == 1 {
                     vec![format!("{Q4GSW}/q4_linear_gemv_half_sliced_n512")]
@@ -1737,7 +1743,6 @@ fn long_rows_split_over_activation_rows() {
 fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, m1_kernel: &str) {
     let (k, n) = (if gs == 20 { 4100 } else { 4160 }, 37);
     let (mut d, c, bias_v, mut rng) = dynamic_forward(be, 1300, (k, n, gs), (3, n), force);
-    let kp = c.w.kp();
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
     // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
     // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
@@ -1754,17 +1759,8 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
         (3, if int8 { small_m } else { "gemv_m4" }),
         (1, m1_kernel),
     ] {
-        let x = rng.floats(m * k, -1.0, 1.0);
-        let mut args = vec![host_f32(&[m, k], &x), empty_out()];
-        d.execute(&mut args).unwrap();
-        let (os, got) = out_f32(&args[1]);
-        assert_eq!(os, vec![m, n]);
-        assert_rel(
-            &got,
-            &ref_forward(&x, &c.wd, kp, Some(&bias_v), m, k, n),
-            &format!("GEMV M {m} gs {gs} forced {force:?}"),
-        );
-        let names: Vec<String> = d.profile().into_iter().map(|p| p.0).collect();
+        let what = format!("GEMV gs {gs} forced {force:?}");
+        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
         // The limbs pre-pass is a node of its own.
         let mut want = Vec::new();
         if m1_kernel.ends_with("_pre") {

@@ -127,7 +127,7 @@ fn forward(
         None
     };
     // The sliced half-chunk GEMV's per-slice row sums and its counters of finished slices,
-    // one per workgroup of a slice (each launch leaves them zero).
+    // one per block set (each launch leaves them zero).
     let half_slices = plan.kernels.iter().find_map(|&kn| match kn {
         Kernel::GemvHalf { slices } if slices > 1 => Some(slices as usize),
         _ => None,
@@ -140,9 +140,8 @@ fn forward(
                 None,
                 format!("{}: per-slice row sums", call.what()),
             )?;
-            let counters =
-                finished_slice_counters(g, call, Some((persistent_gemv_target() / s).max(1)))?
-                    .ok_or_else(|| internal("no counters for the sliced GEMV"))?;
+            let counters = finished_slice_counters(g, call, Some(half_gemv_sets(s)))?
+                .ok_or_else(|| internal("no counters for the sliced GEMV"))?;
             Some((part, counters))
         }
         None => None,

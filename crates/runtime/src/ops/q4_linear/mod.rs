@@ -661,7 +661,7 @@ fn global(
         Kernel::GemvHalf { slices } => {
             let s = slices as usize;
             cols.div_ceil(rows_per_gemv_group)
-                .min((persistent_gemv_target() / s).max(1))
+                .min(half_gemv_sets(s))
                 .checked_mul(s)
                 .and_then(|g| g.checked_mul(m))
                 .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?
@@ -1392,6 +1392,8 @@ mod tests {
             count,
             (persistent_gemv_target() / 4 * 4) as u64 * HALF_GEMV_LOCAL as u64
         );
+        assert_eq!(half_gemv_sets(4), persistent_gemv_target() / 4);
+        assert_eq!(half_gemv_sets(100_000), 1);
     }
 
     #[test]

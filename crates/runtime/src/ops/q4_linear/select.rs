@@ -663,6 +663,12 @@ pub(super) fn half_gemv_slices(kc: usize) -> usize {
     kc.div_ceil(256).max(1)
 }
 
+/// Block sets of the sliced half-chunk GEMV (workgroups per slice, at most): the resident
+/// wave split evenly over the slices, at least one each.
+pub(super) fn half_gemv_sets(slices: usize) -> usize {
+    (persistent_gemv_target() / slices.max(1)).max(1)
+}
+
 /// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
 pub(super) fn half_gemv_slice_chunks(kc: usize, slices: usize) -> usize {
     kc.div_ceil(slices.max(1))
