@@ -82,7 +82,7 @@ layout(push_constant) uniform Params {
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
 #if SLICED
-shared uint last_to_finish;  // a uint, not a bool (see docs/experiments/README.md)
+shared uint last_to_finish;  // 1: this workgroup adds its set's slices
 #endif
 
 // Rows nb .. nb + UR - 1 of half chunk h: weights and scales, clamped rows (rows past N are
