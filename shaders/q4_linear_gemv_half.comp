@@ -1,16 +1,19 @@
 #version 450
-// 4-bit weight-only linear for M = 1 over rows of 129..256 chunks (K <= 8192), int8 dot
-// products, fp32 in and out:
+// 4-bit weight-only linear for M = 1 over rows of up to 256 chunks (K <= 8192; longer rows
+// in slices, below), int8 dot products, fp32 in and out:
 //   out[n] = sum_k x[k] * (code(n,k) - 8) * s[n][k / gs]  (+ bias[n])
 // over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32 word; see
 // q4_pack_weights.comp) and fp32 scales s[n][g], groups of whole chunks (gs a power-of-two
 // multiple of 32, or one group per row).
 //
 // The persistent GEMV of q4_linear_gemv_wide.comp with half a chunk (16 codes, a uvec2 per
-// row) per invocation and NT = 512 invocations: the activation limbs of an invocation are
-// made from 16 activations instead of 32, and at 61 registers two workgroups of 512 share
-// an SM, 32 warps against the 256-invocation form's 16 (94 registers). H200, 8192^2: 16.1 us
-// against 17.5 (docs/performance.md, session 5). At M >= 2 the wide form stays faster.
+// row) per invocation: the activation limbs of an invocation are made from 16 activations
+// instead of 32, and at 60 registers two workgroups of 512 share an SM, 32 warps against
+// the 256-invocation form's 16 (94 registers). H200, 8192^2: 16.1 us against 17.5
+// (docs/performance.md, session 5). At M >= 2 the wide form stays faster. The workgroup has
+// one invocation per half chunk (of the row, or of a slice) in whole subgroups (NT, below):
+// with a fixed 512, rows of 128 chunks or slices of 224 idled half or an eighth of it
+// (H200, session 21: 4096^2 10.4 -> 8.6 us, N = 8192, K = 28672 45.6 -> 44.6).
 //
 // A wave of workgroups walks the blocks of RW rows (wg, wg + workgroups, ...), rows in
 // batches of UR whose weights and scales are loaded together, the next batch before the
@@ -24,9 +27,8 @@
 // end each takes a ticket, and the last one adds the S slices of its blocks' rows in slice
 // order (the same result every run) into `out`. Without it such rows took the
 // 256-invocation form with a limbs pre-pass node: on an H200 49.4 us at N = 8192,
-// K = 28672 against 45.7 sliced (the unsliced form takes 41.7 for the same bytes at
-// N = 28672, K = 8192; docs/performance.md, session 20). The runtime takes it only where a
-// slice holds >= 192 chunks: thinner slices idle too much of the workgroup.
+// K = 28672 against 44.6 sliced (the unsliced form takes 41.7 for the same bytes at
+// N = 28672, K = 8192; docs/performance.md, sessions 20-21).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
@@ -36,9 +38,10 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define LIMB_WORDS 2
 #include "q4_limbs.glsl"
 
-#ifndef NT
-#define NT 512  // local size (the runtime launches this kernel with NT x 1 x 1)
-#endif
+// Local size (the specialization constant; the runtime launches NT x 1 x 1): twice the
+// chunks of a row (or of a slice) rounded up to whole subgroups of 32, at most 512, so that
+// no more than 31 invocations of a workgroup idle.
+#define NT gl_WorkGroupSize.x
 #ifndef RW
 #define RW 8  // rows per block
 #endif
@@ -118,7 +121,7 @@ void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
   {
     const uint o = t / SEGS, seg = t % SEGS;
     float v = 0.0;
-    [[unroll]] for (uint i = 0u; i < NT / SEGS; ++i) v += red[o * NT + seg + SEGS * i];
+    [[unroll]] for (uint i = 0u; i < RW; ++i) v += red[o * NT + seg + SEGS * i];
     red2[o * SEGS + seg] = v;
   }
   barrier();

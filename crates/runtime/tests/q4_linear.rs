@@ -1559,7 +1559,7 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         // The half-chunk form at M = 1 where 512 invocations fit (lavapipe: 1024).
         let half = be.device_caps().max_workgroup_invocations >= 512;
         let persist_m1 = if half {
-            "gemv_half_n512"
+            "gemv_half"
         } else {
             "gemv_wide_dp4_persist"
         };
@@ -1596,8 +1596,9 @@ fn persistent_gemv_walks_row_blocks() {
     let be = backend();
     let dp4 = be.device_caps().integer_dot_product;
     let half = be.device_caps().max_workgroup_invocations >= 512;
-    // 264 workgroups (of 512 invocations at M = 1, 256 at M > 1) for 563 blocks of 8 rows;
-    // 528 of 128 for 1063 blocks.
+    // At M = 1 the half form's wave (396 workgroups of 288 invocations at K = 4160, 264 of
+    // 512 at K = 8000, 528 of 256 at K = 4096) walks 563 / 288 / 1063 blocks of 8 rows; at
+    // M > 1 the persistent form's 264 workgroups of 256.
     for (seed, lead, k, n, gs, kernel) in [
         (
             1400,
@@ -1606,7 +1607,7 @@ fn persistent_gemv_walks_row_blocks() {
             4500,
             32,
             if half {
-                "gemv_half_n512"
+                "gemv_half"
             } else {
                 "gemv_wide_dp4_persist"
             },
@@ -1618,12 +1619,23 @@ fn persistent_gemv_walks_row_blocks() {
             2300,
             64,
             if half {
-                "gemv_half_n512"
+                "gemv_half"
             } else {
                 "gemv_wide_dp4_persist"
             },
         ),
-        (1401, &[1][..], 4096, 8500, 64, "gemv_wide_dp4_persist_n128"),
+        (
+            1401,
+            &[1][..],
+            4096,
+            8500,
+            64,
+            if half {
+                "gemv_half"
+            } else {
+                "gemv_wide_dp4_persist_n128"
+            },
+        ),
         (1402, &[3][..], 4160, 1500, 32, "gemv_wide_dp4_persist"),
         (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_dp4_persist"),
     ] {
@@ -1636,7 +1648,7 @@ fn persistent_gemv_walks_row_blocks() {
 
 /// Rows of more than 256 chunks at M = 1 take the half-chunk GEMV in slices (at most 256
 /// chunks each; the last workgroup of each block set adds the slices in order): two slices
-/// of 132 chunks (forced: by default such thin slices take the 256-invocation form), two of
+/// of 132 chunks (workgroups of 288 invocations, 24 idle), two of
 /// 192, three of 201 with K not a multiple of 32 and one scale group per row, five of 256 (K = 40960: the final sum's
 /// batch of four slices and one more) with N cut short of a block; bias, fresh x on every
 /// launch of one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero
@@ -1648,7 +1660,7 @@ fn sliced_half_gemv_sums_slices_in_order() {
     let caps = be.device_caps();
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
     for (seed, k, n, gs, force) in [
-        (1600, 8448, 700, 32, Some("half")),
+        (1600, 8448, 700, 32, None),
         (1604, 12288, 2200, 64, None),
         (1601, 19212, 300, 19212, None),
         (1602, 40960, 93, 128, None),
@@ -1659,7 +1671,7 @@ fn sliced_half_gemv_sums_slices_in_order() {
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
             if half {
                 let want = if m == 1 {
-                    vec![format!("{Q4GSW}/q4_linear_gemv_half_sliced_n512")]
+                    vec![format!("{Q4GSW}/q4_linear_gemv_half_sliced")]
                 } else {
                     vec![format!("{Q4GSW}/q4_linear_gemv_wide_m1_dp4")]
                 };
@@ -1669,10 +1681,53 @@ fn sliced_half_gemv_sums_slices_in_order() {
     }
     let names = check_qcs4w(&be, 1603, &[1, 1], 12300, 45, &[]);
     if half {
-        assert_eq!(
-            names,
-            vec![format!("{QCS4W}/q4_linear_gemv_half_sliced_n512")]
-        );
+        assert_eq!(names, vec![format!("{QCS4W}/q4_linear_gemv_half_sliced")]);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The half-chunk GEMV launches one invocation per half chunk of its row (or slice), in whole
+/// subgroups: rows of 161 chunks (352 invocations, 30 of them idle) by default, and forced
+/// on rows of at most 128 chunks (K = 4096: 256 invocations; K = 1000, one group per row: 64
+/// with 1 idle past the ragged end); relaunched at M = 1, 2, 1 (M = 2 takes the persistent
+/// 256- or 128-invocation form), bias, fresh x each time.
+#[test]
+fn half_gemv_fits_its_workgroup_to_the_row() {
+    let be = backend();
+    let caps = be.device_caps();
+    let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    for (seed, k, n, gs, force, m2) in [
+        (1700, 5152, 333, 32, None, "gemv_wide_dp4_persist"),
+        (
+            1701,
+            4096,
+            1100,
+            64,
+            Some("half"),
+            "gemv_wide_dp4_persist_n128",
+        ),
+        (
+            1702,
+            1000,
+            41,
+            1000,
+            Some("half"),
+            "gemv_wide_dp4_persist_n128",
+        ),
+    ] {
+        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
+        for m in [1, 2, 1] {
+            let what = format!("half GEMV K {k} N {n} gs {gs}");
+            let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
+            if half {
+                let want = if m == 1 { "gemv_half" } else { m2 };
+                assert_eq!(
+                    names,
+                    vec![format!("{Q4GSW}/q4_linear_{want}")],
+                    "M {m} K {k}"
+                );
+            }
+        }
     }
     assert_eq!(be.validation_error_count(), 0);
 }
@@ -1746,7 +1801,7 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
     // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
     // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
-    let half = m1_kernel == "gemv_half_n512";
+    let half = m1_kernel == "gemv_half";
     let int8 = m1_kernel.contains("dp4") || half;
     let small_m = if half {
         "gemv_wide_dp4_persist"

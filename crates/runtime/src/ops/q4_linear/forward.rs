@@ -129,18 +129,18 @@ fn forward(
     // The sliced half-chunk GEMV's per-slice row sums and its counters of finished slices,
     // one per block set (each launch leaves them zero).
     let half_slices = plan.kernels.iter().find_map(|&kn| match kn {
-        Kernel::GemvHalf { slices } if slices > 1 => Some(slices as usize),
+        Kernel::GemvHalf { slices, local } if slices > 1 => Some((slices as usize, local)),
         _ => None,
     });
     let half_sums = match half_slices {
-        Some(s) => {
+        Some((s, local)) => {
             let part = g.new_tensor(
                 DataType::Float32,
                 vec![s.saturating_mul(n)],
                 None,
                 format!("{}: per-slice row sums", call.what()),
             )?;
-            let counters = finished_slice_counters(g, call, Some(half_gemv_sets(s)))?
+            let counters = finished_slice_counters(g, call, Some(half_gemv_sets(s, local)))?
                 .ok_or_else(|| internal("no counters for the sliced GEMV"))?;
             Some((part, counters))
         }
@@ -180,7 +180,7 @@ fn forward(
                     ShaderId::Q4LinearGemvWideM1Dp4Pre,
                     [out, l, q.w, q.s, bias_t],
                 ),
-                _ if matches!(kn, Kernel::GemvHalf { slices } if slices > 1) => {
+                _ if matches!(kn, Kernel::GemvHalf { slices, .. } if slices > 1) => {
                     let (part, counters) =
                         half_sums.ok_or_else(|| internal("sliced GEMV without its row sums"))?;
                     Dispatch::new(
@@ -192,7 +192,7 @@ fn forward(
             };
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
-                Kernel::GemvHalf { .. } => [HALF_GEMV_LOCAL, 1, 1],
+                Kernel::GemvHalf { local, .. } => [local, 1, 1],
                 Kernel::FwdMma { .. } => shader_of(kn, false).info().local_size,
                 _ => [LOCAL, 1, 1],
             });

@@ -15,15 +15,15 @@
 //!   (devices with packed int8 dot products, scale groups of a power-of-two number of 32-code
 //!   chunks) turn each chunk's activations into three int8 limbs and a row's chunk into 24
 //!   packed dot products:
-//!   - rows of <= 256 chunks (K <= 8192): `_dp4_persist` (`_n128` for <= 128 chunks), one
-//!     chunk per invocation, its limbs made once per workgroup, and one wave of
-//!     `PERSISTENT_GEMV_TARGET` (264) workgroups walking the blocks of 8 rows; at M = 1
-//!     over 129..256 chunks `q4_linear_gemv_half_n512` instead (half a chunk per invocation,
-//!     512 invocations, two workgroups per SM at 61 registers) where 512 invocations fit;
-//!   - longer rows at M = 1: `q4_linear_gemv_half_sliced_n512`, the half-chunk form over
-//!     slices of at most 256 chunks (one workgroup per slice and block set; the last of a
-//!     set to finish adds the slices' row sums in slice order), where the slices hold at
-//!     least 192 chunks (thinner ones idle over a quarter of each workgroup);
+//!   - at M = 1, where its workgroup fits: `q4_linear_gemv_half`, half a chunk per
+//!     invocation over rows of <= 256 chunks (K <= 8192), one invocation per half chunk in
+//!     whole subgroups of 32 (at most 512; `select::half_gemv_local`), a wave of
+//!     `PERSISTENT_GEMV_TARGET` (264) workgroups of 512 (as many invocations in more,
+//!     smaller ones) walking the blocks of 8 rows; longer rows `q4_linear_gemv_half_sliced`,
+//!     the same over slices of at most 256 chunks (one workgroup per slice and block set;
+//!     the last of a set to finish adds the slices' row sums in slice order);
+//!   - rows of <= 256 chunks otherwise: `_dp4_persist` (`_n128` for <= 128 chunks), one
+//!     chunk per invocation, its limbs made once per workgroup, one wave of 264 workgroups;
 //!   - other longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs
 //!     from a `q4_act_limbs` node once N * Kpad >= 2^27.
 //!
@@ -523,7 +523,7 @@ fn push(
     // The sliced half-chunk GEMV (M = 1) takes its slices in M's word and its chunks per
     // slice in group_size's (it reads the group shift): a node's variants share one size.
     let (first, sixth) = match kernel {
-        Kernel::GemvHalf { slices } if slices > 1 => {
+        Kernel::GemvHalf { slices, .. } if slices > 1 => {
             let cs = half_gemv_slice_chunks(q.kpad / 32, slices as usize);
             (slices, to_u32(cs, "chunks per slice")?)
         }
@@ -658,10 +658,10 @@ fn global(
         }
         // The half-chunk form's 512 invocations at 61 registers also fit two per SM; M = 1.
         // Sliced: the same wave split evenly over the slices (at least one workgroup each).
-        Kernel::GemvHalf { slices } => {
+        Kernel::GemvHalf { slices, local } => {
             let s = slices as usize;
             cols.div_ceil(rows_per_gemv_group)
-                .min(half_gemv_sets(s))
+                .min(half_gemv_sets(s, local))
                 .checked_mul(s)
                 .and_then(|g| g.checked_mul(m))
                 .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?
@@ -688,7 +688,7 @@ fn global(
     };
     let local = match kernel {
         Kernel::GemvWide { persist, .. } if persist > 0 => persist,
-        Kernel::GemvHalf { .. } => HALF_GEMV_LOCAL,
+        Kernel::GemvHalf { local, .. } => local,
         Kernel::BwdMma { .. } => shader_of(kernel, true).info().local_size[0],
         _ => LOCAL,
     };
@@ -892,12 +892,18 @@ mod tests {
     #[test]
     fn tensor_core_forward_from_one_fragment() {
         let k = 8192;
-        let half = Some(Kernel::GemvHalf { slices: 1 });
+        let half = Some(Kernel::GemvHalf {
+            slices: 1,
+            local: 512,
+        });
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
         assert_eq!(
             forward_kernel(1, 8192, k, true, half, (true, (F16Mma::Off, 0))),
-            Kernel::GemvHalf { slices: 1 }
+            Kernel::GemvHalf {
+                slices: 1,
+                local: 512
+            }
         );
         assert_eq!(
             forward_kernel(7, 8192, k, true, half, (true, (F16Mma::Off, 0))),
@@ -926,7 +932,10 @@ mod tests {
             Kernel::Mma(1),
             Kernel::Mma(2),
             Kernel::Mma(4),
-            Kernel::GemvHalf { slices: 1 },
+            Kernel::GemvHalf {
+                slices: 1,
+                local: 512,
+            },
         ] {
             assert!(
                 p.kernels.contains(&kn),
@@ -1061,21 +1070,24 @@ mod tests {
                 );
             }
         }
-        // The half-chunk form serves M = 1; its rows take the 256-invocation form above.
-        let half = Kernel::GemvHalf { slices: 1 };
+        // The half-chunk form serves M = 1; above, its rows take the persistent form of 256
+        // invocations (of 128 for rows of at most 128 chunks).
+        let half = Kernel::GemvHalf {
+            slices: 1,
+            local: 512,
+        };
         assert_eq!(
-            forward_kernel(1, 64, k, true, Some(half), (false, (F16Mma::Off, 0))),
+            forward_kernel(1, 64, 8192, true, Some(half), (false, (F16Mma::Off, 0))),
             half
         );
-        for m in [2, 5, 8] {
-            assert_eq!(
-                forward_kernel(m, 64, k, true, Some(half), (false, (F16Mma::Off, 0))),
-                Kernel::GemvWide {
-                    dp4: true,
-                    persist: 256
-                },
-                "M = {m}"
-            );
+        for (kx, persist) in [(8192, 256), (4100, 256), (4096, 128), (64, 128)] {
+            for m in [2, 5, 8] {
+                assert_eq!(
+                    forward_kernel(m, 64, kx, true, Some(half), (false, (F16Mma::Off, 0))),
+                    Kernel::GemvWide { dp4: true, persist },
+                    "M = {m}, K = {kx}"
+                );
+            }
         }
         let float = Kernel::GemvWide {
             dp4: false,
@@ -1352,7 +1364,10 @@ mod tests {
         assert_eq!(half_gemv_slice_chunks(1280, half_gemv_slices(1280)), 256);
         assert_eq!(half_gemv_slice_chunks(601, half_gemv_slices(601)), 201);
         // M = 2..8 over sliced rows take the unpersistent int8 wide form.
-        let sliced = Some(Kernel::GemvHalf { slices: 4 });
+        let sliced = Some(Kernel::GemvHalf {
+            slices: 4,
+            local: 448,
+        });
         assert_eq!(
             forward_kernel(3, 8192, 28672, true, sliced, (false, (F16Mma::Off, 0))),
             Kernel::GemvWide {
@@ -1361,8 +1376,14 @@ mod tests {
             }
         );
         assert_eq!(
-            shader_of(Kernel::GemvHalf { slices: 4 }, false),
-            ShaderId::Q4LinearGemvHalfSlicedN512
+            shader_of(
+                Kernel::GemvHalf {
+                    slices: 4,
+                    local: 448
+                },
+                false
+            ),
+            ShaderId::Q4LinearGemvHalfSliced
         );
         // The sliced form's push: slices in M's word, chunks per slice in group_size's.
         let q = Q4 {
@@ -1379,21 +1400,70 @@ mod tests {
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect()
         };
-        let p = words(push(1, &q, 28672, true, Kernel::GemvHalf { slices: 4 }, 0).unwrap());
+        let p = words(
+            push(
+                1,
+                &q,
+                28672,
+                true,
+                Kernel::GemvHalf {
+                    slices: 4,
+                    local: 448,
+                },
+                0,
+            )
+            .unwrap(),
+        );
         assert_eq!(p, vec![4, 8192, 28672, 896, 224, 224, 1, 4]);
-        let p = words(push(1, &q, 28672, false, Kernel::GemvHalf { slices: 1 }, 0).unwrap());
+        let p = words(
+            push(
+                1,
+                &q,
+                28672,
+                false,
+                Kernel::GemvHalf {
+                    slices: 1,
+                    local: 512,
+                },
+                0,
+            )
+            .unwrap(),
+        );
         assert_eq!(p, vec![1, 8192, 28672, 896, 224, 128, 0, 4]);
-        // Launch: the wave split evenly over the slices.
-        let Global::Linear(count) = global(Kernel::GemvHalf { slices: 4 }, 1, 8192, 8, 1).unwrap()
-        else {
+        // Workgroups of one invocation per half chunk of a slice, in whole subgroups: 224
+        // chunks take 448, 192 take 384, 201 take 416 (402 rounded up), 130 unsliced 288.
+        for (kc, local) in [
+            (896, 448),
+            (384, 384),
+            (601, 416),
+            (130, 288),
+            (256, 512),
+            (1280, 512),
+        ] {
+            assert_eq!(half_gemv_local(kc), local, "kc {kc}");
+        }
+        // Launch: the wave (two 512-invocation workgroups per SM's worth of invocations)
+        // split evenly over the slices.
+        let Global::Linear(count) = global(
+            Kernel::GemvHalf {
+                slices: 4,
+                local: 448,
+            },
+            1,
+            8192,
+            8,
+            1,
+        )
+        .unwrap() else {
             panic!()
         };
-        assert_eq!(
-            count,
-            (persistent_gemv_target() / 4 * 4) as u64 * HALF_GEMV_LOCAL as u64
-        );
-        assert_eq!(half_gemv_sets(4), persistent_gemv_target() / 4);
-        assert_eq!(half_gemv_sets(100_000), 1);
+        assert_eq!(count, (persistent_gemv_target() / 4 * 4) as u64 * 448);
+        assert_eq!(half_gemv_wave(448), persistent_gemv_target());
+        assert_eq!(half_gemv_wave(320), persistent_gemv_target() * 3 / 2);
+        assert_eq!(half_gemv_wave(256), persistent_gemv_target() * 2);
+        assert_eq!(half_gemv_sets(4, 512), persistent_gemv_target() / 4);
+        assert_eq!(half_gemv_sets(2, 256), persistent_gemv_target());
+        assert_eq!(half_gemv_sets(100_000, 512), 1);
     }
 
     #[test]

@@ -60,11 +60,11 @@ pub(super) enum Kernel {
     /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
     /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
     GemvWide { dp4: bool, persist: u32 },
-    /// The persistent int8 GEMV with half a chunk per invocation ([`HALF_GEMV_LOCAL`]
-    /// invocations, `q4_linear_gemv_half_n512`): M = 1 over rows of more than 128 chunks,
-    /// cut into `slices` of at most 256 chunks ([`half_gemv_slices`]); from two slices the
-    /// `_sliced_` variant, whose workgroups sum the slices themselves.
-    GemvHalf { slices: u32 },
+    /// The persistent int8 GEMV with half a chunk per invocation (`q4_linear_gemv_half`):
+    /// M = 1 over rows of more than 128 chunks, cut into `slices` of at most 256 chunks
+    /// ([`half_gemv_slices`]), `local` invocations per workgroup ([`half_gemv_local`]); from
+    /// two slices the `_sliced` variant, whose workgroups sum the slices themselves.
+    GemvHalf { slices: u32, local: u32 },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -237,9 +237,11 @@ pub(super) fn forward_kernel(
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
-        (2..=8, Some(Kernel::GemvHalf { slices: 1 })) => Kernel::GemvWide {
+        // (Forced, the half form also serves rows of at most 128 chunks: their persistent
+        // form has 128 invocations.)
+        (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => Kernel::GemvWide {
             dp4: true,
-            persist: 256,
+            persist: if k.div_ceil(32) <= 128 { 128 } else { 256 },
         },
         (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
             dp4: true,
@@ -651,10 +653,36 @@ pub(super) fn limbs_prepass(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 
 /// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
 pub(super) const WIDE_GEMV_ROWS: usize = 16;
-/// Invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half_n512`): half a chunk
-/// each over rows of 129..256 chunks; at 61 registers two workgroups share an SM of an H200
-/// (8192^2: 16.1 us against the 256-invocation form's 17.5).
+/// Most invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half`): half a chunk
+/// each over rows (or slices) of up to 256 chunks; at 60 registers two workgroups of 512
+/// share an SM of an H200 (8192^2: 16.1 us against the 256-invocation form's 17.5).
 pub(super) const HALF_GEMV_LOCAL: u32 = 512;
+
+/// Invocations per workgroup of the half-chunk GEMV over rows of `kc` chunks: one per half
+/// chunk of a slice (of the row when unsliced), in whole subgroups of 32, at most
+/// [`HALF_GEMV_LOCAL`]; so no more than 31 idle (slices of 224 chunks idled 64 of 512).
+/// `ETVK_Q4_HALF_LOCAL` (benchmarks) widens it to a multiple of 32 up to 512.
+pub(super) fn half_gemv_local(kc: usize) -> u32 {
+    let cs = half_gemv_slice_chunks(kc, half_gemv_slices(kc));
+    let fit = (2 * cs)
+        .next_multiple_of(32)
+        .clamp(32, HALF_GEMV_LOCAL as usize) as u32;
+    static WIDER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let wider = *WIDER.get_or_init(|| {
+        std::env::var("ETVK_Q4_HALF_LOCAL")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&l| l % 32 == 0 && l <= HALF_GEMV_LOCAL)
+    });
+    wider.map_or(fit, |l| l.max(fit))
+}
+
+/// Resident workgroups of the half-chunk GEMV's wave at `local` invocations: the persistent
+/// target's two 512-invocation workgroups per SM, as many invocations in smaller ones.
+pub(super) fn half_gemv_wave(local: u32) -> usize {
+    let per_two = (2 * HALF_GEMV_LOCAL / local.max(1)).max(2) as usize;
+    persistent_gemv_target() * per_two / 2
+}
 
 /// Slices of a row of `kc` chunks in the half-chunk GEMV: one invocation holds one half
 /// chunk's activation limbs, so a slice is at most 256 chunks (512 half chunks); the slices
@@ -663,10 +691,11 @@ pub(super) fn half_gemv_slices(kc: usize) -> usize {
     kc.div_ceil(256).max(1)
 }
 
-/// Block sets of the sliced half-chunk GEMV (workgroups per slice, at most): the resident
-/// wave split evenly over the slices, at least one each.
-pub(super) fn half_gemv_sets(slices: usize) -> usize {
-    (persistent_gemv_target() / slices.max(1)).max(1)
+/// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
+/// most): the resident wave ([`half_gemv_wave`]) split evenly over the slices, at least one
+/// each.
+pub(super) fn half_gemv_sets(slices: usize, local: u32) -> usize {
+    (half_gemv_wave(local) / slices.max(1)).max(1)
 }
 
 /// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
@@ -684,7 +713,7 @@ pub(super) const PERSISTENT_GEMV_ROWS: usize = 8;
 /// device has packed int8 dot products and every scale group is a power-of-two number of
 /// 32-code chunks (or one group spans the row); the float form serves every group size.
 /// Where 512 invocations fit, the int8 form at M = 1 is the half-chunk GEMV, in slices past
-/// 256 chunks (forced `half` takes it even where the slices are thin).
+/// 256 chunks (forced `half` takes it for rows of any length).
 /// Compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
 /// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
 pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
@@ -699,30 +728,31 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
         _ => 0,
     };
     let persist = if dp4_ok { persist_local } else { 0 };
-    // The half-chunk form for rows of more than 128 chunks (in slices of at most 256),
-    // where 512 invocations fit.
+    // The half-chunk form (in slices of at most 256 chunks), where its workgroup fits.
     let caps = g.caps();
     let slices = half_gemv_slices(kc);
+    let local = half_gemv_local(kc);
     let half = Kernel::GemvHalf {
         slices: u32::try_from(slices).unwrap_or(u32::MAX),
+        local,
     };
-    // Slices of fewer than 192 chunks idle over a quarter of each workgroup, and the
-    // 256-invocation form is faster there (H200, N = 8192, K = 8448: 25.3 us sliced in two
-    // of 132 chunks against 23.4; docs/performance.md, session 20).
-    let full_enough = slices == 1 || 4 * half_gemv_slice_chunks(kc, slices) >= 3 * 256;
-    let half_runs = dp4_ok
-        && kc > 128
-        && caps.max_workgroup_invocations >= HALF_GEMV_LOCAL
-        && caps.max_workgroup_size[0] >= HALF_GEMV_LOCAL
+    let half_fits = dp4_ok
+        && caps.max_workgroup_invocations >= local
+        && caps.max_workgroup_size[0] >= local
         && g.shader_supported(shader_of(half, false));
+    // Over rows of at least 128 chunks, where the wide forms ran: its workgroups fitted to
+    // the slices beat them everywhere measured (H200, M = 1, e.g. 4096^2 9.7 -> 8.6 us,
+    // N = 8192, K = 8448 in two slices of 132 chunks 23.3 -> 19.0; docs/performance.md,
+    // session 21).
+    let half_runs = half_fits && kc >= WIDE_GEMV_MIN_CHUNKS;
     let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
     match forced_gemv(g).as_deref() {
         Some("lanes") => None,
         Some("wide") => Some(wide(false, 0)),
         Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
         Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
-        Some("half") if half_runs => Some(half),
-        _ if half_runs && full_enough => Some(half),
+        Some("half") if half_fits => Some(half),
+        _ if half_runs => Some(half),
         _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
@@ -1078,8 +1108,8 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
         (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
         (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
-        (Kernel::GemvHalf { slices: 1 }, _) => ShaderId::Q4LinearGemvHalfN512,
-        (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSlicedN512,
+        (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
+        (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
