@@ -1482,13 +1482,24 @@ fn dynamic_forward_backward(
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The forward kernel at M = 1 on short rows: the half-chunk GEMV where the device has packed
+/// int8 dot products (every row length), else the lane groups.
+fn m1_gemv(be: &Backend) -> &'static str {
+    if be.device_caps().integer_dot_product {
+        "gemv_half"
+    } else {
+        "gemv_m1"
+    }
+}
+
 /// M going 1 -> 64 -> 5 -> 2 at K = 96, N = 40 (GEMV / split-N backward, tiled, GEMV /
 /// split again); kernels are re-selected and named in profiles. The backward's reduce node
 /// stays in the graph on the tiled path (launching nothing).
 #[test]
 fn dynamic_m_reselects_kernels() {
+    let m1 = format!("q4_linear_{}", m1_gemv(&backend()));
     let steps: Vec<(usize, Vec<String>)> = [
-        (1, "q4_linear_gemv_m1", "q4_linear_bwd_split_m1"),
+        (1, m1.as_str(), "q4_linear_bwd_split_m1"),
         (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
         (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
         (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
@@ -1517,6 +1528,7 @@ fn dynamic_m_reselects_kernels() {
 #[test]
 fn dynamic_m_moves_between_split_and_unsplit() {
     let big = big_tiles(&backend());
+    let m1 = m1_gemv(&backend());
     let at_321 = if big {
         ("tiled_fwd_t128_split", "tiled_bwd_t128_split")
     } else {
@@ -1525,7 +1537,7 @@ fn dynamic_m_moves_between_split_and_unsplit() {
     let steps: Vec<(usize, Vec<String>)> = [
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
         (321, at_321.0, at_321.1),
-        (1, "gemv_m1", "bwd_split_m1"),
+        (1, m1, "bwd_split_m1"),
         (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
         (5, "gemv_m8", "bwd_split_m8"),
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
@@ -1687,35 +1699,21 @@ fn sliced_half_gemv_sums_slices_in_order() {
 }
 
 /// The half-chunk GEMV launches one invocation per half chunk of its row (or slice), in whole
-/// subgroups: rows of 161 chunks (352 invocations, 30 of them idle) by default, and forced
-/// on rows of at most 128 chunks (K = 4096: 256 invocations; K = 1000, one group per row: 64
-/// with 1 idle past the ragged end); relaunched at M = 1, 2, 1 (M = 2 takes the persistent
-/// 256- or 128-invocation form), bias, fresh x each time.
+/// subgroups, on rows of any length at M = 1: 161 chunks (352 invocations, 30 of them idle),
+/// 128 (K = 4096: 256), 32 (K = 1000, one group per row: 64 with 1 idle past the ragged
+/// end); relaunched at M = 1, 2, 1 (M = 2 takes the persistent 256- or 128-invocation
+/// form, rows of fewer than 128 chunks the lane groups), bias, fresh x each time.
 #[test]
 fn half_gemv_fits_its_workgroup_to_the_row() {
     let be = backend();
     let caps = be.device_caps();
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
-    for (seed, k, n, gs, force, m2) in [
-        (1700, 5152, 333, 32, None, "gemv_wide_dp4_persist"),
-        (
-            1701,
-            4096,
-            1100,
-            64,
-            Some("half"),
-            "gemv_wide_dp4_persist_n128",
-        ),
-        (
-            1702,
-            1000,
-            41,
-            1000,
-            Some("half"),
-            "gemv_wide_dp4_persist_n128",
-        ),
+    for (seed, k, n, gs, m2) in [
+        (1700, 5152, 333, 32, "gemv_wide_dp4_persist"),
+        (1701, 4096, 1100, 64, "gemv_wide_dp4_persist_n128"),
+        (1702, 1000, 41, 1000, "gemv_m2"),
     ] {
-        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
+        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), None);
         for m in [1, 2, 1] {
             let what = format!("half GEMV K {k} N {n} gs {gs}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);

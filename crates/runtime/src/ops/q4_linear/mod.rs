@@ -1080,7 +1080,7 @@ mod tests {
             forward_kernel(1, 64, 8192, true, Some(half), (false, (F16Mma::Off, 0))),
             half
         );
-        for (kx, persist) in [(8192, 256), (4100, 256), (4096, 128), (64, 128)] {
+        for (kx, persist) in [(8192, 256), (4100, 256), (4096, 128)] {
             for m in [2, 5, 8] {
                 assert_eq!(
                     forward_kernel(m, 64, kx, true, Some(half), (false, (F16Mma::Off, 0))),
@@ -1088,6 +1088,14 @@ mod tests {
                     "M = {m}, K = {kx}"
                 );
             }
+        }
+        // Shorter rows keep the lane groups above M = 1.
+        for (m, mt) in [(2, 2), (3, 4), (8, 8)] {
+            assert_eq!(
+                forward_kernel(m, 64, 4064, true, Some(half), (false, (F16Mma::Off, 0))),
+                Kernel::Gemv(mt),
+                "M = {m}"
+            );
         }
         let float = Kernel::GemvWide {
             dp4: false,

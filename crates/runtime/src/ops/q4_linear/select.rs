@@ -237,11 +237,15 @@ pub(super) fn forward_kernel(
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
-        // (Forced, the half form also serves rows of at most 128 chunks: their persistent
-        // form has 128 invocations.)
-        (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => Kernel::GemvWide {
-            dp4: true,
-            persist: if k.div_ceil(32) <= 128 { 128 } else { 256 },
+        // Rows of fewer than 128 chunks keep the lane-group GEMV there (as before the half
+        // form served them at M = 1); rows of 128 take the persistent form of 128
+        // invocations.
+        (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => match k.div_ceil(32) {
+            kc if kc < WIDE_GEMV_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
+            kc => Kernel::GemvWide {
+                dp4: true,
+                persist: if kc <= 128 { 128 } else { 256 },
+            },
         },
         (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
             dp4: true,
@@ -712,8 +716,8 @@ pub(super) const PERSISTENT_GEMV_ROWS: usize = 8;
 /// idle most of the workgroup) take the wide kernel, in its int8 dot-product form when the
 /// device has packed int8 dot products and every scale group is a power-of-two number of
 /// 32-code chunks (or one group spans the row); the float form serves every group size.
-/// Where 512 invocations fit, the int8 form at M = 1 is the half-chunk GEMV, in slices past
-/// 256 chunks (forced `half` takes it for rows of any length).
+/// Where its workgroup fits, the int8 form at M = 1 is the half-chunk GEMV (rows of any
+/// length; in slices past 256 chunks).
 /// Compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
 /// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
 pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
@@ -740,19 +744,18 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
         && caps.max_workgroup_invocations >= local
         && caps.max_workgroup_size[0] >= local
         && g.shader_supported(shader_of(half, false));
-    // Over rows of at least 128 chunks, where the wide forms ran: its workgroups fitted to
-    // the slices beat them everywhere measured (H200, M = 1, e.g. 4096^2 9.7 -> 8.6 us,
-    // N = 8192, K = 8448 in two slices of 132 chunks 23.3 -> 19.0; docs/performance.md,
-    // session 21).
-    let half_runs = half_fits && kc >= WIDE_GEMV_MIN_CHUNKS;
+    // With its workgroups fitted to the row (or slice) it beat every other form at M = 1
+    // on every row length measured (H200: 4096^2 9.7 -> 8.6 us against the persistent
+    // form, N = 8192, K = 8448 in two slices of 132 chunks 23.3 -> 19.0 against the wide
+    // one, N = 8192, K = 2048 21.4 -> 8.6 and N = 1024, K = 512 9.2 -> 5.0 against the
+    // lane groups; docs/performance.md, session 21).
     let wide = |dp4, persist| Kernel::GemvWide { dp4, persist };
     match forced_gemv(g).as_deref() {
         Some("lanes") => None,
         Some("wide") => Some(wide(false, 0)),
         Some("wide_dp4" | "wide_dp4_pre") if dp4_ok => Some(wide(true, 0)),
         Some("wide_dp4_persist") if persist > 0 => Some(wide(true, persist)),
-        Some("half") if half_fits => Some(half),
-        _ if half_runs => Some(half),
+        _ if half_fits => Some(half),
         _ => (kc >= WIDE_GEMV_MIN_CHUNKS).then_some(wide(dp4_ok, persist)),
     }
 }
