@@ -67,7 +67,8 @@
 //!   of shared memory it needs; `t64` (64 x 64) otherwise. `t64`, `t128` and the `t32x128`
 //!   backward step the reduction 16 at a time through two shared buffers, the next step's
 //!   loads in flight during the current step's FMAs (`DBUF` in the shader).
-//! - backward, M = 1 or 2 and rows of >= 128 chunks: `q4_linear_bwd_wide_m{1,2}_c{8,16,32}`,
+//! - backward, M = 1 or 2 and rows of >= 16 chunks (K >= 512):
+//!   `q4_linear_bwd_wide_m{1,2}_c{8,16,32}`,
 //!   one dispatch: a lane per uvec4 chunk column (at M = 2 both rows share each code's
 //!   decode), column blocks of CW chunks, the rows cut into slices whose partial sums the
 //!   last workgroup of each column block to finish adds up in order (counters in a zeroed
@@ -1089,10 +1090,17 @@ mod tests {
                 );
             }
         }
-        // Shorter rows keep the lane groups above M = 1.
+        // Down to 32 chunks too; shorter rows keep the lane groups above M = 1.
+        assert_eq!(
+            forward_kernel(2, 64, 1000, true, Some(half), (false, (F16Mma::Off, 0))),
+            Kernel::GemvWide {
+                dp4: true,
+                persist: 128
+            }
+        );
         for (m, mt) in [(2, 2), (3, 4), (8, 8)] {
             assert_eq!(
-                forward_kernel(m, 64, 4064, true, Some(half), (false, (F16Mma::Off, 0))),
+                forward_kernel(m, 64, 992, true, Some(half), (false, (F16Mma::Off, 0))),
                 Kernel::Gemv(mt),
                 "M = {m}"
             );

@@ -237,11 +237,10 @@ pub(super) fn forward_kernel(
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
-        // Rows of fewer than 128 chunks keep the lane-group GEMV there (as before the half
-        // form served them at M = 1); rows of 128 take the persistent form of 128
-        // invocations.
+        // Rows of at most 128 chunks take the persistent form of 128 invocations down to
+        // PERSIST_MIN_CHUNKS, the lane groups below.
         (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => match k.div_ceil(32) {
-            kc if kc < WIDE_GEMV_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
+            kc if kc < PERSIST_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
             kc => Kernel::GemvWide {
                 dp4: true,
                 persist: if kc <= 128 { 128 } else { 256 },
@@ -619,6 +618,20 @@ pub(super) fn mma_chunks_per_group(q: &Q4) -> usize {
     }
 }
 
+/// Rows of at least this many chunks (K >= 1024) take the persistent int8 GEMV of 128
+/// invocations at M = 2..8 where the half form runs M = 1: H200, N = 8192, K = 2048: M = 2
+/// 16.1 -> 13.8 us, M = 4 24.9 -> 20.2 against the lane groups; N = 4096, K = 1024: M = 2
+/// 13.4 -> 9.9, M = 4 12.8 -> 13.2 (docs/performance.md, session 21). Shorter rows would idle
+/// most of its invocations.
+pub(super) const PERSIST_MIN_CHUNKS: usize = 32;
+
+/// Rows of at least this many chunks (K >= 512) take the wide backward at M = 1 (else the
+/// split-N one): H200, split-N -> wide, N x K 8192 x 2048 26.2 -> 11.8 us, 2048 x 2048
+/// 15.4 -> 8.4, 32768 x 2048 38.7 -> 20.0, 8192 x 3072 25.2 -> 13.0, 4096 x 1024 17.6 ->
+/// 9.0, 2048 x 512 14.6 -> 7.8 (docs/performance.md, session 21); until then it served
+/// rows of >= 128 chunks only.
+pub(super) const WIDE_BWD_MIN_CHUNKS: usize = 16;
+
 /// Packed rows of at least this many uvec4 chunks use the wide GEMV at M = 1: its 256
 /// invocations split a row's chunks, so shorter rows would leave most of them idle.
 pub(super) const WIDE_GEMV_MIN_CHUNKS: usize = 128;
@@ -801,8 +814,8 @@ pub(crate) enum WideDecode {
 }
 
 /// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
-/// [`WIDE_GEMV_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
-/// idle). Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`,
+/// [`WIDE_BWD_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
+/// idle); its M = 2 form and the staged backward (M = 3..8) serve the same rows. Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`,
 /// = `split` | `staged` | `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` overrides the choice
 /// (tests, benchmarks; a forced fp16 decode still needs its self-check passed, else the
 /// magic decode runs). `m1`: whether the graph can run M = 1 (else the fp16 decode, which
@@ -815,7 +828,7 @@ pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4, m1: bool) -> Option<Ke
         (Some("split"), _) => return None,
         (Some("staged"), _) => (None, None),
         (_, Some(p)) => p,
-        _ if kc >= WIDE_GEMV_MIN_CHUNKS => (None, None),
+        _ if kc >= WIDE_BWD_MIN_CHUNKS => (None, None),
         _ => return None,
     };
     let cw = cw.unwrap_or_else(|| widest_bwd_cw(q.n, kc, wide_bwd_target(q.n, kc)));
@@ -882,7 +895,12 @@ pub(super) fn forced_bwd(g: &GraphBuilder<'_>) -> Option<String> {
 /// workgroup to sum: 8192^2, 256 workgroups each: 8 chunks 23.7 us, 32 chunks 26.2 us).
 pub(super) fn widest_bwd_cw(n: usize, kc: usize, target: usize) -> u32 {
     let mut best = (0, 8);
-    for cw in [8u32, 16, 32] {
+    // Blocks wider than the row would idle columns (H200, N = 2048, K = 512: 32 chunks
+    // 11.0 us, 8 chunks 7.8; session 21).
+    for cw in [8u32, 16, 32]
+        .into_iter()
+        .filter(|&cw| cw == 8 || cw as usize <= kc)
+    {
         let geo = wide_bwd_geometry(n, kc, cw, target);
         let wgs = geo.blocks * geo.slices;
         if wgs <= target && wgs > best.0 {
