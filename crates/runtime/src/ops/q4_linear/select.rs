@@ -695,10 +695,12 @@ pub(super) fn half_gemv_local(kc: usize) -> u32 {
 }
 
 /// Resident workgroups of the half-chunk GEMV's wave at `local` invocations: the persistent
-/// target's two 512-invocation workgroups per SM, as many invocations in smaller ones.
+/// target's two 512-invocation workgroups per SM, as many invocations in smaller ones; at
+/// most 8192 (the launch stays one row of the grid: the shader counts its workgroups from
+/// the launch size).
 pub(super) fn half_gemv_wave(local: u32) -> usize {
     let per_two = (2 * HALF_GEMV_LOCAL / local.max(1)).max(2) as usize;
-    persistent_gemv_target() * per_two / 2
+    (persistent_gemv_target() * per_two / 2).min(8192)
 }
 
 /// Slices of a row of `kc` chunks in the half-chunk GEMV: one invocation holds one half
