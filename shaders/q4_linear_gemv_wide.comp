@@ -50,6 +50,12 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef UR
 #define UR 4
 #endif
+#ifdef PERSIST
+// Local size (the specialization constant): one invocation per chunk of the row in whole
+// subgroups of 32, at most 256 (a fixed 128 or 256 idled up to 96 invocations per row of
+// 32..255 chunks).
+#define NT gl_WorkGroupSize.x
+#endif
 #ifndef NT
 #define NT 256  // local size (the runtime launches this kernel with NT x 1 x 1)
 #endif
@@ -124,7 +130,7 @@ void sum_and_write(float acc[MT][RW], uint n0, uint mrow, uint t) {
     {
       const uint o = t / SEGS, seg = t % SEGS;
       float v = 0.0;
-      [[unroll]] for (uint i = 0u; i < NT / SEGS; ++i) v += red[o * NT + seg + SEGS * i];
+      [[unroll]] for (uint i = 0u; i < RP; ++i) v += red[o * NT + seg + SEGS * i];
       red2[o * SEGS + seg] = v;
     }
     barrier();

@@ -1685,7 +1685,7 @@ fn persistent_gemv_walks_row_blocks() {
             if half {
                 "gemv_half"
             } else {
-                "gemv_wide_dp4_persist_n128"
+                "gemv_wide_dp4_persist"
             },
         ),
         (1402, &[3][..], 4160, 1500, 32, "gemv_wide_dp4_persist"),
@@ -1751,8 +1751,8 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
     for (seed, k, n, gs, m2) in [
         (1700, 5152, 333, 32, "gemv_wide_dp4_persist"),
-        (1701, 4096, 1100, 64, "gemv_wide_dp4_persist_n128"),
-        (1702, 1000, 41, 1000, "gemv_wide_dp4_persist_n128"),
+        (1701, 4096, 1100, 64, "gemv_wide_dp4_persist"),
+        (1702, 1000, 41, 1000, "gemv_wide_dp4_persist"),
         (1703, 480, 300, 32, "gemv_m2"),
     ] {
         let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), None);

@@ -22,8 +22,9 @@
 //!     smaller ones) walking the blocks of 8 rows; longer rows `q4_linear_gemv_half_sliced`,
 //!     the same over slices of at most 256 chunks (one workgroup per slice and block set;
 //!     the last of a set to finish adds the slices' row sums in slice order);
-//!   - rows of <= 256 chunks otherwise: `_dp4_persist` (`_n128` for <= 128 chunks), one
-//!     chunk per invocation, its limbs made once per workgroup, one wave of 264 workgroups;
+//!   - rows of <= 256 chunks otherwise: `_dp4_persist`, one chunk per invocation in whole
+//!     subgroups (`select::persist_gemv_local`), its limbs made once per workgroup, one wave
+//!     of 264 workgroups of 256 (as many invocations in more, smaller ones);
 //!   - other longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs
 //!     from a `q4_act_limbs` node once N * Kpad >= 2^27.
 //!
@@ -652,8 +653,10 @@ fn global(
         // Workgroups per activation row times M; one grid row (the shader derives the
         // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
-            // Two 256-invocation workgroups per SM (94 registers), four of 128.
-            let target = persistent_gemv_target() * (LOCAL / persist) as usize;
+            // Two 256-invocation workgroups per SM (94 registers), as many invocations in
+            // smaller ones; at most 8192 (one grid row).
+            let per_two = (2 * LOCAL / persist).max(2) as usize;
+            let target = (persistent_gemv_target() * per_two / 2).min(8192);
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
         }
@@ -1081,7 +1084,7 @@ mod tests {
             forward_kernel(1, 64, 8192, true, Some(half), (false, (F16Mma::Off, 0))),
             half
         );
-        for (kx, persist) in [(8192, 256), (4100, 256), (4096, 128)] {
+        for (kx, persist) in [(8192, 256), (4100, 160), (4096, 128), (3000, 96)] {
             for m in [2, 5, 8] {
                 assert_eq!(
                     forward_kernel(m, 64, kx, true, Some(half), (false, (F16Mma::Off, 0))),
@@ -1095,7 +1098,7 @@ mod tests {
             forward_kernel(2, 64, 1000, true, Some(half), (false, (F16Mma::Off, 0))),
             Kernel::GemvWide {
                 dp4: true,
-                persist: 128
+                persist: 32
             }
         );
         for (m, mt) in [(2, 2), (3, 4), (8, 8)] {
@@ -1446,6 +1449,18 @@ mod tests {
             .unwrap(),
         );
         assert_eq!(p, vec![1, 8192, 28672, 896, 224, 128, 0, 4]);
+        // The persistent form: one invocation per chunk in whole subgroups, at most 256.
+        for (kc, local) in [
+            (1, 32),
+            (32, 32),
+            (33, 64),
+            (128, 128),
+            (160, 160),
+            (256, 256),
+            (257, 0),
+        ] {
+            assert_eq!(persist_gemv_local(kc), local, "kc {kc}");
+        }
         // Workgroups of one invocation per half chunk of a slice, in whole subgroups: 224
         // chunks take 448, 192 take 384, 201 take 416 (402 rounded up), 130 unsliced 288.
         for (kc, local) in [

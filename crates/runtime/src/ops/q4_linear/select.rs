@@ -58,7 +58,8 @@ pub(super) enum Kernel {
     /// GEMV for M = 1 over long rows: the workgroup splits K, [`WIDE_GEMV_ROWS`] rows per
     /// block (`q4_linear_gemv_wide_m1`; `dp4`: its packed int8 dot-product variant).
     /// `persist` = NT > 0: the persistent int8 form with NT invocations per workgroup
-    /// (`_dp4_persist`, `_dp4_persist_n128`), one wave of workgroups walking the row blocks.
+    /// (`_dp4_persist`, [`persist_gemv_local`]), one wave of workgroups walking the row
+    /// blocks.
     GemvWide { dp4: bool, persist: u32 },
     /// The persistent int8 GEMV with half a chunk per invocation (`q4_linear_gemv_half`):
     /// M = 1 over rows of more than 128 chunks, cut into `slices` of at most 256 chunks
@@ -237,13 +238,12 @@ pub(super) fn forward_kernel(
         // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
         // form at M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
-        // Rows of at most 128 chunks take the persistent form of 128 invocations down to
-        // PERSIST_MIN_CHUNKS, the lane groups below.
+        // Rows take the persistent form down to PERSIST_MIN_CHUNKS, the lane groups below.
         (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => match k.div_ceil(32) {
             kc if kc < PERSIST_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
             kc => Kernel::GemvWide {
                 dp4: true,
-                persist: if kc <= 128 { 128 } else { 256 },
+                persist: persist_gemv_local(kc),
             },
         },
         (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
@@ -670,6 +670,29 @@ pub(super) fn limbs_prepass(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 
 /// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
 pub(super) const WIDE_GEMV_ROWS: usize = 16;
+/// Invocations per workgroup of the persistent int8 GEMV over rows of `kc` chunks (one chunk
+/// each): one per chunk in whole subgroups of 32, at most 256; 0 past 256 chunks (the form
+/// does not take such rows). `ETVK_Q4_PERSIST_LOCAL` (benchmarks) widens it to a multiple
+/// of 32 up to 256.
+pub(super) fn persist_gemv_local(kc: usize) -> u32 {
+    if kc > 256 {
+        return 0;
+    }
+    let fit = kc.next_multiple_of(32).clamp(32, 256) as u32;
+    static WIDER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let wider = *WIDER.get_or_init(|| wider_local("ETVK_Q4_PERSIST_LOCAL", 256));
+    wider.map_or(fit, |l| l.max(fit))
+}
+
+/// A benchmark's wider workgroup from environment variable `var`: a multiple of 32 up to
+/// `max`, else None.
+fn wider_local(var: &str, max: u32) -> Option<u32> {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&l| l > 0 && l % 32 == 0 && l <= max)
+}
+
 /// Most invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half`): half a chunk
 /// each over rows (or slices) of up to 256 chunks; at 60 registers two workgroups of 512
 /// share an SM of an H200 (8192^2: 16.1 us against the 256-invocation form's 17.5).
@@ -685,12 +708,7 @@ pub(super) fn half_gemv_local(kc: usize) -> u32 {
         .next_multiple_of(32)
         .clamp(32, HALF_GEMV_LOCAL as usize) as u32;
     static WIDER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let wider = *WIDER.get_or_init(|| {
-        std::env::var("ETVK_Q4_HALF_LOCAL")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&l| l % 32 == 0 && l <= HALF_GEMV_LOCAL)
-    });
+    let wider = *WIDER.get_or_init(|| wider_local("ETVK_Q4_HALF_LOCAL", HALF_GEMV_LOCAL));
     wider.map_or(fit, |l| l.max(fit))
 }
 
@@ -741,12 +759,7 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     // The persistent form holds one chunk's limbs per invocation: rows of at most 256
     // chunks, on 256 invocations (more than 128 chunks) or 128.
     let kc = kpad / 32;
-    let persist_local = match kc {
-        0..=128 => 128,
-        129..=256 => 256,
-        _ => 0,
-    };
-    let persist = if dp4_ok { persist_local } else { 0 };
+    let persist = if dp4_ok { persist_gemv_local(kc) } else { 0 };
     // The half-chunk form (in slices of at most 256 chunks), where its workgroup fits.
     let caps = g.caps();
     let slices = half_gemv_slices(kc);
@@ -1129,8 +1142,9 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Gemv(4), _) => ShaderId::Q4LinearGemvM4,
         (Kernel::Gemv(_), _) => ShaderId::Q4LinearGemvM8,
         (Kernel::GemvWide { dp4: false, .. }, _) => ShaderId::Q4LinearGemvWideM1,
-        (Kernel::GemvWide { persist: 128, .. }, _) => ShaderId::Q4LinearGemvWideDp4PersistN128,
-        (Kernel::GemvWide { persist: 256, .. }, _) => ShaderId::Q4LinearGemvWideDp4Persist,
+        (Kernel::GemvWide { persist, .. }, _) if persist > 0 => {
+            ShaderId::Q4LinearGemvWideDp4Persist
+        }
         (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
         (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
