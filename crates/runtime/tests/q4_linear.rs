@@ -1638,11 +1638,10 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
 
 /// The persistent int8 GEMVs (one wave of workgroups walking the row blocks): more blocks
 /// than workgroups, so that workgroups walk several blocks and load the next block's first
-/// rows across the block boundary; at M = 1 over 129..=256 chunks the half-chunk form (512
-/// invocations; K = 8000: a last chunk of 32 codes inside K, gs = 64: a scale per two
-/// chunks), elsewhere 256 invocations of a chunk each for rows of 129..=256 chunks, 128 for
-/// shorter ones; a last block cut short by N; bias; M = 3 and 8 (the workgroups split over
-/// the activation rows, 88 and 33 per row) and leading dims.
+/// rows across the block boundary; at M = 1 the half-chunk form (K = 8000: a last chunk of
+/// 32 codes inside K, gs = 64: a scale per two chunks), at M > 1 the chunk-per-invocation
+/// form (160 invocations for rows of 129 or 130 chunks); a last block cut short by N; bias;
+/// M = 3 and 8 (the workgroups split over the activation rows) and leading dims.
 #[test]
 fn persistent_gemv_walks_row_blocks() {
     let be = backend();
@@ -1650,7 +1649,7 @@ fn persistent_gemv_walks_row_blocks() {
     let half = be.device_caps().max_workgroup_invocations >= 512;
     // At M = 1 the half form's wave (396 workgroups of 288 invocations at K = 4160, 264 of
     // 512 at K = 8000, 528 of 256 at K = 4096) walks 563 / 288 / 1063 blocks of 8 rows; at
-    // M > 1 the persistent form's 264 workgroups of 256.
+    // M > 1 the persistent form's 396 workgroups of 160 (3 per 2 SMs' worth of 256).
     for (seed, lead, k, n, gs, kernel) in [
         (
             1400,
@@ -1742,8 +1741,8 @@ fn sliced_half_gemv_sums_slices_in_order() {
 /// subgroups, on rows of any length at M = 1: 161 chunks (352 invocations, 30 of them idle),
 /// 128 (K = 4096: 256), 32 (K = 1000, one group per row: 64 with 1 idle past the ragged
 /// end), 15 (K = 480: 32 with 2 idle); relaunched at M = 1, 2, 1 (M = 2 takes the
-/// persistent 256- or 128-invocation form, rows of fewer than 32 chunks the lane groups),
-/// bias, fresh x each time.
+/// persistent form, fitted alike: 192 / 128 / 32 invocations; rows of fewer than 32 chunks
+/// the lane groups), bias, fresh x each time.
 #[test]
 fn half_gemv_fits_its_workgroup_to_the_row() {
     let be = backend();

@@ -1074,8 +1074,8 @@ mod tests {
                 );
             }
         }
-        // The half-chunk form serves M = 1; above, its rows take the persistent form of 256
-        // invocations (of 128 for rows of at most 128 chunks).
+        // The half-chunk form serves M = 1; above, its rows take the persistent form, one
+        // invocation per chunk in whole subgroups.
         let half = Kernel::GemvHalf {
             slices: 1,
             local: 512,

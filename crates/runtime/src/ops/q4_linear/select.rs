@@ -618,11 +618,11 @@ pub(super) fn mma_chunks_per_group(q: &Q4) -> usize {
     }
 }
 
-/// Rows of at least this many chunks (K >= 1024) take the persistent int8 GEMV of 128
-/// invocations at M = 2..8 where the half form runs M = 1: H200, N = 8192, K = 2048: M = 2
-/// 16.1 -> 13.8 us, M = 4 24.9 -> 20.2 against the lane groups; N = 4096, K = 1024: M = 2
-/// 13.4 -> 9.9, M = 4 12.8 -> 13.2 (docs/performance.md, session 21). Shorter rows would idle
-/// most of its invocations.
+/// Rows of at least this many chunks (K >= 1024) take the persistent int8 GEMV at M = 2..8
+/// where the half form runs M = 1: H200, N = 8192, K = 2048: M = 2 16.1 -> 10.9 us, M = 4
+/// 24.9 -> 14.4 against the lane groups; N = 4096, K = 1024: M = 2 13.4 -> 7.7, M = 4 12.8
+/// -> 9.3 (docs/performance.md, session 21, runs 5 and 8). Shorter rows were not measured
+/// and keep the lane groups.
 pub(super) const PERSIST_MIN_CHUNKS: usize = 32;
 
 /// Rows of at least this many chunks (K >= 512) take the wide backward at M = 1 (else the
