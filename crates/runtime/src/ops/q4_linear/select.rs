@@ -62,7 +62,7 @@ pub(super) enum Kernel {
     /// blocks.
     GemvWide { dp4: bool, persist: u32 },
     /// The persistent int8 GEMV with half a chunk per invocation (`q4_linear_gemv_half`):
-    /// M = 1 over rows of more than 128 chunks, cut into `slices` of at most 256 chunks
+    /// M = 1 over rows of any length, cut into `slices` of at most 256 chunks
     /// ([`half_gemv_slices`]), `local` invocations per workgroup ([`half_gemv_local`]); from
     /// two slices the `_sliced` variant, whose workgroups sum the slices themselves.
     GemvHalf { slices: u32, local: u32 },
@@ -235,8 +235,8 @@ pub(super) fn forward_kernel(
     match (m, wide) {
         (0..=1, Some(w)) => w,
         // The int8 GEMVs serve M <= 8 by splitting their workgroups over the rows; the
-        // half-chunk form (512 invocations) only M = 1, its rows taking the 256-invocation
-        // form at M >= 2 (faster there: docs/performance.md, session 5).
+        // half-chunk form only M = 1, its rows taking the chunk-per-invocation forms at
+        // M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
         // Rows take the persistent form down to PERSIST_MIN_CHUNKS, the lane groups below.
         (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => match k.div_ceil(32) {
@@ -757,7 +757,7 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let kpad = q.kpad;
     let dp4_ok = groups_are_whole_chunks(q) && g.shader_supported(ShaderId::Q4LinearGemvWideM1Dp4);
     // The persistent form holds one chunk's limbs per invocation: rows of at most 256
-    // chunks, on 256 invocations (more than 128 chunks) or 128.
+    // chunks ([`persist_gemv_local`]).
     let kc = kpad / 32;
     let persist = if dp4_ok { persist_gemv_local(kc) } else { 0 };
     // The half-chunk form (in slices of at most 256 chunks), where its workgroup fits.
@@ -830,9 +830,10 @@ pub(crate) enum WideDecode {
 
 /// The wide backward M = 1 uses, or `None` for the split-N kernel: packed rows of at least
 /// [`WIDE_BWD_MIN_CHUNKS`] chunks (shorter ones would leave most lanes of a column block
-/// idle); its M = 2 form and the staged backward (M = 3..8) serve the same rows. Compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`,
-/// = `split` | `staged` | `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` overrides the choice
-/// (tests, benchmarks; a forced fp16 decode still needs its self-check passed, else the
+/// idle); its M = 2 form and the staged backward (M = 3..8) serve the same rows. Compile
+/// spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`, = `split` |
+/// `staged` | `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` overrides the choice (tests,
+/// benchmarks; a forced fp16 decode still needs its self-check passed, else the
 /// magic decode runs). `m1`: whether the graph can run M = 1 (else the fp16 decode, which
 /// only M = 1 takes, is not self-checked for it).
 pub(super) fn wide_backward(g: &GraphBuilder<'_>, q: &Q4, m1: bool) -> Option<Kernel> {
