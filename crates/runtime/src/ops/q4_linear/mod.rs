@@ -1610,6 +1610,12 @@ mod tests {
                 dec: WideDecode::Magic
             }
         );
+        // No column block wider than the row: 16 chunks (K = 512) never take 32-chunk
+        // blocks, 8 chunks (K = 256) only 8-chunk ones.
+        for n in [64, 2048, 8192, 28672] {
+            assert!(widest_bwd_cw(n, 16, t) <= 16, "N = {n}");
+            assert_eq!(widest_bwd_cw(n, 8, t), 8, "N = {n}");
+        }
         let g = wide_bwd_geometry(28672, 256, 8, WIDE_BWD_TARGET_DEEP);
         assert_eq!((g.blocks, g.rows, g.slices), (32, 2432, 12));
         let g = wide_bwd_geometry(8192, 896, 16, WIDE_BWD_TARGET_DEEP);
