@@ -1,5 +1,5 @@
 #version 450
-// 4-bit weight-only linear for M = 1 and long rows (>= 128 chunks), fp32:
+// 4-bit weight-only linear for M <= 8 over long rows, fp32:
 //   out[n] = sum_k x[k] * (code(n,k) - 8) * s[n][k / gs]  (+ bias[n])
 // over etvk's packed Q4 layout (rows n contiguous along k, 8 codes per u32 word, a row is KC
 // uvec4 chunks of 32 codes; see q4_pack_weights.comp) and fp32 scales s[n][g].
@@ -18,11 +18,11 @@
 //   the limbs come from a pre-pass (q4_act_limbs.comp) instead of from every workgroup,
 //   which pays off for large matrices (H200, 8192 x 28672: 51.2 us, 0.63 of the read
 //   ceiling).
-// - DP4 + PERSIST (rows of at most NT chunks): one chunk per invocation, its limbs made once;
+// - DP4 + PERSIST (rows of at most 256 chunks): one chunk per invocation, its limbs made once;
 //   a wave of workgroups walks the blocks of RW (8) rows. H200: 17.5 us at 8192^2, 44.0 us at
-//   28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table). At M = 1 over
-//   129..256 chunks q4_linear_gemv_half.comp (half a chunk per invocation) is faster and
-//   takes over; this form serves M = 2..8 there and rows of <= 128 chunks.
+//   28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table). At M = 1
+//   q4_linear_gemv_half.comp (half a chunk per invocation) is faster and takes every row;
+//   this form serves M = 2..8 on rows of 32..256 chunks (session 21).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its

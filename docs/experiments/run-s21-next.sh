@@ -4,8 +4,9 @@
 # to the row (the chunks split into the fewest passes of <= 256, one invocation per chunk of
 # a pass in whole subgroups: 224 at K = 14336 and 28672, 160 at 8448, 192 at 11008) against
 # the fixed 256 (ETVK_Q4_WIDE_LOCAL=256 in the patched binary). The patch,
-# docs/experiments/q4_linear_wide-fit.diff (applies to 2d3ad82; the 34 q4_linear tests pass
-# with it on lavapipe), changes the shader and the runtime: prepare builds a second etvk.
+# docs/experiments/q4_linear_wide-fit.diff (made on 2d3ad82, applies after the review too;
+# the 34 q4_linear tests pass with it on lavapipe), changes the shader and the runtime:
+# prepare builds a second etvk.
 # Prediction: M = 2 at 8192 x 28672 (~65 us) a few us faster, 8192 x 8448 (two passes of
 # 160 instead of 256) more; M = 2..8 on 256-chunk multiples unchanged.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s21-next.sh prepare

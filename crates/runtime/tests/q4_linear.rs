@@ -1699,9 +1699,9 @@ fn persistent_gemv_walks_row_blocks() {
 
 /// Rows of more than 256 chunks at M = 1 take the half-chunk GEMV in slices (at most 256
 /// chunks each; the last workgroup of each block set adds the slices in order): two slices
-/// of 132 chunks (workgroups of 288 invocations, 24 idle), two of
-/// 192, three of 201 with K not a multiple of 32 and one scale group per row, five of 256 (K = 40960: the final sum's
-/// batch of four slices and one more) with N cut short of a block; bias, fresh x on every
+/// of 132 chunks (workgroups of 288 invocations, 24 idle), two of 192, three of 201 with K
+/// not a multiple of 32 and one scale group per row, five of 256 (K = 40960: the final
+/// sum's batch of four slices and one more) with N cut short of a block; bias, fresh x on every
 /// launch of one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero
 /// and no slice sum of one launch may leak into the next; M = 2 takes the 256-invocation
 /// wide form), and qcs4w.
@@ -1710,13 +1710,13 @@ fn sliced_half_gemv_sums_slices_in_order() {
     let be = backend();
     let caps = be.device_caps();
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
-    for (seed, k, n, gs, force) in [
-        (1600, 8448, 700, 32, None),
-        (1604, 12288, 2200, 64, None),
-        (1601, 19212, 300, 19212, None),
-        (1602, 40960, 93, 128, None),
+    for (seed, k, n, gs) in [
+        (1600, 8448, 700, 32),
+        (1604, 12288, 2200, 64),
+        (1601, 19212, 300, 19212),
+        (1602, 40960, 93, 128),
     ] {
-        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
+        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), None);
         for m in [1, 2, 1, 1] {
             let what = format!("sliced GEMV K {k} N {n} gs {gs}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);

@@ -653,15 +653,13 @@ fn global(
         // Workgroups per activation row times M; one grid row (the shader derives the
         // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
-            // Two 256-invocation workgroups per SM (94 registers), as many invocations in
-            // smaller ones; at most 8192 (one grid row).
-            let per_two = (2 * LOCAL / persist).max(2) as usize;
-            let target = (persistent_gemv_target() * per_two / 2).min(8192);
+            // Two 256-invocation workgroups per SM (94 registers).
+            let target = persistent_wave(persist, LOCAL);
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
         }
-        // The half-chunk form's 512 invocations at 61 registers also fit two per SM; M = 1.
-        // Sliced: the same wave split evenly over the slices (at least one workgroup each).
+        // The half-chunk form (M = 1; at 60 registers two workgroups of 512 per SM): its
+        // wave split evenly over the slices (at least one workgroup each).
         Kernel::GemvHalf { slices, local } => {
             let s = slices as usize;
             cols.div_ceil(rows_per_gemv_group)
@@ -1489,9 +1487,11 @@ mod tests {
             panic!()
         };
         assert_eq!(count, (persistent_gemv_target() / 4 * 4) as u64 * 448);
-        assert_eq!(half_gemv_wave(448), persistent_gemv_target());
-        assert_eq!(half_gemv_wave(320), persistent_gemv_target() * 3 / 2);
-        assert_eq!(half_gemv_wave(256), persistent_gemv_target() * 2);
+        assert_eq!(persistent_wave(448, 512), persistent_gemv_target());
+        assert_eq!(persistent_wave(320, 512), persistent_gemv_target() * 3 / 2);
+        assert_eq!(persistent_wave(256, 512), persistent_gemv_target() * 2);
+        assert_eq!(persistent_wave(160, 256), persistent_gemv_target() * 3 / 2);
+        assert_eq!(persistent_wave(256, 256), persistent_gemv_target());
         assert_eq!(half_gemv_sets(4, 512), persistent_gemv_target() / 4);
         assert_eq!(half_gemv_sets(2, 256), persistent_gemv_target());
         assert_eq!(half_gemv_sets(100_000, 512), 1);

@@ -712,12 +712,13 @@ pub(super) fn half_gemv_local(kc: usize) -> u32 {
     wider.map_or(fit, |l| l.max(fit))
 }
 
-/// Resident workgroups of the half-chunk GEMV's wave at `local` invocations: the persistent
-/// target's two 512-invocation workgroups per SM, as many invocations in smaller ones; at
-/// most 8192 (the launch stays one row of the grid: the shader counts its workgroups from
+/// Resident workgroups of a persistent GEMV's wave at `local` invocations per workgroup:
+/// the persistent target's two workgroups of `full` invocations per SM (the half-chunk
+/// form's 512, the chunk-per-invocation form's 256), as many invocations in smaller ones; at
+/// most 8192 (the launch stays one row of the grid: the shaders count their workgroups from
 /// the launch size).
-pub(super) fn half_gemv_wave(local: u32) -> usize {
-    let per_two = (2 * HALF_GEMV_LOCAL / local.max(1)).max(2) as usize;
+pub(super) fn persistent_wave(local: u32, full: u32) -> usize {
+    let per_two = (2 * full / local.max(1)).max(2) as usize;
     (persistent_gemv_target() * per_two / 2).min(8192)
 }
 
@@ -729,10 +730,10 @@ pub(super) fn half_gemv_slices(kc: usize) -> usize {
 }
 
 /// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
-/// most): the resident wave ([`half_gemv_wave`]) split evenly over the slices, at least one
+/// most): the resident wave ([`persistent_wave`]) split evenly over the slices, at least one
 /// each.
 pub(super) fn half_gemv_sets(slices: usize, local: u32) -> usize {
-    (half_gemv_wave(local) / slices.max(1)).max(1)
+    (persistent_wave(local, HALF_GEMV_LOCAL) / slices.max(1)).max(1)
 }
 
 /// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
