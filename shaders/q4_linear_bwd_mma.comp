@@ -63,6 +63,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
+#include "q4_scales.glsl"
 #include "q4_bwd_scale.glsl"
 
 #ifndef BM
@@ -417,9 +418,9 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 float scale_at(uint n, uint kb) {
   const uint g = kb / p.gs;
 #if FORWARD
-  return (n < p.K && g < p.G) ? s[n * p.G + g] : 0.0;
+  return (n < p.K && g < p.G) ? s[Q4S(n, g, p.G)] : 0.0;
 #else
-  return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+  return (n < p.N && g < p.G) ? s[Q4S(n, g, p.G)] : 0.0;
 #endif
 }
 

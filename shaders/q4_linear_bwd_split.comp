@@ -22,6 +22,7 @@
 // row need no bounds checks); the reduce reads only k < K.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #ifndef MT
 #define MT 1
@@ -105,8 +106,8 @@ void main() {
     [[unroll]] for (uint u = 0u; u < U; ++u) {
       const uint nr = min(n + u, p.N - 1u);
       wv[u] = n + u < n1 ? w[nr * p.KW + wi] : 0x88888888u;
-      s0[u] = s[nr * p.G + g0];
-      s1[u] = one_group ? s0[u] : s[nr * p.G + g1];
+      s0[u] = s[Q4S(nr, g0, p.G)];
+      s1[u] = one_group ? s0[u] : s[Q4S(nr, g1, p.G)];
     }
     vec4 d[MT][U / 4];
     [[unroll]] for (uint m = 0u; m < MT; ++m) {

@@ -20,6 +20,7 @@
 // zeroed tensor, restored by that workgroup), as in q4_linear_bwd_wide.comp.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #define NT 256      // local size (the runtime launches this kernel with NT x 1 x 1)
 #define CB 8        // chunks per column block: 32 words, 256 columns
@@ -75,7 +76,7 @@ void load_stage(uint n0, uint cb, uint t, out uvec4 wr[4], out float sr[4], out 
     const uint n = min(n0 + r, p.N - 1u);
     wr[q] = w4[n * p.KC + ch];
     const uint g = p.G == 1u ? 0u : min(ch >> (p.gshift - 2u), p.G - 1u);
-    sr[q] = s[n * p.G + g];
+    sr[q] = s[Q4S(n, g, p.G)];
     // dy: SR * MT values, [MT][SR] in the load order (consecutive invocations, consecutive n).
     const uint m = i / SR, rd = i % SR;
     dr[q] = m < MT ? dy[min(m, p.M - 1u) * p.N + min(n0 + rd, p.N - 1u)] : 0.0;

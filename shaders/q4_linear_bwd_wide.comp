@@ -57,6 +57,7 @@
 // workgroups per SM.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #ifndef NT
 #define NT 256  // local size (the runtime launches this kernel with NT x 1 x 1)
@@ -96,6 +97,8 @@ layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
 layout(set = 0, binding = 2) readonly buffer W1 { uint w1[]; };
 #endif
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 3) readonly buffer S2 { vec2 s2[]; };  // row quads (q4_scales.glsl)
+layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };
 layout(set = 0, binding = 4) coherent buffer Count { uint count[]; };  // [column blocks], 0 between launches
 layout(set = 0, binding = 5) writeonly buffer Out { float outp[]; };   // dx [K]
 
@@ -159,14 +162,25 @@ const float DEC_OFF = 8.0;          // result = acc - 8 * sum coef
 // warp wait for the load where it is issued (H200: 65.2 -> 63.4 us at N = 28672, K = 8192).
 // (A non-finite dy or scale in such a row turns its column sums into NaN; the true result
 // holds that row too, so it is non-finite anyway.) vec_dy: n is a multiple of 4 and
-// N % 4 == 0.
+// N % 4 == 0. n is a multiple of UR (row groups start on multiples of 4), so with UR = 2 or 4
+// the batch's scales are adjacent in their row quad: one load, from rows clamped to the
+// padded ones (R = N rounded up to 8; rows past N have scale 0 there).
 void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out float sv[UR],
                 out float dv[MT * UR]) {
-  [[unroll]] for (uint u = 0u; u < UR; ++u) {
-    const uint nr = min(n + u, p.N - 1u);
-    wv[u] = w4[nr * p.KC + cc];
-    sv[u] = s[nr * p.G + g];
-  }
+  [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w4[min(n + u, p.N - 1u) * p.KC + cc];
+#if UR == 4
+  const vec4 sq = s4[Q4S(min(n, ((p.N + 7u) & ~7u) - 4u), g, p.G) >> 2];
+  sv[0] = sq.x;
+  sv[1] = sq.y;
+  sv[2] = sq.z;
+  sv[3] = sq.w;
+#elif UR == 2
+  const vec2 sq = s2[Q4S(min(n, ((p.N + 7u) & ~7u) - 2u), g, p.G) >> 1];
+  sv[0] = sq.x;
+  sv[1] = sq.y;
+#else
+  [[unroll]] for (uint u = 0u; u < UR; ++u) sv[u] = s[Q4S(min(n + u, p.N - 1u), g, p.G)];
+#endif
   const uint last = p.N - 1u;
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
     const uint row = m * p.N;  // dy is [MT][N]
@@ -240,7 +254,9 @@ void main() {
 #if NPF > 0
   if (t >= NT && chunk_group) {
     // Items in the row groups' order: step i of every row group, then step i + 1; per row
-    // CW / 2 weight sectors (two chunks each), then one scale word per 8 chunks.
+    // CW / 2 weight sectors (two chunks each), then one scale word per 8 chunks: row n of a
+    // quad at chunk 2 (n % 4) of each 8, so that its quad's four rows touch every 32-byte
+    // sector of the quad's scales (two groups of 32 k each) between them.
     const uint SPR = CW / 2u + (CW + 7u) / 8u;
     const uint items = rr * RG * SPR;
     uint touched = 0u;
@@ -253,10 +269,10 @@ void main() {
         if (q < CW / 2u) {
           v[u] = w1[(n * p.KC + min(cb * CW + 2u * q, p.KC - 1u)) * 4u];
         } else {
-          const uint sc = min(cb * CW + 8u * (q - CW / 2u), p.KC - 1u);
+          const uint sc = min(cb * CW + 8u * (q - CW / 2u) + 2u * (n & 3u), p.KC - 1u);
           // (G = 1: the shift by ~2^32 gives some value, which min takes to 0. A select
           // here instead cost the whole gain at 8192^2: 19.2 -> 20.6 us, session 19.)
-          v[u] = floatBitsToUint(s[n * p.G + min(sc >> (p.gshift - 2u), p.G - 1u)]);
+          v[u] = floatBitsToUint(s[Q4S(n, min(sc >> (p.gshift - 2u), p.G - 1u), p.G)]);
         }
       }
       [[unroll]] for (uint u = 0u; u < PFD; ++u) touched ^= v[u];
@@ -318,7 +334,7 @@ void main() {
       [[unroll]] for (uint m = 0u; m < MT; ++m) d[m] = dy[m * p.N + n];
       [[unroll]] for (uint h = 0u; h < 8u; ++h) {
         const uint g = (cc * 32u + 4u * h) / p.gs;
-        const float sc = g < p.G ? s[n * p.G + g] : 0.0;
+        const float sc = g < p.G ? s[Q4S(n, g, p.G)] : 0.0;
         const uint word = v[h >> 1];
         const vec4 q4 = (h & 1u) == 0u ? codes4_lo(word) : codes4_hi(word);
         [[unroll]] for (uint m = 0u; m < MT; ++m) {

@@ -20,6 +20,7 @@
 // int-to-float conversions: 43 us; uvec4 per lane, vec4 x loads: 77 us.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #ifndef MT
 #define MT 1
@@ -110,16 +111,16 @@ void main() {
           const uint n = n0 + i;
           vec4 qlo = codes4(wv[u][i] & 0xFFFFu);
           vec4 qhi = codes4(wv[u][i] >> 16);
-          const uint sbase = min(n, p.N - 1u) * p.G;
+          const uint sbase = Q4S(min(n, p.N - 1u), 0u, p.G);  // + 4 g
           float sc;
           if (pow2_groups) {
             const uint g = wi >> p.gshift;
-            sc = g < p.G ? s[sbase + g] : 0.0;
+            sc = g < p.G ? s[sbase + 4u * g] : 0.0;
           } else {
             // gs % 4 == 0: each half-word lies in one group.
             const uint g0 = k / p.gs, g1 = (k + 4u) / p.gs;
-            qlo *= g0 < p.G ? s[sbase + g0] : 0.0;
-            qhi *= g1 < p.G ? s[sbase + g1] : 0.0;
+            qlo *= g0 < p.G ? s[sbase + 4u * g0] : 0.0;
+            qhi *= g1 < p.G ? s[sbase + 4u * g1] : 0.0;
             sc = 1.0;
           }
           [[unroll]] for (uint m = 0u; m < MT; ++m) {

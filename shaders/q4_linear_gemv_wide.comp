@@ -30,6 +30,7 @@
 // both the instruction count per nibble and the overlap of the loads matter.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 #ifdef DP4
 #extension GL_EXT_spirv_intrinsics : require
 // OpSDotKHR (4450) over two 32-bit words of 4 signed 8-bit lanes (PackedVectorFormat4x8Bit,
@@ -72,6 +73,7 @@ layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
+layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 
 layout(push_constant) uniform Params {
@@ -104,13 +106,20 @@ vec4 codes4(uint h) {
 // loaded value here: a select makes the warp wait for the load where it is issued, which
 // undid the next batch's early load (H200: 18.3 -> 17.7 us at 8192^2, 47.0 -> 44.5 us at
 // N = 28672, docs/performance.md). The scales travel with the weights so that their
-// latency overlaps.
+// latency overlaps. The UR = 4 rows from nb (a multiple of 4) are one quad of the packed
+// scales: one vec4, its quad clamped to the padded rows (rows past N have scale 0 there).
 void load_batch(uint c, uint nb, uint gc, out uvec4 wv[UR], out float sb[UR]) {
-  [[unroll]] for (uint u = 0u; u < UR; ++u) {
-    const uint n = nb + u;
-    wv[u] = w4[min(n, p.N - 1u) * p.KC + c];
-    sb[u] = s[min(n, p.N - 1u) * p.G + min(gc, p.G - 1u)];
-  }
+  [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w4[min(nb + u, p.N - 1u) * p.KC + c];
+#if UR == 4
+  const uint quads = ((p.N + 7u) >> 3) * 2u;
+  const vec4 sq = s4[min(nb >> 2, quads - 1u) * p.G + min(gc, p.G - 1u)];
+  sb[0] = sq.x;
+  sb[1] = sq.y;
+  sb[2] = sq.z;
+  sb[3] = sq.w;
+#else
+  [[unroll]] for (uint u = 0u; u < UR; ++u) sb[u] = s[Q4S(min(nb + u, p.N - 1u), min(gc, p.G - 1u), p.G)];
+#endif
 }
 
 // Two-stage sum of each output's NT partials, RP outputs per pass through shared memory
@@ -341,7 +350,7 @@ void main() {
       float sb[UR];
       load_batch(c, n0 + r0, gc, wv, sb);
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const uint sbase = min(n0 + r0 + u, p.N - 1u) * p.G;
+        const uint sbase = Q4S(min(n0 + r0 + u, p.N - 1u), 0u, p.G);  // + 4 g
         if (chunk_shift) {
           const float sc = gc < p.G ? sb[u] : 0.0;
           vec4 f[8];
@@ -362,8 +371,8 @@ void main() {
           [[unroll]] for (uint j = 0u; j < 4u; ++j) {
             const uint k = k0 + 8u * j;
             const uint g0 = k / p.gs, g1 = (k + 4u) / p.gs;
-            const vec4 qlo = codes4(wv[u][j] & 0xFFFFu) * (g0 < p.G ? s[sbase + g0] : 0.0);
-            const vec4 qhi = codes4(wv[u][j] >> 16) * (g1 < p.G ? s[sbase + g1] : 0.0);
+            const vec4 qlo = codes4(wv[u][j] & 0xFFFFu) * (g0 < p.G ? s[sbase + 4u * g0] : 0.0);
+            const vec4 qhi = codes4(wv[u][j] >> 16) * (g1 < p.G ? s[sbase + 4u * g1] : 0.0);
             [[unroll]] for (uint m = 0u; m < MT; ++m) {
               acc[m][r0 + u] += dot(xv[m][2u * j], qlo) + dot(xv[m][2u * j + 1u], qhi);
             }

@@ -30,6 +30,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #ifndef MF
 #define MF 1  // 8-row activation fragments per workgroup
@@ -64,7 +65,7 @@ layout(set = 0, binding = 1) writeonly buffer Part { float part[]; };  // [slice
 layout(set = 0, binding = 2) readonly buffer Limbs { uvec4 limbs[]; }; // [3][KC][Mp] x 2
 layout(set = 0, binding = 3) readonly buffer Side { uvec2 side[]; };   // [KC][Mp]
 layout(set = 0, binding = 4) readonly buffer W4 { uvec4 w4[]; };       // [N][KC]
-layout(set = 0, binding = 5) readonly buffer S { float s[]; };         // [N][G]
+layout(set = 0, binding = 5) readonly buffer S { float s[]; };         // row quads, q4_scales.glsl
 layout(set = 0, binding = 6) readonly buffer Bias { float bias[]; };
 
 layout(push_constant) uniform Params {
@@ -126,7 +127,7 @@ void main() {
   // items t, t + NT, ..; unit item t; scales of row t % ROWS, chunks sj0 .. sj0 + SPL - 1.
   const uint wr = lane >> 1, wj0 = (lane & 1u) * WPL;
   const uint wrow = min(n0 + sg * 16u + wr, p.N - 1u) * p.KC;
-  const uint srow = min(n0 + t % ROWS, p.N - 1u) * p.G;
+  const uint srow = Q4S(min(n0 + t % ROWS, p.N - 1u), 0u, p.G);  // + 4 g
   const uint sj0 = (t / ROWS) * SPL;
   uvec4 wv[WPL], bv[BPL];
   uvec2 sv;
@@ -150,7 +151,7 @@ void main() {
     [[unroll]] for (uint u = 0u; u < SPL; ++u) {                                        \
       const uint c = (c0) + sj0 + u;                                                    \
       const uint g = min(c, p.KC - 1u) / cpg;                                         \
-      scv[u] = s[srow + min(g, p.G - 1u)];                                              \
+      scv[u] = s[srow + 4u * min(g, p.G - 1u)];                                              \
       scv[u] = (c < cend && g < p.G) ? scv[u] : 0.0;                                    \
     }                                                                                   \
   }

@@ -27,6 +27,7 @@
 // (The backward at M <= 8 uses q4_linear_bwd_split.comp: tiles over k alone leave the GPU idle.)
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
+#include "q4_scales.glsl"
 
 #ifndef BWD
 #define BWD 0
@@ -115,7 +116,7 @@ shared vec4 Ws4[BR][BC / 4 + 1];
 // Scale of weight row n for the 4 columns starting at kb (a multiple of 4).
 float scale_at(uint n, uint kb) {
   const uint g = kb / p.gs;
-  return (n < p.N && g < p.G) ? s[n * p.G + g] : 0.0;
+  return (n < p.N && g < p.G) ? s[Q4S(n, g, p.G)] : 0.0;
 }
 
 #if DBUF

@@ -6,9 +6,10 @@
 // Source: uint8 [N, row_bytes] (bound as uint words; the runtime pads the upload to 4
 // bytes), two codes per byte in either nibble convention (`even_high`: 0 = q4gsw, even k in
 // the LOW nibble; 1 = qcs4w, even k in the HIGH nibble).
-// Destination: uint32 [N, KW], KW = Kpad / 8, Kpad = 2 * row_bytes rounded up to 32: word w
-// of row n holds k = 8w + j at bits 4j..4j+3 (code = q + 8). Columns past 2 * row_bytes get
-// code 8 (q = 0) so they contribute nothing. One invocation writes one word.
+// Destination: uint32 [R, KW], KW = Kpad / 8, Kpad = 2 * row_bytes rounded up to 32, R = N
+// padded to whole blocks of rows (prepack::q4::Q4_ROW_PAD): word w of row n holds k = 8w + j
+// at bits 4j..4j+3 (code = q + 8). Columns past 2 * row_bytes and rows past N get code 8
+// (q = 0) so they contribute nothing. One invocation writes one word.
 #include "common.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Dst { uint dst[]; };
@@ -19,6 +20,7 @@ layout(push_constant) uniform Params {
   uint row_bytes;  // serialized bytes per row
   uint KW;         // output words per row
   uint even_high;  // nibble convention of the source
+  uint R;          // rows written (N padded)
 } p;
 
 uint src_byte(uint i) {
@@ -28,7 +30,7 @@ uint src_byte(uint i) {
 void main() {
   // Folded 1-D index (the runtime spills large launches into y).
   const uint idx = linear_id();
-  if (idx >= p.N * p.KW) {
+  if (idx >= p.R * p.KW) {
     return;
   }
   const uint n = idx / p.KW;
@@ -38,7 +40,7 @@ void main() {
   for (uint j = 0u; j < 8u; ++j) {
     const uint k = 8u * w + j;
     uint code = 8u;
-    if (k < k_src) {
+    if (k < k_src && n < p.N) {
       const uint b = src_byte(n * p.row_bytes + (k >> 1));
       const bool high = ((k & 1u) == 0u) == (p.even_high != 0u);
       code = high ? (b >> 4) : (b & 0xFu);

@@ -91,7 +91,9 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let inputs = [
         words_to_bytes(&f32_bits(&dy)),
         words_to_bytes(&words),
-        words_to_bytes(&f32_bits(&scales)),
+        words_to_bytes(&f32_bits(&crate::prepack::q4::pack_q4_scales(
+            &scales, n, groups,
+        ))),
         words_to_bytes(&crate::prepack::q4::group_scale_peaks(&scales, n, groups)),
         // The split variants' per-tile counters of finished slices, zero between launches.
         words_to_bytes(&vec![0u32; tiles as usize]),

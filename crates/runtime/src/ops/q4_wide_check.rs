@@ -65,7 +65,9 @@ pub(crate) fn check(be: &BackendInner, shader: ShaderId) -> Result<Option<String
     let inputs = [
         words_to_bytes(&f32_bits(&dy)),
         words_to_bytes(&words),
-        words_to_bytes(&f32_bits(&scales)),
+        words_to_bytes(&f32_bits(&crate::prepack::q4::pack_q4_scales(
+            &scales, nu, kcu,
+        ))),
         // Finished-slice counters, zero between launches.
         words_to_bytes(&vec![0u32; blocks as usize]),
     ];

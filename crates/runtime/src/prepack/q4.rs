@@ -8,13 +8,17 @@
 //! `2 * row_bytes` get code 8 (q = 0). Rows stay contiguous along k, so the GEMV reads a row
 //! as one stream of `uvec4`s (32 k each) and the GEMM's weight tiles are whole words; the
 //! forward and the backward read the same buffer. For q4gsw (even k in the low nibble) the
-//! packed row is the serialized row plus padding; qcs4w (even k high) swaps nibbles.
+//! packed row is the serialized row plus padding; qcs4w (even k high) swaps nibbles. The
+//! rows are padded to a multiple of [`Q4_ROW_PAD`] with code-8 rows, so that the M = 1 GEMV
+//! loads whole blocks of rows without clamping each row.
 //!
-//! **Scales** (fp32 `[N, G]`, row n's groups contiguous): q4gsw's serialized `[G, N']`
-//! (transposed, N' >= N padded) are transposed back and cut to N (layout
-//! `q4s_t_n{N}_g{G}`); qcs4w's per-channel `[N]` are one group spanning the whole row (layout
-//! `q4s_c_n{N}`, group size = Kpad). fp16 scales are widened to fp32 (the kernels compute
-//! in fp32).
+//! **Scales** (fp32 in row quads, `[R / 4, G, 4]`, R = N padded to [`Q4_ROW_PAD`] rows with
+//! scale 0; see [`pack_q4_scales`] and `shaders/q4_scales.glsl`): the four rows of a quad
+//! and group are adjacent, so the GEMV loads a batch's four scales as one `vec4`. q4gsw's
+//! serialized `[G, N']` (transposed, N' >= N padded; layout `q4s_quad_n{N}_g{G}`); qcs4w's
+//! per-channel `[N]` are one group spanning the whole row (layout `q4s_c_quad_n{N}`, group size =
+//! Kpad; with G = 1 the quads are a plain vector). fp16 scales are widened to fp32 (the
+//! kernels compute in fp32).
 
 use etvk_format::ir::DataType;
 use etvk_shaders::ShaderId;
@@ -44,6 +48,15 @@ impl NibbleOrder {
     }
 }
 
+/// Rows of packed weights and scales are padded to a multiple of this (the M = 1 GEMV's
+/// block of rows, `RW` in `shaders/q4_linear_gemv_half.comp`).
+pub const Q4_ROW_PAD: usize = 8;
+
+/// Packed rows for `n` output features (`n` rounded up to [`Q4_ROW_PAD`]).
+pub fn padded_rows(n: usize) -> usize {
+    n.div_ceil(Q4_ROW_PAD) * Q4_ROW_PAD
+}
+
 /// Packed k per row: `2 * row_bytes` rounded up to 32 (one `uvec4` of codes).
 pub fn padded_k(row_bytes: usize) -> usize {
     (2 * row_bytes).div_ceil(32) * 32
@@ -54,12 +67,13 @@ pub fn words_per_row(row_bytes: usize) -> usize {
     padded_k(row_bytes) / 8
 }
 
-/// CPU reference: pack serialized weights `src` (`[n, row_bytes]`) into `n * words_per_row`
-/// words (see the module docs). `src` must hold `n * row_bytes` bytes.
+/// CPU reference: pack serialized weights `src` (`[n, row_bytes]`) into
+/// `padded_rows(n) * words_per_row` words (see the module docs; the padding rows hold code 8,
+/// i.e. q = 0). `src` must hold `n * row_bytes` bytes.
 pub fn pack_q4_weights(src: &[u8], n: usize, row_bytes: usize, order: NibbleOrder) -> Vec<u32> {
     let k_src = 2 * row_bytes;
     let kw = words_per_row(row_bytes);
-    let mut out = vec![0u32; n * kw];
+    let mut out = vec![0x8888_8888u32; padded_rows(n) * kw];
     for row in 0..n {
         let bytes = &src[row * row_bytes..(row + 1) * row_bytes];
         for (w, word_out) in out[row * kw..(row + 1) * kw].iter_mut().enumerate() {
@@ -133,7 +147,7 @@ pub fn weight_layout(order: NibbleOrder) -> Layout {
             let (n, rb) = weight_geometry(c)?;
             Ok(Packed {
                 dtype: DataType::Int32,
-                dims: vec![n, words_per_row(rb)],
+                dims: vec![padded_rows(n), words_per_row(rb)],
                 bytes: words_to_bytes(&pack_q4_weights(bytes, n, rb, order)),
             })
         }),
@@ -145,26 +159,46 @@ pub fn weight_gpu(order: NibbleOrder) -> GpuPackFn {
     Box::new(move |c| {
         let (n, rb) = weight_geometry(c)?;
         let kw = words_per_row(rb);
-        let words = n
+        let rows = padded_rows(n);
+        let words = rows
             .checked_mul(kw)
             .ok_or_else(|| invalid_program(format!("q4 weight [{n}, {rb}]: size overflows")))?;
         Ok(GpuTransform {
             dtype: DataType::Int32,
-            dims: vec![n, kw],
+            dims: vec![rows, kw],
             shader: ShaderId::Q4PackWeights,
             push: Push::new()
                 .u32(to_u32(n, "N")?)
                 .u32(to_u32(rb, "row_bytes")?)
                 .u32(to_u32(kw, "KW")?)
                 .u32((order == NibbleOrder::EvenHigh) as u32)
+                .u32(to_u32(rows, "padded rows")?)
                 .finish(),
             global: Global::Linear(to_u32(words, "packed words")? as u64),
         })
     })
 }
 
-/// CPU reference: transposed per-group scales `[groups, n_stride]` -> `[n][groups]`.
-pub fn pack_q4_scales(src: &[f32], n: usize, groups: usize, n_stride: usize) -> Vec<f32> {
+/// Index of scale (row `n`, group `g`) in the packed quads of [`pack_q4_scales`] (the
+/// shaders' `Q4S` in `q4_scales.glsl`).
+pub fn scale_index(n: usize, g: usize, groups: usize) -> usize {
+    ((n / 4) * groups + g) * 4 + n % 4
+}
+
+/// CPU reference: row-major scales `[n][groups]` -> the packed row quads
+/// `[padded_rows(n) / 4][groups][4]` (padding rows 0).
+pub fn pack_q4_scales(rows: &[f32], n: usize, groups: usize) -> Vec<f32> {
+    let mut out = vec![0f32; padded_rows(n) * groups];
+    for (row, values) in rows.chunks(groups).take(n).enumerate() {
+        for (g, v) in values.iter().enumerate() {
+            out[scale_index(row, g, groups)] = *v;
+        }
+    }
+    out
+}
+
+/// Transposed per-group scales `[groups, n_stride]` -> row-major `[n][groups]`.
+fn transpose_scales(src: &[f32], n: usize, groups: usize, n_stride: usize) -> Vec<f32> {
     let mut out = vec![0f32; n * groups];
     for row in 0..n {
         for g in 0..groups {
@@ -174,9 +208,9 @@ pub fn pack_q4_scales(src: &[f32], n: usize, groups: usize, n_stride: usize) -> 
     out
 }
 
-/// q4gsw scales of constant `c`, serialized `[groups, N']` (N' >= n), in the packed fp32
-/// `[n, groups]` layout of [`pack_q4_scales`].
-fn packed_group_scales(
+/// q4gsw scales of constant `c`, serialized `[groups, N']` (N' >= n), row-major
+/// `[n, groups]` in fp32.
+fn row_major_group_scales(
     c: &ConstantInfo,
     bytes: &[u8],
     n: usize,
@@ -185,7 +219,7 @@ fn packed_group_scales(
 ) -> Result<Vec<f32>> {
     let v = float_values(c, bytes, "q4 scales")?;
     match c.dims.as_slice() {
-        &[g, np] if g == groups && np >= n => Ok(pack_q4_scales(&v, n, groups, np)),
+        &[g, np] if g == groups && np >= n => Ok(transpose_scales(&v, n, groups, np)),
         d => Err(internal(format!(
             "{layout} layout: constant {} has sizes {d:?}, expected [{groups}, >= {n}]",
             c.constant_id
@@ -193,16 +227,17 @@ fn packed_group_scales(
     }
 }
 
-/// q4gsw scales: serialized `[groups, N']` (N' >= n) -> fp32 `[n, groups]`.
+/// q4gsw scales: serialized `[groups, N']` (N' >= n) -> the fp32 row quads of
+/// [`pack_q4_scales`].
 pub fn group_scales_layout(n: usize, groups: usize) -> Layout {
     Layout {
-        name: format!("q4s_t_n{n}_g{groups}"),
+        name: format!("q4s_quad_n{n}_g{groups}"),
         pack: Box::new(move |c, bytes| {
-            let packed = packed_group_scales(c, bytes, n, groups, "q4 scales")?;
+            let rows = row_major_group_scales(c, bytes, n, groups, "q4 scales")?;
             Ok(Packed {
                 dtype: DataType::Float32,
-                dims: vec![n, groups],
-                bytes: floats_to_bytes(&packed),
+                dims: vec![padded_rows(n) / 4, groups, 4],
+                bytes: floats_to_bytes(&pack_q4_scales(&rows, n, groups)),
             })
         }),
     }
@@ -216,7 +251,7 @@ pub const SCALE_PEAK_ROWS: usize = 32;
 /// (`[ceil(n / SCALE_PEAK_ROWS), groups]`): bits of non-negative floats order as unsigned
 /// integers, and NaN (above Inf) wins, so the kernel's max over them needs no float compare
 /// (`q4_linear_bwd_mma.comp` takes the power of two of its tile's peak for fp16's range).
-/// `scales` is the packed `[n, groups]` fp32 layout of [`pack_q4_scales`].
+/// `scales` is row-major `[n, groups]`.
 pub fn group_scale_peaks(scales: &[f32], n: usize, groups: usize) -> Vec<u32> {
     let parts = n.div_ceil(SCALE_PEAK_ROWS);
     let mut out = vec![0u32; parts * groups];
@@ -235,8 +270,8 @@ pub fn group_scale_peaks_layout(n: usize, groups: usize) -> Layout {
     Layout {
         name: format!("q4s_peaks_n{n}_g{groups}"),
         pack: Box::new(move |c, bytes| {
-            let packed = packed_group_scales(c, bytes, n, groups, "q4 scale peaks")?;
-            let peaks = group_scale_peaks(&packed, n, groups);
+            let rows = row_major_group_scales(c, bytes, n, groups, "q4 scale peaks")?;
+            let peaks = group_scale_peaks(&rows, n, groups);
             Ok(Packed {
                 dtype: DataType::Int32,
                 dims: vec![n.div_ceil(SCALE_PEAK_ROWS), groups],
@@ -270,10 +305,11 @@ pub fn channel_scale_peaks_layout(n: usize) -> Layout {
     }
 }
 
-/// qcs4w scales: per-channel `[n]` -> fp32 `[n, 1]` (one group spanning the row).
+/// qcs4w scales: per-channel `[n]` -> fp32 row quads with one group spanning the row (a
+/// plain vector of `padded_rows(n)`, padding 0).
 pub fn channel_scales_layout(n: usize) -> Layout {
     Layout {
-        name: format!("q4s_c_n{n}"),
+        name: format!("q4s_c_quad_n{n}"),
         pack: Box::new(move |c, bytes| {
             let v = float_values(c, bytes, "qcs4w scales")?;
             if v.len() < n {
@@ -285,8 +321,8 @@ pub fn channel_scales_layout(n: usize) -> Layout {
             }
             Ok(Packed {
                 dtype: DataType::Float32,
-                dims: vec![n, 1],
-                bytes: floats_to_bytes(&v[..n]),
+                dims: vec![padded_rows(n) / 4, 1, 4],
+                bytes: floats_to_bytes(&pack_q4_scales(&v[..n], n, 1)),
             })
         }),
     }
@@ -349,15 +385,43 @@ mod tests {
     fn packs_both_nibble_orders_with_padding() {
         // Row of 3 bytes = 6 codes; Kpad = 32 -> 4 words.
         let src = [0x21u8, 0x43, 0x65];
+        // One row padded to 8: rows 1..7 are code 8 (q = 0) throughout.
         let lo = pack_q4_weights(&src, 1, 3, NibbleOrder::EvenLow);
-        assert_eq!(lo, vec![0x8865_4321, 0x8888_8888, 0x8888_8888, 0x8888_8888]);
+        assert_eq!(lo.len(), 8 * 4);
+        assert_eq!(
+            lo[..4],
+            [0x8865_4321, 0x8888_8888, 0x8888_8888, 0x8888_8888]
+        );
+        assert!(lo[4..].iter().all(|&w| w == 0x8888_8888));
         let hi = pack_q4_weights(&src, 1, 3, NibbleOrder::EvenHigh);
-        assert_eq!(hi, vec![0x8856_3412, 0x8888_8888, 0x8888_8888, 0x8888_8888]);
+        assert_eq!(
+            hi[..4],
+            [0x8856_3412, 0x8888_8888, 0x8888_8888, 0x8888_8888]
+        );
         assert_eq!(padded_k(16), 32);
         assert_eq!(padded_k(17), 64);
-        assert_eq!(
-            pack_q4_scales(&[1., 2., 9., 3., 4., 9.], 2, 2, 3),
-            vec![1., 3., 2., 4.]
-        );
+        assert_eq!((padded_rows(1), padded_rows(8), padded_rows(9)), (8, 8, 16));
+    }
+
+    #[test]
+    fn scales_pack_in_row_quads_padded_with_zeros() {
+        // Serialized [G = 2, N' = 6] for N = 5: value 10 * row + group (+ 1), column 5 unused.
+        let src: Vec<f32> = (0..2)
+            .flat_map(|g| (0..6).map(move |r| (10 * r + g + 1) as f32))
+            .collect();
+        let rows = transpose_scales(&src, 5, 2, 6);
+        assert_eq!(rows[..4], [1., 2., 11., 12.]);
+        let q = pack_q4_scales(&rows, 5, 2);
+        // Quad 0: rows 0..3 of group 0, then of group 1; quad 1: row 4, then zeros.
+        assert_eq!(q.len(), 8 * 2);
+        assert_eq!(q[..8], [1., 11., 21., 31., 2., 12., 22., 32.]);
+        assert_eq!(q[8..], [41., 0., 0., 0., 42., 0., 0., 0.]);
+        for r in 0..5 {
+            for g in 0..2 {
+                assert_eq!(q[scale_index(r, g, 2)], (10 * r + g + 1) as f32);
+            }
+        }
+        // One group: a plain vector.
+        assert_eq!(pack_q4_scales(&[5., 6., 7.], 3, 1)[..4], [5., 6., 7., 0.]);
     }
 }
