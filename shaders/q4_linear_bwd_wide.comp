@@ -41,6 +41,11 @@
 // with -O, which lost the third workgroup at N = 28672: 66 us); H200, session 7: 20.5 /
 // 49.6 / 50.1 us against 20.9 / 51.6 / 51.9 for UR = 4 without prefetch. The M = 2
 // variants keep UR = 4 (their 16 more accumulators leave no room for a second batch).
+// PREFETCH = 2 walks a row quad per iteration, the quad's scales and dy as one vec4 each,
+// the second pair of rows loaded while the first decodes: H200 (session 23) 95 registers
+// against 88, so only the touch variant takes it (two workgroups of 320 per SM leave room
+// for 96): 8192^2 19.5 -> 18.9-19.0 us, N = 14336, K = 4096 18.4 -> 17.9; the plain fp16
+// variant with it lost its third workgroup per SM (N = 28672, K = 8192: 46.9 -> 64.2).
 //
 // Decoding is in place: an AND and a subtract per code, no shifts (see codes4_pre).
 //
@@ -74,7 +79,7 @@
 #define UR 4  // rows per batch of loads
 #endif
 #ifndef PREFETCH
-#define PREFETCH 0  // 1: the next batch is loaded before the current one is decoded
+#define PREFETCH 0  // 1: the next batch is loaded before the current one is decoded; 2: see above
 #endif
 #ifndef NPF
 #define NPF 0  // touch invocations past the NT (the runtime launches NT + NPF)
@@ -198,6 +203,36 @@ void load_batch(uint n, uint cc, uint g, bool vec_dy, out uvec4 wv[UR], out floa
   }
 }
 
+#if PREFETCH == 2
+// dy of rows n .. n + 3 (clamped rows: their coefficients are masked by the caller).
+vec4 quad_dy(uint n, bool vec_dy) {
+  if (vec_dy) return dy4[min(n, p.N - 4u) >> 2];
+  const uint last = p.N - 1u;
+  return vec4(dy[min(n, last)], dy[min(n + 1u, last)], dy[min(n + 2u, last)], dy[min(n + 3u, last)]);
+}
+
+// One row's chunk times its coefficient c0 (dy * scale, 0 for masked rows) into the
+// accumulators, by the decode DEC selects.
+void add_row(uvec4 w, float c0, inout vec4 acc[8], inout float csum[1]) {
+#if DEC
+  csum[0] += c0;
+  const vec4 coef = vec4(c0 * DEC_COEF);
+#else
+  const vec4 coef = vec4(c0);
+#endif
+  [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+#if DEC
+    vec4 lo, hi;
+    codes8(w[q], lo, hi);
+#else
+    const vec4 lo = codes4_lo(w[q]), hi = codes4_hi(w[q]);
+#endif
+    acc[2u * q] = fma(coef, lo, acc[2u * q]);
+    acc[2u * q + 1u] = fma(coef, hi, acc[2u * q + 1u]);
+  }
+}
+#endif
+
 #if MT == 1
 // Column `col` of chunk `oc` of activation row m: the result itself when there is one slice,
 // else the slice's partial sum. Chunks past the row are not written.
@@ -246,8 +281,8 @@ void main() {
   [[unroll]] for (uint m = 0u; m < MT; ++m) {
     [[unroll]] for (uint a = 0u; a < 8u; ++a) acc[8u * m + a] = vec4(0.0);
   }
-#if DEC
-  float csum[MT];  // sum of the coefficients, for the codes' offset
+#if DEC || PREFETCH == 2
+  float csum[MT];  // sum of the coefficients, for the codes' offset (DEC)
   [[unroll]] for (uint m = 0u; m < MT; ++m) csum[m] = 0.0;
 #endif
 
@@ -282,6 +317,30 @@ void main() {
   }
 #endif
   if (chunk_group) {
+#if PREFETCH == 2
+    // MT = 1, UR = 2, a row quad per iteration: its four scales and dy in one vec4 each,
+    // loaded with its first two rows' weights; the second pair's weights load while the first
+    // pair decodes, the next quad's first pair while the second does.
+    const uint rq = ((p.N + 7u) & ~7u) - 4u;  // the last quad of the padded rows
+    uvec4 wa[2], wb[2];
+    vec4 sq = s4[Q4S(min(nb, rq), gcl, p.G) >> 2];
+    vec4 dq = quad_dy(nb, vec_dy);
+    wa[0] = w4[min(nb, p.N - 1u) * p.KC + cc];
+    wa[1] = w4[min(nb + 1u, p.N - 1u) * p.KC + cc];
+    for (uint n = nb; n < ne; n += 4u) {
+      const vec4 c4 = dq * sq * vec4(lessThan(uvec4(n) + uvec4(0u, 1u, 2u, 3u), uvec4(ne)));
+      wb[0] = w4[min(n + 2u, p.N - 1u) * p.KC + cc];
+      wb[1] = w4[min(n + 3u, p.N - 1u) * p.KC + cc];
+      add_row(wa[0], c4.x, acc, csum);
+      add_row(wa[1], c4.y, acc, csum);
+      sq = s4[Q4S(min(n + 4u, rq), gcl, p.G) >> 2];
+      dq = quad_dy(n + 4u, vec_dy);
+      wa[0] = w4[min(n + 4u, p.N - 1u) * p.KC + cc];
+      wa[1] = w4[min(n + 5u, p.N - 1u) * p.KC + cc];
+      add_row(wb[0], c4.z, acc, csum);
+      add_row(wb[1], c4.w, acc, csum);
+    }
+#else
 #if PREFETCH
     load_batch(nb, cc, gcl, vec_dy, wv, sv, dv);
     for (uint n = nb; n < ne; n += UR) {
@@ -326,6 +385,7 @@ void main() {
       dv = dn;
 #endif
     }
+#endif  // PREFETCH == 2
   } else {
     // Groups inside a chunk (gs % 4 == 0: each 4-code half-word lies in one group).
     for (uint n = nb; n < ne; ++n) {
