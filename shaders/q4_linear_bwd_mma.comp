@@ -94,7 +94,25 @@
 #error "BM is 128, 32 or 16"
 #endif
 #define BC 128
-#define BR 32
+#ifndef BR
+#define BR 32  // reduction rows per step (16 or 32)
+#endif
+#if BR != 32 && BR != 16
+#error "BR is 32 or 16"
+#endif
+// DBUF = 1 (backward only): two sets of the step's shared tiles, filled in turn, so that one
+// barrier per step orders both the fills before the MMAs and the MMAs before the refill of
+// their set (a subgroup fills set b only after passing the barrier that all subgroups reach
+// after their MMAs on set b). Made for BR = 16 (the two sets of BR = 32 pass 48 KiB). H200
+// (session 23): the 128 x 128 tiles' M = 512 at 8192^2 1058 -> 1011 us (built so); the
+// 32 x 128 tiles' M = 16 / 32 / 64 3-12% slower (BR = 16 alone 7-30% slower), not built.
+#ifndef DBUF
+#define DBUF 0
+#endif
+#if DBUF && FORWARD
+#error "DBUF is a backward form"
+#endif
+#define NBUF (DBUF + 1)
 #define NT 256
 #if CODES && NT != 2 * BC
 #error "CODES loads a scale per invocation: NT = 2 * BC"
@@ -137,6 +155,7 @@
 #define A_ITEMS (2 * BM * AW)
 #endif
 #define A_IT ((A_ITEMS + NT - 1) / NT)
+#define A_PARTIAL (A_ITEMS % NT != 0)  // the last item round leaves invocations without one
 #define W_IT (BR * WW / NT)        // weight words per invocation per step
 
 #if !EMULATE
@@ -181,7 +200,7 @@
 #define DECL_A(i) FRAG_A ah##i, al##i;
 #define LOAD_A(i)                                                    \
   {                                                                  \
-    const uint off = (mg * WM * 16u + (i) * 16u) * AWP + 2u * ks;    \
+    const uint off = abuf + (mg * WM * 16u + (i) * 16u) * AWP + 2u * ks; \
     coopMatLoadNV(ah##i, Ah, off, AWP, false);                       \
     coopMatLoadNV(al##i, Al, off, AWP, false);                       \
   }
@@ -248,7 +267,7 @@
     coopMatLoadNV(bl, Wl, off, WTP, true);
 #else
 #define LOAD_B(j)                                                    \
-    const uint off = 16u * ks * WWP + kg * WK + (j);                 \
+    const uint off = wbuf + 16u * ks * WWP + kg * WK + (j);          \
     coopMatLoadNV(bh, Wh, off, WWP, false);                          \
     coopMatLoadNV(bl, Wl, off, WWP, false);
 #endif
@@ -324,10 +343,11 @@ layout(push_constant) uniform Params {
   uint slice;     // SPLIT = 1: reduction rows per slice (a multiple of BR)
 } p;
 
-shared uvec4 Ah[BM * AWP];  // dy hi, [m][n of the step], 8 fp16 per uvec4
+shared uvec4 Ah[NBUF * BM * AWP];  // dy hi, [m][n of the step], 8 fp16 per uvec4
 #if !X16
-shared uvec4 Al[BM * AWP];  // dy lo
+shared uvec4 Al[NBUF * BM * AWP];  // dy lo
 #endif
+#define A_SET (BM * AWP)  // uvec4 per set of an A tile (DBUF)
 #if CODES
 shared uvec4 Wh[BC * WTP];  // codes - 8, [n][k of the step]
 // [16-k half of the step][n]: the scale of that half's group, in pairs of columns.
@@ -343,8 +363,9 @@ shared uvec4 Wl[BC * WTP];  // W lo
 #define W_ROW(e) ((e) / 4u)   // the item's row of the tile (n)
 #define W_WORD(e) ((e) % 4u)  // its word of the step (8 k)
 #else
-shared uvec4 Wh[BR * WWP];  // W hi, [n of the step][k]
-shared uvec4 Wl[BR * WWP];  // W lo
+shared uvec4 Wh[NBUF * BR * WWP];  // W hi, [n of the step][k]
+shared uvec4 Wl[NBUF * BR * WWP];  // W lo
+#define W_SET (BR * WWP)  // uvec4 per set of a W tile (DBUF)
 #define W_AT(rr, wi) ((rr) * WWP + (wi))
 #define W_ROW(e) ((e) / WW)
 #define W_WORD(e) ((e) % WW)
@@ -395,11 +416,11 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 #endif
 #if EMULATE
 // fp16 element e of a packed tile (8 per uvec4).
-#define AH(row, n) unpackHalf2x16(Ah[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#define AH(row, n) unpackHalf2x16(Ah[abuf + (row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
 #if X16
 #define A_LO_TERM(row, n, col) 0.0
 #else
-#define AL(row, n) unpackHalf2x16(Al[(row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
+#define AL(row, n) unpackHalf2x16(Al[abuf + (row) * AWP + (n) / 8u][((n) / 2u) & 3u])[(n) & 1u]
 #define A_LO_TERM(row, n, col) (AL(row, n) * WH(n, col))
 #endif
 #if FORWARD
@@ -407,8 +428,8 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
 #define WH(n, k) unpackHalf2x16(Wh[(k) * WTP + (n) / 8u][((n) & 7u) >> 1])[(n) & 1u]
 #define WL(n, k) unpackHalf2x16(Wl[(k) * WTP + (n) / 8u][((n) & 7u) >> 1])[(n) & 1u]
 #else
-#define WH(n, k) unpackHalf2x16(Wh[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
-#define WL(n, k) unpackHalf2x16(Wl[(n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#define WH(n, k) unpackHalf2x16(Wh[wbuf + (n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
+#define WL(n, k) unpackHalf2x16(Wl[wbuf + (n) * WWP + (k) / 8u][((k) & 7u) >> 1])[(k) & 1u]
 #endif
 #endif
 
@@ -445,16 +466,18 @@ void write_tile(uint i, uint j, uint sg, uint lane, uint mg, uint kg, uint m0, u
 // A step's tiles into shared memory: dy (BM x BR, from the pre-pass's hi / lo pairs as they
 // are) and W = s * (code - 8) (BR x BC) as fp16 hi / lo pairs, one packed weight word (8
 // codes) per W item.
-void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_IT]) {
+void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_IT], uint abuf, uint wbuf) {
   [[unroll]] for (uint it = 0u; it < A_IT; ++it) {
     const uint e = t + it * NT, hl = e / (BM * AW), mm = (e / AW) % BM, q = e % AW;
 #if X16
     if (e < A_ITEMS) Ah[mm * AWP + q] = av[it];
 #else
-    if (hl == 0u) {
-      Ah[mm * AWP + q] = av[it];
+    if (A_PARTIAL && e >= A_ITEMS) {
+      // no item in this round
+    } else if (hl == 0u) {
+      Ah[abuf + mm * AWP + q] = av[it];
     } else {
-      Al[mm * AWP + q] = av[it];
+      Al[abuf + mm * AWP + q] = av[it];
     }
 #endif
   }
@@ -490,8 +513,8 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
         lw[2u * h + q] = packFloat2x16(c8 * s_lo);
       }
     }
-    Wh[W_AT(rr, wi)] = uvec4(hw[0], hw[1], hw[2], hw[3]);
-    Wl[W_AT(rr, wi)] = uvec4(lw[0], lw[1], lw[2], lw[3]);
+    Wh[wbuf + W_AT(rr, wi)] = uvec4(hw[0], hw[1], hw[2], hw[3]);
+    Wl[wbuf + W_AT(rr, wi)] = uvec4(lw[0], lw[1], lw[2], lw[3]);
   }
 #endif
 }
@@ -647,24 +670,38 @@ void main() {
   uint wv0[W_IT], wv1[W_IT];
   vec2 sv0[W_IT], sv1[W_IT];
   load_step(r_begin, t, m0, c0, r_end, av0, wv0, sv0);
+#if DBUF
+  // Set b of the tiles at step i = (r0 - r_begin) / BR, b = i % 2.
+  uint abuf = 0u, wbuf = 0u;
+  for (uint r0 = r_begin; r0 < r_end; r0 += BR) {
+    fill_tiles(t, wscale, av0, wv0, sv0, abuf, wbuf);
+    barrier();
+    load_step(r0 + BR, t, m0, c0, r_end, av0, wv0, sv0);
+    MMA_STEP
+    abuf ^= A_SET;
+    wbuf ^= W_SET;
+  }
+#else
+  const uint abuf = 0u, wbuf = 0u;
 #if DEPTH == 2
   load_step(r_begin + BR, t, m0, c0, r_end, av1, wv1, sv1);
 #endif
   for (uint r0 = r_begin; r0 < r_end; r0 += DEPTH * BR) {
-    fill_tiles(t, wscale, av0, wv0, sv0);
+    fill_tiles(t, wscale, av0, wv0, sv0, abuf, wbuf);
     barrier();
     load_step(r0 + DEPTH * BR, t, m0, c0, r_end, av0, wv0, sv0);
     MMA_STEP
     barrier();
 #if DEPTH == 2
     if (r0 + BR >= r_end) break;
-    fill_tiles(t, wscale, av1, wv1, sv1);
+    fill_tiles(t, wscale, av1, wv1, sv1, abuf, wbuf);
     barrier();
     load_step(r0 + 3u * BR, t, m0, c0, r_end, av1, wv1, sv1);
     MMA_STEP
     barrier();
 #endif
   }
+#endif  // DBUF
 
 
   // Out through a per-subgroup 16 x 8 staging tile: each invocation takes 4 elements, divides

@@ -888,7 +888,7 @@ mod tests {
         assert!(writes_partials(k32));
         assert_eq!(shader_of(k32, true), ShaderId::Q4LinearBwdMmaT32x128Split);
         assert_eq!(BWD_MMA_T32_SHARED_BYTES, 26896);
-        assert_eq!(BWD_MMA_T128_SHARED_BYTES, 43024);
+        assert_eq!(BWD_MMA_T128_SHARED_BYTES, 47120);
     }
 
     #[test]

@@ -399,16 +399,18 @@ pub(super) fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 /// (16 x 8, fp16) + C.
 pub(crate) const BWD_MMA_SHAPE: &str = "16x8x16 f16*f16+f32->f32";
 
-/// Shared memory of the tensor-core backward's 32 x 128 and 128 x 128 tiles (padded fp16
-/// hi / lo tiles of d_out and W, the store's staging tile, row scales).
-/// (26896 and 43024 bytes, as the H200's pipeline statistics report.)
-pub(super) const BWD_MMA_T32_SHARED_BYTES: u32 = bwd_mma_shared_bytes(32);
-pub(crate) const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128);
+/// Shared memory of the tensor-core backward's 32 x 128 tiles (steps of 32 rows) and 128 x
+/// 128 tiles (two sets of 16-row step tiles, `DBUF` in the shader: H200, M = 512 at 8192^2
+/// 1058 -> 1011 us, session 23; the 32 x 128 tiles lost 3-12% with them at M = 16..64).
+pub(super) const BWD_MMA_T32_SHARED_BYTES: u32 = bwd_mma_shared_bytes(32, 32, 1);
+pub(crate) const BWD_MMA_T128_SHARED_BYTES: u32 = bwd_mma_shared_bytes(128, 16, 2);
 
-pub(super) const fn bwd_mma_shared_bytes(bm: u32) -> u32 {
-    // d_out hi + lo rows of 4 + 1 uvec4, W hi + lo rows of 16 + 1, 8 staging tiles of 16 x 8
-    // floats, two row-scale arrays, 16 bytes of workgroup maximum.
-    2 * bm * 5 * 16 + 2 * 32 * 17 * 16 + 8 * 128 * 4 + 2 * bm * 4 + 16
+/// For BM-row tiles, steps of `br` reduction rows and `sets` sets of step tiles.
+pub(super) const fn bwd_mma_shared_bytes(bm: u32, br: u32, sets: u32) -> u32 {
+    // Per set: d_out hi + lo rows of br / 8 + 1 uvec4, W hi + lo rows of 16 + 1 uvec4 for each
+    // of the br rows; then 8 staging tiles of 16 x 8 floats, two row-scale arrays, 16 bytes of
+    // workgroup maximum.
+    sets * (2 * bm * (br / 8 + 1) * 16 + 2 * br * 17 * 16) + 8 * 128 * 4 + 2 * bm * 4 + 16
 }
 
 /// Whether the backward takes the tensor-core kernel at M > 8: where [`f16_mma_native`]
