@@ -109,6 +109,13 @@
 #ifndef DBUF
 #define DBUF 0
 #endif
+#ifndef GQ
+// GQ = 1: the backward's W items' scale groups found once, before the walk (two divisions
+// by gs per item per step otherwise). H200 (session 23): the 32 x 128 tiles' M = 32 371-374
+// -> 356-358 us at N = 8192, K = 28672, 380-382 -> 366 at N = 28672, K = 8192, 120.6 ->
+// 115.3 at 8192^2 (built so); the 128 x 128 tiles' M = 512 1018 -> 1103 (not built).
+#define GQ 0
+#endif
 #if DBUF && FORWARD
 #error "DBUF is a backward form"
 #endif
@@ -519,6 +526,12 @@ void fill_tiles(uint t, float wscale, uvec4 av[A_IT], uint wv[W_IT], vec2 sv[W_I
 #endif
 }
 
+#if !FORWARD && !CODES && GQ
+// The backward's scale groups of each W item's two half-words: an item keeps its words of
+// the tile's columns through the walk, so its groups (a division by gs each) are found once.
+uvec2 item_groups[W_IT];
+#endif
+
 // One step's global operands (dy pairs, weight words and their two scales) into registers.
 void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT], out uint wv[W_IT], out vec2 sv[W_IT]) {
   // uvec4 per pre-pass row half (hi or lo): RW / 4.
@@ -545,6 +558,10 @@ void load_step(uint r1, uint t, uint m0, uint c0, uint r_end, out uvec4 av[A_IT]
 #endif
 #if CODES
     sv[it] = vec2(0.0);
+#elif !FORWARD && GQ
+    const uvec2 g = item_groups[it];
+    const uint q = Q4S(min(n, p.N - 1u), 0u, p.G);
+    sv[it] = n < p.N ? vec2(g.x < p.G ? s[q + 4u * g.x] : 0.0, g.y < p.G ? s[q + 4u * g.y] : 0.0) : vec2(0.0);
 #else
     sv[it] = vec2(scale_at(n, kw * 8u), scale_at(n, kw * 8u + 4u));
 #endif
@@ -664,6 +681,12 @@ void main() {
 #endif
 #endif
 
+#if !FORWARD && !CODES && GQ
+  [[unroll]] for (uint it = 0u; it < W_IT; ++it) {
+    const uint kb = (c0 / 8u + W_WORD(t + it * NT)) * 8u;
+    item_groups[it] = uvec2(kb / p.gs, (kb + 4u) / p.gs);
+  }
+#endif
   // Global operands in registers, loaded DEPTH steps ahead so that DEPTH steps of loads are
   // in flight while a step's tiles are converted and multiplied.
   uvec4 av0[A_IT], av1[A_IT];
