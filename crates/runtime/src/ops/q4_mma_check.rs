@@ -248,6 +248,10 @@ pub(crate) fn variants(emulated: bool, shared: u32) -> Vec<Variant> {
         return vec![
             v(ShaderId::Q4LinearBwdMmaEmuT32x128, 32, 0),
             v(ShaderId::Q4LinearBwdMmaEmuT32x128Split, 32, 64),
+            // The native 128 x 128 backward's two sets of 16-row step tiles, at 32 rows (its
+            // own 47120 bytes pass lavapipe's 32 KiB).
+            v(ShaderId::Q4LinearBwdMmaEmuT32x128Dbuf, 32, 0),
+            v(ShaderId::Q4LinearBwdMmaEmuT32x128DbufSplit, 32, 64),
             fwd(ShaderId::Q4LinearFwdMmaEmuT32x128, 32),
             fwd16(ShaderId::Q4LinearFwdMmaX16EmuT32x128, 32),
             codes(fwd(ShaderId::Q4LinearFwdMmaCEmuT32x128, 32)),
