@@ -210,28 +210,28 @@ vec4 quad_dy(uint n, bool vec_dy) {
   const uint last = p.N - 1u;
   return vec4(dy[min(n, last)], dy[min(n + 1u, last)], dy[min(n + 2u, last)], dy[min(n + 3u, last)]);
 }
+#endif
 
-// One row's chunk times its coefficient c0 (dy * scale, 0 for masked rows) into the
-// accumulators, by the decode DEC selects.
-void add_row(uvec4 w, float c0, inout vec4 acc[8], inout float csum[1]) {
+// The eight codes of word `word` as two vec4 in the accumulators' order (lo: nibbles 0..3,
+// hi: nibbles 4..7), by the decode DEC selects.
 #if DEC
-  csum[0] += c0;
-  const vec4 coef = vec4(c0 * DEC_COEF);
+#define DECODE8(word, lo, hi) vec4 lo, hi; codes8(word, lo, hi);
 #else
-  const vec4 coef = vec4(c0);
+#define DECODE8(word, lo, hi) const vec4 lo = codes4_lo(word), hi = codes4_hi(word);
 #endif
-  [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-#if DEC
-    vec4 lo, hi;
-    codes8(w[q], lo, hi);
-#else
-    const vec4 lo = codes4_lo(w[q]), hi = codes4_hi(w[q]);
-#endif
-    acc[2u * q] = fma(coef, lo, acc[2u * q]);
-    acc[2u * q + 1u] = fma(coef, hi, acc[2u * q + 1u]);
+// One row's chunk `w` times COEF(m), the coefficient of activation row m (dy * scale, 0 for
+// masked rows; with DEC already times DEC_COEF), into the accumulators: the one row body of
+// every form. (A macro, not a function: as a function with an array of coefficients the
+// driver made the PREFETCH = 1 variants 35-40% slower at N = 28672, H200 session 24.)
+#define ADD_ROW(w, COEF)                                                               \
+  [[unroll]] for (uint q = 0u; q < 4u; ++q) {                                          \
+    DECODE8((w)[q], lo, hi)                                                            \
+    [[unroll]] for (uint m = 0u; m < MT; ++m) {                                        \
+      const vec4 coef = vec4(COEF(m));                                                 \
+      acc[8u * m + 2u * q] = fma(coef, lo, acc[8u * m + 2u * q]);                      \
+      acc[8u * m + 2u * q + 1u] = fma(coef, hi, acc[8u * m + 2u * q + 1u]);            \
+    }                                                                                  \
   }
-}
-#endif
 
 #if MT == 1
 // Column `col` of chunk `oc` of activation row m: the result itself when there is one slice,
@@ -329,16 +329,26 @@ void main() {
     wa[1] = w4[min(nb + 1u, p.N - 1u) * p.KC + cc];
     for (uint n = nb; n < ne; n += 4u) {
       const vec4 c4 = dq * sq * vec4(lessThan(uvec4(n) + uvec4(0u, 1u, 2u, 3u), uvec4(ne)));
+#if DEC
+      csum[0] = csum[0] + c4.x + c4.y + c4.z + c4.w;  // the rows in order, as one at a time
+      const vec4 cq = c4 * DEC_COEF;
+#else
+      const vec4 cq = c4;
+#endif
+#define QX(m) cq.x
+#define QY(m) cq.y
+#define QZ(m) cq.z
+#define QW(m) cq.w
       wb[0] = w4[min(n + 2u, p.N - 1u) * p.KC + cc];
       wb[1] = w4[min(n + 3u, p.N - 1u) * p.KC + cc];
-      add_row(wa[0], c4.x, acc, csum);
-      add_row(wa[1], c4.y, acc, csum);
+      ADD_ROW(wa[0], QX)
+      ADD_ROW(wa[1], QY)
       sq = s4[Q4S(min(n + 4u, rq), gcl, p.G) >> 2];
       dq = quad_dy(n + 4u, vec_dy);
       wa[0] = w4[min(n + 4u, p.N - 1u) * p.KC + cc];
       wa[1] = w4[min(n + 5u, p.N - 1u) * p.KC + cc];
-      add_row(wb[0], c4.z, acc, csum);
-      add_row(wb[1], c4.w, acc, csum);
+      ADD_ROW(wb[0], QZ)
+      ADD_ROW(wb[1], QW)
     }
 #else
 #if PREFETCH
@@ -361,23 +371,12 @@ void main() {
           cf[m] = c0 * DEC_COEF;
         }
 #endif
-        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
 #if DEC
-          vec4 lo, hi;
-          codes8(wv[u][q], lo, hi);
+#define CF(m) cf[m]
 #else
-          const vec4 lo = codes4_lo(wv[u][q]), hi = codes4_hi(wv[u][q]);
+#define CF(m) (dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0))
 #endif
-          [[unroll]] for (uint m = 0u; m < MT; ++m) {
-#if DEC
-            const vec4 coef = vec4(cf[m]);
-#else
-            const vec4 coef = vec4(dv[m * UR + u] * sv[u] * (n + u < ne ? 1.0 : 0.0));
-#endif
-            acc[8u * m + 2u * q] = fma(coef, lo, acc[8u * m + 2u * q]);
-            acc[8u * m + 2u * q + 1u] = fma(coef, hi, acc[8u * m + 2u * q + 1u]);
-          }
-        }
+        ADD_ROW(wv[u], CF)
       }
 #if PREFETCH
       wv = wn;
