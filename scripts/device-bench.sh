@@ -22,6 +22,7 @@ if [ "${1:-}" = "prepare" ]; then
     cp target/release/etvk target/release/libetvk.so .gl/bin/
     cp scripts/device-bench.sh .gl/device-bench.sh
     cp scripts/device-env.sh .gl/device-env.sh
+    cp scripts/experiment.sh .gl/experiment.sh
     exit 0
 fi
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig

@@ -1,34 +1,33 @@
 #!/usr/bin/env bash
-# Session 24, run 6: the wide backward with one row body (add_row for every MT and every
-# PREFETCH form; built: the batch loop repeating add_row's decode and FMAs), by override of
-# all twelve q4_linear_bwd_wide_{m1,m2,f16_m1,f16t_m1}_c{8,16,32} variants (compiled as the
-# manifest does: -O only for m2); the H200's backward tests with it first. M = 1 with each
-# decode forced (ETVK_Q4_BWD = wide_magic / wide_f16 / wide_f16t) and M = 2, built and merged
-# interleaved twice.
-# Here:   scripts/device-bench.sh prepare at the commit before the merge, then with the merged
-#         shader in the tree: bash docs/experiments/run-s24-fourth.sh prepare
+# Session 24, run 6: the wide backward with one row body as a function (add_row for every
+# MT and PREFETCH form, an array of coefficients; q4_linear_bwd_wide-s24-rowfn.diff, applies
+# to 865a0df; not kept: the macro form of run 7 was built), by override of all twelve
+# q4_linear_bwd_wide_{m1,m2,f16_m1,f16t_m1}_c{8,16,32} variants (compiled as the manifest
+# does: -O only for m2); the H200's backward tests with it first. M = 1 with each decode
+# forced (ETVK_Q4_BWD = wide_magic / wide_f16 / wide_f16t) and M = 2, interleaved twice.
+# Here:   scripts/device-bench.sh prepare at 865a0df, then bash docs/experiments/run-s24-fourth.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s24-fourth.sh
 set -euo pipefail
-here=$(dirname "$0")
-case "$(basename "$(cd "$here" && pwd)")" in .gl) cd "$here/.." ;; *) cd "$here/../.." ;; esac
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_setup "$0"
 if [ "${1:-}" = "prepare" ]; then
-    rm -rf .gl/ovr_mw; mkdir -p .gl/ovr_mw
+    exp_patched docs/experiments/q4_linear_bwd_wide-s24-rowfn.diff 865a0df
+    rm -rf .gl/ovr_mw
     for v in "m1::-DMT=1 -DUR=2 -DPREFETCH=1" "m2:-O:-DMT=2" "f16_m1::-DMT=1 -DUR=2 -DPREFETCH=1 -DDEC=1" \
              "f16t_m1::-DMT=1 -DUR=2 -DPREFETCH=2 -DDEC=1 -DNPF=64"; do
         IFS=: read -r n o f <<<"$v"
         for cw in 8 16 32; do
             # shellcheck disable=SC2086
-            glslc --target-env=vulkan1.2 -fshader-stage=compute -I shaders $o $f -DCW=$cw \
-                -o ".gl/ovr_mw/q4_linear_bwd_wide_${n}_c$cw.spv" shaders/q4_linear_bwd_wide.comp
+            exp_comp mw "q4_linear_bwd_wide_${n}_c$cw" q4_linear_bwd_wide.comp $o $f -DCW=$cw
         done
     done
-    cp docs/experiments/run-s24-fourth.sh .gl/
+    cp "$EXP_SELF" .gl/
     exit 0
 fi
 # shellcheck source=scripts/device-env.sh
 . .gl/device-env.sh
-row() { "$@" --iters 20 --ceiling-mib 1024 2>&1 |
-        grep -E '^\| linear|kernels|MISMATCH|rror' | sed 's/.*kernels/kernels/' | tr '\n' ' ' || true; echo; }
 {
     echo "== q4_linear backward tests, merged"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mw q4_tests backward
     ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mw q4_tests wide
@@ -37,7 +36,7 @@ row() { "$@" --iters 20 --ceiling-mib 1024 2>&1 |
         for dec in wide_magic wide_f16 wide_f16t; do
             for v in built mw built mw; do
                 echo -n "$v $dec M=1 N=$1 K=$2: "
-                ETVK_Q4_BWD=$dec ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v row .gl/bin/etvk bench linear_q4gsw_backward --m 1 --n $1 --k $2
+                ETVK_Q4_BWD=$dec ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v exp_row .gl/bin/etvk bench linear_q4gsw_backward --m 1 --n $1 --k $2
             done
         done
     done
@@ -45,11 +44,11 @@ row() { "$@" --iters 20 --ceiling-mib 1024 2>&1 |
         set -- $sk
         for v in built mw built mw; do
             echo -n "$v M=2 N=$1 K=$2: "
-            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v row .gl/bin/etvk bench linear_q4gsw_backward --m 2 --n $1 --k $2
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v exp_row .gl/bin/etvk bench linear_q4gsw_backward --m 2 --n $1 --k $2
         done
     done
     for v in built mw built mw; do
         echo -n "$v M=1 4096^2: "
-        ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v row .gl/bin/etvk bench linear_q4gsw_backward --m 1 --n 4096 --k 4096
+        ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v exp_row .gl/bin/etvk bench linear_q4gsw_backward --m 1 --n 4096 --k 4096
     done
 } 2>&1 | tee "$OUT/s24-fourth.txt"

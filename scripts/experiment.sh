@@ -1,0 +1,52 @@
+# Helpers of the experiment scripts in docs/experiments/ (run-s24-*.sh and later), sourced
+# by them here (from docs/experiments/) and on the H200 (from .gl/, where
+# `scripts/device-bench.sh prepare` copies this file). Each such script: `prepare` here
+# compiles its shader variants into override directories and copies itself to .gl/; run
+# there (device tool, carry [".gl"]) it times them against the built kernels.
+
+# Where exp_comp reads the shader sources: shaders/, or exp_patched's copy.
+EXP_SHADERS=shaders
+
+# Sets EXP_SELF (the script's absolute path) and moves to the repository root, from a script
+# in docs/experiments/ or in .gl/. Usage: exp_setup "$0"
+exp_setup() {
+    local dir
+    dir=$(cd "$(dirname "$1")" && pwd)
+    EXP_SELF="$dir/$(basename "$1")"
+    case "$(basename "$dir")" in .gl) cd "$dir/.." ;; *) cd "$dir/../.." ;; esac
+}
+
+# Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
+# the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
+# for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]
+exp_comp() {
+    local d=.gl/ovr_$1 v=$2 src=$3
+    shift 3
+    mkdir -p "$d"
+    glslc --target-env=vulkan1.2 -fshader-stage=compute -I "$EXP_SHADERS" "$@" \
+        -o "$d/$v.spv" "$EXP_SHADERS/$src"
+}
+
+# Compiles from a copy of shaders/ (the working tree's, or commit REV's) with DIFF applied:
+# a diff of shaders/ kept in docs/experiments/, the switch of an experiment whose source was
+# not kept. Usage: exp_patched DIFF [REV]
+exp_patched() {
+    local diff
+    diff=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+    EXP_SHADERS=$(mktemp -d)
+    if [ -n "${2:-}" ]; then
+        git archive "$2" shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
+    else
+        cp shaders/* "$EXP_SHADERS/"
+    fi
+    (cd "$EXP_SHADERS" && git apply -p2 "$diff")
+}
+
+# One bench on one line (there): the kernels that ran and the table row, with any check
+# mismatch, error or failed self-check. Usage: exp_row ETVK_BENCH_COMMAND...
+exp_row() {
+    "$@" --iters 20 --ceiling-mib 1024 2>&1 |
+        grep -E '^\| linear|kernels|MISMATCH|rror|self-check|failed' |
+        sed 's/.*kernels/kernels/' | tr '\n' ' ' || true
+    echo
+}
