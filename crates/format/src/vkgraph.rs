@@ -553,6 +553,26 @@ mod tests {
         assert!(!matches!(r, Ok(ref g) if g.values == vec![Value::Int(5)]));
     }
 
+    /// Finishes `fbb` as a graph whose one value is tensor `t`.
+    fn finish_with_tensor(fbb: &mut FlatBufferBuilder, t: flatbuffers::WIPOffset<vk::VkTensor>) {
+        let v = vk::VkValue::create(
+            fbb,
+            &vk::VkValueArgs {
+                value_type: vk::GraphTypes::VkTensor,
+                value: Some(t.as_union_value()),
+            },
+        );
+        let values = fbb.create_vector(&[v]);
+        let root = vk::VkGraph::create(
+            fbb,
+            &vk::VkGraphArgs {
+                values: Some(values),
+                ..Default::default()
+            },
+        );
+        vk::finish_vk_graph_buffer(fbb, root);
+    }
+
     #[test]
     fn missing_optional_fields_take_schema_defaults() {
         let mut fbb = FlatBufferBuilder::new();
@@ -563,22 +583,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let v = vk::VkValue::create(
-            &mut fbb,
-            &vk::VkValueArgs {
-                value_type: vk::GraphTypes::VkTensor,
-                value: Some(t.as_union_value()),
-            },
-        );
-        let values = fbb.create_vector(&[v]);
-        let root = vk::VkGraph::create(
-            &mut fbb,
-            &vk::VkGraphArgs {
-                values: Some(values),
-                ..Default::default()
-            },
-        );
-        vk::finish_vk_graph_buffer(&mut fbb, root);
+        finish_with_tensor(&mut fbb, t);
         // constant_id and mem_obj_id default to 0 (not -1!), staging to UNSET -> dtype.
         // constant_id 0 with no constants table is out of range.
         let e = parse_vkgraph(fbb.finished_data()).unwrap_err().to_string();
@@ -604,22 +609,7 @@ mod tests {
                 staging_datatype: vk::VkDataType(DTYPE_UNSET),
             },
         );
-        let v = vk::VkValue::create(
-            &mut fbb,
-            &vk::VkValueArgs {
-                value_type: vk::GraphTypes::VkTensor,
-                value: Some(t.as_union_value()),
-            },
-        );
-        let values = fbb.create_vector(&[v]);
-        let root = vk::VkGraph::create(
-            &mut fbb,
-            &vk::VkGraphArgs {
-                values: Some(values),
-                ..Default::default()
-            },
-        );
-        vk::finish_vk_graph_buffer(&mut fbb, root);
+        finish_with_tensor(&mut fbb, t);
         let g = parse_vkgraph(fbb.finished_data()).unwrap();
         let Value::Tensor(t) = &g.values[0] else {
             panic!("{:?}", g.values)

@@ -929,19 +929,7 @@ impl<'a> GraphBuilder<'a> {
                     info.name
                 )));
             }
-            if d.bindings.len() != info.num_bindings as usize {
-                return Err(internal(format!(
-                    "{}: shader {} has {} bindings, {} given",
-                    call.what(),
-                    info.name,
-                    info.num_bindings,
-                    d.bindings.len()
-                )));
-            }
-            let local = d.local.unwrap_or(info.local_size);
-            let pipeline = self.be.pipeline(d.shader, local, &d.spec).map_err(|e| {
-                crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
-            })?;
+            let (local, pipeline) = self.dispatch_pipeline(call, d)?;
             alts.push((d.clone(), local, pipeline));
         }
         let count = alts.len();
@@ -972,13 +960,13 @@ impl<'a> GraphBuilder<'a> {
         Ok(())
     }
 
-    fn push_node(
-        &mut self,
+    /// The pipeline of dispatch `d` at its local size, after checking that it binds as many
+    /// resources as its shader declares.
+    fn dispatch_pipeline(
+        &self,
         call: &OpCall,
-        d: Dispatch,
-        launch: Launch,
-        resize: Option<ResizeFn>,
-    ) -> Result<()> {
+        d: &Dispatch,
+    ) -> Result<([u32; 3], Arc<etvk_vulkan::ComputePipeline>)> {
         let info = d.shader.info();
         if d.bindings.len() != info.num_bindings as usize {
             return Err(internal(format!(
@@ -989,6 +977,21 @@ impl<'a> GraphBuilder<'a> {
                 d.bindings.len()
             )));
         }
+        let local = d.local.unwrap_or(info.local_size);
+        let pipeline = self.be.pipeline(d.shader, local, &d.spec).map_err(|e| {
+            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
+        })?;
+        Ok((local, pipeline))
+    }
+
+    fn push_node(
+        &mut self,
+        call: &OpCall,
+        d: Dispatch,
+        launch: Launch,
+        resize: Option<ResizeFn>,
+    ) -> Result<()> {
+        let info = d.shader.info();
         if launch.push.len() != info.push_constant_bytes as usize {
             return Err(internal(format!(
                 "{}: shader {} takes {} push-constant bytes, {} given",
@@ -998,10 +1001,7 @@ impl<'a> GraphBuilder<'a> {
                 launch.push.len()
             )));
         }
-        let local = d.local.unwrap_or(info.local_size);
-        let pipeline = self.be.pipeline(d.shader, local, &d.spec).map_err(|e| {
-            crate::api::Error::new(e.kind, format!("{}: {}", call.what(), e.message))
-        })?;
+        let (local, pipeline) = self.dispatch_pipeline(call, &d)?;
         self.pipelines.push(pipeline);
         self.alternatives.push(None);
         self.nodes.push(DispatchNode {
