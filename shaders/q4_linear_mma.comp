@@ -23,12 +23,22 @@
 // units and scales are loaded into registers while the current step computes; each step
 // the limbs, units and scales go to double-buffered shared memory (one barrier per step)
 // and each subgroup decodes its own rows' codes into a private shared tile.
+//
+// -DEMULATE=1 replaces the cooperative-matrix calls and subgroup built-ins by plain
+// arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
+// subgroup's 16 x 8 tiles, row-major), so that everything around the MMAs (tiles, limbs,
+// scales, split-K, the store) runs and is tested on any device (lavapipe).
+#ifndef EMULATE
+#define EMULATE 0
+#endif
 #extension GL_EXT_control_flow_attributes : enable
+#if !EMULATE
 #extension GL_NV_cooperative_matrix : require
 #extension GL_NV_integer_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#endif
 #include "common.glsl"
 #include "q4_scales.glsl"
 
@@ -87,7 +97,11 @@ shared int probe_idx[128];
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
+#if EMULATE
+  const uint sg = t / 32u, lane = t % 32u;  // virtual subgroups of 32
+#else
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#endif
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   const uint slices = p.split & 0xFFFFu, slice_len = p.split >> 16;
   const uint cpg = p.cpg_bias & 0xFFFFu;
@@ -107,18 +121,26 @@ void main() {
   if (n0 >= p.N) return;  // grid padding: whole workgroups
   const uint cbeg = ks * slice_len, cend = min(cbeg + slice_len, p.KC);
 
+  // Element e of this invocation's fragment is (row erow, column ecol) of the 16 x 8 tile.
+  uint erow[CL], ecol[CL];
+#if EMULATE
+  [[unroll]] for (uint e = 0u; e < CL; ++e) {
+    erow[e] = (lane * CL + e) >> 3;
+    ecol[e] = (lane * CL + e) & 7u;
+  }
+  const bool layout_ok = true;
+#else
   for (uint i = t; i < 128u; i += NT) probe_idx[i] = int(i);
   barrier();
   icoopmatNV<32, gl_ScopeSubgroup, 16, 8> probe;
   coopMatLoadNV(probe, probe_idx, 0, 8, false);
-  // Element e of this invocation's fragment is (row erow, column ecol) of the 16 x 8 tile.
-  uint erow[CL], ecol[CL];
   [[unroll]] for (uint e = 0u; e < CL; ++e) {
     const uint v = int(e) < probe.length() ? uint(probe[e]) & 127u : 0u;
     erow[e] = v >> 3;
     ecol[e] = v & 7u;
   }
   const bool layout_ok = probe.length() == int(CL);
+#endif
 
   float acc[MF * CL];
   [[unroll]] for (uint i = 0u; i < MF * CL; ++i) acc[i] = 0.0;
@@ -180,12 +202,38 @@ void main() {
     [[unroll]]
 #endif
     for (uint j = 0u; j < STEP; ++j) {
+#if !EMULATE
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
       coopMatLoadNV(a, tileA, sg * STEP * 32u + j * 32u, 2u, false);
+#endif
       float sc[CL];
       [[unroll]] for (uint e = 0u; e < CL; ++e) sc[e] = scaleS[(buf * STEP + j) * ROWS + sg * 16u + erow[e]];
       [[unroll]] for (uint f = 0u; f < MF; ++f) {
         const uint bb = buf * BITEMS + (j * 3u * 8u * MF + 8u * f) * 2u;
+#if EMULATE
+        // A (16 x 32, row r: the two uvec4 at 2 r) times each limb's B (32 x 8, column c: the
+        // two uvec4 at 2 c), the limbs' sums chained as the MMA form chains them.
+        [[unroll]] for (uint e = 0u; e < CL; ++e) {
+          const uint ra = sg * STEP * 32u + j * 32u + 2u * erow[e];
+          int c3[3];
+          [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+            const uint cb = bb + 16u * MF * l + 2u * ecol[e];
+            int v = 0;
+            [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+              const uvec4 aw = tileA[ra + h], bw = tileB[cb + h];
+              [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+                [[unroll]] for (uint y = 0u; y < 4u; ++y) {
+                  v += bitfieldExtract(int(aw[q]), int(8u * y), 8) * bitfieldExtract(int(bw[q]), int(8u * y), 8);
+                }
+              }
+            }
+            c3[l] = v;
+          }
+          const uvec2 sd = sideS[buf * SITEMS + j * 8u * MF + 8u * f + ecol[e]];
+          const int v = (c3[0] * 128 + c3[1]) * 128 + c3[2] + int(sd.y);
+          acc[f * CL + e] = fma(float(v), sc[e] * uintBitsToFloat(sd.x), acc[f * CL + e]);
+        }
+#else
         icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b0, b1, b2;
         coopMatLoadNV(b0, tileB, bb, 2u, true);
         coopMatLoadNV(b1, tileB, bb + 16u * MF, 2u, true);
@@ -213,6 +261,7 @@ void main() {
           acc[f * CL + e] = fma(float(v), sc[e] * uintBitsToFloat(sd.x), acc[f * CL + e]);
         }
 #endif
+#endif  // EMULATE
       }
     }
     buf ^= 1u;

@@ -138,8 +138,9 @@ pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
 
 /// Compile spec for the 4-bit forward on the tensor cores at M >= 8: ASCII `on` (the default
-/// where the device has NV int8 cooperative matrices) or `off` (the portable kernels; tests
-/// of those and benchmarks use it).
+/// where the device has NV int8 cooperative matrices), `off` (the portable kernels; tests
+/// of those and benchmarks use it) or `emulated` (the int8 tensor-core kernels with plain
+/// arithmetic for the MMAs, on any device: tests).
 pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
 
 /// A dispatch with alternative kernels: the resize fn picks one per launch.

@@ -1057,6 +1057,69 @@ fn tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The int8 tensor-core forward with its MMAs in plain arithmetic (`etvk_q4_mma` =
+/// `emulated`): its tiles, limbs, scales, split-K and store run on any device (lavapipe), so
+/// CI covers what the H200 alone ran before. x rows of very different sizes (and sizes
+/// changing along K), one, two and four 8-row fragments per workgroup, M not a multiple of 8,
+/// N not a multiple of the 128-row strip, K not a multiple of 32, groups of 32, 64 and 128
+/// and one per row (qcs4w), split-K, bias or none, leading dims, against the f64 reference.
+#[test]
+fn emulated_int8_tensor_core_forward_matches_f64_reference() {
+    let be = backend();
+    let force = [(MMA_SPEC.to_string(), b"emulated".to_vec())];
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[8], 256, 128, 32, false),
+        (&[9], 96, 40, 32, true),
+        (&[16], 200, 70, 64, false),
+        (&[32], 256, 136, 64, true),
+        (&[5, 3], 1000, 300, 128, true),
+        (&[40], 4096, 136, 32, false),
+        (&[2, 4], 8200, 16, 64, true),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let m: usize = lead.iter().product();
+        let frags = match m {
+            0..=8 => 1,
+            9..=16 => 2,
+            _ => 4,
+        };
+        let names = check_forward_scaled(
+            &be,
+            1800 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            &force,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        let kernel = format!("q4_linear_mma_emu_f{frags}");
+        assert!(
+            names.iter().any(|p| p.ends_with(&kernel))
+                && names.iter().any(|p| p.ends_with("/q4_mma_limbs")),
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+        // Few strips and long rows: the chunks split over slices, summed by the reduce node.
+        if k == 8200 {
+            assert!(
+                names.iter().any(|p| p.ends_with("/q4_linear_reduce")),
+                "split-K: {names:?}"
+            );
+        }
+    }
+    for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
+        .iter()
+        .enumerate()
+    {
+        let names = check_qcs4w(&be, 1850 + i as u64, lead, k, n, &force);
+        assert!(
+            names.iter().any(|p| p.contains("q4_linear_mma_emu_f")),
+            "qcs4w lead {lead:?}: {names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// Backward cases at M > 8 for the tensor-core kernel: (lead, K, N, gs, d_x cols). Unsplit and
 /// split-K (N >= 512), several row tiles (M = 40, 130), odd N, d_x narrower than Kp, groups
 /// of 20 (not whole chunks), 128 x 128 tiles where they fit (M >= 65).

@@ -26,7 +26,7 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mma = (mma_forward_ok(g, &q), f16_forward(g, f16_from, max_m));
+    let mma = (mma_forward(g, &q), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
@@ -43,11 +43,11 @@ fn forward(
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
     let fwd_split = move |kn: Kernel, m: usize| match kn {
-        Kernel::Mma(mf) => mma_split(m, n, kc, mf),
+        Kernel::Mma { frags, .. } => mma_split(m, n, kc, frags),
         _ => split_of(kn, m, n, k),
     };
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
-        Kernel::Mma(_) => match fwd_split(kn, m).slices {
+        Kernel::Mma { .. } => match fwd_split(kn, m).slices {
             1 => 0,
             s => s.saturating_mul(m).saturating_mul(n),
         },
@@ -93,7 +93,11 @@ fn forward(
     } else {
         None
     };
-    let mma_limbs = if plan.kernels.iter().any(|kn| matches!(kn, Kernel::Mma(_))) {
+    let mma_limbs = if plan
+        .kernels
+        .iter()
+        .any(|kn| matches!(kn, Kernel::Mma { .. }))
+    {
         Some(mma_limbs_node(g, call, x, k, &q, max_m, choose)?)
     } else {
         None
@@ -151,7 +155,7 @@ fn forward(
         .iter()
         .map(|&kn| {
             let mut d = match (writes_partials(kn), partial, limbs) {
-                (_, p, _) if matches!(kn, Kernel::Mma(_)) => {
+                (_, p, _) if matches!(kn, Kernel::Mma { .. }) => {
                     let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
                     Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
@@ -223,7 +227,7 @@ fn forward(
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
-            Kernel::Mma(mf) => mma_launch(m, &q, mf, bias.is_some())?,
+            Kernel::Mma { frags, .. } => mma_launch(m, &q, frags, bias.is_some())?,
             Kernel::FwdMma { tile, .. } => fwd_f16_launch(
                 kn,
                 m,
@@ -307,7 +311,9 @@ fn mma_limbs_node(
     g.dispatch_select(call, vec![d], move |s| {
         let (_, m) = current_rows(s, x, k, "x")?;
         let launch = match choose(m) {
-            Kernel::Mma(mf) => limbs_launch(k, chunks, m, Some(mma_rows(m, mf)), true)?,
+            Kernel::Mma { frags, .. } => {
+                limbs_launch(k, chunks, m, Some(mma_rows(m, frags)), true)?
+            }
             _ => limbs_launch(k, chunks, m, Some(0), false)?,
         };
         Ok((0, launch))
@@ -339,7 +345,7 @@ fn limbs_launch(
 }
 
 /// `lo | hi << 16` for the tensor-core forward's packed push constants (both below 2^16:
-/// [`mma_forward_ok`] admits rows of fewer than 2^16 chunks, and every count packed is at
+/// [`mma_forward`] admits rows of fewer than 2^16 chunks, and every count packed is at
 /// most the chunk count).
 fn pack16(lo: usize, hi: usize, what: &str) -> Result<u32> {
     if lo >= 1 << 16 || hi >= 1 << 16 {

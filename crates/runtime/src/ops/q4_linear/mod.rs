@@ -44,7 +44,8 @@
 //!   (`q4_mma_limbs`, a node of its own), scaled in fp32 per chunk; 128 weight rows x 8,
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few (`select::mma_split`). Compile spec `etvk_q4_mma` = `off` (or
-//!   `ETVK_Q4_MMA=0`) keeps the portable kernels below.
+//!   `ETVK_Q4_MMA=0`) keeps the portable kernels below; `emulated` runs the same kernels with
+//!   plain arithmetic for the MMAs (`q4_linear_mma_emu_f*`) on any device (lavapipe's tests).
 //! - forward, M >= 128 where the f16 tensor-core backward below runs
 //!   (same self-check): `q4_linear_fwd_mma_{t32x128,t128}`, that kernel with the W tile
 //!   transposed (x's rows as scaled fp16 hi / lo pairs from a `q4_bwd_rowscale` node, W's
@@ -600,7 +601,7 @@ fn writes_partials(kernel: Kernel) -> bool {
             | Kernel::Tiled { split: true, .. }
             | Kernel::BwdMma { split: true, .. }
             | Kernel::FwdMma { split: true, .. }
-            | Kernel::Mma(_)
+            | Kernel::Mma { .. }
     )
 }
 
@@ -677,7 +678,7 @@ fn global(
         Kernel::SplitN(_)
         | Kernel::BwdWide { .. }
         | Kernel::BwdStaged(_)
-        | Kernel::Mma(_)
+        | Kernel::Mma { .. }
         | Kernel::FwdMma { .. } => {
             return Err(internal(
                 "the split and wide backward and the MMA kernels have launches of their own",
@@ -901,14 +902,14 @@ mod tests {
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
         assert_eq!(
-            forward_kernel(1, 8192, k, true, half, (true, (F16Mma::Off, 0))),
+            forward_kernel(1, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
             Kernel::GemvHalf {
                 slices: 1,
                 local: 512
             }
         );
         assert_eq!(
-            forward_kernel(7, 8192, k, true, half, (true, (F16Mma::Off, 0))),
+            forward_kernel(7, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
             Kernel::GemvWide {
                 dp4: true,
                 persist: 256
@@ -916,8 +917,11 @@ mod tests {
         );
         for (m, mf) in [(8, 1), (9, 2), (16, 2), (17, 4), (32, 4), (2048, 4)] {
             assert_eq!(
-                forward_kernel(m, 8192, k, true, half, (true, (F16Mma::Off, 0))),
-                Kernel::Mma(mf),
+                forward_kernel(m, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
+                Kernel::Mma {
+                    frags: mf,
+                    emulated: false
+                },
                 "M = {m}"
             );
         }
@@ -927,13 +931,22 @@ mod tests {
         let p = plan(
             40,
             true,
-            |m| forward_kernel(m, 8192, k, true, half, (true, (F16Mma::Off, 0))),
+            |m| forward_kernel(m, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
             |_, _| 0,
         );
         for kn in [
-            Kernel::Mma(1),
-            Kernel::Mma(2),
-            Kernel::Mma(4),
+            Kernel::Mma {
+                frags: 1,
+                emulated: false,
+            },
+            Kernel::Mma {
+                frags: 2,
+                emulated: false,
+            },
+            Kernel::Mma {
+                frags: 4,
+                emulated: false,
+            },
             Kernel::GemvHalf {
                 slices: 1,
                 local: 512,
@@ -983,7 +996,7 @@ mod tests {
     /// the int8 one below it, neither where the f16 mode is off.
     #[test]
     fn f16_forward_takes_over_from_its_threshold() {
-        let native = |t128| (true, (F16Mma::Native { t128 }, FWD_F16_MIN_M));
+        let native = |t128| (Int8Mma::Native, (F16Mma::Native { t128 }, FWD_F16_MIN_M));
         let f16 = |tile| Kernel::FwdMma {
             tile,
             emulated: false,
@@ -992,11 +1005,23 @@ mod tests {
             split: false,
         };
         let pick = |m, mode| forward_kernel(m, 8192, 8192, true, None, mode);
-        assert_eq!(pick(FWD_F16_MIN_M - 1, native(true)), Kernel::Mma(4));
+        assert_eq!(
+            pick(FWD_F16_MIN_M - 1, native(true)),
+            Kernel::Mma {
+                frags: 4,
+                emulated: false
+            }
+        );
         assert_eq!(pick(FWD_F16_MIN_M, native(true)), f16(Tile::T128));
         assert_eq!(pick(2048, native(false)), f16(Tile::T32x128));
-        assert_eq!(pick(2048, (true, (F16Mma::Off, 0))), Kernel::Mma(4));
-        let emulated = (false, (F16Mma::Emulated, 9));
+        assert_eq!(
+            pick(2048, (Int8Mma::Native, (F16Mma::Off, 0))),
+            Kernel::Mma {
+                frags: 4,
+                emulated: false
+            }
+        );
+        let emulated = (Int8Mma::Off, (F16Mma::Emulated, 9));
         assert_eq!(
             pick(9, emulated),
             Kernel::FwdMma {
@@ -1042,15 +1067,15 @@ mod tests {
     fn kernel_selection_and_reachability() {
         let k = 64; // short reduction: never split
         assert_eq!(
-            forward_kernel(1, 64, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(1, 64, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             Kernel::Gemv(1)
         );
         assert_eq!(
-            forward_kernel(3, 64, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(3, 64, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             Kernel::Gemv(4)
         );
         assert_eq!(
-            forward_kernel(8, 64, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(8, 64, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             Kernel::Gemv(8)
         );
         // The int8 wide GEMVs (persistent or not) serve M <= 8; the float one only M = 1.
@@ -1066,7 +1091,7 @@ mod tests {
         ] {
             for m in [1, 2, 5, 8] {
                 assert_eq!(
-                    forward_kernel(m, 64, k, true, Some(wide), (false, (F16Mma::Off, 0))),
+                    forward_kernel(m, 64, k, true, Some(wide), (Int8Mma::Off, (F16Mma::Off, 0))),
                     wide,
                     "M = {m}"
                 );
@@ -1079,13 +1104,27 @@ mod tests {
             local: 512,
         };
         assert_eq!(
-            forward_kernel(1, 64, 8192, true, Some(half), (false, (F16Mma::Off, 0))),
+            forward_kernel(
+                1,
+                64,
+                8192,
+                true,
+                Some(half),
+                (Int8Mma::Off, (F16Mma::Off, 0))
+            ),
             half
         );
         for (kx, persist) in [(8192, 256), (4100, 160), (4096, 128), (3000, 96)] {
             for m in [2, 5, 8] {
                 assert_eq!(
-                    forward_kernel(m, 64, kx, true, Some(half), (false, (F16Mma::Off, 0))),
+                    forward_kernel(
+                        m,
+                        64,
+                        kx,
+                        true,
+                        Some(half),
+                        (Int8Mma::Off, (F16Mma::Off, 0))
+                    ),
                     Kernel::GemvWide { dp4: true, persist },
                     "M = {m}, K = {kx}"
                 );
@@ -1093,7 +1132,14 @@ mod tests {
         }
         // Down to 32 chunks too; shorter rows keep the lane groups above M = 1.
         assert_eq!(
-            forward_kernel(2, 64, 1000, true, Some(half), (false, (F16Mma::Off, 0))),
+            forward_kernel(
+                2,
+                64,
+                1000,
+                true,
+                Some(half),
+                (Int8Mma::Off, (F16Mma::Off, 0))
+            ),
             Kernel::GemvWide {
                 dp4: true,
                 persist: 32
@@ -1101,7 +1147,14 @@ mod tests {
         );
         for (m, mt) in [(2, 2), (3, 4), (8, 8)] {
             assert_eq!(
-                forward_kernel(m, 64, 992, true, Some(half), (false, (F16Mma::Off, 0))),
+                forward_kernel(
+                    m,
+                    64,
+                    992,
+                    true,
+                    Some(half),
+                    (Int8Mma::Off, (F16Mma::Off, 0))
+                ),
                 Kernel::Gemv(mt),
                 "M = {m}"
             );
@@ -1111,31 +1164,45 @@ mod tests {
             persist: 0,
         };
         assert_eq!(
-            forward_kernel(1, 64, k, true, Some(float), (false, (F16Mma::Off, 0))),
+            forward_kernel(
+                1,
+                64,
+                k,
+                true,
+                Some(float),
+                (Int8Mma::Off, (F16Mma::Off, 0))
+            ),
             float
         );
         assert_eq!(
-            forward_kernel(2, 64, k, true, Some(float), (false, (F16Mma::Off, 0))),
+            forward_kernel(
+                2,
+                64,
+                k,
+                true,
+                Some(float),
+                (Int8Mma::Off, (F16Mma::Off, 0))
+            ),
             Kernel::Gemv(2)
         );
         assert_eq!(
-            forward_kernel(9, 4096, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(9, 4096, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(32, 4096, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(32, 4096, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, false)
         );
         assert_eq!(
-            forward_kernel(33, 4096, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(33, 4096, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T64, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(512, 4096, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T128, false)
         );
         assert_eq!(
-            forward_kernel(512, 4096, k, false, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(512, 4096, k, false, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T64, false)
         );
         // Long rows (a wide kernel at M = 1): M = 2 shares it, M = 3..8 take the staged
@@ -1175,7 +1242,7 @@ mod tests {
         );
         // The H200 shapes at M = 32: split.
         assert_eq!(
-            forward_kernel(32, 8192, 8192, true, None, (false, (F16Mma::Off, 0))),
+            forward_kernel(32, 8192, 8192, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             tiled(Tile::T32x128, true)
         );
         assert_eq!(
@@ -1185,7 +1252,7 @@ mod tests {
         let p = plan(
             64,
             true,
-            |m| forward_kernel(m, 64, k, true, None, (false, (F16Mma::Off, 0))),
+            |m| forward_kernel(m, 64, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(
@@ -1203,7 +1270,7 @@ mod tests {
         let p = plan(
             5,
             false,
-            |m| forward_kernel(m, 64, k, true, None, (false, (F16Mma::Off, 0))),
+            |m| forward_kernel(m, 64, k, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 64, k),
         );
         assert_eq!(p.kernels, vec![Kernel::Gemv(8)]);
@@ -1228,7 +1295,8 @@ mod tests {
         ];
         for (cols, r) in shapes {
             for big in [false, true] {
-                let fwd = |m| forward_kernel(m, cols, r, big, None, (false, (F16Mma::Off, 0)));
+                let fwd =
+                    |m| forward_kernel(m, cols, r, big, None, (Int8Mma::Off, (F16Mma::Off, 0)));
                 let bwd = |m| backward_kernel(m, cols, r, big, None, true, F16Mma::Off);
                 let floats = |m, kn| partial_floats(kn, m, cols, r);
                 for max_m in [0usize, 1, 7, 9, 33, 100, 127, 129, 300, 5000, 21_999] {
@@ -1250,11 +1318,18 @@ mod tests {
                     }
                 }
                 // Past STABLE_M nothing changes.
-                let last = forward_kernel(STABLE_M, cols, r, big, None, (false, (F16Mma::Off, 0)));
+                let last = forward_kernel(
+                    STABLE_M,
+                    cols,
+                    r,
+                    big,
+                    None,
+                    (Int8Mma::Off, (F16Mma::Off, 0)),
+                );
                 assert!(matches!(last, Kernel::Tiled { split: false, .. }));
                 for m in [STABLE_M + 1, 2 * STABLE_M, 1 << 24] {
                     assert_eq!(
-                        forward_kernel(m, cols, r, big, None, (false, (F16Mma::Off, 0))),
+                        forward_kernel(m, cols, r, big, None, (Int8Mma::Off, (F16Mma::Off, 0))),
                         last
                     );
                 }
@@ -1264,7 +1339,7 @@ mod tests {
         let p = plan(
             32,
             false,
-            |m| forward_kernel(m, 8192, 8192, true, None, (false, (F16Mma::Off, 0))),
+            |m| forward_kernel(m, 8192, 8192, true, None, (Int8Mma::Off, (F16Mma::Off, 0))),
             |m, kn| partial_floats(kn, m, 8192, 8192),
         );
         assert_eq!(p.kernels, vec![tiled(Tile::T32x128, true)]);
@@ -1386,7 +1461,14 @@ mod tests {
             local: 448,
         });
         assert_eq!(
-            forward_kernel(3, 8192, 28672, true, sliced, (false, (F16Mma::Off, 0))),
+            forward_kernel(
+                3,
+                8192,
+                28672,
+                true,
+                sliced,
+                (Int8Mma::Off, (F16Mma::Off, 0))
+            ),
             Kernel::GemvWide {
                 dp4: true,
                 persist: 0

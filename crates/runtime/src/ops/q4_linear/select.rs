@@ -80,9 +80,10 @@ pub(super) enum Kernel {
     /// (`q4_linear_bwd_staged_m{4,8}`), one dispatch like [`Kernel::BwdWide`].
     BwdStaged(u32),
     /// Forward on the tensor cores for M >= [`MMA_MIN_M`]: int8 MMAs of 16 weight rows by
-    /// 8 * `mf` activation rows per workgroup (`q4_linear_mma_f{mf}`), activations as int8
-    /// limbs from a `q4_mma_limbs` node.
-    Mma(u32),
+    /// 8 * `frags` activation rows per workgroup (`q4_linear_mma_f{frags}`), activations as
+    /// int8 limbs from a `q4_mma_limbs` node; `emulated`: the same kernel with plain
+    /// arithmetic for the MMAs (`q4_linear_mma_emu_f*`, tests on any device).
+    Mma { frags: u32, emulated: bool },
     /// Backward on the tensor cores for M > 8 (`q4_linear_bwd_mma_*`): fp16 hi / lo MMAs of
     /// d_out and the dequantized weight over `tile`'s output tiles (T32x128 or T128), d_out's
     /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums, which the last
@@ -201,7 +202,7 @@ pub(super) fn forward_kernel(
     k: usize,
     big_tiles: bool,
     wide: Option<Kernel>,
-    (mma, (f16, f16_from)): (bool, (F16Mma, usize)),
+    (mma, (f16, f16_from)): (Int8Mma, (F16Mma, usize)),
 ) -> Kernel {
     match f16 {
         F16Mma::Native { t128 } if m >= f16_from => {
@@ -229,8 +230,11 @@ pub(super) fn forward_kernel(
         }
         _ => {}
     }
-    if mma && m >= mma_min_m() {
-        return Kernel::Mma(mma_fragments(m));
+    if mma != Int8Mma::Off && m >= mma_min_m() {
+        return Kernel::Mma {
+            frags: mma_fragments(m),
+            emulated: mma == Int8Mma::Emulated,
+        };
     }
     match (m, wide) {
         (0..=1, Some(w)) => w,
@@ -372,27 +376,48 @@ pub(super) fn mma_fragments(m: usize) -> u32 {
 /// int8) * B (32 x 8, int8) + C.
 pub(crate) const MMA_SHAPE: &str = "16x8x32 s8*s8+s32->s32";
 
-/// Whether the tensor-core forward runs for `q`: NV int8 cooperative matrices of
-/// [`MMA_SHAPE`], 32-invocation subgroups (its workgroup is 8 of them), scale groups of
-/// whole 32-code chunks (or one group per row), rows of fewer than 2^16 chunks (packed push
-/// constants), and not turned off by compile spec `etvk_q4_mma` = `off` (else
-/// `ETVK_Q4_MMA=0`).
-pub(super) fn mma_forward_ok(g: &GraphBuilder<'_>, q: &Q4) -> bool {
-    if mma_turned_off(g) {
-        return false;
+/// Which int8 tensor-core forward ([`Kernel::Mma`]) an op may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Int8Mma {
+    Off,
+    Native,
+    /// The same kernel with plain arithmetic for the MMAs, where forced (tests on any device).
+    Emulated,
+}
+
+/// The int8 tensor-core forward `q` may take: natively with NV int8 cooperative matrices of
+/// [`MMA_SHAPE`] and 32-invocation subgroups (its workgroup is 8 of them); emulated where
+/// compile spec `etvk_q4_mma` (else `ETVK_Q4_MMA`) = `emulated`; either needs scale groups
+/// of whole 32-code chunks (or one group per row) and rows of fewer than 2^16 chunks (packed
+/// push constants). `off` / `0` turn it off.
+pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4) -> Int8Mma {
+    let groups = q.groups == 1 || q.gs.is_multiple_of(32);
+    if !groups || q.kpad / 32 >= 1 << 16 || mma_turned_off(g) {
+        return Int8Mma::Off;
+    }
+    if mma_setting(g).as_deref() == Some("emulated") {
+        return if g.shader_supported(ShaderId::Q4LinearMmaEmuF1)
+            && g.shader_supported(ShaderId::Q4MmaLimbs)
+        {
+            Int8Mma::Emulated
+        } else {
+            Int8Mma::Off
+        };
     }
     let caps = g.caps();
     let shape = caps
         .cooperative_matrix_nv_shapes
         .iter()
         .any(|s| s.to_string() == MMA_SHAPE);
-    let groups = q.groups == 1 || q.gs.is_multiple_of(32);
-    shape
-        && groups
-        && q.kpad / 32 < 1 << 16
+    if shape
         && caps.subgroup_size == 32
         && g.shader_supported(ShaderId::Q4LinearMmaF1)
         && g.shader_supported(ShaderId::Q4MmaLimbs)
+    {
+        Int8Mma::Native
+    } else {
+        Int8Mma::Off
+    }
 }
 
 /// The MMA shape of the tensor-core backward: D (16 x 8, fp32) = A (16 x 16, fp16) * B
@@ -533,11 +558,14 @@ pub(super) const FWD_MMA_T128_WAVE: usize = 132;
 /// Whether compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC) (else `ETVK_Q4_MMA`)
 /// turns the tensor-core kernels off (`off` or `0`).
 pub(super) fn mma_turned_off(g: &GraphBuilder<'_>) -> bool {
-    let setting = g
-        .q4_mma
+    matches!(mma_setting(g).as_deref(), Some("off" | "0"))
+}
+
+/// Compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC), else `ETVK_Q4_MMA`.
+fn mma_setting(g: &GraphBuilder<'_>) -> Option<String> {
+    g.q4_mma
         .clone()
-        .or_else(|| std::env::var("ETVK_Q4_MMA").ok());
-    matches!(setting.as_deref(), Some("off" | "0"))
+        .or_else(|| std::env::var("ETVK_Q4_MMA").ok())
 }
 
 /// Chunks per step of the tensor-core forward (its manifest `STEP`): 4, or 2 at 4 fragments
@@ -1162,9 +1190,18 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::BwdWide { cw: 16, mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C16,
         (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
         (Kernel::BwdWide { cw, dec, .. }, _) => wide_m1_shader(cw, dec),
-        (Kernel::Mma(1), _) => ShaderId::Q4LinearMmaF1,
-        (Kernel::Mma(2), _) => ShaderId::Q4LinearMmaF2,
-        (Kernel::Mma(_), _) => ShaderId::Q4LinearMmaF4,
+        (Kernel::Mma { frags: 1, emulated }, _) => match emulated {
+            false => ShaderId::Q4LinearMmaF1,
+            true => ShaderId::Q4LinearMmaEmuF1,
+        },
+        (Kernel::Mma { frags: 2, emulated }, _) => match emulated {
+            false => ShaderId::Q4LinearMmaF2,
+            true => ShaderId::Q4LinearMmaEmuF2,
+        },
+        (Kernel::Mma { emulated, .. }, _) => match emulated {
+            false => ShaderId::Q4LinearMmaF4,
+            true => ShaderId::Q4LinearMmaEmuF4,
+        },
         (
             Kernel::BwdMma {
                 emulated: true,
