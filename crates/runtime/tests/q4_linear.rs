@@ -1099,13 +1099,6 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
                 && names.iter().any(|p| p.ends_with("/q4_mma_limbs")),
             "lead {lead:?} K {k} N {n}: {names:?}"
         );
-        // Few strips and long rows: the chunks split over slices, summed by the reduce node.
-        if k == 8200 {
-            assert!(
-                names.iter().any(|p| p.ends_with("/q4_linear_reduce")),
-                "split-K: {names:?}"
-            );
-        }
     }
     for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
         .iter()
@@ -1115,6 +1108,36 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
         assert!(
             names.iter().any(|p| p.contains("q4_linear_mma_emu_f")),
             "qcs4w lead {lead:?}: {names:?}"
+        );
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The emulated int8 tensor-core forward on one loaded program whose M moves between one,
+/// two and four fragments per workgroup, split-K at each (N = 300: three row strips, K = 8200:
+/// up to 32 slices of 257 chunks): the last workgroup of each tile sums the slices and
+/// leaves its counter zero, so every launch after the first depends on the reset.
+#[test]
+fn dynamic_m_on_the_emulated_int8_forward() {
+    let be = backend();
+    let (k, n, gs, max_m) = (8200, 300, 64, 40);
+    let mut rng = Rng::new(1870);
+    let c = q4gsw_case(&mut rng, k, n, gs);
+    let bias_v = rng.floats(n, -1.0, 1.0);
+    let mut g = G::new();
+    let xi = g.input(&[max_m, k]);
+    let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+    let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
+    let o = g.output(&[max_m, n]);
+    g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+    let mut d = g
+        .load(&be, &dynamic_forced(MMA_SPEC, Some("emulated")))
+        .unwrap();
+    for m in [8, 40, 8, 16, 9, 8] {
+        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "emulated int8 MMA");
+        assert!(
+            names.iter().any(|p| p.contains("q4_linear_mma_emu_f")),
+            "M {m}: {names:?}"
         );
     }
     assert_eq!(be.validation_error_count(), 0);
