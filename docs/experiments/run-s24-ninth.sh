@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prepared in session 24, not run (its device time was spent): the int8 tensor-core forward
+# after commit 96ecd11 (split-K slices summed in the kernel by the last workgroup of each
+# tile; the reduce dispatch idle) against the binary of 580ead0 (the q4_linear_reduce node
+# after the kernel), whole ops timed, interleaved twice; the H200's q4_linear tests (the
+# tensor-core forward test's K = 8200 case splits) first. Keep 96ecd11 only if the tests pass
+# and no shape is slower.
+# Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s24-ninth.sh prepare
+#         (prepare builds 580ead0's etvk in a worktree: a few minutes)
+# There:  (device tool, carry [".gl"])  bash .gl/run-s24-ninth.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_setup "$0"
+if [ "${1:-}" = "prepare" ]; then
+    old=/tmp/etvk-580ead0
+    [ -d "$old" ] || git worktree add -f "$old" 580ead0
+    (cd "$old" && cargo build --release -p etvk-cli)
+    mkdir -p .gl/bin_old
+    cp "$old/target/release/etvk" .gl/bin_old/
+    cp "$EXP_SELF" .gl/
+    exit 0
+fi
+# shellcheck source=scripts/device-env.sh
+. .gl/device-env.sh
+{
+    echo "== q4_linear tests"; q4_tests
+    for c in "8 8192 8192" "8 28672 8192" "8 8192 28672" "16 8192 8192" "32 8192 8192" \
+             "32 28672 8192" "32 8192 28672"; do
+        set -- $c
+        for v in bin_old bin bin_old bin; do
+            echo -n "$v M=$1 N=$2 K=$3: "
+            exp_row ".gl/$v/etvk" bench linear_q4gsw --m "$1" --n "$2" --k "$3"
+        done
+    done
+} 2>&1 | tee "$OUT/s24-ninth.txt"
