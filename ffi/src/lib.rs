@@ -868,6 +868,24 @@ pub unsafe extern "C" fn etvk_delegate_set_scalar(
     })
 }
 
+/// Run the work of the delegate's last execute again on the inputs it left on the GPU,
+/// without host transfers (timing loops, and training steps whose state stays on the GPU):
+/// outputs stay on the GPU, `etvk_delegate_read_tensor` reads them; inputs changed with
+/// `etvk_delegate_write_tensor` and scalars with `etvk_delegate_set_scalar` are used. An
+/// `InvalidArgument` error before the first execute, or after an execute's input sizes
+/// changed the graph's shapes until the next execute records them.
+///
+/// # Safety
+/// `delegate` must be null or a live handle from `etvk_delegate_init`.
+#[no_mangle]
+pub unsafe extern "C" fn etvk_delegate_replay(delegate: *mut EtvkDelegate) -> EtvkStatus {
+    guard("etvk_delegate_replay", || {
+        // SAFETY: forwarded contract of this function.
+        let handle = unsafe { delegate_ref(delegate) }?;
+        lock_delegate(handle)?.replay()
+    })
+}
+
 /// The per-dispatch GPU times of the delegate's last execute, in execution order:
 /// `*count` receives the number of dispatches and the first `min(capacity, *count)` entries
 /// are written (`entries` may be null when `capacity` is 0). Op names longer than

@@ -1,7 +1,8 @@
 //! The C ABI's GPU-resident state and runtime-scalar calls (`etvk_delegate_read_tensor`,
-//! `etvk_delegate_write_tensor`, `etvk_delegate_set_scalar`) on a one-op AdamW graph built
-//! with the format writer: the state persists across executes, scalars change between
-//! executes, and bad arguments are rejected with a status and a message naming them.
+//! `etvk_delegate_write_tensor`, `etvk_delegate_set_scalar`, `etvk_delegate_replay`) on a
+//! one-op AdamW graph built with the format writer: the state persists across executes and
+//! replays, scalars change between them, and bad arguments are rejected with a status and a
+//! message naming them.
 
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
@@ -177,6 +178,68 @@ fn read_param(delegate: *mut EtvkDelegate, id: usize) -> Vec<f32> {
     assert_eq!(t.ndim, 2);
     assert_eq!(&t.sizes[..3], &[2, 3, 0]);
     f32s(&buf)
+}
+
+/// `etvk_delegate_replay` runs the last execute's work again on the gradient it left on the
+/// GPU: each replay is one more AdamW step, with the bias corrections set in between, and
+/// the state read back matches the f64 reference; before any execute it is refused.
+#[test]
+fn replay_steps_on_the_gpu_without_host_transfers() {
+    let (backend, delegate, ids) = create();
+    // SAFETY (replay calls): `delegate` is live or null on purpose.
+    unsafe {
+        expect_err(
+            etvk_delegate_replay(delegate),
+            EtvkStatus::InvalidArgument,
+            &["etvk_delegate_replay", "execute first"],
+        );
+        expect_err(
+            etvk_delegate_replay(null_mut()),
+            EtvkStatus::InvalidArgument,
+            &["etvk_delegate_replay", "delegate is null"],
+        );
+    }
+    let mut p: Vec<f64> = P0.iter().map(|x| *x as f64).collect();
+    let (mut m, mut v) = (vec![0f64; 6], vec![0f64; 6]);
+    let g: Vec<f32> = (0..6).map(|i| (i % 4) as f32 - 1.5).collect();
+    for t in 1..=3 {
+        let bc1 = 1.0 - HP[1].powi(t);
+        let bc2 = 1.0 - HP[2].powi(t);
+        // SAFETY: `delegate` is live.
+        unsafe {
+            assert_eq!(
+                etvk_delegate_set_scalar(delegate, ids.bc1, bc1),
+                EtvkStatus::Ok
+            );
+            assert_eq!(
+                etvk_delegate_set_scalar(delegate, ids.bc2, bc2),
+                EtvkStatus::Ok
+            );
+        }
+        if t == 1 {
+            execute_step(delegate, &g);
+        } else {
+            // SAFETY: `delegate` is live.
+            let status = unsafe { etvk_delegate_replay(delegate) };
+            assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+        }
+        adamw_ref(&mut p, &mut m, &mut v, &g, HP[0], bc1, bc2);
+        let state = read_param(delegate, ids.param);
+        for i in 0..6 {
+            let tol = 1e-6 + 1e-5 * p[i].abs();
+            assert!(
+                (state[i] as f64 - p[i]).abs() <= tol,
+                "step {t} param[{i}] {} vs {}",
+                state[i],
+                p[i]
+            );
+        }
+    }
+    // SAFETY: both handles are live and destroyed once.
+    unsafe {
+        assert_eq!(etvk_delegate_destroy(delegate), EtvkStatus::Ok);
+        assert_eq!(etvk_backend_destroy(backend), EtvkStatus::Ok);
+    }
 }
 
 #[test]
