@@ -72,8 +72,13 @@ mod tests {
         assert_eq!(f32_to_f16(1e6), 0x7c00);
         assert_eq!(f32_to_f16(5.960_464_5e-8), 0x0001);
         assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
+        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
         assert!(f16_to_f32(0x7e00).is_nan());
         for bits in (0u16..0x7c00).step_by(7) {
+            assert_eq!(f32_to_f16(f16_to_f32(bits)), bits);
+        }
+        // Negative values and the subnormal / normal edge.
+        for bits in [0x03ffu16, 0x0400, 0xfbff, 0x8400, 0x8001] {
             assert_eq!(f32_to_f16(f16_to_f32(bits)), bits);
         }
     }

@@ -393,34 +393,33 @@ fn write_internal_representations(
         return;
     }
     let mut reps = vec![vk::PipelineExecutableInternalRepresentationKHR::default(); count as usize];
-    // SAFETY: `reps` holds `count` entries with null data pointers: the driver fills sizes.
-    let r = unsafe {
-        (fp.get_pipeline_executable_internal_representations_khr)(
-            device,
-            ei,
-            &mut count,
-            reps.as_mut_ptr(),
-        )
+    // The same call fills the entries' sizes (null data pointers), then their data.
+    let fill = |reps: &mut [vk::PipelineExecutableInternalRepresentationKHR<'_>], what: &str| {
+        let mut n = reps.len() as u32;
+        // SAFETY: `reps` holds `n` entries whose data pointers are null or point to buffers
+        // of the sizes the driver reported for them.
+        let r = unsafe {
+            (fp.get_pipeline_executable_internal_representations_khr)(
+                device,
+                ei,
+                &mut n,
+                reps.as_mut_ptr(),
+            )
+        };
+        let ok = r == vk::Result::SUCCESS || r == vk::Result::INCOMPLETE;
+        if !ok {
+            eprintln!("pipeline IR {name}: {what} query failed ({r:?})");
+        }
+        ok
     };
-    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
-        eprintln!("pipeline IR {name}: size query failed ({r:?})");
+    if !fill(&mut reps, "size") {
         return;
     }
     let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
     for (r, b) in reps.iter_mut().zip(bufs.iter_mut()) {
         r.p_data = b.as_mut_ptr().cast();
     }
-    // SAFETY: every entry now points to a buffer of its reported size.
-    let r = unsafe {
-        (fp.get_pipeline_executable_internal_representations_khr)(
-            device,
-            ei,
-            &mut count,
-            reps.as_mut_ptr(),
-        )
-    };
-    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
-        eprintln!("pipeline IR {name}: data query failed ({r:?})");
+    if !fill(&mut reps, "data") {
         return;
     }
     let _ = std::fs::create_dir_all(dir);
