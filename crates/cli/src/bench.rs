@@ -492,11 +492,13 @@ fn bench_linear(
             outln!("  node {name}: {us:.1} us");
         }
     }
-    // The kernels that ran (the op's dispatch nodes, `op/kernel`), in node order.
+    // The kernels that ran (the op's dispatch nodes, `op/kernel`, that launched work), in
+    // node order.
     let mut kernels: Vec<String> = Vec::new();
-    for (name, _) in delegate.profile() {
-        if is_node_of(&name, plan.name) {
-            let k = name.rsplit('/').next().unwrap_or(&name).to_string();
+    for t in delegate.profile_nodes().iter().filter(|t| t.launched) {
+        let name = &t.op;
+        if is_node_of(name, plan.name) {
+            let k = name.rsplit('/').next().unwrap_or(name).to_string();
             if !kernels.contains(&k) {
                 kernels.push(k);
             }
@@ -666,6 +668,7 @@ mod tests {
             node_id: 0,
             us,
             dispatch_us,
+            launched: true,
         }
     }
 

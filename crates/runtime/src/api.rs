@@ -184,6 +184,9 @@ pub struct NodeTime {
     /// Microseconds between the timestamps right before and right after the dispatch: the
     /// kernel alone, without the barrier that follows it (0.6-0.7 us on an H200).
     pub dispatch_us: f64,
+    /// Whether the dispatch ran: a kernel idle at the current shapes (e.g. a split-K sum
+    /// that the chosen kernel does itself) records no work, and its times are ~0.
+    pub launched: bool,
 }
 
 /// A loaded delegate (one VkGraph on the GPU).

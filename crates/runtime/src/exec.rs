@@ -162,6 +162,9 @@ pub(crate) struct ComputeGraph {
     in_flight: bool,
     dynamic: bool,
     profile: Vec<crate::api::NodeTime>,
+    /// Per node, whether the last record launched it (a kernel idle at the current shapes
+    /// records no dispatch).
+    launched: Vec<bool>,
     scratch: Vec<u8>,
 }
 
@@ -456,6 +459,7 @@ impl ComputeGraph {
             in_flight: false,
             dynamic: b.dynamic,
             profile: Vec::new(),
+            launched: Vec::new(),
             scratch: Vec::new(),
         };
         // Timestamps only when profiling was asked for (RuntimeOptions::profile): they cost
@@ -601,6 +605,7 @@ impl ComputeGraph {
         let r = self.record_into(&mut cmd, &groups);
         self.cmd = Some(cmd);
         r?;
+        self.launched = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
         self.needs_record = false;
         Ok(())
     }
@@ -974,6 +979,7 @@ impl ComputeGraph {
                 node_id: n.node_id,
                 us: us_between(2 * i, 2 * i + 2),
                 dispatch_us: us_between(2 * i, 2 * i + 1),
+                launched: self.launched.get(i).copied().unwrap_or(true),
             });
         }
         Ok(())
