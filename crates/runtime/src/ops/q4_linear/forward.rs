@@ -103,12 +103,12 @@ fn forward(
         None
     };
     // The int8 tensor-core forward's counters of finished slices, one per (row strip, row
-    // tile): as many as its smallest tiles (8 rows) make at the largest M, whichever M splits
-    // (each launch leaves them zero).
+    // tile) of any launch that splits (each launch leaves them zero); one unused counter when
+    // none does (the kernel binds them at every M).
     let mma_counters = finished_slice_counters(
         g,
         call,
-        mma_limbs.map(|_| n.div_ceil(MMA_ROWS).saturating_mul(max_m.div_ceil(8))),
+        mma_limbs.map(|_| mma_split_counters(max_m, n, q.kpad / 32).unwrap_or(1)),
     )?;
     // The f16 tensor-core kernel's inputs: x's rows scaled and split into fp16 hi / lo pairs
     // by a node of their own, and the weight scales' peaks per 32 rows and group.
