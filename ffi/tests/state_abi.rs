@@ -169,6 +169,18 @@ fn adamw_ref(p: &mut [f64], m: &mut [f64], v: &mut [f64], g: &[f32], lr: f64, bc
     }
 }
 
+/// Sets AdamW's bias corrections for step `t` (from 1) and returns them (bc1, bc2).
+fn set_bias_corrections(delegate: *mut EtvkDelegate, ids: &Ids, t: i32) -> (f64, f64) {
+    let bc1 = 1.0 - HP[1].powi(t);
+    let bc2 = 1.0 - HP[2].powi(t);
+    for (id, v) in [(ids.bc1, bc1), (ids.bc2, bc2)] {
+        // SAFETY: `delegate` is live (the callers' handles).
+        let status = unsafe { etvk_delegate_set_scalar(delegate, id, v) };
+        assert_eq!(status, EtvkStatus::Ok, "{}", last_error());
+    }
+    (bc1, bc2)
+}
+
 fn read_param(delegate: *mut EtvkDelegate, id: usize) -> Vec<f32> {
     let mut buf = vec![0u8; 24];
     let mut t = tensor(ETVK_DTYPE_FLOAT, &[], &mut buf);
@@ -203,19 +215,7 @@ fn replay_steps_on_the_gpu_without_host_transfers() {
     let (mut m, mut v) = (vec![0f64; 6], vec![0f64; 6]);
     let g: Vec<f32> = (0..6).map(|i| (i % 4) as f32 - 1.5).collect();
     for t in 1..=3 {
-        let bc1 = 1.0 - HP[1].powi(t);
-        let bc2 = 1.0 - HP[2].powi(t);
-        // SAFETY: `delegate` is live.
-        unsafe {
-            assert_eq!(
-                etvk_delegate_set_scalar(delegate, ids.bc1, bc1),
-                EtvkStatus::Ok
-            );
-            assert_eq!(
-                etvk_delegate_set_scalar(delegate, ids.bc2, bc2),
-                EtvkStatus::Ok
-            );
-        }
+        let (bc1, bc2) = set_bias_corrections(delegate, &ids, t);
         if t == 1 {
             execute_step(delegate, &g);
         } else {
@@ -250,25 +250,12 @@ fn state_persists_and_scalars_change_between_executes() {
     let (mut m, mut v) = (vec![0f64; 6], vec![0f64; 6]);
     let mut lr = HP[0];
     for t in 1..=4 {
-        let bc1 = 1.0 - HP[1].powi(t);
-        let bc2 = 1.0 - HP[2].powi(t);
-        // SAFETY (set_scalar calls): `delegate` is live.
-        unsafe {
-            assert_eq!(
-                etvk_delegate_set_scalar(delegate, ids.bc1, bc1),
-                EtvkStatus::Ok
-            );
-            assert_eq!(
-                etvk_delegate_set_scalar(delegate, ids.bc2, bc2),
-                EtvkStatus::Ok
-            );
-            if t == 3 {
-                lr = 0.02;
-                assert_eq!(
-                    etvk_delegate_set_scalar(delegate, ids.lr, lr),
-                    EtvkStatus::Ok
-                );
-            }
+        let (bc1, bc2) = set_bias_corrections(delegate, &ids, t);
+        if t == 3 {
+            lr = 0.02;
+            // SAFETY: `delegate` is live.
+            let status = unsafe { etvk_delegate_set_scalar(delegate, ids.lr, lr) };
+            assert_eq!(status, EtvkStatus::Ok);
         }
         let g: Vec<f32> = (0..6)
             .map(|i| ((i * 7 + t as usize) % 5) as f32 - 2.0)

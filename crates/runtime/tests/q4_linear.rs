@@ -973,6 +973,24 @@ fn qcs4w_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// qcs4w `cases` (lead, K, N) against the f64 reference with compile `specs`, seeds from
+/// `seed`; each must run a kernel whose name contains `kernel`.
+fn qcs4w_cases_take(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    cases: &[(&[usize], usize, usize)],
+    specs: &[(String, Vec<u8>)],
+    kernel: &str,
+) {
+    for (i, &(lead, k, n)) in cases.iter().enumerate() {
+        let names = check_qcs4w(be, seed + i as u64, lead, k, n, specs);
+        assert!(
+            names.iter().any(|p| p.contains(kernel)),
+            "qcs4w lead {lead:?}: {names:?}"
+        );
+    }
+}
+
 /// qcs4w with x sizes `lead ++ [K]` against the f64 reference; returns the profile's names.
 fn check_qcs4w(
     be: &std::sync::Arc<Backend>,
@@ -1100,16 +1118,13 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
             "lead {lead:?} K {k} N {n}: {names:?}"
         );
     }
-    for (i, &(lead, k, n)) in [(&[8usize][..], 64usize, 32usize), (&[3, 7], 300, 77)]
-        .iter()
-        .enumerate()
-    {
-        let names = check_qcs4w(&be, 1850 + i as u64, lead, k, n, &force);
-        assert!(
-            names.iter().any(|p| p.contains("q4_linear_mma_emu_f")),
-            "qcs4w lead {lead:?}: {names:?}"
-        );
-    }
+    qcs4w_cases_take(
+        &be,
+        1850,
+        &[(&[8], 64, 32), (&[3, 7], 300, 77)],
+        &force,
+        "q4_linear_mma_emu_f",
+    );
     assert_eq!(be.validation_error_count(), 0);
 }
 
@@ -1305,18 +1320,13 @@ fn emulated_f16_tensor_core_forward_matches_f64_reference() {
         );
     }
     // qcs4w: one scale per row (its peaks from the per-channel scales).
-    for (i, &(lead, k, n)) in [(&[40usize][..], 256usize, 200usize), (&[3, 7], 300, 77)]
-        .iter()
-        .enumerate()
-    {
-        let names = check_qcs4w(&be, 1740 + i as u64, lead, k, n, &force);
-        assert!(
-            names
-                .iter()
-                .any(|p| p.contains("q4_linear_fwd_mma_c_emu_t32x128")),
-            "qcs4w lead {lead:?}: {names:?}"
-        );
-    }
+    qcs4w_cases_take(
+        &be,
+        1740,
+        &[(&[40], 256, 200), (&[3, 7], 300, 77)],
+        &force,
+        "q4_linear_fwd_mma_c_emu_t32x128",
+    );
     assert_eq!(be.validation_error_count(), 0);
 }
 
