@@ -3,8 +3,8 @@
 # after commit 96ecd11 (split-K slices summed in the kernel by the last workgroup of each
 # tile; the reduce dispatch idle) against the binary of 580ead0 (the q4_linear_reduce node
 # after the kernel), whole ops timed, interleaved twice; the H200's q4_linear tests (the
-# tensor-core forward test's K = 8200 case splits) first. Keep 96ecd11 only if the tests pass
-# and no shape is slower.
+# tensor-core forward test's K = 8200 case splits) first, per-node profiles last. Keep 96ecd11
+# only if the tests pass and no shape is slower.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s24-ninth.sh prepare
 #         (prepare builds 580ead0's etvk in a worktree: a few minutes)
 # There:  (device tool, carry [".gl"])  bash .gl/run-s24-ninth.sh
@@ -33,5 +33,14 @@ fi
             echo -n "$v M=$1 N=$2 K=$3: "
             exp_row ".gl/$v/etvk" bench linear_q4gsw --m "$1" --n "$2" --k "$3"
         done
+    done
+    # Per-node times of the new build (limbs node, MMA kernel): the limbs node's share
+    # decides whether making the limbs in the MMA kernel is worth a try.
+    for c in "8 8192 8192" "8 28672 8192" "32 8192 8192"; do
+        set -- $c
+        echo -n "profile M=$1 N=$2 K=$3: "
+        ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_q4gsw --m "$1" --n "$2" --k "$3" \
+            --iters 20 --ceiling-mib 64 2>&1 | grep -E "node|^\| linear" | tr '\n' ' '
+        echo
     done
 } 2>&1 | tee "$OUT/s24-ninth.txt"
