@@ -128,19 +128,23 @@ pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 /// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide`, `wide_dp4`,
 /// `wide_dp4_pre` (its activation limbs from a pre-pass node), `wide_dp4_persist` (one wave
 /// of workgroups walking the row blocks; rows of <= 256 chunks) or `half` (the same with half
-/// a chunk per invocation; rows of 129..=256 chunks); tests and benchmarks compare them, the
-/// default picks by row length, weight count and device features.
+/// a chunk per invocation, rows of any length); or `f16` / `f16_emulated` (the f16
+/// tensor-core forward from M = 9); tests and benchmarks compare them, the default picks by
+/// row length, weight count and device features. Other values are refused at load.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 
-/// Compile spec forcing the 4-bit backward at M = 1: ASCII `split` (the split-N kernel),
-/// `wide` or `wide_u8` (the wide kernel, 4 or 8 rows per batch of loads); the default
-/// picks by row length.
+/// Compile spec forcing the 4-bit backward: ASCII `split` (the split-N kernel at M <= 8),
+/// `staged` (the staged kernel at M = 3..8), `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` (the
+/// wide kernel at M = 1, 2, its column width and decode) or `mma_emulated` (the tensor-core
+/// kernel with plain arithmetic, M > 8); the default picks by shape and device. Other values
+/// are refused at load.
 pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
 
 /// Compile spec for the 4-bit forward on the tensor cores at M >= 8: ASCII `on` (the default
 /// where the device has NV int8 cooperative matrices), `off` (the portable kernels; tests
-/// of those and benchmarks use it) or `emulated` (the int8 tensor-core kernels with plain
-/// arithmetic for the MMAs, on any device: tests).
+/// of those and benchmarks use it; `1` / `0` the same) or `emulated` (the int8 tensor-core
+/// kernels with plain arithmetic for the MMAs, on any device: tests). Other values are
+/// refused at load.
 pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
 
 /// A dispatch with alternative kernels: the resize fn picks one per launch.

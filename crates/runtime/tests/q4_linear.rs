@@ -1128,6 +1128,51 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// A compile-spec value no kernel choice reads is refused at load, naming the spec and the
+/// value (a typo would otherwise keep the default without a word); the documented values load.
+#[test]
+fn unknown_compile_spec_values_are_refused() {
+    let be = backend();
+    let mut rng = Rng::new(1880);
+    let c = q4gsw_case(&mut rng, 256, 64, 32);
+    let load = |key: &str, value: &str| {
+        let mut g = G::new();
+        let xi = g.input(&[8, 256]);
+        let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+        let nul = g.b.add_null();
+        let o = g.output(&[8, 64]);
+        g.b.add_op(Q4GSW, &[xi, w, s, gsv, nul, o]);
+        g.load(&be, &[(key.to_string(), value.as_bytes().to_vec())])
+    };
+    for (key, value) in [
+        ("etvk_q4_mma", "emulate"),
+        ("etvk_q4_mma", ""),
+        ("etvk_q4_gemv", "halfs"),
+        ("etvk_q4_bwd", "wide_c12"),
+        ("etvk_q4_bwd", "mma"),
+    ] {
+        let e = match load(key, value) {
+            Ok(_) => panic!("{key} = {value:?} loaded"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(key) && e.contains(&format!("{value:?}")),
+            "{key} = {value:?}: {e}"
+        );
+    }
+    for (key, value) in [
+        ("etvk_q4_mma", "emulated"),
+        ("etvk_q4_mma", "off"),
+        ("etvk_q4_gemv", "half"),
+        ("etvk_q4_bwd", "wide_c16_f16t"),
+        ("etvk_q4_bwd", "staged"),
+    ] {
+        if let Err(e) = load(key, value) {
+            panic!("{key} = {value:?}: {e}");
+        }
+    }
+}
+
 /// The emulated int8 tensor-core forward on one loaded program whose M moves between one,
 /// two and four fragments per workgroup, split-K at each (N = 300: three row strips, K = 8200:
 /// up to 32 slices of 257 chunks): the last workgroup of each tile sums the slices and

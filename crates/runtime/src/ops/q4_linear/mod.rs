@@ -135,7 +135,8 @@ use backward::*;
 use forward::*;
 use select::*;
 pub(crate) use select::{
-    BWD_MMA_SHAPE, BWD_MMA_T128_SHARED_BYTES, FWD_MMA_T128_SHARED_BYTES, MMA_SHAPE,
+    check_compile_specs, BWD_MMA_SHAPE, BWD_MMA_T128_SHARED_BYTES, FWD_MMA_T128_SHARED_BYTES,
+    MMA_SHAPE,
 };
 
 /// Activation / output dtypes: fp16 ones are converted to fp32 around the fp32 kernels.

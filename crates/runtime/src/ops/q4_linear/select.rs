@@ -953,6 +953,54 @@ pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDeco
     Some((cw, dec))
 }
 
+/// Values of compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC) that a kernel choice
+/// reads.
+const GEMV_FORMS: &[&str] = &[
+    "lanes",
+    "wide",
+    "wide_dp4",
+    "wide_dp4_pre",
+    "wide_dp4_persist",
+    "half",
+    "f16",
+    "f16_emulated",
+];
+
+/// Values of compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC).
+const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated"];
+
+/// Rejects a value of the 4-bit linears' compile specs (`etvk_q4_gemv`, `etvk_q4_bwd`,
+/// `etvk_q4_mma`) that no kernel choice reads: a typo would otherwise leave the default in
+/// place without a word. (The `ETVK_Q4_*` environment variables of benchmarks are not
+/// checked.)
+pub(crate) fn check_compile_specs(
+    gemv: Option<&str>,
+    bwd: Option<&str>,
+    mma: Option<&str>,
+) -> Result<()> {
+    let bad = |name: &str, v: &str, allowed: &str| {
+        Err(crate::error::invalid_arg(format!(
+            "compile spec {name} = {v:?} is not one of {allowed}"
+        )))
+    };
+    if let Some(v) = gemv.filter(|v| !GEMV_FORMS.contains(v)) {
+        return bad(crate::builder::Q4_GEMV_SPEC, v, &GEMV_FORMS.join(", "));
+    }
+    if let Some(v) = bwd.filter(|v| {
+        !["split", "staged", "mma_emulated"].contains(v) && parse_forced_wide(v).is_none()
+    }) {
+        return bad(
+            crate::builder::Q4_BWD_SPEC,
+            v,
+            "split, staged, mma_emulated, wide[_c8|_c16|_c32][_magic|_f16|_f16t]",
+        );
+    }
+    if let Some(v) = mma.filter(|v| !MMA_SETTINGS.contains(v)) {
+        return bad(crate::builder::Q4_MMA_SPEC, v, &MMA_SETTINGS.join(", "));
+    }
+    Ok(())
+}
+
 /// The forced backward choice: compile spec [`Q4_BWD_SPEC`](crate::builder::Q4_BWD_SPEC), else `ETVK_Q4_BWD`.
 pub(super) fn forced_bwd(g: &GraphBuilder<'_>) -> Option<String> {
     g.q4_bwd
