@@ -28,6 +28,8 @@ pub(crate) struct BackendInner {
     f16_mma_ok: OnceLock<bool>,
     /// Whether the forward's codes form passed its part of that self-check.
     f16_codes_ok: OnceLock<bool>,
+    /// [`Self::int8_mma_ok`], once decided.
+    int8_mma_ok: OnceLock<bool>,
     /// The wide backward's fp16-decode variants that passed (true) or failed their
     /// self-check here, each checked at its first need.
     wide_f16_ok: Mutex<HashMap<ShaderId, bool>>,
@@ -89,6 +91,7 @@ impl BackendInner {
             profile,
             f16_mma_ok: OnceLock::new(),
             f16_codes_ok: OnceLock::new(),
+            int8_mma_ok: OnceLock::new(),
             wide_f16_ok: Mutex::new(HashMap::new()),
         }
     }
@@ -137,6 +140,33 @@ impl BackendInner {
                 Err(e) => {
                     log::warn!(
                         "{}: {what}'s self-check did not run ({e}); the magic decode runs instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+            }
+        })
+    }
+
+    /// Whether the int8 tensor-core forward (`q4_linear_mma_f*`) computes right on this device
+    /// ([`crate::ops::q4_mma_check::check_int8`]: limbs, MMAs, scales, split-K and its in-kernel
+    /// sum, against f64); checked once, and a failure (or an error running the check) is
+    /// logged and keeps the other kernels.
+    pub(crate) fn int8_mma_ok(&self) -> bool {
+        *self.int8_mma_ok.get_or_init(|| {
+            let what = "int8 tensor-core 4-bit forward";
+            match crate::ops::q4_mma_check::check_int8_all(self, false) {
+                Ok(None) => true,
+                Ok(Some(why)) => {
+                    log::warn!(
+                        "{}: the {what} failed its self-check ({why}); other kernels run instead",
+                        self.ctx.description()
+                    );
+                    false
+                }
+                Err(e) => {
+                    log::warn!(
+                        "{}: the {what}'s self-check did not run ({e}); other kernels run instead",
                         self.ctx.description()
                     );
                     false

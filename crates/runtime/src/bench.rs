@@ -698,10 +698,18 @@ pub fn alu_outputs(backend: &Backend, op: AluOp, rounds: u32) -> Result<Vec<u32>
     Ok(run_alu(backend, op, rounds, 1, true)?.1)
 }
 
-/// The f16 tensor-core 4-bit kernels' self-check (the one the runtime runs before using
-/// them: the backward's and the forward's variants) on `backend`: the native variants, or with `emulated` the emulated ones (any
-/// device with fp16 arithmetic). `Ok(None)` when every variant matches the f64 reference,
-/// `Ok(Some(why))` naming the first that does not.
+/// The int8 tensor-core forward's self-check (the one the runtime runs before a graph first
+/// takes `q4_linear_mma_f*`) on `backend`: the native kernels, or with `emulated` the
+/// `q4_linear_mma_emu_f*` forms (any device). `Ok(None)` when all three fragment counts
+/// match the f64 reference, `Ok(Some(why))` naming the first that does not.
+pub fn q4_int8_mma_check(backend: &Backend, emulated: bool) -> Result<Option<String>> {
+    crate::ops::q4_mma_check::check_int8_all(backend.inner(), emulated)
+}
+
+/// The f16 tensor-core kernels' self-check (the backend runs it before the first graph takes
+/// them: the backward's and the forward's variants) on `backend`: the native variants, or with
+/// `emulated` the emulated ones (any device with fp16 arithmetic). `Ok(None)` when every
+/// variant matches the f64 reference, `Ok(Some(why))` naming the first that does not.
 pub fn q4_bwd_mma_check(backend: &Backend, emulated: bool) -> Result<Option<String>> {
     let inner = backend.inner();
     let caps = inner.ctx.caps();

@@ -1275,6 +1275,32 @@ fn backward_step(
     d.profile().into_iter().map(|p| p.0).collect()
 }
 
+/// The self-check the runtime runs before a graph first takes the int8 tensor-core forward
+/// (limbs, MMAs, scales, split-K and its in-kernel sum against f64, at one, two and four
+/// fragments): the emulated kernels pass on any device; the native ones where the device has
+/// NV int8 cooperative matrices (an H200), and elsewhere they cannot run (an error).
+#[test]
+fn int8_tensor_core_forward_self_check() {
+    let be = backend();
+    assert_eq!(
+        etvk_runtime::bench::q4_int8_mma_check(&be, true).unwrap(),
+        None
+    );
+    let has_mma = be.device_caps().subgroup_size == 32
+        && be
+            .device_caps()
+            .cooperative_matrix_nv_shapes
+            .iter()
+            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
+    match etvk_runtime::bench::q4_int8_mma_check(&be, false) {
+        Ok(result) => {
+            assert!(has_mma, "ran without the device's support");
+            assert_eq!(result, None);
+        }
+        Err(e) => assert!(!has_mma, "{e}"),
+    }
+}
+
 /// The self-check the runtime runs before taking the tensor-core backward: its emulated
 /// variants pass on any device with fp16 arithmetic; the native ones pass where the device
 /// has the kernel (an H200) and are refused with an error elsewhere.

@@ -324,3 +324,177 @@ pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<St
     }
     Ok(None)
 }
+
+/// The int8 tensor-core forward (`q4_linear_mma_f{1,2,4}`, after its `q4_mma_limbs` node) on
+/// a fixed problem: M = 13 activation rows of very different sizes (two row tiles at one and
+/// two fragments, one at four), N = 136 weight rows (two strips, the last partial), K = 280
+/// (9 chunks, the last partial) in three split-K slices of 4 chunks (the last of 1), groups
+/// of 64 (the last partial), a bias; each output row within 1e-5 of the f64 reference and
+/// every slice counter back at zero. `Ok(None)` when it matches, `Ok(Some(why))` otherwise.
+pub(crate) fn check_int8(
+    be: &BackendInner,
+    shader: ShaderId,
+    frags: u32,
+) -> Result<Option<String>> {
+    const M: u32 = 13;
+    const N: u32 = 136;
+    const K: u32 = 280;
+    const KC: u32 = 9; // chunks of the packed rows (K padded to 288)
+    const GS: u32 = 64;
+    const SLICE: u32 = 4; // chunks per split-K slice: a whole number of steps of 2 or 4
+    let ctx = &be.ctx;
+    let (mu, nu, ku) = (M as usize, N as usize, K as usize);
+    let kw = (KC * 4) as usize;
+    let groups = (KC * 32).div_ceil(GS) as usize;
+    let mut state = 0x2545_F491_4F6C_DD1Du64 ^ u64::from(frags);
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let unit = |x: u32| x as f32 / (1u32 << 31) as f32;
+    let words: Vec<u32> = (0..nu * kw).map(|_| next()).collect();
+    let scales: Vec<f32> = (0..nu * groups)
+        .map(|_| 0.005 + 0.01 * unit(next()))
+        .collect();
+    let size = [1.0f32, 1e-6, 3e3, 0.02];
+    let x: Vec<f32> = (0..mu * ku)
+        .map(|i| (2.0 * unit(next()) - 1.0) * size[(i / ku + (i % ku) / 32) % 4])
+        .collect();
+    let bias: Vec<f32> = (0..nu).map(|_| 2.0 * unit(next()) - 1.0).collect();
+    let rows = M.next_multiple_of(8 * frags); // limb rows: whole fragments
+    let mtiles = M.div_ceil(8 * frags);
+    let strips = N.div_ceil(128);
+    let slices = KC.div_ceil(SLICE);
+    let tiles = strips * mtiles;
+    let f32_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let inputs = [
+        words_to_bytes(&f32_bits(&x)),
+        words_to_bytes(&words),
+        words_to_bytes(&f32_bits(&crate::prepack::q4::pack_q4_scales(
+            &scales, nu, groups,
+        ))),
+        words_to_bytes(&f32_bits(&bias)),
+        words_to_bytes(&vec![0u32; tiles as usize]),
+    ];
+    let (ups, devs) = staged_inputs(ctx, &inputs)?;
+    let limbs = Buffer::new(
+        ctx,
+        u64::from(3 * KC * rows * 8) * 4,
+        MemoryKind::DeviceLocal,
+    )?;
+    let side = Buffer::new(ctx, u64::from(KC * rows * 2) * 4, MemoryKind::DeviceLocal)?;
+    let out = Buffer::new(ctx, u64::from(M * N) * 4, MemoryKind::DeviceLocal)?;
+    let part = Buffer::new(ctx, u64::from(slices * M * N) * 4, MemoryKind::DeviceLocal)?;
+    let back = Buffer::new(ctx, u64::from(M * N + tiles) * 4, MemoryKind::Readback)?;
+
+    let pre = be.pipeline(ShaderId::Q4MmaLimbs, [64, 1, 1], &[])?;
+    let main = be.pipeline(shader, [256, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 2, 12)?;
+    let pre_set = pool.allocate(&pre, &[&limbs, &side, &devs[0]])?;
+    let main_set = pool.allocate(
+        &main,
+        &[
+            &out, &part, &limbs, &side, &devs[1], &devs[2], &devs[3], &devs[4],
+        ],
+    )?;
+    let pre_push = words_to_bytes(&[K, KC, M, rows]);
+    let chunks_per_group = GS / 32;
+    let main_push = words_to_bytes(&[
+        M,
+        N,
+        KC,
+        groups as u32,
+        chunks_per_group | 1 << 16,
+        rows,
+        mtiles,
+        slices | SLICE << 16,
+    ]);
+
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    for (up, dev) in ups.iter().zip(&devs) {
+        cb.copy(up, 0, dev, 0, dev.size())?;
+    }
+    cb.barrier(Access::Transfer, Access::Compute)?;
+    cb.dispatch(&pre, pre_set, &pre_push, [(KC * rows).div_ceil(64), 1, 1])?;
+    cb.barrier(Access::Compute, Access::Compute)?;
+    cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
+    cb.barrier(Access::Compute, Access::Transfer)?;
+    cb.copy(&out, 0, &back, 0, u64::from(M * N) * 4)?;
+    cb.copy(
+        &devs[4],
+        0,
+        &back,
+        u64::from(M * N) * 4,
+        u64::from(tiles) * 4,
+    )?;
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(
+        Duration::from_secs(60),
+        "int8 tensor-core forward self-check",
+    )?;
+    let mut raw = vec![0u8; ((M * N + tiles) * 4) as usize];
+    back.read(0, &mut raw)?;
+    let got: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let (got, counters) = got.split_at(mu * nu);
+    if let Some(c) = counters.iter().find(|&&c| c != 0) {
+        return Ok(Some(format!(
+            "a tile's slice counter was left at {c}, not 0"
+        )));
+    }
+    let w_at = |n: usize, k: usize| {
+        let code = (words[n * kw + k / 8] >> (4 * (k % 8))) & 15;
+        (f64::from(code) - 8.0) * f64::from(scales[n * groups + k / GS as usize])
+    };
+    for row in 0..mu {
+        let (mut num, mut den) = (0f64, 0f64);
+        for n in 0..nu {
+            let want = (0..ku)
+                .map(|k| f64::from(x[row * ku + k]) * w_at(n, k))
+                .sum::<f64>()
+                + f64::from(bias[n]);
+            let g = f64::from(f32::from_bits(got[row * nu + n]));
+            if !g.is_finite() {
+                return Ok(Some(format!("row {row} output {n}: {g}")));
+            }
+            num += (g - want).powi(2);
+            den += want * want;
+        }
+        let rel = (num / den.max(1e-300)).sqrt();
+        if rel > 1e-5 {
+            return Ok(Some(format!("row {row}: relative error {rel:e}")));
+        }
+    }
+    Ok(None)
+}
+
+/// [`check_int8`] of the three fragment counts' kernels, native or `emulated`; the first
+/// failure names its kernel.
+pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option<String>> {
+    let kernels = if emulated {
+        [
+            (ShaderId::Q4LinearMmaEmuF1, 1),
+            (ShaderId::Q4LinearMmaEmuF2, 2),
+            (ShaderId::Q4LinearMmaEmuF4, 4),
+        ]
+    } else {
+        [
+            (ShaderId::Q4LinearMmaF1, 1),
+            (ShaderId::Q4LinearMmaF2, 2),
+            (ShaderId::Q4LinearMmaF4, 4),
+        ]
+    };
+    for (shader, frags) in kernels {
+        if let Some(why) = check_int8(be, shader, frags)? {
+            return Ok(Some(format!("{}: {why}", shader.info().name)));
+        }
+    }
+    Ok(None)
+}

@@ -389,10 +389,12 @@ pub(super) enum Int8Mma {
 /// [`MMA_SHAPE`] and 32-invocation subgroups (its workgroup is 8 of them); emulated where
 /// compile spec `etvk_q4_mma` (else `ETVK_Q4_MMA`) = `emulated`; either needs scale groups
 /// of whole 32-code chunks (or one group per row) and rows of fewer than 2^16 chunks (packed
-/// push constants). `off` / `0` turn it off.
-pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4) -> Int8Mma {
+/// push constants). `off` / `0` turn it off. Natively only after its self-check passed
+/// ([`BackendInner::int8_mma_ok`](crate::backend::BackendInner::int8_mma_ok)), which runs
+/// only for graphs whose largest M (`max_m`) reaches the kernel.
+pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma {
     let groups = q.groups == 1 || q.gs.is_multiple_of(32);
-    if !groups || q.kpad / 32 >= 1 << 16 || mma_turned_off(g) {
+    if !groups || q.kpad / 32 >= 1 << 16 || mma_turned_off(g) || max_m < mma_min_m() {
         return Int8Mma::Off;
     }
     if mma_setting(g).as_deref() == Some("emulated") {
@@ -413,6 +415,7 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4) -> Int8Mma {
         && caps.subgroup_size == 32
         && g.shader_supported(ShaderId::Q4LinearMmaF1)
         && g.shader_supported(ShaderId::Q4MmaLimbs)
+        && g.be.int8_mma_ok()
     {
         Int8Mma::Native
     } else {
