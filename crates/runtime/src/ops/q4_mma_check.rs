@@ -48,13 +48,8 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
     let gs32 = if v.codes { GS_CODES } else { GS };
     let (n, k, gs) = (N as usize, K as usize, gs32 as usize);
     let (mu, kw, groups) = (m as usize, k / 8, k.div_ceil(gs));
-    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(v.rows) ^ u64::from(v.slice) << 8;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as u32
-    };
+    let mut next =
+        check_stream(0x9E37_79B9_7F4A_7C15u64 ^ u64::from(v.rows) ^ u64::from(v.slice) << 8);
     let words: Vec<u32> = (0..n * kw).map(|_| next()).collect();
     // next() is below 2^31: uniform in [0, 1) after the division.
     let unit = |x: u32| x as f32 / (1u32 << 31) as f32;
@@ -189,32 +184,18 @@ pub(crate) fn check(be: &BackendInner, v: Variant) -> Result<Option<String>> {
         )));
     }
 
-    for row in 0..mu {
-        let (mut num, mut den) = (0f64, 0f64);
-        for c in 0..colsu {
-            let want: f64 = if v.forward {
-                (0..redu)
-                    .map(|r| f64::from(dy[row * redu + r]) * w_at(c, r))
-                    .sum::<f64>()
-                    + f64::from(bias[c])
-            } else {
-                (0..redu)
-                    .map(|r| f64::from(dy[row * redu + r]) * w_at(r, c))
-                    .sum()
-            };
-            let g = f64::from(f32::from_bits(got[row * colsu + c]));
-            if !g.is_finite() {
-                return Ok(Some(format!("row {row} column {c}: {g}")));
-            }
-            num += (g - want).powi(2);
-            den += want * want;
+    Ok(rows_off(got, mu, colsu, |row, c| {
+        if v.forward {
+            (0..redu)
+                .map(|r| f64::from(dy[row * redu + r]) * w_at(c, r))
+                .sum::<f64>()
+                + f64::from(bias[c])
+        } else {
+            (0..redu)
+                .map(|r| f64::from(dy[row * redu + r]) * w_at(r, c))
+                .sum()
         }
-        let rel = (num / den.max(1e-300)).sqrt();
-        if rel > 1e-5 {
-            return Ok(Some(format!("row {row}: relative error {rel:e}")));
-        }
-    }
-    Ok(None)
+    }))
 }
 
 /// The variants the runtime may launch, backward and forward: the native ones (with the 128
@@ -346,13 +327,7 @@ pub(crate) fn check_int8(
     let (mu, nu, ku) = (M as usize, N as usize, K as usize);
     let kw = (KC * 4) as usize;
     let groups = (KC * 32).div_ceil(GS) as usize;
-    let mut state = 0x2545_F491_4F6C_DD1Du64 ^ u64::from(frags);
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as u32
-    };
+    let mut next = check_stream(0x2545_F491_4F6C_DD1Du64 ^ u64::from(frags));
     let unit = |x: u32| x as f32 / (1u32 << 31) as f32;
     let words: Vec<u32> = (0..nu * kw).map(|_| next()).collect();
     let scales: Vec<f32> = (0..nu * groups)
@@ -453,26 +428,12 @@ pub(crate) fn check_int8(
         let code = (words[n * kw + k / 8] >> (4 * (k % 8))) & 15;
         (f64::from(code) - 8.0) * f64::from(scales[n * groups + k / GS as usize])
     };
-    for row in 0..mu {
-        let (mut num, mut den) = (0f64, 0f64);
-        for n in 0..nu {
-            let want = (0..ku)
-                .map(|k| f64::from(x[row * ku + k]) * w_at(n, k))
-                .sum::<f64>()
-                + f64::from(bias[n]);
-            let g = f64::from(f32::from_bits(got[row * nu + n]));
-            if !g.is_finite() {
-                return Ok(Some(format!("row {row} output {n}: {g}")));
-            }
-            num += (g - want).powi(2);
-            den += want * want;
-        }
-        let rel = (num / den.max(1e-300)).sqrt();
-        if rel > 1e-5 {
-            return Ok(Some(format!("row {row}: relative error {rel:e}")));
-        }
-    }
-    Ok(None)
+    Ok(rows_off(got, mu, nu, |row, n| {
+        (0..ku)
+            .map(|k| f64::from(x[row * ku + k]) * w_at(n, k))
+            .sum::<f64>()
+            + f64::from(bias[n])
+    }))
 }
 
 /// [`check_int8`] of the three fragment counts' kernels, native or `emulated`; the first
@@ -497,4 +458,42 @@ pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option
         }
     }
     Ok(None)
+}
+
+/// The self-checks' pseudo-random stream from `seed` (an LCG's high bits: below 2^31).
+pub(crate) fn check_stream(seed: u64) -> impl FnMut() -> u32 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    }
+}
+
+/// Rows of `cols` fp32 results (`got`, bits) against `want(row, col)`: `Some(why)` for the
+/// first non-finite value or row whose relative error passes 1e-5.
+pub(crate) fn rows_off(
+    got: &[u32],
+    rows: usize,
+    cols: usize,
+    want: impl Fn(usize, usize) -> f64,
+) -> Option<String> {
+    for row in 0..rows {
+        let (mut num, mut den) = (0f64, 0f64);
+        for c in 0..cols {
+            let w = want(row, c);
+            let g = f64::from(f32::from_bits(got[row * cols + c]));
+            if !g.is_finite() {
+                return Some(format!("row {row} column {c}: {g}"));
+            }
+            num += (g - w).powi(2);
+            den += w * w;
+        }
+        let rel = (num / den.max(1e-300)).sqrt();
+        if rel > 1e-5 {
+            return Some(format!("row {row}: relative error {rel:e}"));
+        }
+    }
+    None
 }

@@ -45,13 +45,7 @@ pub(crate) fn check(be: &BackendInner, shader: ShaderId) -> Result<Option<String
     let blocks = kc.div_ceil(cw);
     let slices = n.div_ceil(rows_per_slice);
     let (nu, kcu, ku) = (n as usize, kc as usize, k as usize);
-    let mut state = 0x2545_F491_4F6C_DD1Du64 ^ u64::from(cw);
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as u32
-    };
+    let mut next = crate::ops::q4_mma_check::check_stream(0x2545_F491_4F6C_DD1Du64 ^ u64::from(cw));
     // next() is below 2^31: uniform in [0, 1) after the division.
     let unit = |x: u32| x as f32 / (1u32 << 31) as f32;
     let words: Vec<u32> = (0..nu * kcu * 4).map(|_| next()).collect();
@@ -114,21 +108,18 @@ pub(crate) fn check(be: &BackendInner, shader: ShaderId) -> Result<Option<String
             "a column block's slice counter was left at {c}, not 0"
         )));
     }
-    let (mut num, mut den) = (0f64, 0f64);
-    for (c, bits) in dx_bits.iter().enumerate() {
-        let want: f64 = (0..nu)
-            .map(|r| {
-                let code = (words[r * kcu * 4 + c / 8] >> (4 * (c % 8))) & 15;
-                f64::from(dy[r]) * (f64::from(code) - 8.0) * f64::from(scales[r * kcu + c / 32])
-            })
-            .sum();
-        let g = f64::from(f32::from_bits(*bits));
-        if !g.is_finite() {
-            return Ok(Some(format!("d_x[{c}] = {g}")));
-        }
-        num += (g - want).powi(2);
-        den += want * want;
-    }
-    let rel = (num / den.max(1e-300)).sqrt();
-    Ok((rel > 1e-5).then(|| format!("relative error {rel:e}")))
+    // d_x is one row.
+    Ok(crate::ops::q4_mma_check::rows_off(
+        dx_bits,
+        1,
+        dx_bits.len(),
+        |_, c| {
+            (0..nu)
+                .map(|r| {
+                    let code = (words[r * kcu * 4 + c / 8] >> (4 * (c % 8))) & 15;
+                    f64::from(dy[r]) * (f64::from(code) - 8.0) * f64::from(scales[r * kcu + c / 32])
+                })
+                .sum()
+        },
+    ))
 }
