@@ -127,24 +127,11 @@ impl BackendInner {
         }
         let mut done = self.wide_f16_ok.lock().unwrap_or_else(|p| p.into_inner());
         *done.entry(shader).or_insert_with(|| {
-            let what = shader.info().name;
-            match crate::ops::q4_wide_check::check(self, shader) {
-                Ok(None) => true,
-                Ok(Some(why)) => {
-                    log::warn!(
-                        "{}: {what} failed its self-check ({why}); the magic decode runs instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
-                Err(e) => {
-                    log::warn!(
-                        "{}: {what}'s self-check did not run ({e}); the magic decode runs instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
-            }
+            self.passed(
+                crate::ops::q4_wide_check::check(self, shader),
+                shader.info().name,
+                "the magic decode runs",
+            )
         })
     }
 
@@ -154,25 +141,34 @@ impl BackendInner {
     /// logged and keeps the other kernels.
     pub(crate) fn int8_mma_ok(&self) -> bool {
         *self.int8_mma_ok.get_or_init(|| {
-            let what = "int8 tensor-core 4-bit forward";
-            match crate::ops::q4_mma_check::check_int8_all(self, false) {
-                Ok(None) => true,
-                Ok(Some(why)) => {
-                    log::warn!(
-                        "{}: the {what} failed its self-check ({why}); other kernels run instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
-                Err(e) => {
-                    log::warn!(
-                        "{}: the {what}'s self-check did not run ({e}); other kernels run instead",
-                        self.ctx.description()
-                    );
-                    false
-                }
-            }
+            self.passed(
+                crate::ops::q4_mma_check::check_int8_all(self, false),
+                "the int8 tensor-core 4-bit forward",
+                "other kernels run",
+            )
         })
+    }
+
+    /// Whether a self-check's result `r` is a pass; a failure, or an error that kept it from
+    /// running, is logged as `what` failing, and `instead` running.
+    fn passed(&self, r: Result<Option<String>>, what: &str, instead: &str) -> bool {
+        match r {
+            Ok(None) => true,
+            Ok(Some(why)) => {
+                log::warn!(
+                    "{}: {what} failed its self-check ({why}); {instead} instead",
+                    self.ctx.description()
+                );
+                false
+            }
+            Err(e) => {
+                log::warn!(
+                    "{}: {what}'s self-check did not run ({e}); {instead} instead",
+                    self.ctx.description()
+                );
+                false
+            }
+        }
     }
 
     /// Runs the self-check of the codes variants (`codes`) or of all the others; logs why it
@@ -183,25 +179,11 @@ impl BackendInner {
             .into_iter()
             .filter(|v| v.codes == codes)
             .collect();
-        match crate::ops::q4_mma_check::check_all(self, &list) {
-            Ok(None) => true,
-            Ok(Some(why)) => {
-                log::warn!(
-                    "{}: the {what} failed their self-check ({why}); the {instead} kernels run \
-                     instead",
-                    self.ctx.description()
-                );
-                false
-            }
-            Err(e) => {
-                log::warn!(
-                    "{}: the {what}' self-check did not run ({e}); the {instead} kernels run \
-                     instead",
-                    self.ctx.description()
-                );
-                false
-            }
-        }
+        self.passed(
+            crate::ops::q4_mma_check::check_all(self, &list),
+            &format!("the {what}"),
+            &format!("the {instead} kernels run"),
+        )
     }
 
     /// Whether the device has every feature `shader` needs.

@@ -307,8 +307,8 @@ pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<St
 }
 
 /// The int8 tensor-core forward (`q4_linear_mma_f{1,2,4}`, after its `q4_mma_limbs` node) on
-/// a fixed problem: M = 13 activation rows of very different sizes (two row tiles at one and
-/// two fragments, one at four), N = 136 weight rows (two strips, the last partial), K = 280
+/// a fixed problem: M = 13 activation rows of very different sizes (two row tiles at one
+/// fragment, the last partial; one partial tile at two and four), N = 136 weight rows (two strips, the last partial), K = 280
 /// (9 chunks, the last partial) in three split-K slices of 4 chunks (the last of 1), groups
 /// of 64 (the last partial), a bias; each output row within 1e-5 of the f64 reference and
 /// every slice counter back at zero. `Ok(None)` when it matches, `Ok(Some(why))` otherwise.
