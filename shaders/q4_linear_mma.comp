@@ -18,8 +18,8 @@
 //
 // Work split: a workgroup owns 128 weight rows (16 per subgroup of 32; 8 subgroups), 8 * MF
 // activation rows and one slice of the chunks (split-K: `slices` workgroups share a row
-// strip and write partial sums, which the last of them to finish adds in slice order, see
-// the end of main; one slice writes the output). It walks its slice in steps of STEP chunks: the next step's weights, limbs,
+// strip and write partial sums that q4_linear_reduce adds in slice order; one slice writes
+// the output). It walks its slice in steps of STEP chunks: the next step's weights, limbs,
 // units and scales are loaded into registers while the current step computes; each step
 // the limbs, units and scales go to double-buffered shared memory (one barrier per step)
 // and each subgroup decodes its own rows' codes into a private shared tile.
@@ -71,14 +71,12 @@
 #define SPL (STEP / 2)                       // scales per invocation per step (ROWS * STEP / NT)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };   // [M][N]
-layout(set = 0, binding = 1) coherent buffer Part { float part[]; };   // [slices][M][N]
+layout(set = 0, binding = 1) writeonly buffer Part { float part[]; };  // [slices][M][N]
 layout(set = 0, binding = 2) readonly buffer Limbs { uvec4 limbs[]; }; // [3][KC][Mp] x 2
 layout(set = 0, binding = 3) readonly buffer Side { uvec2 side[]; };   // [KC][Mp]
 layout(set = 0, binding = 4) readonly buffer W4 { uvec4 w4[]; };       // [N][KC]
 layout(set = 0, binding = 5) readonly buffer S { float s[]; };         // row quads, q4_scales.glsl
 layout(set = 0, binding = 6) readonly buffer Bias { float bias[]; };
-// Finished slices per (row strip, row tile), zero between launches (split-K only).
-layout(set = 0, binding = 7) coherent buffer Count { uint count[]; };
 
 layout(push_constant) uniform Params {
   uint M;
@@ -283,37 +281,4 @@ void main() {
       }
     }
   }
-  if (slices == 1u) return;
-  // Split-K: the last workgroup of each (strip, row tile) to finish adds the slices' partial
-  // sums in slice order from zero and then the bias, as q4_linear_reduce did (the same
-  // result whichever workgroup is last), without a dispatch of its own; it leaves its
-  // counter zero for the next launch. (probe_idx[0], read only before the walk, holds its
-  // flag: a shared variable of its own could move the tiles off their 16-byte offsets.)
-  memoryBarrierBuffer();
-  barrier();
-  const uint tile = strip * p.mtiles + mt;
-  if (t == 0u) probe_idx[0] = atomicAdd(count[tile], 1u) == slices - 1u ? 1 : 0;
-  barrier();
-  if (probe_idx[0] == 0) return;
-  memoryBarrierBuffer();
-  // EPT outputs per invocation, consecutive invocations on consecutive weight rows; all
-  // their loads of one slice in flight together.
-#define EPT (8u * MF * ROWS / NT)
-  const uint plane = p.M * p.N;
-  uint at[EPT];
-  float sum[EPT];
-  [[unroll]] for (uint u = 0u; u < EPT; ++u) {
-    const uint e = u * NT + t, m = m0 + e / ROWS, n = n0 + e % ROWS;
-    at[u] = (m < p.M && n < p.N) ? m * p.N + n : 0xFFFFFFFFu;
-    sum[u] = 0.0;
-  }
-  for (uint j = 0u; j < slices; ++j) {
-    float b[EPT];
-    [[unroll]] for (uint u = 0u; u < EPT; ++u) b[u] = at[u] != 0xFFFFFFFFu ? part[j * plane + at[u]] : 0.0;
-    [[unroll]] for (uint u = 0u; u < EPT; ++u) sum[u] += b[u];
-  }
-  [[unroll]] for (uint u = 0u; u < EPT; ++u) {
-    if (at[u] != 0xFFFFFFFFu) outp[at[u]] = sum[u] + (has_bias ? bias[at[u] % p.N] : 0.0);
-  }
-  if (t == 0u) count[tile] = 0u;
 }

@@ -136,9 +136,9 @@ impl BackendInner {
     }
 
     /// Whether the int8 tensor-core forward (`q4_linear_mma_f*`) computes right on this device
-    /// ([`crate::ops::q4_mma_check::check_int8`]: limbs, MMAs, scales, split-K and its in-kernel
-    /// sum, against f64); checked once, and a failure (or an error running the check) is
-    /// logged and keeps the other kernels.
+    /// ([`crate::ops::q4_mma_check::check_int8`]: limbs, MMAs, scales, split-K slices and
+    /// their reduce, against f64); checked once, and a failure (or an error running the check)
+    /// is logged and keeps the other kernels.
     pub(crate) fn int8_mma_ok(&self) -> bool {
         *self.int8_mma_ok.get_or_init(|| {
             self.passed(

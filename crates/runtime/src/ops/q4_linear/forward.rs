@@ -102,14 +102,6 @@ fn forward(
     } else {
         None
     };
-    // The int8 tensor-core forward's counters of finished slices, one per (row strip, row
-    // tile) of any launch that splits (each launch leaves them zero); one unused counter when
-    // none does (the kernel binds them at every M).
-    let mma_counters = finished_slice_counters(
-        g,
-        call,
-        mma_limbs.map(|_| mma_split_counters(max_m, n, q.kpad / 32).unwrap_or(1)),
-    )?;
     // The f16 tensor-core kernel's inputs: x's rows scaled and split into fp16 hi / lo pairs
     // by a node of their own, and the weight scales' peaks per 32 rows and group.
     let f16_inputs = if plan
@@ -166,9 +158,7 @@ fn forward(
                 (_, p, _) if matches!(kn, Kernel::Mma { .. }) => {
                     let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
-                    let c = mma_counters
-                        .ok_or_else(|| internal("MMA kernel without its slice counters"))?;
-                    Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t, c])
+                    Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
                 }
                 (_, p, _) if matches!(kn, Kernel::FwdMma { split: true, .. }) => {
                     let (rs, pairs, sp, c) = f16_inputs
@@ -262,8 +252,8 @@ fn forward(
         let (_, m) = current_rows(s, x, k, "x")?;
         let kn = choose(m);
         let sk = fwd_split(kn, m);
-        // The split tensor-core forwards sum their slices themselves.
-        let own_sum = matches!(kn, Kernel::FwdMma { .. } | Kernel::Mma { .. });
+        // The split f16 forward sums its slices itself.
+        let own_sum = matches!(kn, Kernel::FwdMma { .. });
         let launch = if writes_partials(kn) && sk.slices > 1 && !own_sum {
             reduce_launch(m, n, n, sk.slices, bias.is_some())?
         } else {

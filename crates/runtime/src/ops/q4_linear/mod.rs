@@ -1399,37 +1399,6 @@ mod tests {
         }
     }
 
-    /// The int8 forward's slice counters cover every launch that splits: the scan by row-tile
-    /// count agrees with trying every M.
-    #[test]
-    fn mma_split_counters_cover_every_split_launch() {
-        for (max_m, n, kc) in [
-            (8, 8192, 256),
-            (40, 300, 257),
-            (300, 28672, 256),
-            (300, 16, 896),
-            (700, 8192, 8),
-            (5, 100, 64),
-        ] {
-            let brute = (1..=max_m)
-                .filter_map(|m| {
-                    let frags = mma_fragments(m);
-                    (mma_split(m, n, kc, frags).slices > 1)
-                        .then(|| n.div_ceil(MMA_ROWS) * m.div_ceil(8 * frags as usize))
-                })
-                .max();
-            assert_eq!(
-                mma_split_counters(max_m, n, kc),
-                brute,
-                "max_m {max_m} n {n} kc {kc}"
-            );
-        }
-        // M = 2^20 on the widest shape: the scan stays cheap and the count small (no split
-        // past ~20 waves of tiles).
-        let c = mma_split_counters(1 << 20, 28672, 256).unwrap_or(0);
-        assert!(c < 20 * 264, "{c}");
-    }
-
     #[test]
     fn grids_fold_under_the_workgroup_limit() {
         // N = K = M = 2^20: the linear counts fold into x * y with x <= 65535.

@@ -606,31 +606,6 @@ pub(super) fn mma_resident_wgs() -> usize {
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_RESIDENT_WGS))
 }
 
-/// Finished-slice counters the int8 tensor-core forward needs at M up to `max_m` (one per
-/// (row strip, row tile) of a launch that splits, indexed `strip * row_tiles + tile`): the
-/// most tiles of any split launch, or None when no M splits. The split depends on M only
-/// through the tile count, so one M per row-tile count of each fragment class is enough
-/// (for M = 2^20, 32768 of them).
-pub(super) fn mma_split_counters(max_m: usize, n: usize, kc: usize) -> Option<usize> {
-    let strips = n.div_ceil(MMA_ROWS).max(1);
-    let mut most: Option<usize> = None;
-    for (lo, hi) in [(1usize, 8usize), (9, 16), (17, usize::MAX)] {
-        if max_m < lo {
-            break;
-        }
-        let frags = mma_fragments(lo);
-        let rows = 8 * frags as usize;
-        let hi = hi.min(max_m);
-        for mt in lo.div_ceil(rows)..=hi.div_ceil(rows) {
-            let m = (mt * rows).clamp(lo, hi);
-            if mma_split(m, n, kc, frags).slices > 1 {
-                most = Some(most.unwrap_or(0).max(strips * mt));
-            }
-        }
-    }
-    most
-}
-
 /// Split-K of the tensor-core forward for M rows, N outputs and `kc` chunks per row:
 /// `slices` workgroups per (row strip, row tile) with `len` chunks each (a multiple of the
 /// step; the last slice may be shorter), at least two steps per slice.
