@@ -394,7 +394,12 @@ pub(crate) fn check_int8(
         cb.copy(up, 0, dev, 0, dev.size())?;
     }
     cb.barrier(Access::Transfer, Access::Compute)?;
-    cb.dispatch(&pre, pre_set, &pre_push, [(KC * rows).div_ceil(64), 1, 1])?;
+    cb.dispatch(
+        &pre,
+        pre_set,
+        &pre_push,
+        [(KC * rows * 8).div_ceil(64), 1, 1],
+    )?;
     cb.barrier(Access::Compute, Access::Compute)?;
     cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;

@@ -322,7 +322,7 @@ fn mma_limbs_node(
 }
 
 /// Launch of an activation-limb node (`q4_act_limbs`, or `q4_mma_limbs` with its padded row
-/// count `rows`): an invocation per (row, chunk), none when `on` is false.
+/// count `rows`): eight invocations per (row, chunk), none when `on` is false.
 fn limbs_launch(
     k: usize,
     chunks: usize,
@@ -337,7 +337,8 @@ fn limbs_launch(
     if let Some(r) = rows {
         push = push.u32(to_u32(r, "limb rows")?);
     }
-    let count = chunks.saturating_mul(rows.unwrap_or(m));
+    // Eight invocations per (row, chunk) (q4_limbs_lanes.glsl).
+    let count = chunks.saturating_mul(rows.unwrap_or(m)).saturating_mul(8);
     Ok(Launch {
         push: push.finish(),
         global: Global::Linear(if on { count as u64 } else { 0 }),
