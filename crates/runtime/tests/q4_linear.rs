@@ -2465,3 +2465,101 @@ fn non_finite_activations_never_come_out_finite() {
     }
     assert_eq!(be.validation_error_count(), 0);
 }
+
+/// Every kernel choice a compile spec can force, on seeded random problems: M 1..=40 (as
+/// one or two leading dims; M = 1, 2, 3..8 and 9..40 in turn; 16 problems, or
+/// `ETVK_Q4_SWEEP_CASES`), K and N >= 13 of any size (rarely whole chunks or row quads), group
+/// sizes that need not divide K or be whole chunks, bias or not. A forced kernel that does
+/// not apply to a problem gives way to the default choice, so each case checks whatever ran
+/// against the f64 reference; the kernels the other tests name run here on shapes they do
+/// not pick.
+#[test]
+fn random_problems_under_every_forced_kernel() {
+    let be = backend();
+    let mut rng = Rng::new(2512);
+    let spec = |k: &str, v: &str| vec![(k.to_string(), v.as_bytes().to_vec())];
+    let mut forward_specs = vec![Vec::new(), spec(MMA_SPEC, "emulated")];
+    for f in [
+        "lanes",
+        "wide",
+        "wide_dp4",
+        "wide_dp4_pre",
+        "wide_dp4_persist",
+        "half",
+        "f16_emulated",
+    ] {
+        forward_specs.push(spec("etvk_q4_gemv", f));
+    }
+    let backward_forms = [
+        None,
+        Some("split"),
+        Some("staged"),
+        Some("mma_emulated"),
+        Some("wide_c8_magic"),
+        Some("wide_c16_f16"),
+        Some("wide_c32_f16t"),
+    ];
+    let mut ran = std::collections::BTreeSet::new();
+    // More cases for a longer hunt: ETVK_Q4_SWEEP_CASES=N.
+    let cases: u64 = std::env::var("ETVK_Q4_SWEEP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    for case in 0..cases {
+        let pick = |rng: &mut Rng, lo: u64, hi: u64| (lo + rng.next_u64() % (hi - lo + 1)) as usize;
+        // Each M class twice: the M = 1 and 2 kernels, the small-M ones, the tiles.
+        let m = match case % 4 {
+            0 => 1,
+            1 => 2,
+            2 => pick(&mut rng, 3, 8),
+            _ => pick(&mut rng, 9, 40),
+        };
+        let k = pick(&mut rng, 8, 1100);
+        // N >= 13: a row of a few outputs can cancel to a small norm (N = 1, K = 905 with a
+        // bias: the output 0.012 of terms summing to 19 in size, so fp32's rounding alone
+        // passes 1e-5 of it), and the checks here are relative to each row's norm.
+        let n = pick(&mut rng, 13, 300);
+        let gs = [12, 20, 32, 64, 128, 256][pick(&mut rng, 0, 5)];
+        let lead = if m % 2 == 0 && case % 2 == 0 {
+            vec![2, m / 2]
+        } else {
+            vec![m]
+        };
+        let bias = case % 3 != 0;
+        for (i, specs) in forward_specs.iter().enumerate() {
+            let seed = 9000 + 100 * case + i as u64;
+            let names = check_forward_specs(&be, seed, &lead, (k, n, gs), bias, Q4GSW, specs);
+            ran.extend(
+                names
+                    .into_iter()
+                    .map(|p| p.rsplit('/').next().unwrap_or("").to_string()),
+            );
+        }
+        for (i, force) in backward_forms.iter().enumerate() {
+            let seed = 9500 + 100 * case + i as u64;
+            let names = check_backward_forced(&be, seed, &lead, (k, n, gs), None, *force);
+            ran.extend(
+                names
+                    .into_iter()
+                    .map(|p| p.rsplit('/').next().unwrap_or("").to_string()),
+            );
+        }
+    }
+    // The sweep reaches the families it is for (a change to the shape draws that lost them
+    // would otherwise pass silently).
+    for family in [
+        "q4_linear_gemv_m",
+        "q4_linear_tiled_fwd",
+        "q4_linear_mma_emu_f",
+        "q4_linear_bwd_split_m",
+        "q4_linear_bwd_wide",
+        "q4_linear_tiled_bwd",
+    ] {
+        assert!(
+            ran.iter().any(|k| k.starts_with(family)),
+            "no {family}* kernel ran: {ran:?}"
+        );
+    }
+    eprintln!("kernels: {ran:?}");
+    assert_eq!(be.validation_error_count(), 0);
+}
