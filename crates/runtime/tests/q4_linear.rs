@@ -1282,7 +1282,7 @@ fn backward_step(
 }
 
 /// The self-check the runtime runs before a graph first takes the int8 tensor-core forward
-/// (limbs, MMAs, scales, split-K and its in-kernel sum against f64, at one, two and four
+/// (limbs, MMAs, scales, split-K slices and their reduce against f64, at one, two and four
 /// fragments): the emulated kernels pass on any device; the native ones where the device has
 /// NV int8 cooperative matrices (an H200), and elsewhere they cannot run (an error).
 #[test]
@@ -2561,5 +2561,83 @@ fn random_problems_under_every_forced_kernel() {
         );
     }
     eprintln!("kernels: {ran:?}");
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Random walks of M on loaded dynamic programs: per seeded problem (K, N >= 13 of any size,
+/// groups that need not divide K) one forward program under each of the default, emulated
+/// int8, emulated f16 and lane-group choices and one backward program under the default,
+/// emulated tensor-core and split-N choices, each run at 8 random M in 1..=max_m (fresh data
+/// each time) against f64: every M change re-selects kernels, launch sizes, split counts and
+/// scratch use on the same buffers. 4 problems, or `ETVK_Q4_SWEEP_CASES`.
+#[test]
+fn random_m_walks_on_dynamic_programs() {
+    let be = backend();
+    let mut rng = Rng::new(2531);
+    let spec = |k: &str, v: &str| (k.to_string(), v.as_bytes().to_vec());
+    let forward_specs = [
+        vec![],
+        vec![spec(MMA_SPEC, "emulated")],
+        vec![spec("etvk_q4_gemv", "f16_emulated")],
+        vec![spec("etvk_q4_gemv", "lanes")],
+    ];
+    let backward_specs = [
+        vec![],
+        vec![spec("etvk_q4_bwd", "mma_emulated")],
+        vec![spec("etvk_q4_bwd", "split")],
+    ];
+    let pick = |rng: &mut Rng, lo: u64, hi: u64| (lo + rng.next_u64() % (hi - lo + 1)) as usize;
+    let cases: u64 = std::env::var("ETVK_Q4_SWEEP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    for case in 0..cases {
+        let k = pick(&mut rng, 8, 1100);
+        let n = pick(&mut rng, 13, 300);
+        let gs = [12, 20, 32, 64, 128][pick(&mut rng, 0, 4)];
+        let max_m = pick(&mut rng, 9, 48);
+        let walk: Vec<usize> = (0..8).map(|_| pick(&mut rng, 1, max_m as u64)).collect();
+        let what = format!("case {case}: K {k} N {n} gs {gs} max M {max_m}, walk {walk:?}");
+        for specs in &forward_specs {
+            let mut prng = Rng::new(rng.next_u64());
+            let c = q4gsw_case(&mut prng, k, n, gs);
+            let bias_v = prng.floats(n, -1.0, 1.0);
+            let mut g = G::new();
+            let xi = g.input(&[max_m, k]);
+            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+            let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
+            let o = g.output(&[max_m, n]);
+            g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
+            let mut all = dynamic();
+            all.extend(specs.iter().cloned());
+            let mut d = g.load(&be, &all).unwrap();
+            for &m in &walk {
+                forward_step(
+                    &mut d,
+                    &mut prng,
+                    &c,
+                    &bias_v,
+                    m,
+                    &format!("{what} {specs:?}"),
+                );
+            }
+        }
+        for specs in &backward_specs {
+            let mut prng = Rng::new(rng.next_u64());
+            let c = q4gsw_case(&mut prng, k, n, gs);
+            let mut g = G::new();
+            let yi = g.input(&[max_m, n]);
+            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
+            let o = g.output(&[max_m, c.w.kp()]);
+            g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
+            let mut all = dynamic();
+            all.extend(specs.iter().cloned());
+            let mut d = g.load(&be, &all).unwrap();
+            for &m in &walk {
+                let names = backward_step(&mut d, &mut prng, &c, m, n);
+                assert!(!names.is_empty(), "{what} {specs:?} M {m}: nothing ran");
+            }
+        }
+    }
     assert_eq!(be.validation_error_count(), 0);
 }
