@@ -2468,11 +2468,11 @@ fn non_finite_activations_never_come_out_finite() {
 
 /// Every kernel choice a compile spec can force, on seeded random problems: M 1..=40 (as
 /// one or two leading dims; M = 1, 2, 3..8 and 9..40 in turn; 16 problems, or
-/// `ETVK_Q4_SWEEP_CASES`), K and N >= 13 of any size (rarely whole chunks or row quads), group
-/// sizes that need not divide K or be whole chunks, bias or not. A forced kernel that does
-/// not apply to a problem gives way to the default choice, so each case checks whatever ran
-/// against the f64 reference; the kernels the other tests name run here on shapes they do
-/// not pick.
+/// `ETVK_Q4_SWEEP_CASES`), K and N >= 13 of any size (rarely whole chunks or row quads),
+/// group sizes that need not divide K or be whole chunks, bias or not; linear_qcs4w under
+/// the same forward choices. A forced kernel that does not apply to a problem gives way to
+/// the default choice, so each case checks whatever ran against the f64 reference; the
+/// kernels the other tests name run here on shapes they do not pick.
 #[test]
 fn random_problems_under_every_forced_kernel() {
     let be = backend();
@@ -2529,6 +2529,13 @@ fn random_problems_under_every_forced_kernel() {
         for (i, specs) in forward_specs.iter().enumerate() {
             let seed = 9000 + 100 * case + i as u64;
             let names = check_forward_specs(&be, seed, &lead, (k, n, gs), bias, Q4GSW, specs);
+            ran.extend(
+                names
+                    .into_iter()
+                    .map(|p| p.rsplit('/').next().unwrap_or("").to_string()),
+            );
+            // The same choice for linear_qcs4w (one scale per row, the high nibble first).
+            let names = check_qcs4w(&be, seed + 50, &lead, k, n, specs);
             ran.extend(
                 names
                     .into_iter()
