@@ -1,5 +1,6 @@
-// Activation limbs of the int8 GEMV (q4_linear_gemv_wide.comp, q4_act_limbs.comp): the 32
-// activations of a chunk as three int8 limbs in units of amax / 127,
+// Activation limbs of the int8 GEMVs (q4_linear_gemv_wide.comp, q4_linear_gemv_half.comp;
+// the limb pre-passes make the same digits in eight lanes per chunk, q4_limbs_lanes.glsl):
+// the 32 activations of a chunk as three int8 limbs in units of amax / 127,
 //   x = unit * (a0 + a1 / 128 + a2 / 16384)   to within amax * 2^-22,
 // packed four to a word in the order the codes come out of a weight word (w & 0x0F0F0F0F:
 // the even k of the word, (w >> 4) & 0x0F0F0F0F: the odd k), with each limb's sum (for the
