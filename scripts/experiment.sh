@@ -16,6 +16,21 @@ exp_setup() {
     case "$(basename "$dir")" in .gl) cd "$dir/.." ;; *) cd "$dir/../.." ;; esac
 }
 
+# The start of an experiment script after it sourced this file: exp_setup, then with
+# `prepare` as the first argument the script's own exp_prepare (when it defines one) and a
+# copy of the script in .gl/, and exit; otherwise (there) .gl/device-env.sh is sourced.
+# Usage: exp_begin "$0" "$@"
+exp_begin() {
+    exp_setup "$1"
+    if [ "${2:-}" = "prepare" ]; then
+        if declare -F exp_prepare >/dev/null; then exp_prepare; fi
+        cp "$EXP_SELF" .gl/
+        exit 0
+    fi
+    # shellcheck source=scripts/device-env.sh
+    . .gl/device-env.sh
+}
+
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
 # the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
 # for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]

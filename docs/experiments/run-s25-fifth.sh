@@ -9,13 +9,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+exp_begin "$0" "$@"
 {
     for s in "2048 2048" "4096 1024" "4096 4096" "8192 2048" "2048 8192" "4096 8192" "8192 4096" \
              "11008 4096" "4096 11008" "14336 4096" "4096 14336" "8192 8192"; do

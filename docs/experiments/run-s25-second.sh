@@ -11,8 +11,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     old=/tmp/etvk-old
     [ -d "$old" ] || git worktree add -f "$old" 97e7cb6
     (cd "$old" && git checkout -q 97e7cb6 && cargo build --release -p etvk-cli)
@@ -20,11 +19,8 @@ if [ "${1:-}" = "prepare" ]; then
     cp "$old/target/release/etvk" .gl/bin_old/
     rm -rf .gl/ovr_o0c
     exp_comp o0c q4_linear_mma_f2 q4_linear_mma.comp -DMF=2 -DSTEP=4
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear tests"; q4_tests
     for c in "linear_q4gsw 8 8192 8192" "linear_q4gsw 8 28672 8192" "linear_q4gsw 8 8192 28672" \

@@ -11,16 +11,12 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     rm -rf .gl/ovr_quad
-    exp_patched docs/experiments/q4_linear_gemv_half-s25-quadload.diff
+    exp_patched docs/experiments/q4_linear_gemv_half-s25-quadload.diff 98d6d9a
     exp_comp quad q4_linear_gemv_half q4_linear_gemv_half.comp -O -DDIAG_QUADLOAD=1
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     for c in "8192 8192" "28672 8192"; do
         set -- $c

@@ -9,8 +9,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     empty=$(mktemp -d)
     printf '#version 450\n#include "common.glsl"\nvoid main() {}\n' > "$empty/empty.comp"
     rm -rf .gl/ovr_nolimbs .gl/ovr_noreduce .gl/ovr_neither
@@ -25,11 +24,8 @@ if [ "${1:-}" = "prepare" ]; then
             -o ".gl/ovr_$v/q4_linear_reduce.spv" "$empty/empty.comp"
     done
     ls .gl/ovr_nolimbs .gl/ovr_noreduce .gl/ovr_neither
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     for c in "8 8192 8192" "8 28672 8192" "8 8192 28672" "32 8192 8192" "32 28672 8192"; do
         set -- $c

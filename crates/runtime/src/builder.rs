@@ -133,6 +133,18 @@ pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 /// row length, weight count and device features. Other values are refused at load.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
 
+/// The values of [`Q4_GEMV_SPEC`] that a kernel choice reads.
+pub const Q4_GEMV_FORMS: &[&str] = &[
+    "lanes",
+    "wide",
+    "wide_dp4",
+    "wide_dp4_pre",
+    "wide_dp4_persist",
+    "half",
+    "f16",
+    "f16_emulated",
+];
+
 /// Compile spec forcing the 4-bit backward: ASCII `split` (the split-N kernel at M <= 8),
 /// `staged` (the staged kernel at M = 3..8), `wide[_c8|_c16|_c32][_magic|_f16|_f16t]` (the
 /// wide kernel at M = 1, 2, its column width and decode) or `mma_emulated` (the tensor-core

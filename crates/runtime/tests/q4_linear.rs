@@ -581,9 +581,20 @@ fn wide_f16_decode_runs(be: &std::sync::Arc<Backend>) -> bool {
 fn dynamic_backward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
-    (k, n, gs): (usize, usize, usize),
+    dims: (usize, usize, usize),
     max_m: usize,
     force: Option<&str>,
+) -> (Delegate, Q4gswCase, Rng) {
+    dynamic_backward_specs(be, seed, dims, max_m, &dynamic_forced("etvk_q4_bwd", force))
+}
+
+/// [`dynamic_backward`] loaded with compile specs `specs` (the dynamic-shapes one included).
+fn dynamic_backward_specs(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
+    (k, n, gs): (usize, usize, usize),
+    max_m: usize,
+    specs: &[(String, Vec<u8>)],
 ) -> (Delegate, Q4gswCase, Rng) {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
@@ -592,7 +603,7 @@ fn dynamic_backward(
     let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
     let o = g.output(&[max_m, c.w.kp()]);
     g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
-    let d = g.load(be, &dynamic_forced("etvk_q4_bwd", force)).unwrap();
+    let d = g.load(be, specs).unwrap();
     (d, c, rng)
 }
 
@@ -602,9 +613,20 @@ fn dynamic_backward(
 fn dynamic_forward(
     be: &std::sync::Arc<Backend>,
     seed: u64,
+    dims: (usize, usize, usize),
+    rows: (usize, usize),
+    force: Option<&str>,
+) -> (Delegate, Q4gswCase, Vec<f32>, Rng) {
+    dynamic_forward_specs(be, seed, dims, rows, &dynamic_forced("etvk_q4_gemv", force))
+}
+
+/// [`dynamic_forward`] loaded with compile specs `specs` (the dynamic-shapes one included).
+fn dynamic_forward_specs(
+    be: &std::sync::Arc<Backend>,
+    seed: u64,
     (k, n, gs): (usize, usize, usize),
     (max_m, bias_len): (usize, usize),
-    force: Option<&str>,
+    specs: &[(String, Vec<u8>)],
 ) -> (Delegate, Q4gswCase, Vec<f32>, Rng) {
     let mut rng = Rng::new(seed);
     let c = q4gsw_case(&mut rng, k, n, gs);
@@ -615,7 +637,7 @@ fn dynamic_forward(
     let b = g.constant(DataType::Float32, &[bias_len], f32b(&bias_v));
     let o = g.output(&[max_m, n]);
     g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let d = g.load(be, &dynamic_forced("etvk_q4_gemv", force)).unwrap();
+    let d = g.load(be, specs).unwrap();
     (d, c, bias_v, rng)
 }
 
@@ -2388,14 +2410,10 @@ fn non_finite_activations_never_come_out_finite() {
     let (k, n, gs) = (4160, 40, 32);
     let mut rng = Rng::new(1500);
     let c = q4gsw_case(&mut rng, k, n, gs);
-    let forms = [
-        "lanes",
-        "wide",
-        "wide_dp4",
-        "wide_dp4_pre",
-        "wide_dp4_persist",
-        "half",
-    ];
+    // The M = 1 forms (the f16 ones start at M = 9).
+    let forms = etvk_runtime::builder::Q4_GEMV_FORMS
+        .iter()
+        .filter(|f| !f.starts_with("f16"));
     for form in forms {
         for bad in [f32::INFINITY, f32::NAN] {
             let mut g = G::new();
@@ -2479,15 +2497,8 @@ fn random_problems_under_every_forced_kernel() {
     let mut rng = Rng::new(2512);
     let spec = |k: &str, v: &str| vec![(k.to_string(), v.as_bytes().to_vec())];
     let mut forward_specs = vec![Vec::new(), spec(MMA_SPEC, "emulated")];
-    for f in [
-        "lanes",
-        "wide",
-        "wide_dp4",
-        "wide_dp4_pre",
-        "wide_dp4_persist",
-        "half",
-        "f16_emulated",
-    ] {
+    // Every GEMV form the spec accepts (`f16` falls back where the device lacks it).
+    for f in etvk_runtime::builder::Q4_GEMV_FORMS {
         forward_specs.push(spec("etvk_q4_gemv", f));
     }
     let backward_forms = [
@@ -2606,18 +2617,10 @@ fn random_m_walks_on_dynamic_programs() {
         let walk: Vec<usize> = (0..8).map(|_| pick(&mut rng, 1, max_m as u64)).collect();
         let what = format!("case {case}: K {k} N {n} gs {gs} max M {max_m}, walk {walk:?}");
         for specs in &forward_specs {
-            let mut prng = Rng::new(rng.next_u64());
-            let c = q4gsw_case(&mut prng, k, n, gs);
-            let bias_v = prng.floats(n, -1.0, 1.0);
-            let mut g = G::new();
-            let xi = g.input(&[max_m, k]);
-            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-            let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
-            let o = g.output(&[max_m, n]);
-            g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
             let mut all = dynamic();
             all.extend(specs.iter().cloned());
-            let mut d = g.load(&be, &all).unwrap();
+            let (mut d, c, bias_v, mut prng) =
+                dynamic_forward_specs(&be, rng.next_u64(), (k, n, gs), (max_m, n), &all);
             for &m in &walk {
                 forward_step(
                     &mut d,
@@ -2630,16 +2633,10 @@ fn random_m_walks_on_dynamic_programs() {
             }
         }
         for specs in &backward_specs {
-            let mut prng = Rng::new(rng.next_u64());
-            let c = q4gsw_case(&mut prng, k, n, gs);
-            let mut g = G::new();
-            let yi = g.input(&[max_m, n]);
-            let (w, s, gsv) = add_q4gsw_consts(&mut g, &c);
-            let o = g.output(&[max_m, c.w.kp()]);
-            g.b.add_op(Q4GSW_BWD, &[yi, w, s, gsv, o]);
             let mut all = dynamic();
             all.extend(specs.iter().cloned());
-            let mut d = g.load(&be, &all).unwrap();
+            let (mut d, c, mut prng) =
+                dynamic_backward_specs(&be, rng.next_u64(), (k, n, gs), max_m, &all);
             for &m in &walk {
                 let names = backward_step(&mut d, &mut prng, &c, m, n);
                 assert!(!names.is_empty(), "{what} {specs:?} M {m}: nothing ran");

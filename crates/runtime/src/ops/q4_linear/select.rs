@@ -931,19 +931,6 @@ pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDeco
     Some((cw, dec))
 }
 
-/// Values of compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC) that a kernel choice
-/// reads.
-const GEMV_FORMS: &[&str] = &[
-    "lanes",
-    "wide",
-    "wide_dp4",
-    "wide_dp4_pre",
-    "wide_dp4_persist",
-    "half",
-    "f16",
-    "f16_emulated",
-];
-
 /// Values of compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC).
 const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated"];
 
@@ -961,8 +948,12 @@ pub(crate) fn check_compile_specs(
             "compile spec {name} = {v:?} is not one of {allowed}"
         )))
     };
-    if let Some(v) = gemv.filter(|v| !GEMV_FORMS.contains(v)) {
-        return bad(crate::builder::Q4_GEMV_SPEC, v, &GEMV_FORMS.join(", "));
+    if let Some(v) = gemv.filter(|v| !crate::builder::Q4_GEMV_FORMS.contains(v)) {
+        return bad(
+            crate::builder::Q4_GEMV_SPEC,
+            v,
+            &crate::builder::Q4_GEMV_FORMS.join(", "),
+        );
     }
     if let Some(v) = bwd.filter(|v| {
         !["split", "staged", "mma_emulated"].contains(v) && parse_forced_wide(v).is_none()
