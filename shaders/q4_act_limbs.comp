@@ -22,22 +22,25 @@ layout(push_constant) uniform Params {
 #include "q4_limbs_lanes.glsl"
 
 void main() {
-  const uint id = linear_id(), t = gl_LocalInvocationID.x;
-  const uint item = id >> 3, lane = t & 7u;
-  const bool live = item < p.KC * p.M;
-  const uint m = live ? item / p.KC : 0u, c = live ? item % p.KC : 0u;
-  const vec4 xv = limb_lane_load(m * p.K, p.K, c, t, live);
-  uint word[3];
-  int lsum[3];
-  float unit;
-  make_limbs_lane(xv, t, word, lsum, unit);
-  if (!live) return;
-  // uvec4 2l + lane % 2 (limb l's even-k / odd-k words) of the chunk, word lane / 2.
-  const uint base = m * 7u * p.KC + c;
-  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-    lb[(base + (2u * l + (lane & 1u)) * p.KC) * 4u + (lane >> 1)] = word[l];
-  }
-  if (lane == 0u) {
-    lb4[base + 6u * p.KC] = uvec4(uint(lsum[0]), uint(lsum[1]), uint(lsum[2]), floatBitsToUint(unit));
+  const uint t = gl_LocalInvocationID.x, lane = t & 7u;
+  const uint items = p.KC * p.M;
+  for (uint first = limb_lane_first(); first < items; first += limb_lane_stride()) {
+    const uint item = first + (t >> 3);
+    const bool live = item < items;
+    const uint m = live ? item / p.KC : 0u, c = live ? item % p.KC : 0u;
+    const vec4 xv = limb_lane_load(m * p.K, p.K, c, t, live);
+    uint word[3];
+    int lsum[3];
+    float unit;
+    make_limbs_lane(xv, t, word, lsum, unit);
+    if (!live) continue;
+    // uvec4 2l + lane % 2 (limb l's even-k / odd-k words) of the chunk, word lane / 2.
+    const uint base = m * 7u * p.KC + c;
+    [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+      lb[(base + (2u * l + (lane & 1u)) * p.KC) * 4u + (lane >> 1)] = word[l];
+    }
+    if (lane == 0u) {
+      lb4[base + 6u * p.KC] = uvec4(uint(lsum[0]), uint(lsum[1]), uint(lsum[2]), floatBitsToUint(unit));
+    }
   }
 }

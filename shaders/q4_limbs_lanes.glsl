@@ -54,6 +54,17 @@ void make_limbs_lane(vec4 xv, uint t, out uint word[3], out int lsum[3], out flo
   }
 }
 
+// The chunks (items) in groups of 8 per workgroup: a workgroup starts at group
+// limb_lane_first() / 8 and strides by the launch's workgroups, so that a launch capped in
+// size (the runtime's limbs_launch) covers any count, and the loop bound is the same for
+// every invocation of a workgroup (make_limbs_lane's barriers).
+uint limb_lane_first() {
+  return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (LIMB_LOCAL / 8u);
+}
+uint limb_lane_stride() {
+  return gl_NumWorkGroups.x * gl_NumWorkGroups.y * (LIMB_LOCAL / 8u);
+}
+
 // Invocation t's four activations of chunk c of x's row xr (offset of the row's first
 // element; K its length): zero past the row.
 vec4 limb_lane_load(uint xr, uint K, uint c, uint t, bool in_range) {

@@ -28,24 +28,28 @@ layout(push_constant) uniform Params {
 #include "q4_limbs_lanes.glsl"
 
 void main() {
-  const uint id = linear_id(), t = gl_LocalInvocationID.x;
-  const uint item = id >> 3, lane = t & 7u;
-  const bool live = item < p.KC * p.Mp;
-  // m fastest: the stores of consecutive chunks are contiguous.
-  const uint m = live ? item % p.Mp : 0u, c = live ? item / p.Mp : 0u;
-  const vec4 xv = limb_lane_load(m * p.K, p.K, c, t, live && m < p.M);
-  uint word[3];
-  int lsum[3];
-  float unit;
-  make_limbs_lane(xv, t, word, lsum, unit);
-  if (!live) return;
-  // Word (lane % 2) * 4 + lane / 2 of the chunk's 8: the even-k words, then the odd-k ones.
-  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-    limbs[((l * p.KC + c) * p.Mp + m) * 8u + (lane & 1u) * 4u + (lane >> 1)] = word[l];
-  }
-  if (lane == 0u) {
-    // |16384 s0 + 128 s1 + s2| <= 32 * 127 * 16384 + ...: well inside an int.
-    const int comb = lsum[0] * 16384 + lsum[1] * 128 + lsum[2];
-    side[c * p.Mp + m] = uvec2(floatBitsToUint(unit * (1.0 / 16384.0)), uint(-8 * comb));
+  const uint t = gl_LocalInvocationID.x, lane = t & 7u;
+  const uint items = p.KC * p.Mp;
+  // Workgroups walk groups of 8 chunks (limb_lane_items): m fastest, so the stores of
+  // consecutive chunks are contiguous.
+  for (uint first = limb_lane_first(); first < items; first += limb_lane_stride()) {
+    const uint item = first + (t >> 3);
+    const bool live = item < items;
+    const uint m = live ? item % p.Mp : 0u, c = live ? item / p.Mp : 0u;
+    const vec4 xv = limb_lane_load(m * p.K, p.K, c, t, live && m < p.M);
+    uint word[3];
+    int lsum[3];
+    float unit;
+    make_limbs_lane(xv, t, word, lsum, unit);
+    if (!live) continue;
+    // Word (lane % 2) * 4 + lane / 2 of the chunk's 8: the even-k words, then the odd-k ones.
+    [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+      limbs[((l * p.KC + c) * p.Mp + m) * 8u + (lane & 1u) * 4u + (lane >> 1)] = word[l];
+    }
+    if (lane == 0u) {
+      // |16384 s0 + 128 s1 + s2| <= 32 * 127 * 16384 + ...: well inside an int.
+      const int comb = lsum[0] * 16384 + lsum[1] * 128 + lsum[2];
+      side[c * p.Mp + m] = uvec2(floatBitsToUint(unit * (1.0 / 16384.0)), uint(-8 * comb));
+    }
   }
 }

@@ -394,12 +394,9 @@ pub(crate) fn check_int8(
         cb.copy(up, 0, dev, 0, dev.size())?;
     }
     cb.barrier(Access::Transfer, Access::Compute)?;
-    cb.dispatch(
-        &pre,
-        pre_set,
-        &pre_push,
-        [(KC * rows * 8).div_ceil(64), 1, 1],
-    )?;
+    // Two workgroups for the 144 or 288 (row, chunk) items: each walks its groups of 8 many times,
+    // as a graph's capped launch does on large inputs (LIMBS_MAX_INVOCATIONS).
+    cb.dispatch(&pre, pre_set, &pre_push, [2, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;
     cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;

@@ -321,9 +321,13 @@ fn mma_limbs_node(
     Ok((limbs, side))
 }
 
+/// Invocations of a limb node's launch at most: 65535 workgroups of 64 (one row of the grid).
+pub(super) const LIMBS_MAX_INVOCATIONS: usize = 65535 * 64;
+
 /// Launch of an activation-limb node (`q4_act_limbs`, or `q4_mma_limbs` with its padded row
-/// count `rows`): eight invocations per (row, chunk), none when `on` is false.
-fn limbs_launch(
+/// count `rows`): eight invocations per (row, chunk) up to [`LIMBS_MAX_INVOCATIONS`], none
+/// when `on` is false.
+pub(super) fn limbs_launch(
     k: usize,
     chunks: usize,
     m: usize,
@@ -337,8 +341,12 @@ fn limbs_launch(
     if let Some(r) = rows {
         push = push.u32(to_u32(r, "limb rows")?);
     }
-    // Eight invocations per (row, chunk) (q4_limbs_lanes.glsl).
-    let count = chunks.saturating_mul(rows.unwrap_or(m)).saturating_mul(8);
+    // Eight invocations per (row, chunk) (q4_limbs_lanes.glsl), at most one row of the grid
+    // of workgroups (the kernels walk the rest).
+    let count = chunks
+        .saturating_mul(rows.unwrap_or(m))
+        .saturating_mul(8)
+        .min(LIMBS_MAX_INVOCATIONS);
     Ok(Launch {
         push: push.finish(),
         global: Global::Linear(if on { count as u64 } else { 0 }),

@@ -1443,6 +1443,22 @@ mod tests {
             let groups = count.div_ceil(local as u64);
             assert!(groups.div_ceil(65535) <= 65535, "{groups}");
         }
+        // The limb nodes launch at most one row of 65535 workgroups (their kernels walk the
+        // rest), from small inputs (every invocation launched) to K = M = 2^20.
+        for (chunks, m, rows, want) in [
+            (256, 8, Some(8), 256 * 8 * 8),
+            (256, 3, None, 256 * 3 * 8),
+            (q / 32, q, Some(q), LIMBS_MAX_INVOCATIONS),
+            (q / 32, 8, None, q / 32 * 8 * 8),
+            (q / 32, 64, None, LIMBS_MAX_INVOCATIONS),
+        ] {
+            let launch = limbs_launch(chunks * 32, chunks, m, rows, true).unwrap();
+            let Global::Linear(count) = launch.global else {
+                panic!()
+            };
+            assert_eq!(count, want as u64, "{chunks} chunks, M = {m}");
+            assert!(count.div_ceil(64) <= 65535);
+        }
     }
 
     #[test]
