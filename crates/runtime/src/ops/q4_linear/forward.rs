@@ -30,7 +30,7 @@ fn forward(
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
-    if !codes && k > HILO_FWD_MAX_K {
+    if !codes && k > hilo_fwd_max_k() {
         mma.1 = (F16Mma::Off, usize::MAX);
     }
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
