@@ -31,6 +31,16 @@ exp_begin() {
     . .gl/device-env.sh
 }
 
+# Builds commit REV's etvk in a worktree (/tmp/etvk-old) and copies it to .gl/bin_old/, the
+# "before" binary of an A/B run. Usage: exp_old_binary REV
+exp_old_binary() {
+    local old=/tmp/etvk-old
+    [ -d "$old" ] || git worktree add -f "$old" "$1"
+    (cd "$old" && git checkout -q "$1" && cargo build --release -p etvk-cli)
+    mkdir -p .gl/bin_old
+    cp "$old/target/release/etvk" .gl/bin_old/
+}
+
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
 # the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
 # for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]
@@ -64,4 +74,14 @@ exp_row() {
         grep -E '^\| linear|kernels|MISMATCH|rror|self-check|failed' |
         sed 's/.*kernels/kernels/' | tr '\n' ' ' || true
     echo
+}
+
+# One shape of an A/B run: .gl/bin_old (exp_old_binary) and .gl/bin interleaved twice, a
+# line each. Usage: exp_ab OP M N K
+exp_ab() {
+    local v
+    for v in bin_old bin bin_old bin; do
+        echo -n "$v $1 M=$2 N=$3 K=$4: "
+        exp_row ".gl/$v/etvk" bench "$1" --m "$2" --n "$3" --k "$4"
+    done
 }

@@ -12,11 +12,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    old=/tmp/etvk-old
-    [ -d "$old" ] || git worktree add -f "$old" 97e7cb6
-    (cd "$old" && git checkout -q 97e7cb6 && cargo build --release -p etvk-cli)
-    mkdir -p .gl/bin_old
-    cp "$old/target/release/etvk" .gl/bin_old/
+    exp_old_binary 97e7cb6
     rm -rf .gl/ovr_o0c
     exp_comp o0c q4_linear_mma_f2 q4_linear_mma.comp -DMF=2 -DSTEP=4
 }
@@ -28,11 +24,7 @@ exp_begin "$0" "$@"
              "linear_q4gsw 32 8192 8192" "linear_q4gsw 32 28672 8192" "linear_q4gsw 32 8192 28672" \
              "linear_q4gsw 64 28672 8192" "linear_q4gsw 2 8192 28672" "linear_q4gsw 4 8192 28672" \
              "linear_qcs4w 8 8192 8192"; do
-        set -- $c
-        for v in bin_old bin bin_old bin; do
-            echo -n "$v $1 M=$2 N=$3 K=$4: "
-            exp_row ".gl/$v/etvk" bench "$1" --m "$2" --n "$3" --k "$4"
-        done
+        exp_ab $c
     done
     for c in "16 28672 8192" "16 8192 8192"; do
         set -- $c

@@ -11,11 +11,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    old=/tmp/etvk-old
-    [ -d "$old" ] || git worktree add -f "$old" 98d6d9a
-    (cd "$old" && git checkout -q 98d6d9a && cargo build --release -p etvk-cli)
-    mkdir -p .gl/bin_old
-    cp "$old/target/release/etvk" .gl/bin_old/
+    exp_old_binary 98d6d9a
 }
 exp_begin "$0" "$@"
 {
@@ -23,10 +19,6 @@ exp_begin "$0" "$@"
     for c in "linear_q4gsw 8 8192 8192" "linear_q4gsw 8 28672 8192" "linear_q4gsw 16 8192 8192" \
              "linear_q4gsw 32 8192 28672" "linear_q4gsw 64 28672 8192" \
              "linear_q4gsw 2 8192 28672" "linear_q4gsw 4 8192 28672" "linear_qcs4w 8 8192 8192"; do
-        set -- $c
-        for v in bin_old bin bin_old bin; do
-            echo -n "$v $1 M=$2 N=$3 K=$4: "
-            exp_row ".gl/$v/etvk" bench "$1" --m "$2" --n "$3" --k "$4"
-        done
+        exp_ab $c
     done
 } 2>&1 | tee "$OUT/s26-first.txt"
