@@ -385,6 +385,9 @@ shared float rowinv[BM];    // 2^-(e + f)
 // 16-byte offset.
 shared uint smax_bits[4];
 shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
+// The emulated steps' product loops are unrolled: as runtime loops, llvmpipe stopped
+// counting them past ~117 steps of 32 k in one launch (its loop limiter; the hi / lo forward
+// lost every product past k = 3744, session 25). The native steps have no such loops.
 #if EMULATE && CODES
 // Per 16-k half of the step: the codes' products, times the column's scale of that half.
 #define MMA_STEP                                                                                 \
@@ -396,7 +399,7 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
         const uint col = (kg * WK + j) * 8u + (idx & 7u);                                        \
         [[unroll]] for (uint ks = 0u; ks < BR / 16u; ++ks) {                                     \
           float v = 0.0;                                                                         \
-          for (uint n = 16u * ks; n < 16u * ks + 16u; ++n) {                                     \
+          [[unroll]] for (uint n = 16u * ks; n < 16u * ks + 16u; ++n) {                                   \
             v += AH(row, n) * WH(n, col) + A_LO_TERM(row, n, col);                               \
           }                                                                                      \
           acc[i][j][q] = fma(v, WSC(ks * BC + col), acc[i][j][q]);                               \
@@ -413,7 +416,7 @@ shared float stage[SG * 128];  // a subgroup's 16 x 8 accumulator on its way out
         const uint row = mg * WM * 16u + i * 16u + (idx >> 3);                                   \
         const uint col = (kg * WK + j) * 8u + (idx & 7u);                                        \
         float v = 0.0;                                                                           \
-        for (uint n = 0u; n < BR; ++n) {                                                         \
+        [[unroll]] for (uint n = 0u; n < BR; ++n) {                                                   \
           v += AH(row, n) * WH(n, col) + AH(row, n) * WL(n, col) + A_LO_TERM(row, n, col);     \
         }                                                                                        \
         acc[i][j][q] += v;                                                                       \

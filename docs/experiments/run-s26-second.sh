@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Prepared in session 25: is the native f16 forward's hi / lo form right past k = 3744? Its
-# emulated build on lavapipe loses the products of steps 118 and on (journal, session 25:
-# trip-count dependent, maybe lavapipe's); the runtime keeps rows longer than 3744 off that
-# form (HILO_FWD_MAX_K). Here the guard is lifted (ETVK_Q4_HILO_MAX_K) and the codes form
-# turned off (ETVK_Q4_FWD_CODES=0), M = 128 (the f16 forward's threshold), and the bench's
-# f64 check says ok or MISMATCH; the kernel list must name q4_linear_fwd_mma_t* (not _c_).
-# If every row is ok, keep the guard for the emulated kernel only.
+# Prepared in session 25: the native f16 forward's hi / lo form on rows longer than 3744
+# (117 steps of 32 k), where its emulated build lost products on lavapipe until session
+# 25's unrolled loops (llvmpipe's loop limiter; the native steps have no such loops, so no
+# fault is expected). The codes form turned off (ETVK_Q4_FWD_CODES=0), M = 128 (the f16
+# forward's threshold) and 512; the bench's f64 check says ok or MISMATCH, and the kernel
+# list must name q4_linear_fwd_mma_t* (not _c_).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s26-second.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s26-second.sh
 set -euo pipefail
@@ -17,7 +16,7 @@ exp_begin "$0" "$@"
     for k in 3744 3776 4096 8192 28672; do
         for m in 128 512; do
             echo -n "hi/lo M=$m N=8192 K=$k: "
-            ETVK_Q4_FWD_CODES=0 ETVK_Q4_HILO_MAX_K=1000000 exp_row .gl/bin/etvk bench linear_q4gsw \
+            ETVK_Q4_FWD_CODES=0 exp_row .gl/bin/etvk bench linear_q4gsw \
                 --m "$m" --n 8192 --k "$k"
         done
     done

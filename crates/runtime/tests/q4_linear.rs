@@ -2646,11 +2646,12 @@ fn random_m_walks_on_dynamic_programs() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// The f16 forward's hi / lo form (groups that are not multiples of 16) lost every product
-/// past k = 3744 (session 25's sweep, cause not yet found): rows up to that length still take
-/// it and are right, longer ones take another kernel and are right too.
+/// The f16 forward's hi / lo form (groups that are not multiples of 16) on rows of more than
+/// 117 steps of 32 k: its emulated build lost every product past k = 3744 on lavapipe until
+/// its inner product loops were unrolled (session 25: llvmpipe's loop limiter; the native
+/// kernel has no such loops).
 #[test]
-fn long_rows_keep_off_the_hi_lo_f16_forward() {
+fn hi_lo_f16_forward_on_long_rows() {
     let be = backend();
     let force = [("etvk_q4_gemv".to_string(), b"f16_emulated".to_vec())];
     for (i, (k, gs)) in [(3744usize, 20usize), (3745, 20), (8580, 20), (5000, 4)]
@@ -2666,10 +2667,12 @@ fn long_rows_keep_off_the_hi_lo_f16_forward() {
             Q4GSW,
             &force,
         );
-        let hilo = names
-            .iter()
-            .any(|p| p.ends_with("/q4_linear_fwd_mma_emu_t32x128"));
-        assert_eq!(hilo, k <= 3744, "K {k}: {names:?}");
+        assert!(
+            names
+                .iter()
+                .any(|p| p.ends_with("/q4_linear_fwd_mma_emu_t32x128")),
+            "K {k}: {names:?}"
+        );
     }
     assert_eq!(be.validation_error_count(), 0);
 }

@@ -26,13 +26,10 @@ fn forward(
     };
     let n = q.n;
     let wide = wide_gemv(g, &q);
-    let mut mma = (mma_forward(g, &q, max_m), f16_forward(g, f16_from, max_m));
+    let mma = (mma_forward(g, &q, max_m), f16_forward(g, f16_from, max_m));
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
-    if !codes && k > hilo_fwd_max_k() {
-        mma.1 = (F16Mma::Off, usize::MAX);
-    }
     let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
         Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
             tile,

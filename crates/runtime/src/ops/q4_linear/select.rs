@@ -281,26 +281,6 @@ pub(super) fn codes_form_runs(form: bool, mode: F16Mma, native_ok: impl FnOnce()
     }
 }
 
-/// Longest activation rows the f16 forward's hi / lo form (no codes form: groups that are
-/// not multiples of 16, or `ETVK_Q4_FWD_CODES=0`) takes: session 25's random sweep found its
-/// emulated kernel losing every product past k = 3744 (117 steps of 32; K = 3745 relative
-/// error 0.016, 8192 0.77) while its pre-pass checked right and a 16-k-step build did not;
-/// the cause is not found yet, and the native kernel shares the code, so longer rows keep
-/// the other kernels (the codes form, whose long rows run split, is not affected).
-pub(super) const HILO_FWD_MAX_K: usize = 3744;
-
-/// [`HILO_FWD_MAX_K`], or `ETVK_Q4_HILO_MAX_K` (the check on a device whose kernel may be
-/// right past it; read once per process).
-pub(super) fn hilo_fwd_max_k() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        std::env::var("ETVK_Q4_HILO_MAX_K")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(HILO_FWD_MAX_K)
-    })
-}
-
 /// Fewest activation rows of the tensor-core forward ([`Kernel::Mma`]): one MMA fragment's 8.
 pub(super) const MMA_MIN_M: usize = 8;
 
