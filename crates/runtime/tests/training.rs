@@ -812,3 +812,47 @@ fn replay_repeats_the_last_execute_on_gpu_resident_inputs() {
     }
     assert_eq!(be.validation_error_count(), 0);
 }
+
+/// linear_dW and fused_ce on seeded random sizes (rows, N, K, vocabulary of any size, labels
+/// with ignored and out-of-range ones), each against its f64 reference: the hand-picked cases
+/// above cover block edges; these cover whatever the draws hit. `ETVK_TRAIN_SWEEP_CASES`
+/// makes the hunt longer (8 per op by default).
+#[test]
+fn random_sizes_for_linear_dw_and_fused_ce() {
+    let cases: u64 = std::env::var("ETVK_TRAIN_SWEEP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    let mut s = 0x5EED_2525u64;
+    let mut pick = |lo: u64, hi: u64| {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (lo + (s >> 33) % (hi - lo + 1)) as usize
+    };
+    let be = backend();
+    for case in 0..cases {
+        let (m, n, k) = (pick(1, 300), pick(1, 300), pick(1, 300));
+        let ir = dw_graph(&[m, n], &[m, k], n, k);
+        let mut d = Delegate::from_ir(&be, &ir, &[], &MapData::default()).unwrap();
+        check_dw(&mut d, &[m, n], &[m, k], 7000 + case);
+
+        let (rows, v) = (pick(1, 40), pick(2, 5000));
+        let labels: Vec<i64> = (0..rows)
+            .map(|_| match pick(0, 9) {
+                0 => -100,
+                1 => v as i64,
+                _ => pick(0, v as u64 - 1) as i64,
+            })
+            .collect();
+        let n_valid = labels
+            .iter()
+            .filter(|&&l| l >= 0 && (l as usize) < v)
+            .count()
+            .max(1) as f64;
+        let ir = ce_graph(&[rows, v], Value::Double(n_valid), false);
+        let mut d = Delegate::from_ir(&be, &ir, &[], &MapData::default()).unwrap();
+        check_ce(&mut d, &[rows, v], &labels, n_valid, vec![], 7500 + case);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
