@@ -9,16 +9,12 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     rm -rf .gl/ovr_o0b
     exp_comp o0b q4_linear_mma_f2 q4_linear_mma.comp -DMF=2 -DSTEP=4
     exp_comp o0b q4_linear_bwd_staged_m4 q4_linear_bwd_staged.comp -DMT=4
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     for c in "linear_q4gsw 16 28672 8192" "linear_q4gsw 16 8192 8192" \
              "linear_q4gsw_backward 4 8192 28672" "linear_q4gsw_backward 4 8192 8192"; do

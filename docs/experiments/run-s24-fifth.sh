@@ -10,18 +10,14 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     rm -rf .gl/ovr_mac
     for cw in 8 16 32; do
         exp_comp mac q4_linear_bwd_wide_f16t_m1_c$cw q4_linear_bwd_wide.comp -DMT=1 -DUR=2 \
             -DPREFETCH=2 -DDEC=1 -DNPF=64 -DCW=$cw
     done
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear backward tests, macro"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mac q4_tests backward
     ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mac q4_tests wide

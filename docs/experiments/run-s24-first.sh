@@ -11,8 +11,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     exp_patched docs/experiments/q4_linear_bwd_mma-s24-fwd-dbuf.diff 865a0df
     rm -rf .gl/ovr_fdb
     f="-DBM=128 -DFORWARD=1 -DCODES=1 -DBR=16 -DDBUF=1"
@@ -21,11 +20,8 @@ if [ "${1:-}" = "prepare" ]; then
     exp_comp fdb q4_linear_fwd_mma_c_x16_t128 $src $f -DX16=1
     exp_comp fdb q4_linear_fwd_mma_c_t128_split $src $f -DSPLIT=1
     exp_comp fdb q4_linear_fwd_mma_c_x16_t128_split $src $f -DX16=1 -DSPLIT=1
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear f16 forward tests, fdb"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_fdb q4_tests f16
     for v in built fdb; do

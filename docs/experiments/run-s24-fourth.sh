@@ -11,8 +11,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     exp_patched docs/experiments/q4_linear_bwd_wide-s24-rowfn.diff 865a0df
     rm -rf .gl/ovr_mw
     for v in "m1::-DMT=1 -DUR=2 -DPREFETCH=1" "m2:-O:-DMT=2" "f16_m1::-DMT=1 -DUR=2 -DPREFETCH=1 -DDEC=1" \
@@ -23,11 +22,8 @@ if [ "${1:-}" = "prepare" ]; then
             exp_comp mw "q4_linear_bwd_wide_${n}_c$cw" q4_linear_bwd_wide.comp $o $f -DCW=$cw
         done
     done
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear backward tests, merged"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mw q4_tests backward
     ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_mw q4_tests wide

@@ -12,27 +12,15 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
-    old=/tmp/etvk-580ead0
-    [ -d "$old" ] || git worktree add -f "$old" 580ead0
-    (cd "$old" && cargo build --release -p etvk-cli)
-    mkdir -p .gl/bin_old
-    cp "$old/target/release/etvk" .gl/bin_old/
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+exp_prepare() {
+    exp_old_binary 580ead0
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear tests"; q4_tests
     for c in "8 8192 8192" "8 28672 8192" "8 8192 28672" "16 8192 8192" "32 8192 8192" \
              "32 28672 8192" "32 8192 28672"; do
-        set -- $c
-        for v in bin_old bin bin_old bin; do
-            echo -n "$v M=$1 N=$2 K=$3: "
-            exp_row ".gl/$v/etvk" bench linear_q4gsw --m "$1" --n "$2" --k "$3"
-        done
+        exp_ab linear_q4gsw $c
     done
     # Per-node times of the new build (limbs node, MMA kernel): the limbs node's share
     # decides whether making the limbs in the MMA kernel is worth a try.

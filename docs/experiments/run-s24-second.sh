@@ -12,8 +12,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     exp_patched docs/experiments/q4_linear_gemv_half-s24-onebatch.diff 865a0df
     rm -rf .gl/ovr_ob .gl/ovr_ob2
     for d in 1 2; do
@@ -21,11 +20,8 @@ if [ "${1:-}" = "prepare" ]; then
         exp_comp $o q4_linear_gemv_half q4_linear_gemv_half.comp -O -DONEBATCH=$d
         exp_comp $o q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -O -DONEBATCH=$d -DSLICED=1
     done
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear GEMV tests, ob"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_ob q4_tests gemv
     for v in built ob ob2; do

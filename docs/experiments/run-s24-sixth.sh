@@ -10,8 +10,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     rm -rf .gl/ovr_o0
     exp_comp o0 q4_linear_gemv_half q4_linear_gemv_half.comp
     exp_comp o0 q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -DSLICED=1
@@ -25,11 +24,8 @@ if [ "${1:-}" = "prepare" ]; then
     for cw in 8 16 32; do
         exp_comp o0 q4_linear_bwd_wide_m2_c$cw q4_linear_bwd_wide.comp -DMT=2 -DCW=$cw
     done
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 b() { # op m n k: built and o0 interleaved twice
     for v in built o0 built o0; do
         echo -n "$v $1 M=$2 N=$3 K=$4: "

@@ -13,8 +13,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_setup "$0"
-if [ "${1:-}" = "prepare" ]; then
+exp_prepare() {
     exp_patched docs/experiments/q4_linear_bwd_mma-s24-skinny.diff 865a0df
     rm -rf .gl/ovr_sk
     f="-DBM=32 -DFORWARD=1 -DCODES=1 -DSKINNY=1"
@@ -23,11 +22,8 @@ if [ "${1:-}" = "prepare" ]; then
     exp_comp sk q4_linear_fwd_mma_c_t32x128_split $src $f -DSPLIT=1
     exp_comp sk q4_linear_fwd_mma_c_x16_t32x128 $src $f -DX16=1
     exp_comp sk q4_linear_fwd_mma_c_x16_t32x128_split $src $f -DX16=1 -DSPLIT=1
-    cp "$EXP_SELF" .gl/
-    exit 0
-fi
-# shellcheck source=scripts/device-env.sh
-. .gl/device-env.sh
+}
+exp_begin "$0" "$@"
 {
     echo "== q4_linear f16 forward tests, sk"; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_sk q4_tests f16
     echo -n "sk stats: "

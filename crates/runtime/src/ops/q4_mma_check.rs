@@ -375,7 +375,8 @@ pub(crate) fn check_int8(
         &[&out, &part, &limbs, &side, &devs[1], &devs[2], &devs[3]],
     )?;
     let reduce_set = pool.allocate(&reduce, &[&out, &part, &devs[3]])?;
-    let pre_push = words_to_bytes(&[K, KC, M, rows]);
+    let pre_push =
+        crate::ops::q4_linear::limbs_launch(ku, kw / 4, mu, Some(rows as usize), true)?.push;
     let chunks_per_group = GS / 32;
     let main_push = words_to_bytes(&[
         M,
@@ -394,15 +395,13 @@ pub(crate) fn check_int8(
         cb.copy(up, 0, dev, 0, dev.size())?;
     }
     cb.barrier(Access::Transfer, Access::Compute)?;
-    // Two workgroups for the 144 or 288 (row, chunk) items: each walks its groups of 8 many times,
-    // as a graph's capped launch does on large inputs (LIMBS_MAX_INVOCATIONS).
+    // Two workgroups for the 144 or 288 (row, chunk) items: each walks its groups of 8
+    // several times, as a graph's capped launch does on large inputs.
     cb.dispatch(&pre, pre_set, &pre_push, [2, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;
     cb.dispatch(&main, main_set, &main_push, [tiles * slices, 1, 1])?;
     cb.barrier(Access::Compute, Access::Compute)?;
-    // q4_linear_reduce's push constants: outputs, row length, row stride, slices, slice
-    // size, bias flag (as `reduce_launch` writes them).
-    let reduce_push = words_to_bytes(&[total, N, N, slices, total, 1]);
+    let reduce_push = crate::ops::q4_linear::reduce_launch(mu, nu, nu, slices as usize, true)?.push;
     cb.dispatch(
         &reduce,
         reduce_set,

@@ -327,7 +327,7 @@ pub(super) const LIMBS_MAX_INVOCATIONS: usize = 65535 * 64;
 /// Launch of an activation-limb node (`q4_act_limbs`, or `q4_mma_limbs` with its padded row
 /// count `rows`): eight invocations per (row, chunk) up to [`LIMBS_MAX_INVOCATIONS`], none
 /// when `on` is false.
-pub(super) fn limbs_launch(
+pub(crate) fn limbs_launch(
     k: usize,
     chunks: usize,
     m: usize,

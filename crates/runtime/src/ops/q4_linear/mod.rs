@@ -132,6 +132,7 @@ mod forward;
 mod select;
 pub(crate) use backward::bwd_pair_words;
 use backward::*;
+pub(crate) use forward::limbs_launch;
 use forward::*;
 use select::*;
 pub(crate) use select::{
@@ -719,7 +720,7 @@ fn tiled_launch(
 
 /// Launch of `q4_linear_reduce`: M * `cols` outputs, each the sum of `slices` partial rows of
 /// `stride` floats (`partial[slices][M][stride]`), plus `bias[c]` when `has_bias`.
-fn reduce_launch(
+pub(crate) fn reduce_launch(
     m: usize,
     cols: usize,
     stride: usize,
