@@ -29,6 +29,14 @@
 // 256-invocation form with a limbs pre-pass node: on an H200 49.4 us at N = 8192,
 // K = 28672 against 44.6 sliced (the unsliced form takes 41.7 for the same bytes at
 // N = 28672, K = 8192; docs/performance.md, sessions 20-21).
+//
+// EARLY = 1 (`q4_linear_gemv_half_early`, unsliced): the first block's second batch is
+// loaded with its first, before the activations, so that its loads fly while x arrives and
+// the limbs are made. Taken where every workgroup does one block and is at most 256 wide:
+// H200 (docs/performance.md, session 26) 4096^2 8.6 -> 8.3 us, N = 8192, K = 2048 8.6 ->
+// 8.3, N = 1024, K = 4096 6.4 -> 6.1; with workgroups of 512 it lost 0.1-0.2 us, and where
+// workgroups walk several blocks the loop's extra branch cost 0.6 us at 8192^2 and 1.6 at
+// N = 28672.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
@@ -46,6 +54,9 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define RW 8  // rows per block (= Q4_ROW_PAD: whole blocks lie in the padded rows)
 #define UR 4  // rows per batch of loads: one quad of the packed scales
 #define SEGS (NT / RW)
+#ifndef EARLY
+#define EARLY 0
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
@@ -168,6 +179,14 @@ void main() {
   float sb[UR];
   uint b = first;
   load_batch(h, b * RW, gc, wv, sb);
+#if EARLY
+  // The first block's second batch too, before the activations: its loads then fly while
+  // x arrives and the limbs are made.
+  uvec2 we[UR];
+  float se[UR];
+  load_batch(h, b * RW + UR, gc, we, se);
+  bool early = true;
+#endif
   vec4 xv[4];
   if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
     [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = x4[(k0 >> 2) + i];
@@ -193,7 +212,15 @@ void main() {
       uvec2 wn[UR];
       float sn[UR];
       if (r0 + UR < RW) {
+#if EARLY
+        // One register set for this batch whichever way it was loaded (no copy of a load
+        // in flight).
+        if (!early) load_batch(h, n0 + r0 + UR, gc, we, se);
+        wn = we;
+        sn = se;
+#else
         load_batch(h, n0 + r0 + UR, gc, wn, sn);
+#endif
       } else if (bn < nblocks) {
         load_batch(h, bn * RW, gc, wn, sn);
       }
@@ -201,6 +228,9 @@ void main() {
       wv = wn;
       sb = sn;
     }
+#if EARLY
+    early = false;
+#endif
     sum_and_write(acc, n0, t, slice);
     if (bn >= nblocks) break;
     b = bn;

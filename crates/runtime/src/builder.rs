@@ -128,7 +128,9 @@ pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 /// Compile spec forcing the 4-bit GEMV at M = 1: ASCII `lanes`, `wide`, `wide_dp4`,
 /// `wide_dp4_pre` (its activation limbs from a pre-pass node), `wide_dp4_persist` (one wave
 /// of workgroups walking the row blocks; rows of <= 256 chunks) or `half` (the same with half
-/// a chunk per invocation, rows of any length); or `f16` / `f16_emulated` (the f16
+/// a chunk per invocation, rows of any length; `half_early` / `half_late` with or without
+/// its first block's second batch loaded early, on rows it does not slice); or `f16` /
+/// `f16_emulated` (the f16
 /// tensor-core forward from M = 9); tests and benchmarks compare them, the default picks by
 /// row length, weight count and device features. Other values are refused at load.
 pub const Q4_GEMV_SPEC: &str = "etvk_q4_gemv";
@@ -141,6 +143,8 @@ pub const Q4_GEMV_FORMS: &[&str] = &[
     "wide_dp4_pre",
     "wide_dp4_persist",
     "half",
+    "half_early",
+    "half_late",
     "f16",
     "f16_emulated",
 ];

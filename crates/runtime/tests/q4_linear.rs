@@ -1717,10 +1717,11 @@ fn dynamic_forward_backward(
 }
 
 /// The forward kernel at M = 1 on short rows: the half-chunk GEMV where the device has packed
-/// int8 dot products (every row length), else the lane groups.
+/// int8 dot products (every row length; on rows this short and few, its `_early` variant),
+/// else the lane groups.
 fn m1_gemv(be: &Backend) -> &'static str {
     if be.device_caps().integer_dot_product {
-        "gemv_half"
+        "gemv_half_early"
     } else {
         "gemv_m1"
     }
@@ -1810,9 +1811,16 @@ fn long_rows_use_the_wide_gemv_at_small_m() {
         } else {
             "gemv_wide_dp4_persist"
         };
+        let early_m1 = if half {
+            "gemv_half_early"
+        } else {
+            "gemv_wide_dp4_persist"
+        };
         for (force, m1_kernel) in [
             (None, pick(persist_m1, "gemv_wide_m1")),
             (Some("half"), pick(persist_m1, "gemv_wide_m1")),
+            (Some("half_late"), pick(persist_m1, "gemv_wide_m1")),
+            (Some("half_early"), pick(early_m1, "gemv_wide_m1")),
             (Some("lanes"), "gemv_m1"),
             (Some("wide"), "gemv_wide_m1"),
             (Some("wide_dp4"), pick("gemv_wide_m1_dp4", "gemv_wide_m1")),
@@ -1937,24 +1945,80 @@ fn sliced_half_gemv_sums_slices_in_order() {
 /// 128 (K = 4096: 256), 32 (K = 1000, one group per row: 64 with 1 idle past the ragged
 /// end), 15 (K = 480: 32 with 2 idle); relaunched at M = 1, 2, 1 (M = 2 takes the
 /// persistent form, fitted alike: 192 / 128 / 32 invocations; rows of fewer than 32 chunks
-/// the lane groups), bias, fresh x each time.
+/// the lane groups), bias, fresh x each time; the `_early` and plain variants forced on rows
+/// the other takes.
 #[test]
 fn half_gemv_fits_its_workgroup_to_the_row() {
     let be = backend();
     let caps = be.device_caps();
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
-    for (seed, k, n, gs, m2) in [
-        (1700, 5152, 333, 32, "gemv_wide_dp4_persist"),
-        (1701, 4096, 1100, 64, "gemv_wide_dp4_persist"),
-        (1702, 1000, 41, 1000, "gemv_wide_dp4_persist"),
-        (1703, 480, 300, 32, "gemv_m2"),
+    // M = 1: rows of at most 128 chunks whose wave does every block at once take the
+    // `_early` variant (its first block's second batch loaded with the first); forced, each
+    // variant on rows the other would take, the early one where workgroups walk several
+    // blocks (K = 4096, N = 4500: 563 blocks for 528 workgroups).
+    for (seed, k, n, gs, force, m1, m2) in [
+        (
+            1700,
+            5152,
+            333,
+            32,
+            None,
+            "gemv_half",
+            "gemv_wide_dp4_persist",
+        ),
+        (
+            1701,
+            4096,
+            1100,
+            64,
+            None,
+            "gemv_half_early",
+            "gemv_wide_dp4_persist",
+        ),
+        (
+            1702,
+            1000,
+            41,
+            1000,
+            None,
+            "gemv_half_early",
+            "gemv_wide_dp4_persist",
+        ),
+        (1703, 480, 300, 32, None, "gemv_half_early", "gemv_m2"),
+        (
+            1704,
+            5152,
+            333,
+            32,
+            Some("half_early"),
+            "gemv_half_early",
+            "gemv_wide_dp4_persist",
+        ),
+        (
+            1705,
+            4096,
+            4500,
+            32,
+            Some("half_early"),
+            "gemv_half_early",
+            "gemv_wide_dp4_persist",
+        ),
+        (
+            1706,
+            1000,
+            41,
+            1000,
+            Some("half_late"),
+            "gemv_half",
+            "gemv_wide_dp4_persist",
+        ),
     ] {
-        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), None);
+        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
         for m in [1, 2, 1] {
-            let what = format!("half GEMV K {k} N {n} gs {gs}");
+            let what = format!("half GEMV K {k} N {n} gs {gs} forced {force:?}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
             if half {
-                let want = if m == 1 { "gemv_half" } else { m2 };
+                let want = if m == 1 { m1 } else { m2 };
                 assert_eq!(
                     names,
                     vec![format!("{Q4GSW}/q4_linear_{want}")],
@@ -2035,7 +2099,7 @@ fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, 
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
     // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
     // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
-    let half = m1_kernel == "gemv_half";
+    let half = m1_kernel.starts_with("gemv_half");
     let int8 = m1_kernel.contains("dp4") || half;
     let small_m = if half {
         "gemv_wide_dp4_persist"

@@ -133,7 +133,7 @@ fn forward(
     // The sliced half-chunk GEMV's per-slice row sums and its counters of finished slices,
     // one per block set (each launch leaves them zero).
     let half_slices = plan.kernels.iter().find_map(|&kn| match kn {
-        Kernel::GemvHalf { slices, local } if slices > 1 => Some((slices as usize, local)),
+        Kernel::GemvHalf { slices, local, .. } if slices > 1 => Some((slices as usize, local)),
         _ => None,
     });
     let half_sums = match half_slices {

@@ -663,7 +663,7 @@ fn global(
         }
         // The half-chunk form (M = 1; at 60 registers two workgroups of 512 per SM): its
         // wave split evenly over the slices (at least one workgroup each).
-        Kernel::GemvHalf { slices, local } => {
+        Kernel::GemvHalf { slices, local, .. } => {
             let s = slices as usize;
             cols.div_ceil(rows_per_gemv_group)
                 .min(half_gemv_sets(s, local))
@@ -900,6 +900,7 @@ mod tests {
         let half = Some(Kernel::GemvHalf {
             slices: 1,
             local: 512,
+            early: false,
         });
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
@@ -907,7 +908,8 @@ mod tests {
             forward_kernel(1, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
             Kernel::GemvHalf {
                 slices: 1,
-                local: 512
+                local: 512,
+                early: false,
             }
         );
         assert_eq!(
@@ -952,6 +954,7 @@ mod tests {
             Kernel::GemvHalf {
                 slices: 1,
                 local: 512,
+                early: false,
             },
         ] {
             assert!(
@@ -1104,6 +1107,7 @@ mod tests {
         let half = Kernel::GemvHalf {
             slices: 1,
             local: 512,
+            early: false,
         };
         assert_eq!(
             forward_kernel(
@@ -1477,6 +1481,7 @@ mod tests {
         let sliced = Some(Kernel::GemvHalf {
             slices: 4,
             local: 448,
+            early: false,
         });
         assert_eq!(
             forward_kernel(
@@ -1496,7 +1501,8 @@ mod tests {
             shader_of(
                 Kernel::GemvHalf {
                     slices: 4,
-                    local: 448
+                    local: 448,
+                    early: false,
                 },
                 false
             ),
@@ -1526,6 +1532,7 @@ mod tests {
                 Kernel::GemvHalf {
                     slices: 4,
                     local: 448,
+                    early: false,
                 },
                 0,
             )
@@ -1541,6 +1548,7 @@ mod tests {
                 Kernel::GemvHalf {
                     slices: 1,
                     local: 512,
+                    early: false,
                 },
                 0,
             )
@@ -1577,6 +1585,7 @@ mod tests {
             Kernel::GemvHalf {
                 slices: 4,
                 local: 448,
+                early: false,
             },
             1,
             8192,
@@ -1595,6 +1604,21 @@ mod tests {
         assert_eq!(half_gemv_sets(4, 512), persistent_gemv_target() / 4);
         assert_eq!(half_gemv_sets(2, 256), persistent_gemv_target());
         assert_eq!(half_gemv_sets(100_000, 512), 1);
+        // The `_early` variant: unsliced rows of at most 128 chunks whose blocks the wave
+        // covers at once (528 workgroups of 256, 1056 of 128).
+        let wave = |local| persistent_wave(local, 512);
+        assert!(half_gemv_early(1, 256, 8 * wave(256)));
+        assert!(!half_gemv_early(1, 256, 8 * wave(256) + 1));
+        assert!(half_gemv_early(1, 128, 8192.min(8 * wave(128))));
+        assert!(half_gemv_early(1, 32, 13));
+        assert!(!half_gemv_early(1, 288, 64));
+        assert!(!half_gemv_early(2, 256, 64));
+        let early = Kernel::GemvHalf {
+            slices: 1,
+            local: 256,
+            early: true,
+        };
+        assert_eq!(shader_of(early, false), ShaderId::Q4LinearGemvHalfEarly);
     }
 
     #[test]

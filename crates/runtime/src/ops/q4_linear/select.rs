@@ -65,7 +65,13 @@ pub(super) enum Kernel {
     /// M = 1 over rows of any length, cut into `slices` of at most 256 chunks
     /// ([`half_gemv_slices`]), `local` invocations per workgroup ([`half_gemv_local`]); from
     /// two slices the `_sliced` variant, whose workgroups sum the slices themselves.
-    GemvHalf { slices: u32, local: u32 },
+    /// `early` (one slice only): the `_early` variant, which loads a block's second batch of
+    /// rows with its first ([`half_gemv_early`]).
+    GemvHalf {
+        slices: u32,
+        local: u32,
+        early: bool,
+    },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -762,6 +768,18 @@ pub(super) fn half_gemv_slices(kc: usize) -> usize {
     kc.div_ceil(256).max(1)
 }
 
+/// Whether the unsliced half-chunk GEMV over `n` rows takes its `_early` variant: where
+/// every workgroup of the wave ([`persistent_wave`]) does at most one row block and the
+/// workgroup is at most 256 wide. H200 (docs/performance.md, session 26): 0.3 us faster at
+/// 4096^2, N = 1024 and 4096 at K = 4096 / 2048 / 1024, N = 8192 at K = 2048; level at N =
+/// 2048, K = 4096; 0.1-0.2 us slower with workgroups of 512 (K > 4096) and 0.6-1.6 us
+/// slower where workgroups walk several blocks (the loop's extra branch).
+pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
+    slices == 1
+        && local <= 256
+        && n.div_ceil(PERSISTENT_GEMV_ROWS) <= persistent_wave(local, HALF_GEMV_LOCAL)
+}
+
 /// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
 /// most): the resident wave ([`persistent_wave`]) split evenly over the slices, at least one
 /// each.
@@ -798,9 +816,15 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let caps = g.caps();
     let slices = half_gemv_slices(kc);
     let local = half_gemv_local(kc);
+    let early = match forced_gemv(g).as_deref() {
+        Some("half_early") => slices == 1,
+        Some("half_late") => false,
+        _ => half_gemv_early(slices, local, q.n),
+    };
     let half = Kernel::GemvHalf {
         slices: u32::try_from(slices).unwrap_or(u32::MAX),
         local,
+        early,
     };
     let half_fits = dp4_ok
         && caps.max_workgroup_invocations >= local
@@ -1219,6 +1243,14 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::GemvWide { persist, .. }, _) if persist > 0 => {
             ShaderId::Q4LinearGemvWideDp4Persist
         }
+        (
+            Kernel::GemvHalf {
+                slices: 1,
+                early: true,
+                ..
+            },
+            _,
+        ) => ShaderId::Q4LinearGemvHalfEarly,
         (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
         (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
