@@ -1710,6 +1710,12 @@ mod tests {
         assert_eq!(wide_bwd_target(8192, 256), WIDE_BWD_TARGET);
         assert_eq!(wide_bwd_target(28672, 256), WIDE_BWD_TARGET_DEEP);
         assert_eq!(wide_bwd_target(8192, 896), WIDE_BWD_TARGET_DEEP);
+        // One per SM up to 2^24 codes (4096^2, 8192 x 2048, 2048 x 8192).
+        assert_eq!(wide_bwd_target(4096, 128), WIDE_BWD_TARGET_SMALL);
+        assert_eq!(wide_bwd_target(8192, 64), WIDE_BWD_TARGET_SMALL);
+        assert_eq!(wide_bwd_target(2048, 256), WIDE_BWD_TARGET_SMALL);
+        assert_eq!(wide_bwd_target(4096, 256), WIDE_BWD_TARGET);
+        assert_ne!(wide_bwd_target(4100, 128), WIDE_BWD_TARGET_SMALL);
         assert_eq!(
             widest_bwd(8192, 256),
             Kernel::BwdWide {

@@ -1040,10 +1040,15 @@ pub(super) fn widest_bwd(n: usize, kc: usize) -> Kernel {
 /// [`WIDE_BWD_DEEP_MIN_ROWS`] rows. H200 (journal, session 4), two / three per SM: N = 28672,
 /// K = 8192 55.3 / 51.8 us; N = 8192, K = 28672 55.0 / 51.7 us; but 8192^2 (24 rows per row
 /// group at three per SM) 20.6 / 21.6 us. Device-independent like [`Tile::split_target`];
-/// `ETVK_Q4_BWD_WGS` overrides it (benchmarks).
+/// `ETVK_Q4_BWD_WGS` overrides it (benchmarks). Weights of at most
+/// [`WIDE_BWD_SMALL_CODES`] codes take one per SM ([`WIDE_BWD_TARGET_SMALL`]): fewer
+/// slices for the last workgroup of each column block to add.
 pub(super) fn wide_bwd_target(n: usize, kc: usize) -> usize {
     if let Some(t) = wide_bwd_target_override() {
         return t;
+    }
+    if n.saturating_mul(kc).saturating_mul(32) <= WIDE_BWD_SMALL_CODES {
+        return WIDE_BWD_TARGET_SMALL;
     }
     let deep = WIDE_BWD_TARGET_DEEP;
     let cw = widest_bwd_cw(n, kc, deep);
@@ -1056,6 +1061,12 @@ pub(super) fn wide_bwd_target(n: usize, kc: usize) -> usize {
     }
 }
 pub(super) const WIDE_BWD_TARGET: usize = 264;
+/// H200 (docs/performance.md, session 25 run 5; session 26 run 8): one workgroup per SM
+/// against two, us: 4096^2 11.5 -> 11.0, N = 8192, K = 2048 12.0 -> 11.3; level at 2048^2,
+/// N = 4096, K = 1024 and N = 2048, K = 8192 (2^24 codes); slower from 2^25 codes on (N =
+/// 4096, K = 8192 13.7 -> 14.5; 14336 x 4096 17.8 -> 20.0).
+pub(super) const WIDE_BWD_TARGET_SMALL: usize = 132;
+pub(super) const WIDE_BWD_SMALL_CODES: usize = 1 << 24;
 pub(super) const WIDE_BWD_TARGET_DEEP: usize = 396;
 pub(super) const WIDE_BWD_DEEP_MIN_ROWS: usize = 64;
 
