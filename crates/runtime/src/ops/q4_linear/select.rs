@@ -1061,8 +1061,8 @@ pub(super) fn wide_bwd_target(n: usize, kc: usize) -> usize {
     }
 }
 pub(super) const WIDE_BWD_TARGET: usize = 264;
-/// H200 (docs/performance.md, session 25 run 5; session 26 run 8): one workgroup per SM
-/// against two, us: 4096^2 11.5 -> 11.0, N = 8192, K = 2048 12.0 -> 11.3; level at 2048^2,
+/// H200 (docs/performance.md, session 25 run 5, timed through `ETVK_Q4_BWD_WGS=132`, which
+/// reaches the same geometry and decode): one workgroup per SM against two, us: 4096^2 11.5 -> 11.0, N = 8192, K = 2048 12.0 -> 11.3; level at 2048^2,
 /// N = 4096, K = 1024 and N = 2048, K = 8192 (2^24 codes); slower from 2^25 codes on (N =
 /// 4096, K = 8192 13.7 -> 14.5; 14336 x 4096 17.8 -> 20.0).
 pub(super) const WIDE_BWD_TARGET_SMALL: usize = 132;
