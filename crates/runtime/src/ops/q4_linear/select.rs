@@ -769,15 +769,13 @@ pub(super) fn half_gemv_slices(kc: usize) -> usize {
 }
 
 /// Whether the unsliced half-chunk GEMV over `n` rows takes its `_early` variant: where
-/// every workgroup of the wave ([`persistent_wave`]) does at most one row block and the
+/// every workgroup of its launch ([`half_gemv_sets`]) does at most one row block and the
 /// workgroup is at most 256 wide. H200 (docs/performance.md, session 26): 0.3 us faster at
 /// 4096^2, N = 1024 and 4096 at K = 4096 / 2048 / 1024, N = 8192 at K = 2048; level at N =
 /// 2048, K = 4096; 0.1-0.2 us slower with workgroups of 512 (K > 4096) and 0.6-1.6 us
 /// slower where workgroups walk several blocks (the loop's extra branch).
 pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
-    slices == 1
-        && local <= 256
-        && n.div_ceil(PERSISTENT_GEMV_ROWS) <= persistent_wave(local, HALF_GEMV_LOCAL)
+    slices == 1 && local <= 256 && n.div_ceil(PERSISTENT_GEMV_ROWS) <= half_gemv_sets(1, local)
 }
 
 /// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
