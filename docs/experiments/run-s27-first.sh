@@ -15,6 +15,10 @@
 #   p3o0: without glslc -O; p3b: PIPE3 = 2, the address read from shared memory after the
 #   barrier so the driver cannot hoist the loads. Registers decide: above 64, two 512-wide
 #   workgroups no longer share an SM.
+# - Diagnostics (wrong results, time only; 8192^2 and 28672 x 8192): q, session 25's
+#   DIAG_QUADLOAD (the batch read as two 16-byte loads, as a batch-contiguous weight layout
+#   would: 0.2-0.25 us then), and p3q, PIPE3 = 2 with it: do the two gains add? If so,
+#   such a layout (every packed-weight kernel follows it) would be worth building.
 # Registers first, then the variants interleaved twice.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s27-first.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s27-first.sh
@@ -23,7 +27,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -rf .gl/ovr_t1 .gl/ovr_t2 .gl/ovr_t3 .gl/ovr_p3 .gl/ovr_p3o0 .gl/ovr_p3b
+    rm -rf .gl/ovr_t1 .gl/ovr_t2 .gl/ovr_t3 .gl/ovr_p3 .gl/ovr_p3o0 .gl/ovr_p3b .gl/ovr_q .gl/ovr_p3q
     exp_patched docs/experiments/q4_linear_gemv_half-s27-touch.diff
     for t in 1 3; do
         exp_comp "t$t" q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTOUCH=$t
@@ -35,11 +39,13 @@ exp_prepare() {
     exp_comp p3o0 q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -DPIPE3=1 -DSLICED=1
     exp_comp p3b q4_linear_gemv_half q4_linear_gemv_half.comp -O -DPIPE3=2
     exp_comp p3b q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -O -DPIPE3=2 -DSLICED=1
+    exp_comp q q4_linear_gemv_half q4_linear_gemv_half.comp -O -DDIAG_QUADLOAD=1
+    exp_comp p3q q4_linear_gemv_half q4_linear_gemv_half.comp -O -DPIPE3=2 -DDIAG_QUADLOAD=1
 }
 exp_begin "$0" "$@"
 variants="built t1 t3 p3 p3o0 p3b"
 {
-    for v in $variants; do
+    for v in $variants q p3q; do
         echo "== registers, $v: "
         for k in 8192 28672; do
             ETVK_PIPELINE_STATS=1 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v .gl/bin/etvk bench linear_q4gsw \
@@ -53,6 +59,12 @@ variants="built t1 t3 p3 p3o0 p3b"
         for v in $variants $variants; do
             echo -n "$v $1 N=$2 K=$3: "
             ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v exp_row .gl/bin/etvk bench "$1" --m 1 --n "$2" --k "$3"
+        done
+    done
+    for n in 8192 28672; do
+        for v in built q p3b p3q built q p3b p3q; do
+            echo -n "diag $v linear_q4gsw N=$n K=8192: "
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$v exp_row .gl/bin/etvk bench linear_q4gsw --m 1 --n $n --k 8192
         done
     done
 } 2>&1 | tee "$OUT/s27-first.txt"
