@@ -222,3 +222,42 @@ pub fn view_sizes(sizes: &[i64], numel: usize) -> Vec<usize> {
         })
         .collect()
 }
+
+/// torchao's `choose_qparams_affine` for one row of fp32 values, computed in fp32 step by
+/// step as PyTorch does for fp32 input: `(scale, zero_point)` for `mapping`
+/// (`ASYMMETRIC`, `SYMMETRIC`, `SYMMETRIC_NO_CLIPPING_ERR`) over `[qmin, qmax]`.
+pub fn torchao_qparams(
+    row: &[f32],
+    mapping: &str,
+    (qmin, qmax): (i64, i64),
+    eps: f32,
+) -> (f32, f32) {
+    let lo = row.iter().copied().fold(f32::INFINITY, f32::min).min(0.0);
+    let hi = row
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max)
+        .max(0.0);
+    let (fmin, fmax) = (qmin as f32, qmax as f32);
+    // Python's int((qmax + qmin + 1) / 2).
+    let sym_zp = ((qmax + qmin + 1) as f64 / 2.0).trunc() as f32;
+    match mapping {
+        "SYMMETRIC" => (((-lo).max(hi) / ((fmax - fmin) / 2.0)).max(eps), sym_zp),
+        "SYMMETRIC_NO_CLIPPING_ERR" => {
+            let (smin, smax) = (lo / fmin, hi / fmax);
+            ((if smin > smax { smin } else { smax }).max(eps), sym_zp)
+        }
+        _ => {
+            let scale = ((hi - lo) / (fmax - fmin)).max(eps);
+            let zp = (fmin - (lo / scale).round_ties_even()).clamp(fmin, fmax);
+            (scale, zp)
+        }
+    }
+}
+
+/// torchao's `quantize_affine` then `dequantize_affine` of `v` to int8 in fp32:
+/// `clamp(round(v * (1 / scale)) + zp, -128, 127)`, then `(q - zp) * scale`.
+pub fn torchao_int8_fake_quant(v: f32, scale: f32, zp: f32) -> f32 {
+    let q = ((v * (1.0f32 / scale)).round_ties_even() + zp).clamp(-128.0, 127.0);
+    (q - zp) * scale
+}

@@ -19,7 +19,7 @@ macro_rules! families {
 
 families!(
     reduce, matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama, indexing,
-    logic, creation, norm, attention
+    logic, creation, norm, attention, quantize
 );
 
 #[test]
@@ -108,4 +108,70 @@ fn harness_detects_wrong_results() {
         e.contains("sizes [3, 5] differ from the expected [5, 3]"),
         "{e}"
     );
+}
+
+/// The 8da4w ops refuse what they cannot compute at load, naming the op and the rule.
+#[test]
+fn quantize_limits_name_the_op_and_rule() {
+    use etvk_format::ir::DataType::{self, Float32 as F32, Int32 as I32, Int8 as I8, Uint8 as U8};
+    use etvk_tests::{run_case, CaseGraph, OpCase, Tensor};
+
+    const CHOOSE: &str = "torchao.choose_qparams_affine.default";
+    const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
+    let choose = |mapping: &str, block: &[i64], zdt: DataType| {
+        let mut g = CaseGraph::new();
+        let x = g.input(F32, &[4, 64]);
+        let mt = g.builder().add_string(mapping);
+        let bs = g.int_list(block);
+        let nul = g.null();
+        let (s, z) = (g.output(F32, &[4]), g.output(zdt, &[4]));
+        let vl = g.value_list(&[s, z]);
+        g.op(CHOOSE, &[x, mt, bs, nul, nul, nul, nul, nul, nul, vl]);
+        let x = Tensor::rand(&[4, 64], 1);
+        OpCase::new(CHOOSE, "limit", g).run(vec![x], vec![])
+    };
+    let dq8ca = |sums: &[usize], zdt: DataType| {
+        let mut g = CaseGraph::new();
+        let x = g.input(F32, &[2, 64]);
+        let s = g.input(F32, &[2]);
+        let z = g.input(zdt, &[2]);
+        let w = g.constant(&Tensor::new(U8, &[8, 32], vec![0x88 as f64; 256]));
+        let ws = g.constant(&Tensor::new(I32, sums, vec![0.0; sums.iter().product()]));
+        let sc = g.constant(&Tensor::new(F32, &[2, 8], vec![0.01; 16]));
+        let gs = g.int(32);
+        let nul = g.null();
+        let out = g.output(F32, &[2, 8]);
+        g.op(DQ8CA, &[x, s, z, w, ws, sc, gs, nul, out]);
+        let inputs = vec![
+            Tensor::rand(&[2, 64], 1),
+            Tensor::rand(&[2], 2),
+            Tensor::new(zdt, &[2], vec![0.0; 2]),
+        ];
+        OpCase::new(DQ8CA, "limit", g).run(inputs, vec![])
+    };
+    let cases: Vec<(OpCase, &[&str])> = vec![
+        (
+            choose("ASYMMETRIC", &[1, 32], I8),
+            &[CHOOSE, "block_size [1, 32]", "per-row"],
+        ),
+        (
+            choose("AFFINE", &[1, 64], I8),
+            &[CHOOSE, "\"AFFINE\"", "ASYMMETRIC"],
+        ),
+        (
+            choose("SYMMETRIC", &[1, 64], U8),
+            &[CHOOSE, "zero point dtype uint8"],
+        ),
+        (
+            dq8ca(&[3, 8], I8),
+            &[DQ8CA, "weight_sums", "[G = 2, >= N = 8]"],
+        ),
+        (dq8ca(&[2, 8], U8), &[DQ8CA, "zero point dtype uint8"]),
+    ];
+    for (case, needles) in cases {
+        let e = run_case(&case).unwrap_err();
+        for n in needles {
+            assert!(e.contains(n), "missing {n:?} in: {e}");
+        }
+    }
 }

@@ -18,6 +18,7 @@ pub mod matmul;
 pub mod norm;
 pub mod prepack;
 pub mod q4_linear;
+pub mod quantize;
 pub mod reduce;
 pub mod shape;
 pub mod sym;
@@ -58,6 +59,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "q4_linear",
         cases: q4_linear::cases,
+    },
+    Family {
+        name: "quantize",
+        cases: quantize::cases,
     },
     Family {
         name: "sym",

@@ -92,7 +92,13 @@ fn pack_bytes(codes: &[u8], n: usize, row_bytes: usize, even_high: bool) -> Tens
 }
 
 /// x [m][k] @ wd[n][kp]^T (first k columns) + bias.
-fn forward_ref(x: &Tensor, wd: &[f64], kp: usize, n: usize, bias: Option<&Tensor>) -> Tensor {
+pub(crate) fn forward_ref(
+    x: &Tensor,
+    wd: &[f64],
+    kp: usize,
+    n: usize,
+    bias: Option<&Tensor>,
+) -> Tensor {
     let k = *x.sizes.last().expect("rank >= 1");
     let m = x.numel() / k;
     let mut out = Vec::with_capacity(m * n);
@@ -111,7 +117,12 @@ fn forward_ref(x: &Tensor, wd: &[f64], kp: usize, n: usize, bias: Option<&Tensor
 }
 
 /// A q4gsw problem: (weights, scales [G, N'], dequantized W [n][kp], kp).
-fn q4gsw_problem(k: usize, n: usize, gs: usize, seed: u64) -> (Tensor, Tensor, Vec<f64>, usize) {
+pub(crate) fn q4gsw_problem(
+    k: usize,
+    n: usize,
+    gs: usize,
+    seed: u64,
+) -> (Tensor, Tensor, Vec<f64>, usize) {
     let mut rng = Rng::new(seed);
     let row_bytes = k.div_ceil(8) * 4;
     let kp = 2 * row_bytes;

@@ -45,6 +45,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.view_copy.default",
     "et_vk.apply_rotary_emb.default",
     "et_vk.linear_dW.default",
+    "et_vk.linear_dq8ca_q4gsw.default",
     "et_vk.linear_q4gsw.default",
     "et_vk.linear_q4gsw_backward.default",
     "et_vk.linear_qcs4w.default",
@@ -55,6 +56,7 @@ pub const SUPPORTED: &[&str] = &[
     "et_vk.select_as_symint.default",
     "sdpa_with_kv_cache.default",
     "sym_size.int",
+    "torchao.choose_qparams_affine.default",
 ];
 
 /// Whether [`run`] knows op `name`.
@@ -132,6 +134,8 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "et_vk.linear_q4gsw.default" | "et_vk.q4gsw_linear.default" => q4gsw(g, a, &w),
         "et_vk.linear_q4gsw_backward.default" => q4gsw_backward(g, a, &w),
         "et_vk.linear_qcs4w.default" => qcs4w(g, a, &w),
+        "et_vk.linear_dq8ca_q4gsw.default" => dq8ca_q4gsw(g, a, &w),
+        "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
         "et_vk.linear_dW.default" => linear_dw(g, a, &w),
         other => Err(format!("{w}: op {other} has no CPU reference")),
     }
@@ -408,9 +412,16 @@ fn q4gsw_code(wt: &Tensor, n: usize, k: usize) -> f64 {
     })
 }
 
-/// Checked `(weights, scales, group_size)` of the q4gsw ops; returns (N, padded K, scale
-/// row stride).
-fn q4gsw_parts(wt: &Tensor, sc: &Tensor, gs: i64, w: &str) -> R<(usize, usize, usize)> {
+/// Checked `(weights, scales, group_size)` of the q4gsw ops whose first `cols` columns are
+/// read (at most the padded K; `None`: all of them); returns (N, padded K, scale row
+/// stride).
+fn q4gsw_parts(
+    wt: &Tensor,
+    sc: &Tensor,
+    gs: i64,
+    cols: Option<usize>,
+    w: &str,
+) -> R<(usize, usize, usize)> {
     if wt.sizes.len() != 2 || sc.sizes.len() != 2 {
         return Err(format!(
             "{w}: weights {:?} / scales {:?} must be [N, K/2] / [G, N]",
@@ -421,7 +432,7 @@ fn q4gsw_parts(wt: &Tensor, sc: &Tensor, gs: i64, w: &str) -> R<(usize, usize, u
     if gs <= 0 {
         return Err(format!("{w}: group_size {gs} must be positive"));
     }
-    let groups = kp.div_ceil(gs as usize);
+    let groups = cols.unwrap_or(kp).min(kp).div_ceil(gs as usize);
     if sc.sizes[1] < n || sc.sizes[0] < groups {
         return Err(format!(
             "{w}: scales {:?} do not cover {groups} groups x N = {n}",
@@ -439,8 +450,8 @@ fn q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
     let gs = g.int(a[3], w)?;
     let bias = g.opt_tensor(a[4], w)?;
-    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, w)?;
     let (lead, m, k) = split_last(x, w, "x")?;
+    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, Some(k), w)?;
     if k > kp {
         return Err(format!("{w}: x {:?} has K > the weight's {kp}", x.sizes));
     }
@@ -460,13 +471,110 @@ fn q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     g.put(a[5], sizes, data, w)
 }
 
+/// `[x, input_scales, input_zp, weights, weight_sums, weight_scales, group_size, bias?,
+/// out]`: x quantized per row to int8 with (input_scales, input_zp) and dequantized in fp32
+/// as torchao does, then as `linear_q4gsw` (weight_sums is not needed).
+fn dq8ca_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 9, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (sc, zp) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    let (wt, ws) = (g.tensor(a[3], w)?, g.tensor(a[5], w)?);
+    let gs = g.int(a[6], w)?;
+    let bias = g.opt_tensor(a[7], w)?;
+    let (lead, m, k) = split_last(x, w, "x")?;
+    let (n, kp, stride) = q4gsw_parts(wt, ws, gs, Some(k), w)?;
+    if k > kp || sc.numel() != m || zp.numel() != m {
+        return Err(format!(
+            "{w}: x {:?} (K <= {kp}) needs one scale and zero point per row, got {:?} / {:?}",
+            x.sizes, sc.sizes, zp.sizes
+        ));
+    }
+    let xq: Vec<f64> = x
+        .data
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let r = i / k;
+            f64::from(crate::reference::torchao_int8_fake_quant(
+                v as f32,
+                sc.data[r] as f32,
+                zp.data[r] as f32,
+            ))
+        })
+        .collect();
+    let gs = gs as usize;
+    let deq = |j: usize, p: usize| (q4gsw_code(wt, j, p) - 8.0) * ws.data[(p / gs) * stride + j];
+    let mut data = rows_times(&xq, m, k, n, deq);
+    if let Some(b) = bias {
+        if b.numel() < n {
+            return Err(format!("{w}: bias {:?} holds fewer than N = {n}", b.sizes));
+        }
+        for (i, v) in data.iter_mut().enumerate() {
+            *v += b.data[i % n];
+        }
+    }
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[8], sizes, data, w)
+}
+
+/// `[x, mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
+/// zero_point_dtype, (scale, zero_point)]`, per row (block_size `[1, ..., 1, K]`), in fp32
+/// as torchao computes it; the quant range defaults to int8's.
+fn choose_qparams_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 10, w)?;
+    let x = g.tensor(a[0], w)?;
+    let mapping = match g.value(a[1]) {
+        Value::String(s) if s.is_empty() => "ASYMMETRIC".to_string(),
+        Value::String(s) => s.clone(),
+        other => return Err(format!("{w}: mapping_type is a {}", other.kind_name())),
+    };
+    let (lead, _, k) = split_last(x, w, "x")?;
+    let block = g.int_list(a[2], w)?;
+    if block.len() != x.sizes.len()
+        || block[..block.len() - 1].iter().any(|&b| b != 1)
+        || block.last() != Some(&(k as i64))
+    {
+        return Err(format!(
+            "{w}: block_size {block:?} is not per-row for x {:?}",
+            x.sizes
+        ));
+    }
+    let qmin = g.opt_int(a[4], w)?.unwrap_or(-128);
+    let qmax = g.opt_int(a[5], w)?.unwrap_or(127);
+    let eps = g.opt_double(a[6], w)?.unwrap_or(f64::from(f32::EPSILON)) as f32;
+    let (mut sv, mut zv) = (Vec::new(), Vec::new());
+    for row in x.data.chunks(k.max(1)) {
+        let row: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+        let (s, z) = crate::reference::torchao_qparams(&row, &mapping, (qmin, qmax), eps);
+        sv.push(f64::from(s));
+        zv.push(f64::from(z));
+    }
+    let outs = g.value_list(a[9], w)?;
+    if outs.len() != 2 {
+        return Err(format!(
+            "{w}: {} outputs, expected (scale, zero_point)",
+            outs.len()
+        ));
+    }
+    for (&o, data) in outs.iter().zip([sv, zv]) {
+        let (_, max) = g.tensor_info(o, w)?;
+        let mut sizes = lead.clone();
+        if max.len() > lead.len() {
+            sizes.push(1);
+        }
+        g.put(o, sizes, data, w)?;
+    }
+    Ok(())
+}
+
 /// `[d_out [..., N], weights, scales, group_size, d_x [..., K]]`: `d_x = d_out @ W`.
 fn q4gsw_backward(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 5, w)?;
     let d = g.tensor(a[0], w)?;
     let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
     let gs = g.int(a[3], w)?;
-    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, w)?;
+    let (n, kp, stride) = q4gsw_parts(wt, sc, gs, None, w)?;
     let (lead, m, dn) = split_last(d, w, "d_out")?;
     if dn != n {
         return Err(format!("{w}: d_out {:?} last dim must be N = {n}", d.sizes));

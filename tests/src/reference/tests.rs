@@ -187,3 +187,36 @@ fn every_supported_op_is_dispatched() {
         assert!(!e.contains("no CPU reference"), "{name}: {e}");
     }
 }
+
+#[test]
+fn quantize_cases_agree_with_the_interpreter() {
+    // The quantize family's expected values come from its own fp32 emulation of torchao;
+    // the interpreter's choose_qparams_affine / linear_dq8ca_q4gsw must give the same. Not
+    // the fp16 graphs: the interpreter keeps intermediate values unrounded (an fp16 scale
+    // stays fp32 there), the GPU and the case's expectation round them to the graph's dtype.
+    for case in crate::cases::quantize::cases() {
+        if case.name.starts_with("float16") {
+            continue;
+        }
+        let mut r = RefGraph::from_blob(&case.blob, &case.named, &case.name).unwrap();
+        for run in &case.runs {
+            let inputs: Vec<RefValue> = run
+                .inputs
+                .iter()
+                .map(|v| match v {
+                    crate::case::Val::Tensor(t) => RefValue::Tensor(t.clone()),
+                    crate::case::Val::Int(i) => RefValue::Int(*i),
+                })
+                .collect();
+            let outs = r.execute(&inputs).unwrap();
+            for (got, want) in outs.iter().zip(&run.expected) {
+                let crate::case::Val::Tensor(want) = want else {
+                    panic!("{}: tensor outputs only", case.name)
+                };
+                let got = Tensor::new(want.dtype, &tensor(got).sizes, tensor(got).data.clone());
+                crate::compare::compare(&got, want, case.tol)
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            }
+        }
+    }
+}

@@ -21,6 +21,7 @@ pub mod prepack;
 pub mod q4_linear;
 pub(crate) mod q4_mma_check;
 pub(crate) mod q4_wide_check;
+pub mod quantize;
 pub mod reduce;
 pub mod shape;
 pub mod training;
@@ -38,6 +39,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     norm::register_all(r)?;
     prepack::register_all(r)?;
     q4_linear::register_all(r)?;
+    quantize::register_all(r)?;
     reduce::register_all(r)?;
     shape::register_all(r)?;
     training::register_all(r)?;

@@ -240,7 +240,7 @@ pub(super) fn build_linear_q4gsw_backward(
         .iter()
         .any(|k| matches!(k, Kernel::BwdMma { .. }))
     {
-        let sc = constant_arg(g, call, 2, "weight_scales")?;
+        let sc = constant_arg(g, call, q.scales_arg, "weight_scales")?;
         let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
         let (rowscale, pairs) =
             bwd_rowscale_node(g, call, dy, (n, kout), max_m, &plan.kernels, choose)?;

@@ -5,7 +5,7 @@ use super::*;
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
-/// per-32-row scale peaks from the op's scales constant (arg 2), from which the f16
+/// per-32-row scale peaks from the op's scales constant (`q.scales_arg`), from which the f16
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
 /// came in as fp16 (arg 0; `x` is then its fp32 copy).
 #[allow(clippy::too_many_arguments)]
@@ -109,7 +109,7 @@ fn forward(
         .iter()
         .any(|k| matches!(k, Kernel::FwdMma { .. }))
     {
-        let sc = constant_arg(g, call, 2, "scales")?;
+        let sc = constant_arg(g, call, q.scales_arg, "scales")?;
         let peaks = g.prepack(sc.value, &peaks)?;
         let (rowscale, pairs) =
             bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
@@ -459,6 +459,131 @@ pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
     finish_output(g, call, out32, out, 5)
 }
 
+/// `[x, input_scales, input_zp, weights, weight_sums, weight_scales, group_size, bias, out]`:
+/// x quantized per row with (input_scales, input_zp) as torchao's quantize_affine does (int8
+/// range), dequantized by a node of its own (`q4_act_fakequant`), then the q4gsw forward on
+/// that: the integer kernels' `sum_k (q - zp)(code - 8) * s_in * s_w` with each product
+/// `(q - zp) * s_in` rounded once to fp32. weight_sums (the exporter's per-group code sums
+/// for its int8 kernels) is checked for shape and not read.
+pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(9)?;
+    let what = call.what();
+    let q = prepack_q4gsw_at(g, call, [3, 5, 6])?;
+    match g.value(call.arg(4)?)?.clone() {
+        GValue::TensorRef(c)
+            if c.dtype == DataType::Int32
+                && c.dims.len() == 2
+                && c.dims[0] == q.groups
+                && c.dims[1] >= q.n => {}
+        GValue::Tensor(t)
+            if g.shapes().dtype(t) == DataType::Int32
+                && g.shapes().max_dims(t).len() == 2
+                && g.shapes().max_dims(t)[0] == q.groups
+                && g.shapes().max_dims(t)[1] >= q.n => {}
+        other => {
+            return Err(invalid_program(format!(
+                "{what}: weight_sums (arg 4) must be int32 [G = {}, >= N = {}], got {}",
+                q.groups,
+                q.n,
+                match other {
+                    GValue::TensorRef(c) => format!("{} {:?}", c.dtype.name(), c.dims),
+                    GValue::Tensor(t) => format!(
+                        "{} {:?}",
+                        g.shapes().dtype(t).name(),
+                        g.shapes().max_dims(t)
+                    ),
+                    o => crate::builder::gvalue_kind(&o).to_string(),
+                }
+            )))
+        }
+    }
+    let kmax = q.kp.min(q.groups * q.gs);
+    let (x, k) = activation(
+        g,
+        call,
+        0,
+        "x",
+        kmax,
+        &format!(
+            "K may not exceed the weights' Kp = {} nor G * group_size = {}",
+            q.kp,
+            q.groups * q.gs
+        ),
+    )?;
+    let lead = {
+        let d = g.shapes().max_dims(x);
+        d[..d.len() - 1].to_vec()
+    };
+    let sc = g.tensor_or_prepack(call, 1)?;
+    let zp = g.tensor_or_prepack(call, 2)?;
+    let kinds = {
+        let s = g.shapes();
+        for (t, name) in [(sc, "input_scales"), (zp, "input_zp")] {
+            if !crate::ops::quantize::per_row_dims(s.max_dims(t), &lead) {
+                return Err(invalid_program(format!(
+                    "{what}: {name} has sizes {:?}; one value per row of x (leading dims {lead:?}) is needed",
+                    s.max_dims(t)
+                )));
+            }
+        }
+        crate::ops::quantize::qparam_kinds(call, s.dtype(sc), s.dtype(zp))?
+    };
+    let xq = {
+        let dims = g.shapes().max_dims(x).to_vec();
+        g.new_tensor(
+            DataType::Float32,
+            dims,
+            None,
+            format!("{what}: x quantized and dequantized"),
+        )?
+    };
+    let what2 = what.clone();
+    g.dispatch(
+        call,
+        Dispatch::new(ShaderId::Q4ActFakequant, [xq, x, sc, zp]),
+        move |s| {
+            let (lead_now, rows) = current_rows(s, x, k, "x")?;
+            for (t, name) in [(sc, "input_scales"), (zp, "input_zp")] {
+                if s.numel(t) != rows {
+                    return Err(crate::error::invalid_arg(format!(
+                        "{what2}: {name} holds {} values for the {rows} rows of x {:?}",
+                        s.numel(t),
+                        s.dims(x)
+                    )));
+                }
+            }
+            let mut d = lead_now;
+            d.push(k);
+            s.set_dims(xq, d)?;
+            let total = rows * k;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(total, "x elements")?)
+                    .u32(to_u32(k, "K")?)
+                    .u32(kinds)
+                    .u32(0)
+                    .finish(),
+                global: Global::Linear(total as u64),
+            })
+        },
+    )?;
+    let (out, _) = output(g, call, 8, &lead, Some(q.n))?;
+    let bias = bias_arg(g, call, 7, q.n)?;
+    let out32 = f32_output(g, call, out)?;
+    let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
+    forward(
+        g,
+        call,
+        xq,
+        k,
+        out32,
+        bias,
+        q,
+        (peaks, FWD_F16_MIN_M, false),
+    )?;
+    finish_output(g, call, out32, out, 8)
+}
+
 pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(4)?;
     let sc = constant_arg(g, call, 2, "scales")?;
@@ -482,6 +607,7 @@ pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
         kpad,
         groups: 1,
         gs: kpad,
+        scales_arg: 2,
     };
     let (x, k) = activation(
         g,

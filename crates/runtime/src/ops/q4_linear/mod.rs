@@ -191,6 +191,13 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         note: "d_x[..., Kp] = d_out[..., N] @ dequant(W4); shares the forward's packed weight",
     })?;
     r.register(OpEntry {
+        name: "et_vk.linear_dq8ca_q4gsw.default",
+        build: build_linear_dq8ca_q4gsw,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "x[..., K] quantized per row to int8 with the given scales / zero points (torchao quantize_affine), dequantized, @ dequant(W4[N, Kp])^T + bias; weights and scales as linear_q4gsw, weight_sums checked, not needed",
+    })?;
+    r.register(OpEntry {
         name: "et_vk.linear_qcs4w.default",
         build: build_linear_qcs4w,
         dtypes: FLOATS,
@@ -214,6 +221,8 @@ struct Q4 {
     groups: usize,
     /// Group size in k (multiple of 4).
     gs: usize,
+    /// The op's argument holding the scales constant (for the layouts made from it later).
+    scales_arg: usize,
 }
 
 fn big_tiles_ok(g: &GraphBuilder<'_>) -> bool {
@@ -281,7 +290,16 @@ fn float_scales_dtype(call: &OpCall, c: &ConstantInfo) -> Result<()> {
 
 /// Check and prepack q4gsw's weights (arg 1), scales (arg 2) and group size (arg 3).
 fn prepack_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall) -> Result<Q4> {
-    let gs = g.int_arg(call, 3)?;
+    prepack_q4gsw_at(g, call, [1, 2, 3])
+}
+
+/// Check and prepack q4gsw-format weights, scales and group size from args `wi`, `si`, `gi`.
+fn prepack_q4gsw_at(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall,
+    [wi, si, gi]: [usize; 3],
+) -> Result<Q4> {
+    let gs = g.int_arg(call, gi)?;
     if gs <= 0 || gs % 4 != 0 {
         return Err(invalid_program(format!(
             "{}: group_size = {gs}; it must be positive and a multiple of 4 (one scale per 4 k in the kernels)",
@@ -289,9 +307,9 @@ fn prepack_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall) -> Result<Q4> {
         )));
     }
     let gs = gs as usize;
-    let sc = constant_arg(g, call, 2, "weight_scales")?;
+    let sc = constant_arg(g, call, si, "weight_scales")?;
     float_scales_dtype(call, &sc)?;
-    let (w, n, rb) = prepack_weight(g, call, 1, NibbleOrder::EvenLow)?;
+    let (w, n, rb) = prepack_weight(g, call, wi, NibbleOrder::EvenLow)?;
     let kp = 2 * rb;
     let (groups, n_pad) = match sc.dims.as_slice() {
         &[gr, np] if gr > 0 => (gr, np),
@@ -324,6 +342,7 @@ fn prepack_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall) -> Result<Q4> {
         kpad: q4::padded_k(rb),
         groups,
         gs,
+        scales_arg: si,
     })
 }
 
@@ -1433,6 +1452,7 @@ mod tests {
             kpad: q,
             groups: 1,
             gs: q,
+            scales_arg: 2,
         };
         let geo = split_geometry(q, q);
         for (launch, local) in [
@@ -1517,6 +1537,7 @@ mod tests {
             kpad: 28672,
             groups: 224,
             gs: 128,
+            scales_arg: 2,
         };
         let words = |b: Vec<u8>| -> Vec<u32> {
             b.chunks(4)

@@ -1,0 +1,234 @@
+//! Dynamic activation quantization: `torchao.choose_qparams_affine.default`
+//! (`[input, mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
+//! zero_point_dtype, ValueList(scale, zero_point)]`), over rows (block_size `[1, ..., 1,
+//! K]`: one scale and zero point per row of the last dim, what torchao's per-token int8
+//! activation quantization asks for). Its outputs feed `et_vk.linear_dq8ca_q4gsw` (in
+//! `q4_linear`), which reads them with the same raw-word encoding ([`scale_kind`],
+//! [`zero_point_kind`]).
+
+use etvk_format::ir::DataType;
+
+use crate::api::Result;
+use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{invalid_arg, invalid_program, unsupported};
+use crate::graph::{to_u32, Push, TensorId};
+use crate::ops::float_shader;
+use crate::ops::training::folded_grid;
+use crate::registry::{OpEntry, Registry};
+
+/// Local size of `choose_qparams_rows` (its `LANES`).
+const LANES: u32 = 64;
+
+/// torch.finfo(torch.float32).eps, torchao's default.
+const F32_EPS: f64 = f32::EPSILON as f64;
+
+/// Register the family.
+pub fn register_all(r: &mut Registry) -> Result<()> {
+    r.register(OpEntry {
+        name: "torchao.choose_qparams_affine.default",
+        build: build_choose_qparams_affine,
+        dtypes: &[DataType::Float32, DataType::Float16],
+        dynamic_shapes: true,
+        note: "per-row (block_size [1, .., 1, K]) scale and zero point, as torchao: ASYMMETRIC, SYMMETRIC or SYMMETRIC_NO_CLIPPING_ERR; quant range from quant_min / quant_max, else target_dtype (int8 when absent); scale float32 / float16, zero point int8 / int32 / float32",
+    })
+}
+
+/// How a scale tensor of dtype `dt` is stored as raw words: 0 fp32, 1 fp16 pairs.
+pub(crate) fn scale_kind(dt: DataType) -> Option<u32> {
+    match dt {
+        DataType::Float32 => Some(0),
+        DataType::Float16 => Some(1),
+        _ => None,
+    }
+}
+
+/// How a zero-point tensor of dtype `dt` is stored as raw words: 0 int32, 1 fp32, 2 int8
+/// quads.
+pub(crate) fn zero_point_kind(dt: DataType) -> Option<u32> {
+    match dt {
+        DataType::Int32 => Some(0),
+        DataType::Float32 => Some(1),
+        DataType::Int8 => Some(2),
+        _ => None,
+    }
+}
+
+/// The per-row (scale, zero point) pair's dtypes as the kinds word of the shaders (scale in
+/// bits 0-7, zero point in 8-15), or an error naming the op and the tensor.
+pub(crate) fn qparam_kinds(call: &OpCall, scale: DataType, zero_point: DataType) -> Result<u32> {
+    let s = scale_kind(scale).ok_or_else(|| {
+        unsupported(format!(
+            "{}: scale dtype {} is not supported (float32, float16 are)",
+            call.what(),
+            scale.name()
+        ))
+    })?;
+    let z = zero_point_kind(zero_point).ok_or_else(|| {
+        unsupported(format!(
+            "{}: zero point dtype {} is not supported (int8, int32, float32 are)",
+            call.what(),
+            zero_point.name()
+        ))
+    })?;
+    Ok(s | (z << 8))
+}
+
+/// Whether `dims` hold one value per row of an input whose leading dims are `lead`: `lead`
+/// itself (torchao's keepdim = False) or `lead ++ [1]`.
+pub(crate) fn per_row_dims(dims: &[usize], lead: &[usize]) -> bool {
+    dims == lead
+        || (dims.len() == lead.len() + 1 && dims[..lead.len()] == *lead && dims[lead.len()] == 1)
+}
+
+/// The quant range of ScalarType code `t` (schema/scalar_type.fbs).
+fn dtype_range(t: i64) -> Option<(i64, i64)> {
+    match t {
+        0 => Some((0, 255)),
+        1 => Some((-128, 127)),
+        2 => Some((-32768, 32767)),
+        3 => Some((i32::MIN as i64, i32::MAX as i64)),
+        _ => None,
+    }
+}
+
+fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(10)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let mapping = match g.value(call.arg(1)?)? {
+        GValue::String(s) => match s.as_str() {
+            "ASYMMETRIC" | "" => 0u32,
+            "SYMMETRIC" => 1,
+            "SYMMETRIC_NO_CLIPPING_ERR" => 2,
+            other => {
+                return Err(unsupported(format!(
+                    "{what}: mapping_type {other:?} is not supported (ASYMMETRIC, SYMMETRIC, SYMMETRIC_NO_CLIPPING_ERR are)"
+                )))
+            }
+        },
+        other => {
+            return Err(invalid_program(format!(
+                "{what}: mapping_type (arg 1) must be a string, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let block = g.int_list_arg(call, 2)?;
+    let xd = g.shapes().max_dims(x).to_vec();
+    let k = match xd.last() {
+        Some(&k) if k >= 1 => k,
+        _ => {
+            return Err(invalid_program(format!(
+                "{what}: input has sizes {xd:?}; it needs a last dim of at least 1"
+            )))
+        }
+    };
+    let per_row = block.len() == xd.len()
+        && block[..block.len() - 1].iter().all(|&b| b == 1)
+        && block.last() == Some(&(k as i64));
+    if !per_row {
+        return Err(unsupported(format!(
+            "{what}: block_size {block:?} on input {xd:?} is not supported; only per-row blocks [1, ..., 1, K = {k}] are"
+        )));
+    }
+    // target_dtype: a ScalarType code, or Null (the exporter drops torch.dtype arguments).
+    let target = match g.value(call.arg(3)?)? {
+        GValue::Int(t) => Some(*t),
+        _ => None,
+    };
+    let range = match target {
+        Some(t) => dtype_range(t).ok_or_else(|| {
+            unsupported(format!(
+                "{what}: target_dtype (ScalarType {t}) is not an integer type this op supports (uint8, int8, int16, int32)"
+            ))
+        })?,
+        None => (-128, 127),
+    };
+    let opt_int = |g: &GraphBuilder<'_>, i: usize, default: i64| -> Result<i64> {
+        match g.value(call.arg(i)?)? {
+            GValue::Null => Ok(default),
+            _ => g.int_arg(call, i),
+        }
+    };
+    let qmin = opt_int(g, 4, range.0)?;
+    let qmax = opt_int(g, 5, range.1)?;
+    if qmin >= qmax || i32::try_from(qmin).is_err() || i32::try_from(qmax).is_err() {
+        return Err(invalid_program(format!(
+            "{what}: quant_min = {qmin}, quant_max = {qmax}; need quant_min < quant_max within int32"
+        )));
+    }
+    if mapping == 2 && (qmin >= 0 || qmax <= 0) {
+        return Err(invalid_program(format!(
+            "{what}: SYMMETRIC_NO_CLIPPING_ERR needs quant_min < 0 < quant_max, got [{qmin}, {qmax}]"
+        )));
+    }
+    let eps = g.double_arg_or(call, 6, F32_EPS)? as f32;
+    let outs = match g.value(call.arg(9)?)? {
+        GValue::ValueList(ids) if ids.len() == 2 => ids.clone(),
+        other => {
+            return Err(invalid_program(format!(
+                "{what}: arg 9 must be a ValueList of the (scale, zero_point) outputs, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let mut ts = [TensorId(0); 2];
+    for (slot, &id) in ts.iter_mut().zip(&outs) {
+        *slot = match g.value(id)? {
+            GValue::Tensor(t) => *t,
+            other => {
+                return Err(invalid_program(format!(
+                    "{what}: output value {id} is {}, expected a tensor",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+    }
+    let [scale, zp] = ts;
+    let s = g.shapes();
+    let kinds = qparam_kinds(call, s.dtype(scale), s.dtype(zp))?;
+    let lead = xd[..xd.len() - 1].to_vec();
+    let keep = [s.max_dims(scale).len(), s.max_dims(zp).len()];
+    for (t, name) in [(scale, "scale"), (zp, "zero_point")] {
+        if !per_row_dims(s.max_dims(t), &lead) {
+            return Err(invalid_program(format!(
+                "{what}: {name} output has sizes {:?}; one value per row of input {xd:?} is {lead:?} (or {lead:?} + [1])",
+                s.max_dims(t)
+            )));
+        }
+    }
+    let shader = float_shader("choose_qparams_rows", s.dtype(x), call)?;
+    let what2 = what.clone();
+    g.dispatch(call, Dispatch::new(shader, [scale, zp, x]), move |s| {
+        let dims = s.dims(x).to_vec();
+        let Some((&kk, lead)) = dims.split_last() else {
+            return Err(invalid_arg(format!("{what2}: input became rank 0")));
+        };
+        if kk != k {
+            return Err(invalid_arg(format!(
+                "{what2}: the input's last dim changed from {k} to {kk}; block_size fixes it"
+            )));
+        }
+        let rows: usize = lead.iter().product();
+        for (t, rank) in [(scale, keep[0]), (zp, keep[1])] {
+            let mut d = lead.to_vec();
+            if rank > lead.len() {
+                d.push(1);
+            }
+            s.set_dims(t, d)?;
+        }
+        Ok(crate::graph::Launch {
+            push: Push::new()
+                .u32(to_u32(rows, "rows")?)
+                .u32(to_u32(k, "K")?)
+                .u32(mapping)
+                .i32(qmin as i32)
+                .i32(qmax as i32)
+                .f32(eps)
+                .u32(kinds)
+                .u32(0)
+                .finish(),
+            global: folded_grid(rows as u64, [LANES, 1, 1], &what2)?,
+        })
+    })
+}

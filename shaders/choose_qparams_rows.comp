@@ -1,0 +1,110 @@
+#version 450
+// torchao.choose_qparams_affine over rows (block_size [1, ..., 1, K]): one workgroup per row
+// of x [R, K] finds the row's min and max (a shared-memory tree over LANES strided partial
+// results, so any K works and no subgroup size is assumed), then invocation 0 computes in
+// fp32, as torchao does for fp32 input:
+//   lo = min(min_k x, 0), hi = max(max_k x, 0)
+//   ASYMMETRIC (mapping 0): scale = max((hi - lo) / (qmax - qmin), eps),
+//                           zp = clamp(qmin - roundEven(lo / scale), qmin, qmax)
+//   SYMMETRIC (1):          scale = max(max(-lo, hi) / ((qmax - qmin) / 2), eps)
+//   SYMMETRIC_NO_CLIPPING_ERR (2): scale = max(lo / qmin > hi / qmax ? lo / qmin : hi / qmax, eps)
+//   symmetric zero point:   trunc((qmax + qmin + 1) / 2)
+// Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
+// every later rounding of x / scale follow the quotient). Outputs are written as raw words so
+// that one shader serves each dtype: scale fp32 or fp16, zero point int32, fp32 or int8
+// (sub-word elements by atomic AND / OR on their word, leaving the neighbours' bytes).
+#include "common.glsl"
+
+#define LANES 64  // must equal the local size (64, 1, 1)
+
+layout(set = 0, binding = 0) buffer Scale { uint scale_w[]; };
+layout(set = 0, binding = 1) buffer Zp { uint zp_w[]; };
+layout(set = 0, binding = 2) readonly buffer In { DTYPE x_[]; };
+
+layout(push_constant) uniform Params {
+  uint R;
+  uint K;
+  uint mapping;  // 0 ASYMMETRIC, 1 SYMMETRIC, 2 SYMMETRIC_NO_CLIPPING_ERR
+  int qmin;
+  int qmax;
+  float eps;
+  uint kinds;    // scale: 0 fp32, 1 fp16 (bits 0-7); zero point: 0 int32, 1 fp32, 2 int8 (8-15)
+  uint pad_;
+} p;
+
+shared float s_lo[LANES];
+shared float s_hi[LANES];
+
+float div_fixed(float a, float b) {
+  precise float q = a / b;
+  precise float r = fma(-q, b, a);
+  precise float qc = q + r / b;
+  return qc;
+}
+
+// Element `i` of a buffer of 2^(5 - log2(bits)) elements per word: `v`'s low `bits` bits.
+void store_sub(uint i, uint bits, uint v, bool to_scale) {
+  const uint per = 32u / bits, shift = (i % per) * bits, mask = ((1u << bits) - 1u) << shift;
+  if (to_scale) {
+    atomicAnd(scale_w[i / per], ~mask);
+    atomicOr(scale_w[i / per], (v << shift) & mask);
+  } else {
+    atomicAnd(zp_w[i / per], ~mask);
+    atomicOr(zp_w[i / per], (v << shift) & mask);
+  }
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (row >= p.R) return;  // whole workgroup
+  const uint lane = gl_LocalInvocationID.x, base = row * p.K;
+  float lo = uintBitsToFloat(0x7F800000u), hi = -lo;
+  for (uint j = lane; j < p.K; j += LANES) {
+    const float v = float(x_[base + j]);
+    lo = min(lo, v);
+    hi = max(hi, v);
+  }
+  s_lo[lane] = lo;
+  s_hi[lane] = hi;
+  barrier();
+  for (uint stride = LANES / 2u; stride > 0u; stride >>= 1) {
+    if (lane < stride) {
+      s_lo[lane] = min(s_lo[lane], s_lo[lane + stride]);
+      s_hi[lane] = max(s_hi[lane], s_hi[lane + stride]);
+    }
+    barrier();
+  }
+  if (lane != 0u) return;
+  lo = min(s_lo[0], 0.0);
+  hi = max(s_hi[0], 0.0);
+  const float qmin = float(p.qmin), qmax = float(p.qmax);
+  float scale;
+  float zp;
+  if (p.mapping == 0u) {
+    precise float range = hi - lo;
+    scale = max(div_fixed(range, qmax - qmin), p.eps);
+    zp = clamp(qmin - roundEven(div_fixed(lo, scale)), qmin, qmax);
+  } else {
+    if (p.mapping == 1u) {
+      scale = div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
+    } else {
+      const float smin = div_fixed(lo, qmin), smax = div_fixed(hi, qmax);
+      scale = smin > smax ? smin : smax;
+    }
+    scale = max(scale, p.eps);
+    zp = float((p.qmax + p.qmin + 1) / 2);
+  }
+  if ((p.kinds & 0xFFu) == 0u) {
+    scale_w[row] = floatBitsToUint(scale);
+  } else {
+    store_sub(row, 16u, packHalf2x16(vec2(scale, 0.0)) & 0xFFFFu, true);
+  }
+  const uint zk = (p.kinds >> 8) & 0xFFu;
+  if (zk == 0u) {
+    zp_w[row] = uint(int(zp));
+  } else if (zk == 1u) {
+    zp_w[row] = floatBitsToUint(zp);
+  } else {
+    store_sub(row, 8u, uint(int(zp)) & 0xFFu, false);
+  }
+}

@@ -1,0 +1,250 @@
+//! Dynamic int8 activation quantization with 4-bit weights ("8da4w"):
+//! `torchao.choose_qparams_affine.default` (per-row scale and zero point) and
+//! `et_vk.linear_dq8ca_q4gsw.default` (x quantized per row with them, times q4gsw weights).
+//!
+//! Argument layouts (exporter order, output last):
+//! `choose_qparams_affine(x, mapping_type String, block_size IntList, target_dtype (Null:
+//! the exporter drops dtypes), quant_min, quant_max, eps, scale_dtype, zero_point_dtype,
+//! ValueList(scale, zero_point))`, `linear_dq8ca_q4gsw(x, input_scales, input_zp, weights u8
+//! [N, Kp/2], weight_sums i32 [G, N'], weight_scales [G, N'], group_size, bias | Null, out)`.
+//!
+//! The references follow torchao in fp32 step by step (min / max, the scale's division, the
+//! zero point's rounding, `round(x * (1 / scale)) + zp` clamped to int8, `(q - zp) * scale`),
+//! as PyTorch computes them for fp32 input, then the linear in f64.
+
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32, Int8 as I8};
+
+use crate::case::{CaseGraph, OpCase};
+use crate::compare::Tol;
+use crate::reference::{torchao_int8_fake_quant, torchao_qparams};
+use crate::tensor::{Rng, Tensor};
+
+const CHOOSE: &str = "torchao.choose_qparams_affine.default";
+const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
+
+/// Scales to within an ulp of fp32 (GPU division), zero points exactly.
+const QPARAM_TOL: Tol = Tol {
+    atol: 0.0,
+    rtol: 1e-6,
+};
+
+/// Every case of the family.
+pub fn cases() -> Vec<OpCase> {
+    vec![
+        choose(F32, &[5, 40], &[5], "ASYMMETRIC", (F32, I8), false, 1),
+        choose(F32, &[2, 3, 33], &[2, 1], "SYMMETRIC", (F32, I32), false, 2),
+        choose(
+            F32,
+            &[4, 70],
+            &[4, 1, 3],
+            "SYMMETRIC_NO_CLIPPING_ERR",
+            (F32, F32),
+            true,
+            3,
+        ),
+        choose(F16, &[6, 20], &[6, 2], "ASYMMETRIC", (F16, I32), true, 4),
+        // The 8da4w linear behind its choose_qparams node, as the exporter emits it.
+        dq8ca(F32, &[3, 64], &[3], 64, 36, 16, true, (F32, I8), 10),
+        dq8ca(F32, &[1, 8, 96], &[1], 96, 40, 32, false, (F32, I8), 11),
+        dq8ca(
+            F32,
+            &[16, 128],
+            &[16, 1, 9],
+            128,
+            24,
+            64,
+            true,
+            (F32, I32),
+            12,
+        ),
+        dq8ca(F32, &[2, 4100], &[2, 1], 4100, 12, 20, false, (F32, I8), 13),
+        // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
+        dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
+    ]
+}
+
+/// Rows of `x` (fp32 values), its last dim `k`.
+fn rows_of(x: &Tensor, k: usize) -> Vec<Vec<f32>> {
+    x.data
+        .chunks(k)
+        .map(|r| r.iter().map(|&v| v as f32).collect())
+        .collect()
+}
+
+/// The (scale, zero_point) outputs' sizes for x sizes `xs`: leading dims, with a trailing 1
+/// when `keepdim`.
+fn qparam_sizes(xs: &[usize], keepdim: bool) -> Vec<usize> {
+    let mut d = xs[..xs.len() - 1].to_vec();
+    if keepdim {
+        d.push(1);
+    }
+    d
+}
+
+/// A choose_qparams_affine node on x; returns (scale, zero_point) value ids (graph outputs
+/// when `outputs`, else intermediates).
+fn choose_node(
+    g: &mut CaseGraph,
+    x: usize,
+    xs: &[usize],
+    mapping: &str,
+    (sdt, zdt): (DataType, DataType),
+    keepdim: bool,
+    outputs: bool,
+) -> (usize, usize) {
+    let k = *xs.last().expect("rank >= 1");
+    let mut block = vec![1i64; xs.len()];
+    *block.last_mut().expect("rank >= 1") = k as i64;
+    let mt = g.builder().add_string(mapping);
+    let bs = g.int_list(&block);
+    let td = g.null();
+    let (qmin, qmax) = (g.int(-128), g.int(127));
+    let eps = g.double(f32::EPSILON as f64);
+    let (sd, zd) = (g.null(), g.null());
+    let qs = qparam_sizes(xs, keepdim);
+    let (s, z) = if outputs {
+        (g.output(sdt, &qs), g.output(zdt, &qs))
+    } else {
+        (g.tensor(sdt, &qs), g.tensor(zdt, &qs))
+    };
+    let vl = g.value_list(&[s, z]);
+    g.op(CHOOSE, &[x, mt, bs, td, qmin, qmax, eps, sd, zd, vl]);
+    (s, z)
+}
+
+/// choose_qparams_affine built at x sizes `xs`, run at leading dim 0 = each of `ms`.
+fn choose(
+    xdt: DataType,
+    xs: &[usize],
+    ms: &[usize],
+    mapping: &'static str,
+    (sdt, zdt): (DataType, DataType),
+    keepdim: bool,
+    seed: u64,
+) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
+    let mut g = CaseGraph::new();
+    let x = g.input(xdt, xs);
+    choose_node(&mut g, x, xs, mapping, (sdt, zdt), keepdim, true);
+    let name = format!(
+        "{} x{xs:?} {mapping} scale {} zp {} M {ms:?}",
+        xdt.name(),
+        sdt.name(),
+        zdt.name()
+    );
+    let mut case = OpCase::new(CHOOSE, name, g).tol(if sdt == F16 {
+        Tol::new(0.0, 1e-3)
+    } else {
+        QPARAM_TOL
+    });
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = xs.to_vec();
+        sizes[0] = m;
+        // Mixed signs and scales; an all-zero row (scale = eps) and an all-positive one.
+        let mut rng = Rng::new(seed * 100 + r as u64);
+        let rows = sizes[..sizes.len() - 1].iter().product::<usize>();
+        let data: Vec<f64> = (0..rows * k)
+            .map(|i| match i / k {
+                0 => 0.0,
+                1 => rng.uniform(0.1, 3.0),
+                row => rng.uniform(-1.0, 1.0) * (1.0 + row as f64),
+            })
+            .collect();
+        let x = Tensor::new(xdt, &sizes, data);
+        let (mut sv, mut zv) = (Vec::new(), Vec::new());
+        for row in rows_of(&x, k) {
+            let (s, z) = torchao_qparams(&row, mapping, (-128, 127), f32::EPSILON);
+            sv.push(s as f64);
+            zv.push(z as f64);
+        }
+        let qs = qparam_sizes(&sizes, keepdim);
+        case = case.run(
+            vec![x],
+            vec![Tensor::new(sdt, &qs, sv), Tensor::new(zdt, &qs, zv)],
+        );
+    }
+    case
+}
+
+/// x's rows quantized to int8 with their torchao qparams and dequantized, in fp32; the
+/// scale as stored in `sdt` (the zero point comes from the fp32 scale, as in torchao).
+fn fake_quant(x: &Tensor, k: usize, sdt: DataType) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.data.len());
+    for row in rows_of(x, k) {
+        let (s, zp) = torchao_qparams(&row, "ASYMMETRIC", (-128, 127), f32::EPSILON);
+        let s = Tensor::new(sdt, &[1], vec![f64::from(s)]).data[0] as f32;
+        out.extend(
+            row.iter()
+                .map(|&v| torchao_int8_fake_quant(v, s, zp) as f64),
+        );
+    }
+    out
+}
+
+/// choose_qparams_affine (ASYMMETRIC, int8) feeding linear_dq8ca_q4gsw, built at x sizes
+/// `xs`, run at leading dim 0 = each of `ms`.
+#[allow(clippy::too_many_arguments)]
+fn dq8ca(
+    xdt: DataType,
+    xs: &[usize],
+    ms: &[usize],
+    k: usize,
+    n: usize,
+    gs: usize,
+    bias: bool,
+    (sdt, zdt): (DataType, DataType),
+    seed: u64,
+) -> OpCase {
+    let (w, s, wd, kp) = super::q4_linear::q4gsw_problem(k, n, gs, seed);
+    let groups = s.sizes[0];
+    let n_pad = s.sizes[1];
+    // The exporter's per-group code sums (not read by etvk; shape-checked).
+    let sums = Tensor::new(
+        I32,
+        &[groups, n_pad.div_ceil(8) * 8],
+        vec![0.0; groups * n_pad.div_ceil(8) * 8],
+    );
+    let b = bias.then(|| Tensor::rand(&[n], seed + 2000));
+    let mut os = xs[..xs.len() - 1].to_vec();
+    os.push(n);
+    let mut g = CaseGraph::new();
+    let xi = g.input(xdt, xs);
+    let (sc, zp) = choose_node(&mut g, xi, xs, "ASYMMETRIC", (sdt, zdt), false, false);
+    let wi = g.constant(&w);
+    let si = g.constant(&sums);
+    let wsi = g.constant(&s);
+    let gi = g.int(gs as i64);
+    let bi = match &b {
+        Some(b) => g.constant(b),
+        None => g.null(),
+    };
+    let out = g.output(F32, &os);
+    g.op(DQ8CA, &[xi, sc, zp, wi, si, wsi, gi, bi, out]);
+    let name = format!(
+        "{} x{xs:?} N {n} gs {gs} bias {bias} scale {} zp {} M {ms:?}",
+        xdt.name(),
+        sdt.name(),
+        zdt.name()
+    );
+    let tol = if xdt == F16 {
+        Tol::F16
+    } else {
+        Tol::new(1e-5, 1e-5)
+    };
+    let mut case = OpCase::new(DQ8CA, name, g).tol(tol);
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = xs.to_vec();
+        sizes[0] = m;
+        let x = Tensor::rand_range(xdt, &sizes, -2.0, 3.0, seed + 10 * r as u64);
+        let xq = Tensor::f32(&sizes, fake_quant(&x, k, sdt));
+        let want = super::q4_linear::forward_ref(&xq, &wd, kp, n, b.as_ref());
+        case = case.run(vec![x], vec![Tensor::new(xdt, &want.sizes, want.data)]);
+    }
+    case
+}
