@@ -5,6 +5,7 @@
 //! Argument layouts (exporter order, output last):
 //! `choose_qparams_affine(x, mapping_type String, block_size IntList, target_dtype (Null:
 //! the exporter drops dtypes), quant_min, quant_max, eps, scale_dtype, zero_point_dtype,
+//! keepdim Bool (since torchao 0.18; two cases here have the older 10-argument schema),
 //! ValueList(scale, zero_point))`, `linear_dq8ca_q4gsw(x, input_scales, input_zp, weights u8
 //! [N, Kp/2], weight_sums i32 [G, N'], weight_scales [G, N'], group_size, bias | Null, out)`.
 //!
@@ -31,18 +32,42 @@ const QPARAM_TOL: Tol = Tol {
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
     vec![
-        choose(F32, &[5, 40], &[5], "ASYMMETRIC", (F32, I8), false, 1),
-        choose(F32, &[2, 3, 33], &[2, 1], "SYMMETRIC", (F32, I32), false, 2),
+        choose(
+            F32,
+            &[5, 40],
+            &[5],
+            "ASYMMETRIC",
+            (F32, I8),
+            (false, false),
+            1,
+        ),
+        choose(
+            F32,
+            &[2, 3, 33],
+            &[2, 1],
+            "SYMMETRIC",
+            (F32, I32),
+            (false, true),
+            2,
+        ),
         choose(
             F32,
             &[4, 70],
             &[4, 1, 3],
             "SYMMETRIC_NO_CLIPPING_ERR",
             (F32, F32),
-            true,
+            (true, false),
             3,
         ),
-        choose(F16, &[6, 20], &[6, 2], "ASYMMETRIC", (F16, I32), true, 4),
+        choose(
+            F16,
+            &[6, 20],
+            &[6, 2],
+            "ASYMMETRIC",
+            (F16, I32),
+            (true, true),
+            4,
+        ),
         // The 8da4w linear behind its choose_qparams node, as the exporter emits it.
         dq8ca(F32, &[3, 64], &[3], 64, 36, 16, true, (F32, I8), 10),
         dq8ca(F32, &[1, 8, 96], &[1], 96, 40, 32, false, (F32, I8), 11),
@@ -89,7 +114,7 @@ fn choose_node(
     xs: &[usize],
     mapping: &str,
     (sdt, zdt): (DataType, DataType),
-    keepdim: bool,
+    (keepdim, old_schema): (bool, bool),
     outputs: bool,
 ) -> (usize, usize) {
     let k = *xs.last().expect("rank >= 1");
@@ -108,7 +133,13 @@ fn choose_node(
         (g.tensor(sdt, &qs), g.tensor(zdt, &qs))
     };
     let vl = g.value_list(&[s, z]);
-    g.op(CHOOSE, &[x, mt, bs, td, qmin, qmax, eps, sd, zd, vl]);
+    if old_schema {
+        // Before torchao 0.18: no keepdim argument.
+        g.op(CHOOSE, &[x, mt, bs, td, qmin, qmax, eps, sd, zd, vl]);
+    } else {
+        let kd = g.bool(keepdim);
+        g.op(CHOOSE, &[x, mt, bs, td, qmin, qmax, eps, sd, zd, kd, vl]);
+    }
     (s, z)
 }
 
@@ -119,15 +150,23 @@ fn choose(
     ms: &[usize],
     mapping: &'static str,
     (sdt, zdt): (DataType, DataType),
-    keepdim: bool,
+    (keepdim, old_schema): (bool, bool),
     seed: u64,
 ) -> OpCase {
     let k = *xs.last().expect("rank >= 1");
     let mut g = CaseGraph::new();
     let x = g.input(xdt, xs);
-    choose_node(&mut g, x, xs, mapping, (sdt, zdt), keepdim, true);
+    choose_node(
+        &mut g,
+        x,
+        xs,
+        mapping,
+        (sdt, zdt),
+        (keepdim, old_schema),
+        true,
+    );
     let name = format!(
-        "{} x{xs:?} {mapping} scale {} zp {} M {ms:?}",
+        "{} x{xs:?} {mapping} scale {} zp {} keepdim {keepdim} 10-arg {old_schema} M {ms:?}",
         xdt.name(),
         sdt.name(),
         zdt.name()
@@ -212,7 +251,15 @@ fn dq8ca(
     os.push(n);
     let mut g = CaseGraph::new();
     let xi = g.input(xdt, xs);
-    let (sc, zp) = choose_node(&mut g, xi, xs, "ASYMMETRIC", (sdt, zdt), false, false);
+    let (sc, zp) = choose_node(
+        &mut g,
+        xi,
+        xs,
+        "ASYMMETRIC",
+        (sdt, zdt),
+        (false, false),
+        false,
+    );
     let wi = g.constant(&w);
     let si = g.constant(&sums);
     let wsi = g.constant(&s);

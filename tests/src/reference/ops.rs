@@ -519,10 +519,13 @@ fn dq8ca_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
 }
 
 /// `[x, mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
-/// zero_point_dtype, (scale, zero_point)]`, per row (block_size `[1, ..., 1, K]`), in fp32
+/// zero_point_dtype, keepdim?, (scale, zero_point)]`, per row (block_size `[1, ..., 1, K]`), in fp32
 /// as torchao computes it; the quant range defaults to int8's.
 fn choose_qparams_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
-    nargs(a, 10, w)?;
+    // keepdim (torchao 0.18) before the outputs, or not (earlier schemas).
+    if a.len() != 11 {
+        nargs(a, 10, w)?;
+    }
     let x = g.tensor(a[0], w)?;
     let mapping = match g.value(a[1]) {
         Value::String(s) if s.is_empty() => "ASYMMETRIC".to_string(),
@@ -550,7 +553,7 @@ fn choose_qparams_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         sv.push(f64::from(s));
         zv.push(f64::from(z));
     }
-    let outs = g.value_list(a[9], w)?;
+    let outs = g.value_list(a[a.len() - 1], w)?;
     if outs.len() != 2 {
         return Err(format!(
             "{w}: {} outputs, expected (scale, zero_point)",

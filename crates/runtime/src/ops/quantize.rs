@@ -1,6 +1,7 @@
 //! Dynamic activation quantization: `torchao.choose_qparams_affine.default`
 //! (`[input, mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
-//! zero_point_dtype, ValueList(scale, zero_point)]`), over rows (block_size `[1, ..., 1,
+//! zero_point_dtype, keepdim, ValueList(scale, zero_point)]`, keepdim absent before torchao
+//! 0.18; the dtype arguments are Null, as the exporter writes torch.dtype values), over rows (block_size `[1, ..., 1,
 //! K]`: one scale and zero point per row of the last dim, what torchao's per-token int8
 //! activation quantization asks for). Its outputs feed `et_vk.linear_dq8ca_q4gsw` (in
 //! `q4_linear`), which reads them with the same raw-word encoding ([`scale_kind`],
@@ -92,8 +93,19 @@ fn dtype_range(t: i64) -> Option<(i64, i64)> {
 }
 
 fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    call.expect_args(10)?;
+    // torchao 0.18 (executorch 1.5.1) serializes a keepdim Bool before the outputs (11
+    // args); earlier schemas end at zero_point_dtype (10). keepdim shows in the outputs'
+    // serialized sizes, which the resize follows.
     let what = call.what();
+    let outs_arg = match call.args.len() {
+        10 => 9,
+        11 => 10,
+        n => {
+            return Err(invalid_program(format!(
+                "{what}: expected 10 or 11 args (keepdim before the outputs since torchao 0.18), got {n}"
+            )))
+        }
+    };
     let x = g.tensor_or_prepack(call, 0)?;
     let mapping = match g.value(call.arg(1)?)? {
         GValue::String(s) => match s.as_str() {
@@ -163,13 +175,13 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         )));
     }
     let eps = g.double_arg_or(call, 6, F32_EPS)? as f32;
-    let outs = match g.value(call.arg(9)?)? {
+    let outs = match g.value(call.arg(outs_arg)?)? {
         GValue::ValueList(ids) if ids.len() == 2 => ids.clone(),
         other => {
             return Err(invalid_program(format!(
-                "{what}: arg 9 must be a ValueList of the (scale, zero_point) outputs, got {}",
-                gvalue_kind(other)
-            )))
+            "{what}: arg {outs_arg} must be a ValueList of the (scale, zero_point) outputs, got {}",
+            gvalue_kind(other)
+        )))
         }
     };
     let mut ts = [TensorId(0); 2];

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Export small 8da4w programs (int8 dynamic per-token activations, int4 group-wise weights,
+torchao Int8DynamicActivationIntxWeightConfig) through ExecuTorch's Vulkan partitioner, in the
+fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
+delegate's op chain in summary.json). Expected outputs are eager PyTorch on the same quantized
+module.
+
+Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (PyPI), e.g.
+    python3 -m venv /tmp/etpy
+    /tmp/etpy/bin/pip install executorch==1.5.1 torchao==0.18.0 torch==2.13.0
+    /tmp/etpy/bin/python scripts/export_8da4w.py tests/fixtures
+"""
+
+import hashlib
+import json
+import os
+import sys
+
+import numpy
+import torch
+from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.exir import to_edge_transform_and_lower
+from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+from torchao.quantization.granularity import PerGroup
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(128, 96, bias=True)
+        self.down = torch.nn.Linear(96, 32, bias=False)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(x)))
+
+
+def write_case(out_dir, i, tensors, kind):
+    entries = []
+    for j, t in enumerate(tensors):
+        t = t.detach().contiguous()
+        data = t.numpy().tobytes()
+        name = f"case{i}_{kind}{j}.bin"
+        with open(os.path.join(out_dir, name), "wb") as f:
+            f.write(data)
+        npy = f"case{i}_{kind}{j}.npy"
+        numpy.save(os.path.join(out_dir, npy), t.numpy())
+        entries.append(
+            {
+                "file": name,
+                "npy": npy,
+                "shape": list(t.shape),
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "nbytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    return entries
+
+
+def export(out_dir, name, description, shapes, dynamic_batch):
+    torch.manual_seed(27)
+    model = Mlp().eval()
+    quantize_(
+        model,
+        Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=torch.int4, weight_granularity=PerGroup(32)
+        ),
+    )
+    example = (torch.randn(shapes[0]),)
+    dynamic = None
+    if dynamic_batch:
+        dynamic = ({0: torch.export.Dim("batch", min=1, max=16)},)
+    ep = torch.export.export(model, example, dynamic_shapes=dynamic)
+    options = {"require_dynamic_shapes": True} if dynamic_batch else {}
+    lowered = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(options)])
+    program = lowered.to_executorch()
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.pte"), "wb") as f:
+        f.write(program.buffer)
+    cases = []
+    for i, shape in enumerate(shapes):
+        x = torch.randn(shape) * (1.0 + i)
+        with torch.no_grad():
+            y = model(x)
+        cases.append(
+            {
+                "inputs": write_case(d, i, [x], "in"),
+                "outputs": write_case(d, i, [y], "out"),
+            }
+        )
+    io = {
+        "name": name,
+        "description": description,
+        "method": "forward",
+        "byte_order": "little",
+        "atol": 1e-3,
+        "rtol": 1e-3,
+        "reference": "eager PyTorch (fp32) on the same quantized module",
+        "cases": cases,
+    }
+    with open(os.path.join(d, "io.json"), "w") as f:
+        json.dump(io, f, indent=1)
+    graph = lowered.exported_program().graph_module
+    delegated = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    summary = {
+        "name": name,
+        "exporter": "executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (scripts/export_8da4w.py)",
+        "top_level_ops": delegated,
+    }
+    with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(name, "->", d)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+    export(
+        out,
+        "h1_mlp_8da4w",
+        "Linear(128->96, bias) -> ReLU -> Linear(96->32) with torchao "
+        "Int8DynamicActivationIntxWeightConfig(int4, PerGroup(32)); input [4,128]",
+        [[4, 128], [4, 128]],
+        False,
+    )
+    export(
+        out,
+        "h2_mlp_8da4w_dynamic_batch",
+        "the h1 MLP with a dynamic batch Dim(1..16); example batch 4; cases batch 4, 1, 7, 16",
+        [[4, 128], [1, 128], [7, 128], [16, 128]],
+        True,
+    )
+
+
+if __name__ == "__main__":
+    main()
