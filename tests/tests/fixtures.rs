@@ -39,6 +39,7 @@ fixtures! {
     g3_llama_block_dynamic_seq => [cli],
     e4_llama_block_etvk_sdpa_fp32 => [delegate, cli],
     e5_llama3_tiny_kvcache_fp32 => [delegate, cli],
+    e6_llama3_tiny_kvcache_8da4w => [delegate, cli],
     h1_mlp_8da4w => [delegate, cli],
     h2_mlp_8da4w_dynamic_batch => [delegate, cli],
 }

@@ -56,6 +56,10 @@ pub const SUPPORTED: &[&str] = &[
     "et_vk.select_as_symint.default",
     "sdpa_with_kv_cache.default",
     "sym_size.int",
+    "add",
+    "sub",
+    "mul",
+    "floordiv",
     "torchao.choose_qparams_affine.default",
 ];
 
@@ -120,6 +124,23 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
             let d = norm_dim(g.int(a[1], &w)?, x.sizes.len(), &w)?;
             let n = x.sizes.get(d).copied().unwrap_or(1) as i64;
             g.set_sym(a[2], n, &w)
+        }
+        "add" | "sub" | "mul" | "floordiv" => {
+            // SymInt arithmetic of the exporter's host ops: `[a, b, out]`.
+            nargs(a, 3, &w)?;
+            let (x, y) = (g.int(a[0], &w)?, g.int(a[1], &w)?);
+            let v = match call.name.as_str() {
+                "add" => x.checked_add(y),
+                "sub" => x.checked_sub(y),
+                "mul" => x.checked_mul(y),
+                _ if y == 0 => None,
+                // Python's floor division.
+                _ => x
+                    .checked_div(y)
+                    .map(|q| q - i64::from(x % y != 0 && ((x < 0) != (y < 0)))),
+            }
+            .ok_or_else(|| format!("{w}: {x} {} {y} has no int64 result", call.name))?;
+            g.set_sym(a[2], v, &w)
         }
         "aten.embedding.default" => embedding(g, a, &w),
         "aten.index.Tensor" => index_tensor(g, a, &w),

@@ -220,3 +220,27 @@ fn quantize_cases_agree_with_the_interpreter() {
         }
     }
 }
+
+#[test]
+fn symint_host_ops_follow_python() {
+    // `floordiv` rounds toward -inf, as Python's `//` does.
+    for (x, y, want) in [
+        (7i64, 2i64, 3i64),
+        (-7, 2, -4),
+        (7, -2, -4),
+        (-7, -2, 3),
+        (6, -3, -2),
+    ] {
+        let mut g = CaseGraph::new();
+        let (a, b) = (g.int(x), g.int(y));
+        let out = g.symint();
+        g.mark_output(out);
+        g.op("floordiv", &[a, b, out]);
+        let mut r = load(g).unwrap();
+        let outs = r.execute(&[]).unwrap();
+        match &outs[0] {
+            RefValue::Int(v) => assert_eq!(*v, want, "{x} // {y}"),
+            other => panic!("expected an int, got {other:?}"),
+        }
+    }
+}

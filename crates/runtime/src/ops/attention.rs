@@ -20,8 +20,8 @@ use etvk_format::ir::DataType;
 use etvk_shaders::ShaderId;
 
 use crate::api::Result;
-use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
-use crate::error::{invalid_arg, unsupported};
+use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
+use crate::error::{invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Binding, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::training::folded_grid;
 use crate::ops::{data_shader, same_dtype};
@@ -317,8 +317,10 @@ fn sdpa_shader(what: &str, dt: DataType) -> Result<ShaderId> {
 }
 
 /// `[q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask?, dropout_p, is_causal,
-/// scale?, out]`. The query length comes from `q`'s current sizes (`seq_len` must agree
-/// with the exported one when it is a plain Int).
+/// scale?, out]`. The query length comes from `q`'s current sizes; `seq_len` is not read
+/// (ExecuTorch's runtime does not read it either): export_llm's dynamic-length 8da4w Llama
+/// (executorch 1.5.1) serializes it as the Int 1 of its example input while q is [1, <= 15,
+/// H, D].
 fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(12)?;
     let what = call.what();
@@ -328,14 +330,13 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
     let k_cache = g.tensor_or_prepack(call, 3)?;
     let v_cache = g.tensor_or_prepack(call, 4)?;
     let pos_slot = g.scalar_slot(call.arg(5)?)?;
-    // The query length is q's current S; a plain Int seq_len is the exported one.
-    if let GValue::Int(n) = g.value(call.arg(6)?)? {
-        let max_s = g.shapes().max_dims(q).get(1).copied();
-        if max_s != Some(*n as usize) {
-            return Err(invalid_arg(format!(
-                "{what}: seq_len {n} disagrees with q sizes {:?} ([B, S, H, D])",
-                g.shapes().max_dims(q)
-            )));
+    match g.value(call.arg(6)?)? {
+        GValue::Int(_) | GValue::SymInt => {}
+        other => {
+            return Err(invalid_program(format!(
+                "{what}: seq_len (arg 6) must be an Int or SymInt, got {}",
+                gvalue_kind(other)
+            )))
         }
     }
     if g.opt_tensor_or_prepack(call, 7)?.is_some() {

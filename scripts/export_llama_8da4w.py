@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Export a tiny ExecuTorch Llama (examples/models/llama, llama3 architecture, random weights)
+through export_llm's own code with the Vulkan backend and 8da4w quantization (int8 dynamic
+per-token activations, int4 weights in groups of 32: the configuration ExecuTorch documents
+for Llama on Vulkan), with a KV cache (use_kv_cache + use_sdpa_with_kv_cache), in the fixture
+layout of tests/fixtures/. The expected logits come from the same quantized module run eagerly,
+calls of 5, 1, 1, 1 and 3 tokens at positions 0, 5, 6, 7, 8 (the export has a dynamic
+token count, 1..15; the program is stateful: its cases must run in order on one loaded
+method).
+
+Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (see scripts/export_8da4w.py).
+    /tmp/etpy/bin/python scripts/export_llama_8da4w.py tests/fixtures
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy
+import torch
+from executorch.examples.models.llama.export_llama_lib import _export_llama
+from executorch.examples.models.llama.llama_transformer import construct_transformer
+from executorch.examples.models.llama.model_args import ModelArgs
+from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
+
+NAME = "e6_llama3_tiny_kvcache_8da4w"
+PARAMS = {
+    "dim": 64,
+    "n_layers": 2,
+    "n_heads": 2,
+    "n_kv_heads": 2,
+    "vocab_size": 128,
+    "multiple_of": 32,
+    "norm_eps": 1e-5,
+    "rope_theta": 500000.0,
+    "use_scaled_rope": False,
+}
+# Calls: a prefill of 5 tokens, three single-token decode steps, a second prefill of 3.
+CALLS = [[5, 17, 99, 3, 64], [127], [0], [42], [7, 88, 21]]
+
+
+def entry(d, name, t):
+    t = t.detach().contiguous()
+    data = t.numpy().tobytes()
+    with open(os.path.join(d, name + ".bin"), "wb") as f:
+        f.write(data)
+    numpy.save(os.path.join(d, name + ".npy"), t.numpy())
+    return {
+        "file": name + ".bin",
+        "npy": name + ".npy",
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "nbytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+    work = tempfile.mkdtemp()
+    params_path = os.path.join(work, "params.json")
+    with open(params_path, "w") as f:
+        json.dump(PARAMS, f)
+    # A random-weight checkpoint (export_llm's own default initialization leaves buffers
+    # uninitialized): the transformer built on the CPU with the same arguments, seeded.
+    torch.manual_seed(27)
+    args = ModelArgs(max_seq_len=16, max_context_len=32, **PARAMS)
+    ckpt_path = os.path.join(work, "checkpoint.pth")
+    torch.save(construct_transformer(args).state_dict(), ckpt_path)
+    cfg = LlmConfig()
+    cfg.base.checkpoint = ckpt_path
+    cfg.base.model_class = ModelType.llama3
+    cfg.base.params = params_path
+    cfg.model.use_kv_cache = True
+    cfg.model.use_sdpa_with_kv_cache = True
+    cfg.export.max_seq_length = 16
+    cfg.export.max_context_length = 32
+    cfg.export.output_dir = work
+    cfg.export.output_name = os.path.join(work, "model.pte")
+    cfg.quantization.qmode = "8da4w"
+    cfg.quantization.group_size = 32
+    cfg.backend.vulkan.enabled = True
+    torch.manual_seed(27)
+    builder = _export_llama(cfg)
+    model = builder.model.eval()
+    # Fresh caches for the eager reference (export traced with fake tensors).
+    for name, buf in model.named_buffers():
+        if "cache" in name:
+            buf.zero_()
+    d = os.path.join(out, NAME)
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(work, "model.pte"), os.path.join(d, "model.pte"))
+    cases = []
+    pos = 0
+    with torch.no_grad():
+        for i, toks in enumerate(CALLS):
+            tokens = torch.tensor([toks], dtype=torch.long)
+            input_pos = torch.tensor([pos], dtype=torch.long)
+            pos += len(toks)
+            logits = model(tokens, {"input_pos": input_pos})
+            if isinstance(logits, tuple):
+                logits = logits[0]
+            cases.append(
+                {
+                    "inputs": [
+                        entry(d, f"case{i}_in0", tokens),
+                        entry(d, f"case{i}_in1", input_pos),
+                    ],
+                    "outputs": [entry(d, f"case{i}_out0", logits.reshape(1, -1))],
+                }
+            )
+    io = {
+        "name": NAME,
+        "description": "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
+        "and qmode 8da4w (group 32): dim 64, 2 layers, 2 heads (kv 2), vocab 128, random "
+        "weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
+        "max_context_length 32, dynamic token count (1..15). STATEFUL: cases in order: "
+        "prefill 5 tokens at 0, decode at 5, 6, 7, prefill 3 at 8.",
+        "method": "forward",
+        "byte_order": "little",
+        "atol": 1e-3,
+        "rtol": 1e-3,
+        "reference": "eager PyTorch (fp32) on the same quantized module, the same calls in order",
+        "cases": cases,
+    }
+    with open(os.path.join(d, "io.json"), "w") as f:
+        json.dump(io, f, indent=1)
+    print(NAME, "->", d)
+
+
+if __name__ == "__main__":
+    main()
