@@ -26,7 +26,16 @@ from executorch.examples.models.llama.llama_transformer import construct_transfo
 from executorch.examples.models.llama.model_args import ModelArgs
 from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
 
-NAME = "e6_llama3_tiny_kvcache_8da4w"
+# name -> (group size, 4-bit embedding quantization spec or None, force_fp16, description)
+VARIANTS = {
+    "e6_llama3_tiny_kvcache_8da4w": (32, None, False, "fp32 graph"),
+    "e7_llama3_tiny_kvcache_8da4w_fp16_emb4": (
+        64,
+        "4,32",
+        True,
+        "force_fp16 graph (fp16 tensors on the GPU), 4-bit embedding table (group 32)",
+    ),
+}
 PARAMS = {
     "dim": 64,
     "n_layers": 2,
@@ -58,8 +67,7 @@ def entry(d, name, t):
     }
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+def export(out, name, group, emb, fp16, what):
     work = tempfile.mkdtemp()
     params_path = os.path.join(work, "params.json")
     with open(params_path, "w") as f:
@@ -81,16 +89,18 @@ def main():
     cfg.export.output_dir = work
     cfg.export.output_name = os.path.join(work, "model.pte")
     cfg.quantization.qmode = "8da4w"
-    cfg.quantization.group_size = 32
+    cfg.quantization.group_size = group
+    cfg.quantization.embedding_quantize = emb
     cfg.backend.vulkan.enabled = True
+    cfg.backend.vulkan.force_fp16 = fp16
     torch.manual_seed(27)
     builder = _export_llama(cfg)
     model = builder.model.eval()
     # Fresh caches for the eager reference (export traced with fake tensors).
-    for name, buf in model.named_buffers():
-        if "cache" in name:
+    for buf_name, buf in model.named_buffers():
+        if "cache" in buf_name:
             buf.zero_()
-    d = os.path.join(out, NAME)
+    d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     shutil.copy(os.path.join(work, "model.pte"), os.path.join(d, "model.pte"))
     cases = []
@@ -113,22 +123,29 @@ def main():
                 }
             )
     io = {
-        "name": NAME,
+        "name": name,
         "description": "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
-        "and qmode 8da4w (group 32): dim 64, 2 layers, 2 heads (kv 2), vocab 128, random "
-        "weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
+        f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, 2 heads (kv 2), vocab 128, "
+        "random weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
         "max_context_length 32, dynamic token count (1..15). STATEFUL: cases in order: "
         "prefill 5 tokens at 0, decode at 5, 6, 7, prefill 3 at 8.",
         "method": "forward",
         "byte_order": "little",
-        "atol": 1e-3,
-        "rtol": 1e-3,
+        # fp16 storage: activations rounded to fp16 between ops on the GPU.
+        "atol": 3e-2 if fp16 else 1e-3,
+        "rtol": 3e-2 if fp16 else 1e-3,
         "reference": "eager PyTorch (fp32) on the same quantized module, the same calls in order",
         "cases": cases,
     }
     with open(os.path.join(d, "io.json"), "w") as f:
         json.dump(io, f, indent=1)
-    print(NAME, "->", d)
+    print(name, "->", d)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+    for name, (group, emb, fp16, what) in VARIANTS.items():
+        export(out, name, group, emb, fp16, what)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ fixtures! {
     e4_llama_block_etvk_sdpa_fp32 => [delegate, cli],
     e5_llama3_tiny_kvcache_fp32 => [delegate, cli],
     e6_llama3_tiny_kvcache_8da4w => [delegate, cli],
+    e7_llama3_tiny_kvcache_8da4w_fp16_emb4 => [delegate, cli],
     h1_mlp_8da4w => [delegate, cli],
     h2_mlp_8da4w_dynamic_batch => [delegate, cli],
 }

@@ -44,6 +44,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.unsqueeze_copy.default",
     "aten.view_copy.default",
     "et_vk.apply_rotary_emb.default",
+    "et_vk.embedding_q4gsw.default",
     "et_vk.linear_dW.default",
     "et_vk.linear_dq8ca_q4gsw.default",
     "et_vk.linear_q4gsw.default",
@@ -143,6 +144,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
             g.set_sym(a[2], v, &w)
         }
         "aten.embedding.default" => embedding(g, a, &w),
+        "et_vk.embedding_q4gsw.default" => embedding_q4gsw(g, a, &w),
         "aten.index.Tensor" => index_tensor(g, a, &w),
         "et_vk.prepack.default" => {
             nargs(a, 2, &w)?;
@@ -1131,6 +1133,50 @@ fn embedding(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         }
         let r = t as usize;
         data.extend_from_slice(&wt.data[r * d..(r + 1) * d]);
+    }
+    let mut sizes = idx.sizes.clone();
+    sizes.push(d);
+    g.put(a[5], sizes, data, w)
+}
+
+/// `[weight u8 [V, D/2], scales [V, D / group_size], group_size, indices, is_linear_weight,
+/// out]`: row `idx` of the 4-bit table, `(code - 8) * scales[idx][d / group_size]`; the even
+/// d of a byte in its low nibble when is_linear_weight, else in its high one (format spec
+/// §4.6).
+fn embedding_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let (wt, sc) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    let gs = g.int(a[2], w)?;
+    let idx = g.tensor(a[3], w)?;
+    let linear = g.int(a[4], w)? != 0;
+    if wt.sizes.len() != 2 || sc.sizes.len() != 2 || gs <= 0 {
+        return Err(format!(
+            "{w}: weight {:?} / scales {:?} / group_size {gs} must be [V, D/2] / [V, G] / > 0",
+            wt.sizes, sc.sizes
+        ));
+    }
+    let (vocab, d, groups) = (wt.sizes[0], 2 * wt.sizes[1], sc.sizes[1]);
+    let gs = gs as usize;
+    if sc.sizes[0] != vocab || groups * gs < d {
+        return Err(format!(
+            "{w}: scales {:?} do not cover weight {:?} in groups of {gs}",
+            sc.sizes, wt.sizes
+        ));
+    }
+    let mut data = Vec::with_capacity(idx.numel() * d);
+    for &t in &idx.data {
+        if t < 0.0 || t >= vocab as f64 {
+            return Err(format!(
+                "{w}: index {t} out of range for vocabulary {vocab}"
+            ));
+        }
+        let r = t as usize;
+        for c in 0..d {
+            let byte = wt.data[r * (d / 2) + c / 2] as u32;
+            let low = (c % 2 == 0) == linear;
+            let code = if low { byte & 0xF } else { byte >> 4 };
+            data.push((f64::from(code) - 8.0) * sc.data[r * groups + c / gs]);
+        }
     }
     let mut sizes = idx.sizes.clone();
     sizes.push(d);
