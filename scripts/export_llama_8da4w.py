@@ -8,7 +8,7 @@ calls of 5, 1, 1, 1 and 3 tokens at positions 0, 5, 6, 7, 8 (the export has a dy
 token count, 1..15; the program is stateful: its cases must run in order on one loaded
 method).
 
-Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (see scripts/export_8da4w.py).
+Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (see scripts/export_quantized_mlps.py).
     /tmp/etpy/bin/python scripts/export_llama_8da4w.py tests/fixtures
 """
 

@@ -13,7 +13,9 @@
 //! zero point's rounding, `round(x * (1 / scale)) + zp` clamped to int8, `(q - zp) * scale`),
 //! as PyTorch computes them for fp32 input, then the linear in f64.
 
-use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32, Int8 as I8};
+use etvk_format::ir::DataType::{
+    self, Float16 as F16, Float32 as F32, Int32 as I32, Int8 as I8, Uint8 as U8,
+};
 
 use crate::case::{CaseGraph, OpCase};
 use crate::compare::Tol;
@@ -22,6 +24,7 @@ use crate::tensor::{Rng, Tensor};
 
 const CHOOSE: &str = "torchao.choose_qparams_affine.default";
 const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
+const DEQUANT: &str = "torchao.dequantize_affine.default";
 
 /// Scales to within an ulp of fp32 (GPU division), zero points exactly.
 const QPARAM_TOL: Tol = Tol {
@@ -83,6 +86,39 @@ pub fn cases() -> Vec<OpCase> {
             12,
         ),
         dq8ca(F32, &[2, 4100], &[2, 1], 4100, 12, 20, false, (F32, I8), 13),
+        // torchao's int8 weight-only layout (per-row blocks, int8 zero points), constants.
+        dequant(
+            I8,
+            &[12, 40],
+            &[1, 40],
+            (F32, Some(I8)),
+            F32,
+            true,
+            &[12],
+            20,
+        ),
+        dequant(U8, &[3, 5, 8], &[1, 5, 4], (F16, None), F32, true, &[3], 21),
+        dequant(
+            I8,
+            &[2, 3, 6, 4],
+            &[2, 1, 3, 4],
+            (F32, Some(F32)),
+            F16,
+            true,
+            &[2],
+            22,
+        ),
+        // Runtime tensors, the leading dim resized (the block grid with it).
+        dequant(
+            I32,
+            &[6, 16],
+            &[1, 8],
+            (F32, Some(I32)),
+            F32,
+            false,
+            &[6, 1, 4],
+            23,
+        ),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
     ]
@@ -292,6 +328,121 @@ fn dq8ca(
         let xq = Tensor::f32(&sizes, fake_quant(&x, k, sdt));
         let want = super::q4_linear::forward_ref(&xq, &wd, kp, n, b.as_ref());
         case = case.run(vec![x], vec![Tensor::new(xdt, &want.sizes, want.data)]);
+    }
+    case
+}
+
+/// dequantize_affine of a `qdt` tensor built at sizes `qs` with `block` sizes; scale and
+/// zero point (`zdt`, or None) one per block; constants (`constant`) or graph inputs (then
+/// run at leading dim 0 = each of `ms`, the scale and zero point resized alike).
+#[allow(clippy::too_many_arguments)]
+fn dequant(
+    qdt: DataType,
+    qs: &[usize],
+    block: &[usize],
+    (sdt, zdt): (DataType, Option<DataType>),
+    odt: DataType,
+    constant: bool,
+    ms: &[usize],
+    seed: u64,
+) -> OpCase {
+    let (lo, hi) = match qdt {
+        I8 => (-128, 127),
+        U8 => (0, 255),
+        _ => (-100_000, 100_000),
+    };
+    let grid = |sizes: &[usize]| -> Vec<usize> {
+        sizes
+            .iter()
+            .zip(block)
+            .map(|(&n, &b)| n.div_ceil(b))
+            .collect()
+    };
+    let make = |sizes: &[usize], seed: u64| {
+        let q = Tensor::rand_int(qdt, sizes, lo, hi, seed);
+        let gs = grid(sizes);
+        let sc = Tensor::rand_range(sdt, &gs, 0.001, 0.02, seed + 1);
+        let zp = zdt.map(|z| match z {
+            F32 => Tensor::new(
+                F32,
+                &gs,
+                (0..gs.iter().product())
+                    .map(|i| (i % 7) as f64 - 3.0 + 0.25)
+                    .collect(),
+            ),
+            _ => Tensor::rand_int(z, &gs, -20, 20, seed + 2),
+        });
+        (q, sc, zp)
+    };
+    let (q0, sc0, zp0) = make(qs, seed);
+    let mut g = CaseGraph::new();
+    let (qi, si, zi) = if constant {
+        (
+            g.constant(&q0),
+            g.constant(&sc0),
+            zp0.as_ref().map(|z| g.constant(z)),
+        )
+    } else {
+        let gs = grid(qs);
+        (
+            g.input(qdt, qs),
+            g.input(sdt, &gs),
+            zdt.map(|z| g.input(z, &gs)),
+        )
+    };
+    let bs = g.int_list(&block.iter().map(|&b| b as i64).collect::<Vec<_>>());
+    let zi = zi.unwrap_or_else(|| g.null());
+    let (in_dt, qmin, qmax, out_dt) = (g.null(), g.int(lo), g.int(hi), g.int(6));
+    let out = g.output(odt, qs);
+    g.op(DEQUANT, &[qi, bs, si, zi, in_dt, qmin, qmax, out_dt, out]);
+    let name = format!(
+        "{} q{qs:?} block {block:?} scale {} zp {} out {} constant {constant} M {ms:?}",
+        qdt.name(),
+        sdt.name(),
+        zdt.map_or("none", |z| z.name()),
+        odt.name()
+    );
+    let tol = if odt == F16 {
+        Tol::F16
+    } else {
+        Tol::new(0.0, 1e-6)
+    };
+    let mut case = OpCase::new(DEQUANT, name, g).tol(tol);
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = qs.to_vec();
+        sizes[0] = m;
+        let (q, sc, zp) = if constant {
+            (q0.clone(), sc0.clone(), zp0.clone())
+        } else {
+            make(&sizes, seed + 10 * r as u64)
+        };
+        // float(int32(q) - int32(zp)) * scale, per block.
+        let gs = grid(&sizes);
+        let strides: Vec<usize> = (0..sizes.len())
+            .map(|d| sizes[d + 1..].iter().product())
+            .collect();
+        let want: Vec<f64> = (0..q.numel())
+            .map(|i| {
+                let mut blk = 0;
+                for d in 0..sizes.len() {
+                    blk = blk * gs[d] + (i / strides[d]) % sizes[d] / block[d];
+                }
+                let z = zp.as_ref().map_or(0.0, |z| z.data[blk].trunc());
+                let s = sc.data[blk] as f32;
+                f64::from(((q.data[i] - z) as f32) * s)
+            })
+            .collect();
+        let inputs = if constant {
+            vec![]
+        } else {
+            let mut v = vec![q, sc];
+            v.extend(zp);
+            v
+        };
+        case = case.run(inputs, vec![Tensor::new(odt, &sizes, want)]);
     }
     case
 }

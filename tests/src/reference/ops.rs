@@ -62,6 +62,7 @@ pub const SUPPORTED: &[&str] = &[
     "mul",
     "floordiv",
     "torchao.choose_qparams_affine.default",
+    "torchao.dequantize_affine.default",
 ];
 
 /// Whether [`run`] knows op `name`.
@@ -159,6 +160,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "et_vk.linear_qcs4w.default" => qcs4w(g, a, &w),
         "et_vk.linear_dq8ca_q4gsw.default" => dq8ca_q4gsw(g, a, &w),
         "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
+        "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
         "et_vk.linear_dW.default" => linear_dw(g, a, &w),
         other => Err(format!("{w}: op {other} has no CPU reference")),
     }
@@ -592,6 +594,47 @@ fn choose_qparams_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         g.put(o, sizes, data, w)?;
     }
     Ok(())
+}
+
+/// `[q, block_size, scale, zero_point?, input_dtype, quant_min, quant_max,
+/// (zero_point_domain,) output_dtype, out]`: `(int32(q) - int32(zero_point)) * scale` with one
+/// scale and zero point per block of `block_size`, in the blocks' row-major order.
+fn dequantize_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    if a.len() != 10 {
+        nargs(a, 9, w)?;
+    }
+    let q = g.tensor(a[0], w)?;
+    let block = g.int_list(a[1], w)?;
+    let (sc, zp) = (g.tensor(a[2], w)?, g.opt_tensor(a[3], w)?);
+    let sizes = q.sizes.clone();
+    if block.len() != sizes.len() || block.iter().any(|&b| b < 1) {
+        return Err(format!("{w}: block_size {block:?} for input {sizes:?}"));
+    }
+    let grid: Vec<usize> = sizes
+        .iter()
+        .zip(&block)
+        .map(|(&n, &b)| n.div_ceil(b as usize))
+        .collect();
+    let groups: usize = grid.iter().product();
+    if sc.numel() != groups || zp.is_some_and(|z| z.numel() != groups) {
+        return Err(format!(
+            "{w}: scale / zero point do not hold one value per {groups} blocks"
+        ));
+    }
+    let strides: Vec<usize> = (0..sizes.len())
+        .map(|d| sizes[d + 1..].iter().product())
+        .collect();
+    let data = (0..q.numel())
+        .map(|i| {
+            let mut blk = 0;
+            for d in 0..sizes.len() {
+                blk = blk * grid[d] + (i / strides[d]) % sizes[d] / block[d] as usize;
+            }
+            let z = zp.map_or(0.0, |z| z.data[blk].trunc());
+            (q.data[i] - z) * sc.data[blk]
+        })
+        .collect();
+    g.put(a[a.len() - 1], sizes, data, w)
 }
 
 /// `[d_out [..., N], weights, scales, group_size, d_x [..., K]]`: `d_x = d_out @ W`.

@@ -5,7 +5,9 @@
 //! K]`: one scale and zero point per row of the last dim, what torchao's per-token int8
 //! activation quantization asks for). Its outputs feed `et_vk.linear_dq8ca_q4gsw` (in
 //! `q4_linear`), which reads them with the same raw-word encoding ([`scale_kind`],
-//! [`zero_point_kind`]).
+//! [`zero_point_kind`]). And `torchao.dequantize_affine.default` (block-wise
+//! `(q - zero_point) * scale`), which the exporter leaves in front of `aten.linear` for
+//! int8 (and per-channel int4 without a fused pattern) weight-only linears.
 
 use etvk_format::ir::DataType;
 
@@ -26,11 +28,123 @@ const F32_EPS: f64 = f32::EPSILON as f64;
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register(OpEntry {
+        name: "torchao.dequantize_affine.default",
+        build: build_dequantize_affine,
+        dtypes: &[DataType::Float32, DataType::Float16],
+        dynamic_shapes: true,
+        note: "float(q - zero_point) * scale per block of block_size (rank <= 4); q int8 / uint8 / int32, scale float32 / float16, zero point int8 / int32 / float32 / None; out float32 / float16 (torchao's int weight-only linears: dequantize, then aten.linear)",
+    })?;
+    r.register(OpEntry {
         name: "torchao.choose_qparams_affine.default",
         build: build_choose_qparams_affine,
         dtypes: &[DataType::Float32, DataType::Float16],
         dynamic_shapes: true,
         note: "per-row (block_size [1, .., 1, K]) scale and zero point, as torchao: ASYMMETRIC, SYMMETRIC or SYMMETRIC_NO_CLIPPING_ERR; quant range from quant_min / quant_max, else target_dtype (int8 when absent); scale float32 / float16, zero point int8 / int32 / float32",
+    })
+}
+
+/// `torchao.dequantize_affine.default`: `[input, block_size, scale, zero_point | Null,
+/// input_dtype, quant_min, quant_max, (zero_point_domain,) output_dtype, out]` (torchao 0.18
+/// has 9 args; earlier schemas a zero_point_domain String before output_dtype).
+fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    let what = call.what();
+    let n = call.args.len();
+    if n == 10 {
+        match g.value(call.arg(7)?)? {
+            GValue::Null => {}
+            GValue::String(d) if d == "INT" || d == "NONE" => {}
+            GValue::String(d) => {
+                return Err(unsupported(format!(
+                    "{what}: zero_point_domain {d:?} is not supported (INT, NONE are)"
+                )))
+            }
+            other => {
+                return Err(invalid_program(format!(
+                    "{what}: zero_point_domain (arg 7) must be a string, got {}",
+                    gvalue_kind(other)
+                )))
+            }
+        }
+    } else if n != 9 {
+        return Err(invalid_program(format!(
+            "{what}: expected 9 args (10 with zero_point_domain), got {n}"
+        )));
+    }
+    let q = g.tensor_or_prepack(call, 0)?;
+    let block = g.int_list_arg(call, 1)?;
+    let scale = g.tensor_or_prepack(call, 2)?;
+    let zp = g.opt_tensor_or_prepack(call, 3)?;
+    let out = g.tensor_arg(call, n - 1)?;
+    let s = g.shapes();
+    let qd = s.max_dims(q).to_vec();
+    let q_kind = match s.dtype(q) {
+        DataType::Int8 => 0u32,
+        DataType::Uint8 => 1,
+        DataType::Int32 => 2,
+        d => {
+            return Err(unsupported(format!(
+                "{what}: input dtype {} is not supported (int8, uint8, int32 are)",
+                d.name()
+            )))
+        }
+    };
+    let zdt = zp.map(|t| s.dtype(t));
+    let kinds = match zdt {
+        Some(z) => qparam_kinds(call, s.dtype(scale), z)?,
+        // No zero point: kind 3.
+        None => qparam_kinds(call, s.dtype(scale), DataType::Int32)? | (3 << 8),
+    } | (q_kind << 16);
+    if qd.len() > 4 || block.len() != qd.len() || block.iter().any(|&b| b < 1) {
+        return Err(unsupported(format!(
+            "{what}: input {qd:?} with block_size {block:?}: need rank <= 4 and one positive block size per dim"
+        )));
+    }
+    if s.max_dims(out) != qd.as_slice() {
+        return Err(invalid_program(format!(
+            "{what}: output sizes {:?} differ from the input's {qd:?}",
+            s.max_dims(out)
+        )));
+    }
+    let shader = float_shader("dequantize_affine", s.dtype(out), call)?;
+    let zp_t = match zp {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let what2 = what.clone();
+    g.dispatch(call, Dispatch::new(shader, [out, q, scale, zp_t]), move |s| {
+        let dims = s.dims(q).to_vec();
+        let mut sizes = [1u32; 4];
+        let mut blocks = [1u32; 4];
+        let off = 4 - dims.len();
+        let mut groups = 1usize;
+        for (d, (&size, &b)) in dims.iter().zip(&block).enumerate() {
+            sizes[off + d] = to_u32(size, "input size")?;
+            blocks[off + d] = to_u32(b as usize, "block size")?;
+            groups *= size.div_ceil(b as usize);
+        }
+        for (t, name) in [(Some(scale), "scale"), (zp, "zero_point")] {
+            if let Some(t) = t {
+                if s.numel(t) != groups {
+                    return Err(invalid_arg(format!(
+                        "{what2}: {name} holds {} values for the {groups} blocks of input {dims:?} (block_size {block:?})",
+                        s.numel(t)
+                    )));
+                }
+            }
+        }
+        let total = s.numel(q);
+        s.set_dims(out, dims)?;
+        Ok(crate::graph::Launch {
+            push: Push::new()
+                .u32_array(&sizes, 4, 1)
+                .u32_array(&blocks, 4, 1)
+                .u32(to_u32(total, "elements")?)
+                .u32(kinds)
+                .u32(0)
+                .u32(0)
+                .finish(),
+            global: crate::graph::Global::Linear(total as u64),
+        })
     })
 }
 

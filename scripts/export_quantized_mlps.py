@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Export small 8da4w programs (int8 dynamic per-token activations, int4 group-wise weights,
-torchao Int8DynamicActivationIntxWeightConfig) through ExecuTorch's Vulkan partitioner, in the
-fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
-delegate's op chain in summary.json). Expected outputs are eager PyTorch on the same quantized
+"""Export small torchao-quantized MLPs through ExecuTorch's Vulkan partitioner: 8da4w (int8
+dynamic per-token activations, int4 group-wise weights, Int8DynamicActivationIntxWeightConfig)
+and int8 weight-only (IntxWeightOnlyConfig(int8, PerAxis(0)): dequantize_affine before
+aten.linear in the delegate), in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
+top-level graph's ops in export.json). Expected outputs are eager PyTorch on the same quantized
 module.
 
 Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (PyPI), e.g.
     python3 -m venv /tmp/etpy
     /tmp/etpy/bin/pip install executorch==1.5.1 torchao==0.18.0 torch==2.13.0
-    /tmp/etpy/bin/python scripts/export_8da4w.py tests/fixtures
+    /tmp/etpy/bin/python scripts/export_quantized_mlps.py tests/fixtures
 """
 
 import hashlib
@@ -20,8 +21,12 @@ import numpy
 import torch
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.exir import to_edge_transform_and_lower
-from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
-from torchao.quantization.granularity import PerGroup
+from torchao.quantization import (
+    Int8DynamicActivationIntxWeightConfig,
+    IntxWeightOnlyConfig,
+    quantize_,
+)
+from torchao.quantization.granularity import PerAxis, PerGroup
 
 
 class Mlp(torch.nn.Module):
@@ -57,12 +62,13 @@ def write_case(out_dir, i, tensors, kind):
     return entries
 
 
-def export(out_dir, name, description, shapes, dynamic_batch):
+def export(out_dir, name, description, shapes, dynamic_batch, config=None):
     torch.manual_seed(27)
     model = Mlp().eval()
     quantize_(
         model,
-        Int8DynamicActivationIntxWeightConfig(
+        config
+        or Int8DynamicActivationIntxWeightConfig(
             weight_dtype=torch.int4, weight_granularity=PerGroup(32)
         ),
     )
@@ -105,10 +111,10 @@ def export(out_dir, name, description, shapes, dynamic_batch):
     delegated = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
     summary = {
         "name": name,
-        "exporter": "executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (scripts/export_8da4w.py)",
+        "exporter": "executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (scripts/export_quantized_mlps.py)",
         "top_level_ops": delegated,
     }
-    with open(os.path.join(d, "summary.json"), "w") as f:
+    with open(os.path.join(d, "export.json"), "w") as f:
         json.dump(summary, f, indent=1)
     print(name, "->", d)
 
@@ -129,6 +135,15 @@ def main():
         "the h1 MLP with a dynamic batch Dim(1..16); example batch 4; cases batch 4, 1, 7, 16",
         [[4, 128], [1, 128], [7, 128], [16, 128]],
         True,
+    )
+    export(
+        out,
+        "h3_mlp_int8_weight_only",
+        "the h1 MLP with torchao IntxWeightOnlyConfig(int8, PerAxis(0)) (dequantize_affine + "
+        "aten.linear in the delegate); input [4,128]",
+        [[4, 128], [4, 128]],
+        False,
+        IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
     )
 
 
