@@ -9,7 +9,7 @@ token count, 1..15; the program is stateful: its cases must run in order on one 
 method).
 
 Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (see scripts/export_quantized_mlps.py).
-    /tmp/etpy/bin/python scripts/export_llama_8da4w.py tests/fixtures
+    /tmp/etpy/bin/python scripts/export_llama_8da4w.py tests/fixtures [NAME ...]
 """
 
 import hashlib
@@ -26,14 +26,33 @@ from executorch.examples.models.llama.llama_transformer import construct_transfo
 from executorch.examples.models.llama.model_args import ModelArgs
 from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
 
-# name -> (group size, 4-bit embedding quantization spec or None, force_fp16, description)
+# name -> (group size, 4-bit embedding quantization spec or None, force_fp16, params
+# overrides, description)
 VARIANTS = {
-    "e6_llama3_tiny_kvcache_8da4w": (32, None, False, "fp32 graph"),
+    "e6_llama3_tiny_kvcache_8da4w": (32, None, False, {}, "fp32 graph"),
     "e7_llama3_tiny_kvcache_8da4w_fp16_emb4": (
         64,
         "4,32",
         True,
+        {},
         "force_fp16 graph (fp16 tensors on the GPU), 4-bit embedding table (group 32)",
+    ),
+    "e8_qwen_style_tiny_kvcache_8da4w": (
+        32,
+        None,
+        False,
+        {
+            "n_heads": 4,
+            "n_kv_heads": 2,
+            "head_dim": 16,
+            "use_qk_norm": True,
+            "qk_norm_before_rope": True,
+            "use_hf_rope": True,
+            "partial_rotary_factor": 0.5,
+            "attention_qkv_bias": True,
+        },
+        "Qwen-style attention: grouped-query (4 heads, 2 kv heads, head_dim 16), q / k "
+        "RMSNorm before RoPE, HF rotate-half RoPE on half of each head, q / k / v biases",
     ),
 }
 PARAMS = {
@@ -67,15 +86,16 @@ def entry(d, name, t):
     }
 
 
-def export(out, name, group, emb, fp16, what):
+def export(out, name, group, emb, fp16, overrides, what):
     work = tempfile.mkdtemp()
+    params = dict(PARAMS, **overrides)
     params_path = os.path.join(work, "params.json")
     with open(params_path, "w") as f:
-        json.dump(PARAMS, f)
+        json.dump(params, f)
     # A random-weight checkpoint (export_llm's own default initialization leaves buffers
     # uninitialized): the transformer built on the CPU with the same arguments, seeded.
     torch.manual_seed(27)
-    args = ModelArgs(max_seq_len=16, max_context_len=32, **PARAMS)
+    args = ModelArgs(max_seq_len=16, max_context_len=32, **params)
     ckpt_path = os.path.join(work, "checkpoint.pth")
     torch.save(construct_transformer(args).state_dict(), ckpt_path)
     cfg = LlmConfig()
@@ -125,8 +145,8 @@ def export(out, name, group, emb, fp16, what):
     io = {
         "name": name,
         "description": "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
-        f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, 2 heads (kv 2), vocab 128, "
-        "random weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
+        f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, vocab 128, "
+        f"params {json.dumps(params)}, random weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
         "max_context_length 32, dynamic token count (1..15). STATEFUL: cases in order: "
         "prefill 5 tokens at 0, decode at 5, 6, 7, prefill 3 at 8.",
         "method": "forward",
@@ -144,8 +164,10 @@ def export(out, name, group, emb, fp16, what):
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
-    for name, (group, emb, fp16, what) in VARIANTS.items():
-        export(out, name, group, emb, fp16, what)
+    only = sys.argv[2:]
+    for name, (group, emb, fp16, overrides, what) in VARIANTS.items():
+        if not only or name in only:
+            export(out, name, group, emb, fp16, overrides, what)
 
 
 if __name__ == "__main__":
