@@ -44,6 +44,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.unsqueeze_copy.default",
     "aten.view_copy.default",
     "et_vk.apply_rotary_emb.default",
+    "et_vk.apply_rotary_emb_hf.default",
     "et_vk.embedding_q4gsw.default",
     "et_vk.linear_dW.default",
     "et_vk.linear_dq8ca_q4gsw.default",
@@ -153,6 +154,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         }
         "et_vk.rms_norm.default" => rms_norm(g, a, &w),
         "et_vk.apply_rotary_emb.default" => rotary(g, a, &w),
+        "et_vk.apply_rotary_emb_hf.default" => rotary_hf(g, a, &w),
         "et_vk.sdpa.default" => sdpa(g, a, &w),
         "sdpa_with_kv_cache.default" => sdpa_kv_cache(g, a, &w),
         "et_vk.linear_q4gsw.default" | "et_vk.q4gsw_linear.default" => q4gsw(g, a, &w),
@@ -787,6 +789,60 @@ fn rotary(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
                 let (co, sn) = (c.data[si * (d / 2) + p], s.data[si * (d / 2) + p]);
                 chunk[2 * p] = re * co - im * sn;
                 chunk[2 * p + 1] = re * sn + im * co;
+            }
+        }
+        let sizes = x.sizes.clone();
+        g.put(dst, sizes, data, w)?;
+    }
+    Ok(())
+}
+
+/// `[xq, xk, freqs_cos, freqs_sin, start_pos, (xq_out, xk_out)]`: HF rotate-half RoPE on
+/// x [B, S, H, D] with cos / sin rows `start_pos + s` of [max_seq, R] (R even, R <= D): for
+/// d < R / 2, `x[d] cos[d] - x[d + R/2] sin[d]`; for R / 2 <= d < R, `x[d] cos[d] +
+/// x[d - R/2] sin[d]`; dims from R on pass through.
+fn rotary_hf(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let outs = g.value_list(a[5], w)?;
+    if outs.len() != 2 {
+        return Err(format!(
+            "{w}: {} outputs, expected (xq_out, xk_out)",
+            outs.len()
+        ));
+    }
+    let (c, s) = (g.tensor(a[2], w)?.clone(), g.tensor(a[3], w)?.clone());
+    let start = usize::try_from(g.int(a[4], w)?).map_err(|_| format!("{w}: negative start_pos"))?;
+    if c.sizes.len() != 2 || c.sizes != s.sizes || !c.sizes[1].is_multiple_of(2) {
+        return Err(format!(
+            "{w}: freqs {:?} / {:?} must be [max_seq, R], R even",
+            c.sizes, s.sizes
+        ));
+    }
+    let (max_seq, r) = (c.sizes[0], c.sizes[1]);
+    for (src, dst) in [(a[0], outs[0]), (a[1], outs[1])] {
+        let x = g.tensor(src, w)?;
+        if x.sizes.len() != 4 || x.sizes[3] < r {
+            return Err(format!("{w}: x {:?} must be [B, S, H, D >= {r}]", x.sizes));
+        }
+        let (sq, h, d) = (x.sizes[1], x.sizes[2], x.sizes[3]);
+        if start + sq > max_seq {
+            return Err(format!(
+                "{w}: rows {start}..{} past the tables' {max_seq}",
+                start + sq
+            ));
+        }
+        let mut data = x.data.clone();
+        for (row, chunk) in data.chunks_mut(d).enumerate() {
+            let t = start + (row / h) % sq;
+            let src: Vec<f64> = chunk[..r].to_vec();
+            for p in 0..r {
+                let (co, sn) = (c.data[t * r + p], s.data[t * r + p]);
+                let rot = if p < r / 2 {
+                    -src[p + r / 2]
+                } else {
+                    src[p - r / 2]
+                };
+                chunk[p] = src[p] * co + rot * sn;
             }
         }
         let sizes = x.sizes.clone();
