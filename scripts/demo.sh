@@ -22,6 +22,11 @@ echo "== the same program, sampled (temperature 0.8, top-p 0.9, seed 7)"
 $etvk generate tests/fixtures/e5_llama3_tiny_kvcache_fp32/model.pte \
     --prompt-tokens 1,2,3,4 --max-new 16 --temperature 0.8 --top-p 0.9 --seed 7 | tail -3
 echo
+echo "== 8da4w (int8 dynamic activations, int4 weights): export_llm's Llama, 2 layers, one"
+echo "   prefill call for the 4 prompt tokens (dynamic token count), then greedy decode"
+$etvk generate tests/fixtures/e6_llama3_tiny_kvcache_8da4w/model.pte \
+    --prompt-tokens 1,2,3,4 --max-new 12 | tail -3
+echo
 echo "== LoRA fine-tuning on a frozen 4-bit base, on the GPU, vs PyTorch step by step"
 $etvk finetune --reference tests/fixtures/lora_reference
 echo
