@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Export small torchao-quantized MLPs through ExecuTorch's Vulkan partitioner: 8da4w (int8
 dynamic per-token activations, int4 group-wise weights, Int8DynamicActivationIntxWeightConfig)
-and int8 weight-only (IntxWeightOnlyConfig(int8, PerAxis(0)): dequantize_affine before
-aten.linear in the delegate), in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
+int8 weight-only (IntxWeightOnlyConfig(int8, PerAxis(0)): dequantize_affine before
+aten.linear in the delegate) and PT2E 8-bit weights (VulkanQuantizer: _weight_int8pack_mm),
+in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
 top-level graph's ops in export.json). Expected outputs are eager PyTorch on the same quantized
 module.
 
@@ -62,17 +63,37 @@ def write_case(out_dir, i, tensors, kind):
     return entries
 
 
-def export(out_dir, name, description, shapes, dynamic_batch, config=None):
+def pt2e_8bit_weights(model, example):
+    """PT2E with the VulkanQuantizer's symmetric 8-bit weight config: the delegate then holds
+    aten._weight_int8pack_mm (FuseQuantizedOps)."""
+    from executorch.backends.vulkan.quantizer.vulkan_quantizer import (
+        VulkanQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    graph = torch.export.export(model, example).module()
+    quantizer = VulkanQuantizer()
+    quantizer.set_global(get_symmetric_quantization_config(is_dynamic=False, weight_bits=8))
+    prepared = prepare_pt2e(graph, quantizer)
+    prepared(*example)
+    return convert_pt2e(prepared)
+
+
+def export(out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=False):
     torch.manual_seed(27)
     model = Mlp().eval()
-    quantize_(
-        model,
-        config
-        or Int8DynamicActivationIntxWeightConfig(
-            weight_dtype=torch.int4, weight_granularity=PerGroup(32)
-        ),
-    )
     example = (torch.randn(shapes[0]),)
+    if pt2e:
+        model = pt2e_8bit_weights(model, example)
+    else:
+        quantize_(
+            model,
+            config
+            or Int8DynamicActivationIntxWeightConfig(
+                weight_dtype=torch.int4, weight_granularity=PerGroup(32)
+            ),
+        )
     dynamic = None
     if dynamic_batch:
         dynamic = ({0: torch.export.Dim("batch", min=1, max=16)},)
@@ -144,6 +165,15 @@ def main():
         [[4, 128], [4, 128]],
         False,
         IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
+    )
+    export(
+        out,
+        "h4_mlp_pt2e_int8_weights",
+        "the h1 MLP through PT2E with the VulkanQuantizer's symmetric 8-bit weights "
+        "(aten._weight_int8pack_mm in the delegate); input [4,128]",
+        [[4, 128], [4, 128]],
+        False,
+        pt2e=True,
     )
 
 

@@ -45,6 +45,7 @@ fixtures! {
     h1_mlp_8da4w => [delegate, cli],
     h2_mlp_8da4w_dynamic_batch => [delegate, cli],
     h3_mlp_int8_weight_only => [delegate, cli],
+    h4_mlp_pt2e_int8_weights => [delegate, cli],
 }
 
 fn delegate(name: &str) {

@@ -25,6 +25,7 @@ use crate::tensor::{Rng, Tensor};
 const CHOOSE: &str = "torchao.choose_qparams_affine.default";
 const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
 const DEQUANT: &str = "torchao.dequantize_affine.default";
+const INT8PACK: &str = "aten._weight_int8pack_mm.default";
 
 /// Scales to within an ulp of fp32 (GPU division), zero points exactly.
 const QPARAM_TOL: Tol = Tol {
@@ -119,6 +120,10 @@ pub fn cases() -> Vec<OpCase> {
             &[6, 1, 4],
             23,
         ),
+        // The PT2E 8-bit per-channel weight-only linear.
+        int8pack(F32, &[3, 40], &[3], 24, F32, 30),
+        int8pack(F32, &[2, 5, 64], &[2, 1, 2], 36, F16, 31),
+        int8pack(F16, &[4, 33], &[4, 1], 20, F32, 32),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
     ]
@@ -443,6 +448,57 @@ fn dequant(
             v
         };
         case = case.run(inputs, vec![Tensor::new(odt, &sizes, want)]);
+    }
+    case
+}
+
+/// `_weight_int8pack_mm` of x (`xdt`, built at `xs`, run at leading dim 0 = each of `ms`)
+/// with an int8 [n, K] weight and `sdt` scales [n]: `s[n] * sum_k w[n][k] x[m][k]`.
+fn int8pack(
+    xdt: DataType,
+    xs: &[usize],
+    ms: &[usize],
+    n: usize,
+    sdt: DataType,
+    seed: u64,
+) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
+    let w = Tensor::rand_int(I8, &[n, k], -128, 127, seed);
+    let sc = Tensor::rand_range(sdt, &[n], 0.001, 0.01, seed + 1);
+    let mut g = CaseGraph::new();
+    let xi = g.input(xdt, xs);
+    let (wi, si) = (g.constant(&w), g.constant(&sc));
+    let mut os = xs.to_vec();
+    *os.last_mut().expect("rank >= 1") = n;
+    let out = g.output(xdt, &os);
+    g.op(INT8PACK, &[xi, wi, si, out]);
+    let name = format!(
+        "{} x{xs:?} N {n} scales {} M {ms:?}",
+        xdt.name(),
+        sdt.name()
+    );
+    let tol = if xdt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    let mut case = OpCase::new(INT8PACK, name, g).tol(tol);
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = xs.to_vec();
+        sizes[0] = m;
+        let x = Tensor::rand_range(xdt, &sizes, -1.0, 1.0, seed + 10 * r as u64);
+        let rows = x.numel() / k;
+        let want: Vec<f64> = (0..rows * n)
+            .map(|i| {
+                let (row, col) = (i / n, i % n);
+                sc.data[col]
+                    * (0..k)
+                        .map(|c| w.data[col * k + c] * x.data[row * k + c])
+                        .sum::<f64>()
+            })
+            .collect();
+        let mut out_sizes = sizes.clone();
+        *out_sizes.last_mut().expect("rank >= 1") = n;
+        case = case.run(vec![x], vec![Tensor::new(xdt, &out_sizes, want)]);
     }
     case
 }

@@ -17,6 +17,7 @@ type R<T> = Result<T, String>;
 /// Every op name [`run`] evaluates.
 pub const SUPPORTED: &[&str] = &[
     "aten._softmax.default",
+    "aten._weight_int8pack_mm.default",
     "aten.abs.default",
     "aten.add.Tensor",
     "aten.bmm.default",
@@ -164,6 +165,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
         "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
         "et_vk.linear_dW.default" => linear_dw(g, a, &w),
+        "aten._weight_int8pack_mm.default" => weight_int8pack_mm(g, a, &w),
         other => Err(format!("{w}: op {other} has no CPU reference")),
     }
 }
@@ -659,6 +661,25 @@ fn q4gsw_backward(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let mut sizes = lead;
     sizes.push(k);
     g.put(a[4], sizes, data, w)
+}
+
+/// `[x [..., K], weight int8 [N, K], scales [N], out]`: `scales[n] * sum_k w[n][k] x[k]`.
+fn weight_int8pack_mm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (wt, sc) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+    let (lead, m, k) = split_last(x, w, "x")?;
+    if wt.sizes.len() != 2 || wt.sizes[1] != k || sc.numel() != wt.sizes[0] {
+        return Err(format!(
+            "{w}: weight {:?} / scales {:?} do not fit x {:?}",
+            wt.sizes, sc.sizes, x.sizes
+        ));
+    }
+    let n = wt.sizes[0];
+    let data = rows_times(&x.data, m, k, n, |j, p| wt.data[j * k + p] * sc.data[j]);
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[3], sizes, data, w)
 }
 
 /// `[x, weight [N, ceil(K/2)], scales [N], out]`:

@@ -6,7 +6,9 @@
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{Dispatch, GraphBuilder, OpCall};
+use crate::builder::{
+    gvalue_kind, ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCall, Packed,
+};
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::{broadcast_strides, to_u32, Global, Launch, Push, TensorId};
 use crate::ops::{float_shader, same_dtype};
@@ -22,6 +24,13 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: FLOATS,
         dynamic_shapes: true,
         note: "x[..., K] @ W[N, K]^T + bias[N]; leading dims flattened",
+    })?;
+    r.register(OpEntry {
+        name: "aten._weight_int8pack_mm.default",
+        build: build_weight_int8pack_mm,
+        dtypes: FLOATS,
+        dynamic_shapes: true,
+        note: "x[..., K] @ (int8 W[N, K] * scales[N])^T; weight and scales constants, prepacked once as a float weight (8-bit per-channel weight-only linears)",
     })?;
     r.register(OpEntry {
         name: "aten.mm.default",
@@ -102,6 +111,111 @@ fn build_linear(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let w = g.tensor_or_prepack(call, 1)?;
     let bias = g.opt_tensor_or_prepack(call, 2)?;
     let out = g.tensor_arg(call, 3)?;
+    linear_node(g, call, x, w, bias, out)
+}
+
+/// `aten._weight_int8pack_mm.default` `[x [.., K], weight int8 [N, K], scales [N], out]`:
+/// `out[m][n] = scales[n] * sum_k weight[n][k] * x[m][k]` (the exporter's 8-bit per-channel
+/// weight-only linear). Weight and scales are constants: the weight is prepacked once as
+/// `weight[n][k] * scales[n]` in x's float dtype (the product of an int8 and the scale, one
+/// rounding) and runs as `aten.linear`.
+fn build_weight_int8pack_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_arg(call, 0)?;
+    let out = g.tensor_arg(call, 3)?;
+    let constant = |g: &GraphBuilder<'_>, i: usize, name: &str| -> Result<ConstantInfo> {
+        let v = call.arg(i)?;
+        match g.value(v)? {
+            GValue::TensorRef(c) => Ok(c.clone()),
+            other => Err(invalid_program(format!(
+                "{what}: {name} (arg {i}) must be a constant tensor, got {}",
+                gvalue_kind(other)
+            ))),
+        }
+    };
+    let wc = constant(g, 1, "weight")?;
+    let sc = constant(g, 2, "scales")?;
+    let (n, k) = match (wc.dtype, wc.dims.as_slice()) {
+        (DataType::Int8, &[n, k]) => (n, k),
+        _ => {
+            return Err(invalid_program(format!(
+                "{what}: weight must be int8 [N, K], got {} {:?}",
+                wc.dtype.name(),
+                wc.dims
+            )))
+        }
+    };
+    if crate::graph::checked_numel(&sc.dims) != Some(n) {
+        return Err(invalid_program(format!(
+            "{what}: scales {:?} must hold one value per output channel (N = {n})",
+            sc.dims
+        )));
+    }
+    let raw = g.constant_bytes(sc.constant_id)?;
+    let scales: Vec<f32> = match sc.dtype {
+        DataType::Float32 => raw
+            .chunks_exact(4)
+            .take(n)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        DataType::Float16 => raw
+            .chunks_exact(2)
+            .take(n)
+            .map(|b| crate::dtype::f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+            .collect(),
+        d => {
+            return Err(invalid_program(format!(
+                "{what}: scales must be float32 or float16, got {}",
+                d.name()
+            )))
+        }
+    };
+    if scales.len() != n {
+        return Err(invalid_program(format!(
+            "{what}: scales constant holds {} of its N = {n} values",
+            scales.len()
+        )));
+    }
+    let dt = g.shapes().dtype(x);
+    if !matches!(dt, DataType::Float32 | DataType::Float16) {
+        return Err(invalid_program(format!(
+            "{what}: x must be float32 or float16, got {}",
+            dt.name()
+        )));
+    }
+    let layout = Layout {
+        name: format!("int8pack_scaled_by_c{}_{}", sc.constant_id, dt.name()),
+        pack: Box::new(move |c, bytes| {
+            let mut out = Vec::with_capacity(n * k * dt.size_bytes());
+            for (i, &b) in bytes.iter().take(n * k).enumerate() {
+                let v = f32::from(b as i8) * scales[i / k];
+                if dt == DataType::Float16 {
+                    out.extend_from_slice(&crate::dtype::f32_to_f16(v).to_le_bytes());
+                } else {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            Ok(Packed {
+                dtype: dt,
+                dims: c.dims.clone(),
+                bytes: out,
+            })
+        }),
+    };
+    let w = g.prepack(wc.value, &layout)?;
+    linear_node(g, call, x, w, None, out)
+}
+
+/// `out = x @ w^T (+ bias)` for x [.., K], w [N, K] (both already GPU tensors).
+fn linear_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    w: TensorId,
+    bias: Option<TensorId>,
+    out: TensorId,
+) -> Result<()> {
     let s = g.shapes();
     let mut dts = vec![s.dtype(x), s.dtype(w), s.dtype(out)];
     if let Some(b) = bias {
