@@ -30,6 +30,16 @@ from torchao.quantization import (
 from torchao.quantization.granularity import PerAxis, PerGroup
 
 
+# io.json fields for programs with int8 dynamic activations (read by the project's tests).
+REFERENCE_TOL = {
+    "f64_reference_tol": 3e-2,
+    "f64_reference_note": "int8 per-token activation quantization is discontinuous: the f64 "
+    "reference interpreter (graph_reference) can round an activation to a neighbouring int8 "
+    "step where fp32 PyTorch does not, so it is compared with this tolerance; the GPU run "
+    "keeps atol / rtol",
+}
+
+
 class Mlp(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -123,6 +133,7 @@ def export(out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=
         "byte_order": "little",
         "atol": 1e-3,
         "rtol": 1e-3,
+        **(REFERENCE_TOL if config is None and not pt2e else {}),
         "reference": "eager PyTorch (fp32) on the same quantized module",
         "cases": cases,
     }

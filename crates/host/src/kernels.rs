@@ -21,6 +21,8 @@ pub const SUPPORTED_KERNELS: &[&str] = &[
     "aten::any.all_out",
     "aten::any.dims_out",
     "aten::scalar_tensor.out",
+    "quantized_decomposed::embedding_byte.out",
+    "quantized_decomposed::embedding_byte.dtype_out",
 ];
 
 /// `name.overload`, or `name` for the default overload.
@@ -143,6 +145,8 @@ enum Kernel {
     AnyAll,
     AnyDims,
     ScalarTensor,
+    /// `.dtype_out` when true (a `ScalarType? dtype` before the out tensor).
+    EmbeddingByte(bool),
 }
 
 impl Kernel {
@@ -156,6 +160,8 @@ impl Kernel {
             "aten::any.all_out" => Kernel::AnyAll,
             "aten::any.dims_out" => Kernel::AnyDims,
             "aten::scalar_tensor.out" => Kernel::ScalarTensor,
+            "quantized_decomposed::embedding_byte.out" => Kernel::EmbeddingByte(false),
+            "quantized_decomposed::embedding_byte.dtype_out" => Kernel::EmbeddingByte(true),
             _ => return None,
         })
     }
@@ -167,6 +173,8 @@ impl Kernel {
             Kernel::CopyOut | Kernel::ExpandCopy | Kernel::AnyDim | Kernel::AnyDims => (4, 3),
             Kernel::MulScalar => (3, 2),
             Kernel::AnyAll | Kernel::ScalarTensor => (2, 1),
+            Kernel::EmbeddingByte(false) => (7, 6),
+            Kernel::EmbeddingByte(true) => (8, 7),
         }
     }
 }
@@ -236,6 +244,7 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
                 };
                 any_reduce(&c, src, &dims, keepdim, out_dtype)?
             }
+            Kernel::EmbeddingByte(_) => embedding_byte(&c, out_dtype)?,
             Kernel::ScalarTensor => {
                 let s = c.scalar(0)?;
                 let mut data = vec![0u8; out_dtype.size_bytes()];
@@ -361,6 +370,76 @@ fn broadcast_cast(
         }
     }
     Ok(out)
+}
+
+/// `quantized_decomposed::embedding_byte.(dtype_)out(Tensor weight, Tensor weight_scales,
+/// Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices,
+/// (*, ScalarType? dtype,) Tensor(a!) out)`: rows of an 8-bit table, `(w - zp) * scale` with
+/// one scale (and zero point) per row or per group of `D / groups` columns (the exporter's
+/// `--embedding-quantize 8,G`, which the Vulkan partitioner leaves on the CPU).
+fn embedding_byte(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+    let (w, sc, idx) = (c.tensor(0)?, c.tensor(1)?, c.tensor(5)?);
+    let zp = match c.value(2)? {
+        Value::Null => None,
+        _ => Some(c.tensor(2)?),
+    };
+    let (vocab, d) = match w.sizes.as_slice() {
+        &[v, d] if d > 0 => (v, d),
+        s => return Err(c.err(format!("weight sizes {s:?}: expected [V, D]"))),
+    };
+    let groups = match sc.sizes.as_slice() {
+        &[v] if v == vocab => 1,
+        &[v, g] if v == vocab && g > 0 && d % g == 0 => g,
+        s => {
+            return Err(c.err(format!(
+                "weight_scales sizes {s:?} do not fit the weight [{vocab}, {d}] ([V] or [V, G], G dividing D)"
+            )))
+        }
+    };
+    if let Some(z) = zp {
+        if z.sizes.iter().product::<usize>() != vocab * groups {
+            return Err(c.err(format!(
+                "weight_zero_points sizes {:?} differ from the scales' {:?}",
+                z.sizes, sc.sizes
+            )));
+        }
+    }
+    let per = d / groups;
+    let n = idx.sizes.iter().product::<usize>();
+    let mut data = vec![0u8; n * d * out_dtype.size_bytes()];
+    for i in 0..n {
+        let t = match read_scalar(idx.dtype, &idx.data, i)? {
+            Scalar::Int(t) => t,
+            other => return Err(c.err(format!("index {other:?} is not an integer"))),
+        };
+        let row = usize::try_from(t)
+            .ok()
+            .filter(|&r| r < vocab)
+            .ok_or_else(|| c.err(format!("index {t} out of range for the {vocab}-row table")))?;
+        for col in 0..d {
+            let q = scalar_f64(read_scalar(w.dtype, &w.data, row * d + col)?);
+            let g = row * groups + col / per;
+            let s = scalar_f64(read_scalar(sc.dtype, &sc.data, g)?);
+            let z = match zp {
+                Some(z) => scalar_f64(read_scalar(z.dtype, &z.data, g)?),
+                None => 0.0,
+            };
+            // In the scale's float type, as ExecuTorch's kernel computes it.
+            let v = ((q - z) as f32 * s as f32) as f64;
+            write_scalar(out_dtype, &mut data, i * d + col, Scalar::Float(v))?;
+        }
+    }
+    let mut sizes = idx.sizes.clone();
+    sizes.push(d);
+    Ok(Out { sizes, data })
+}
+
+fn scalar_f64(s: Scalar) -> f64 {
+    match s {
+        Scalar::Bool(b) => f64::from(u8::from(b)),
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+    }
 }
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out)`.

@@ -65,10 +65,13 @@ pub fn has_fp16_delegate(program: &Program, method: &str) -> bool {
 
 /// Run every `io.json` case of fixture `name` in order on one reference-loaded method
 /// (delegates on the f64 reference, CPU ops on the host kernels) and compare with the
-/// expected outputs under the fixture's tolerance. Returns the number of cases.
+/// expected outputs under the fixture's tolerance (its `f64_reference_tol` when it has one). Returns the number of cases.
 pub fn check_fixture(name: &str) -> Result<usize, String> {
     let io = load_io(name)?;
-    let tol = Tol::new(io.atol, io.rtol);
+    let tol = match io.reference_tol {
+        Some(t) => Tol::new(io.atol.max(t), io.rtol.max(t)),
+        None => Tol::new(io.atol, io.rtol),
+    };
     let mut m = load_reference_method(load_fixture_program(name)?, &io.method)
         .map_err(|e| format!("{name}: {e}"))?;
     for (ci, case) in io.cases.iter().enumerate() {
