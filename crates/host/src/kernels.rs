@@ -582,3 +582,75 @@ fn any_reduce(
         data,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(dtype: DType, sizes: &[usize], data: Vec<u8>) -> Value {
+        Value::Tensor(TensorSlot {
+            dtype,
+            sizes: sizes.to_vec(),
+            max_sizes: sizes.to_vec(),
+            dynamism: 0,
+            data,
+        })
+    }
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn embedding_byte_dequantizes_rows_per_group() {
+        // weight int8 [3, 4], two groups of 2 columns per row, zero points per group.
+        let w: Vec<i8> = vec![1, -2, 3, -4, 10, 20, -30, 40, 127, -128, 0, 5];
+        let scales = [0.5f32, 0.25, 1.0, 2.0, 0.125, 4.0];
+        let zps: Vec<i8> = vec![0, 1, -1, 2, 3, 0];
+        let mut values = vec![
+            slot(DType::I8, &[3, 4], w.iter().map(|&x| x as u8).collect()),
+            slot(DType::F32, &[3, 2], f32s(&scales)),
+            slot(DType::I8, &[3, 2], zps.iter().map(|&x| x as u8).collect()),
+            Value::Int(-128),
+            Value::Int(127),
+            slot(
+                DType::I64,
+                &[2],
+                [2i64, 0].iter().flat_map(|x| x.to_le_bytes()).collect(),
+            ),
+            Value::Null,
+            slot(DType::F32, &[2, 4], vec![0; 32]),
+        ];
+        run_kernel(
+            "quantized_decomposed::embedding_byte.dtype_out",
+            &mut values,
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+        )
+        .unwrap();
+        let Value::Tensor(out) = &values[7] else {
+            panic!("no output tensor")
+        };
+        let got: Vec<f32> = out
+            .bytes()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        // Row 2: (127 - 3) * 0.125, (-128 - 3) * 0.125, (0 - 0) * 4, (5 - 0) * 4; row 0:
+        // (1 - 0) * 0.5, (-2 - 0) * 0.5, (3 - 1) * 0.25, (-4 - 1) * 0.25.
+        assert_eq!(
+            got,
+            vec![15.5, -16.375, 0.0, 20.0, 0.5, -1.0, 0.5, -1.25],
+            "{got:?}"
+        );
+        // An index past the table is an error naming the op.
+        values[5] = slot(DType::I64, &[1], 3i64.to_le_bytes().to_vec());
+        let e = run_kernel(
+            "quantized_decomposed::embedding_byte.dtype_out",
+            &mut values,
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("embedding_byte") && e.contains("index 3"), "{e}");
+    }
+}
