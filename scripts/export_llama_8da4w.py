@@ -12,28 +12,20 @@ Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (see scripts/export_quantiz
     /tmp/etpy/bin/python scripts/export_llama_8da4w.py tests/fixtures [NAME ...]
 """
 
-import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 
-import numpy
 import torch
 from executorch.examples.models.llama.export_llama_lib import _export_llama
 from executorch.examples.models.llama.llama_transformer import construct_transformer
 from executorch.examples.models.llama.model_args import ModelArgs
 from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
 
-# io.json fields for programs with int8 dynamic activations (read by the project's tests).
-REFERENCE_TOL = {
-    "f64_reference_tol": 3e-2,
-    "f64_reference_note": "int8 per-token activation quantization is discontinuous: the f64 "
-    "reference interpreter (graph_reference) can round an activation to a neighbouring int8 "
-    "step where fp32 PyTorch does not, so it is compared with this tolerance; the GPU run "
-    "keeps atol / rtol",
-}
+from fixture_io import tensor_entry, write_io
+
 
 
 # name -> (group size, 4-bit embedding quantization spec or None, force_fp16, params
@@ -88,22 +80,6 @@ PARAMS = {
 CALLS = [[5, 17, 99, 3, 64], [127], [0], [42], [7, 88, 21]]
 
 
-def entry(d, name, t):
-    t = t.detach().contiguous()
-    data = t.numpy().tobytes()
-    with open(os.path.join(d, name + ".bin"), "wb") as f:
-        f.write(data)
-    numpy.save(os.path.join(d, name + ".npy"), t.numpy())
-    return {
-        "file": name + ".bin",
-        "npy": name + ".npy",
-        "shape": list(t.shape),
-        "dtype": str(t.dtype).removeprefix("torch."),
-        "nbytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-    }
-
-
 def export(out, name, group, emb, fp16, overrides, what):
     work = tempfile.mkdtemp()
     params = dict(PARAMS, **overrides)
@@ -154,30 +130,30 @@ def export(out, name, group, emb, fp16, overrides, what):
             cases.append(
                 {
                     "inputs": [
-                        entry(d, f"case{i}_in0", tokens),
-                        entry(d, f"case{i}_in1", input_pos),
+                        tensor_entry(d, f"case{i}_in0", tokens),
+                        tensor_entry(d, f"case{i}_in1", input_pos),
                     ],
-                    "outputs": [entry(d, f"case{i}_out0", logits.reshape(1, -1))],
+                    "outputs": [tensor_entry(d, f"case{i}_out0", logits.reshape(1, -1))],
                 }
             )
-    io = {
-        "name": name,
-        "description": "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
+    description = (
+        "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
         f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, vocab 128, "
-        f"params {json.dumps(params)}, random weights, use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, "
-        "max_context_length 32, dynamic token count (1..15). STATEFUL: cases in order: "
-        "prefill 5 tokens at 0, decode at 5, 6, 7, prefill 3 at 8.",
-        "method": "forward",
-        "byte_order": "little",
+        f"params {json.dumps(params)}, random weights, use_kv_cache + "
+        "use_sdpa_with_kv_cache, max_seq_length 16, max_context_length 32, dynamic token "
+        "count (1..15). STATEFUL: cases in order: prefill 5 tokens at 0, decode at 5, 6, 7, "
+        "prefill 3 at 8."
+    )
+    write_io(
+        d,
+        name,
+        description,
+        cases,
         # fp16 storage: activations rounded to fp16 between ops on the GPU.
-        "atol": 3e-2 if fp16 else 1e-3,
-        "rtol": 3e-2 if fp16 else 1e-3,
-        **REFERENCE_TOL,
-        "reference": "eager PyTorch (fp32) on the same quantized module, the same calls in order",
-        "cases": cases,
-    }
-    with open(os.path.join(d, "io.json"), "w") as f:
-        json.dump(io, f, indent=1)
+        3e-2 if fp16 else 1e-3,
+        "eager PyTorch (fp32) on the same quantized module, the same calls in order",
+        True,
+    )
     print(name, "->", d)
 
 

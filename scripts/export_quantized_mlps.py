@@ -13,12 +13,10 @@ Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (PyPI), e.g.
     /tmp/etpy/bin/python scripts/export_quantized_mlps.py tests/fixtures
 """
 
-import hashlib
 import json
 import os
 import sys
 
-import numpy
 import torch
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.exir import to_edge_transform_and_lower
@@ -29,15 +27,9 @@ from torchao.quantization import (
 )
 from torchao.quantization.granularity import PerAxis, PerGroup
 
+from fixture_io import tensor_entry, write_io
 
-# io.json fields for programs with int8 dynamic activations (read by the project's tests).
-REFERENCE_TOL = {
-    "f64_reference_tol": 3e-2,
-    "f64_reference_note": "int8 per-token activation quantization is discontinuous: the f64 "
-    "reference interpreter (graph_reference) can round an activation to a neighbouring int8 "
-    "step where fp32 PyTorch does not, so it is compared with this tolerance; the GPU run "
-    "keeps atol / rtol",
-}
+
 
 
 class Mlp(torch.nn.Module):
@@ -51,26 +43,7 @@ class Mlp(torch.nn.Module):
 
 
 def write_case(out_dir, i, tensors, kind):
-    entries = []
-    for j, t in enumerate(tensors):
-        t = t.detach().contiguous()
-        data = t.numpy().tobytes()
-        name = f"case{i}_{kind}{j}.bin"
-        with open(os.path.join(out_dir, name), "wb") as f:
-            f.write(data)
-        npy = f"case{i}_{kind}{j}.npy"
-        numpy.save(os.path.join(out_dir, npy), t.numpy())
-        entries.append(
-            {
-                "file": name,
-                "npy": npy,
-                "shape": list(t.shape),
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "nbytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-        )
-    return entries
+    return [tensor_entry(out_dir, f"case{i}_{kind}{j}", t) for j, t in enumerate(tensors)]
 
 
 def pt2e_8bit_weights(model, example):
@@ -126,19 +99,15 @@ def export(out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=
                 "outputs": write_case(d, i, [y], "out"),
             }
         )
-    io = {
-        "name": name,
-        "description": description,
-        "method": "forward",
-        "byte_order": "little",
-        "atol": 1e-3,
-        "rtol": 1e-3,
-        **(REFERENCE_TOL if config is None and not pt2e else {}),
-        "reference": "eager PyTorch (fp32) on the same quantized module",
-        "cases": cases,
-    }
-    with open(os.path.join(d, "io.json"), "w") as f:
-        json.dump(io, f, indent=1)
+    write_io(
+        d,
+        name,
+        description,
+        cases,
+        1e-3,
+        "eager PyTorch (fp32) on the same quantized module",
+        config is None and not pt2e,
+    )
     graph = lowered.exported_program().graph_module
     delegated = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
     summary = {

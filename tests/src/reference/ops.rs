@@ -484,9 +484,23 @@ fn q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     if k > kp {
         return Err(format!("{w}: x {:?} has K > the weight's {kp}", x.sizes));
     }
-    let gs = gs as usize;
+    let data = q4gsw_rows(&x.data, (m, k), (wt, sc, stride, gs as usize, n), bias, w)?;
+    let mut sizes = lead;
+    sizes.push(n);
+    g.put(a[5], sizes, data, w)
+}
+
+/// Rows `x [m, k]` times the q4gsw weight's first k columns, transposed (`(code - 8) *
+/// scale`, scale row stride `stride`, groups of `gs`), plus the bias when there is one.
+fn q4gsw_rows(
+    x: &[f64],
+    (m, k): (usize, usize),
+    (wt, sc, stride, gs, n): (&Tensor, &Tensor, usize, usize, usize),
+    bias: Option<&Tensor>,
+    w: &str,
+) -> R<Vec<f64>> {
     let deq = |j: usize, p: usize| (q4gsw_code(wt, j, p) - 8.0) * sc.data[(p / gs) * stride + j];
-    let mut data = rows_times(&x.data, m, k, n, deq);
+    let mut data = rows_times(x, m, k, n, deq);
     if let Some(b) = bias {
         if b.numel() < n {
             return Err(format!("{w}: bias {:?} holds fewer than N = {n}", b.sizes));
@@ -495,9 +509,7 @@ fn q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
             *v += b.data[i % n];
         }
     }
-    let mut sizes = lead;
-    sizes.push(n);
-    g.put(a[5], sizes, data, w)
+    Ok(data)
 }
 
 /// `[x, input_scales, input_zp, weights, weight_sums, weight_scales, group_size, bias?,
@@ -531,17 +543,7 @@ fn dq8ca_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
             ))
         })
         .collect();
-    let gs = gs as usize;
-    let deq = |j: usize, p: usize| (q4gsw_code(wt, j, p) - 8.0) * ws.data[(p / gs) * stride + j];
-    let mut data = rows_times(&xq, m, k, n, deq);
-    if let Some(b) = bias {
-        if b.numel() < n {
-            return Err(format!("{w}: bias {:?} holds fewer than N = {n}", b.sizes));
-        }
-        for (i, v) in data.iter_mut().enumerate() {
-            *v += b.data[i % n];
-        }
-    }
+    let data = q4gsw_rows(&xq, (m, k), (wt, ws, stride, gs as usize, n), bias, w)?;
     let mut sizes = lead;
     sizes.push(n);
     g.put(a[8], sizes, data, w)

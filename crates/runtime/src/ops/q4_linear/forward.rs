@@ -430,9 +430,13 @@ fn fwd_f16_launch(
     })
 }
 
-pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    call.expect_args(6)?;
-    let q = prepack_q4gsw(g, call)?;
+/// x (arg 0) of the q4gsw-format forwards as fp32, its K (at most the weights' Kp and G *
+/// group_size) and its leading dims.
+fn q4gsw_activation(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    q: &Q4,
+) -> Result<(TensorId, usize, Vec<usize>)> {
     let kmax = q.kp.min(q.groups * q.gs);
     let (x, k) = activation(
         g,
@@ -446,10 +450,15 @@ pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
             q.groups * q.gs
         ),
     )?;
-    let lead = {
-        let d = g.shapes().max_dims(x);
-        d[..d.len() - 1].to_vec()
-    };
+    let d = g.shapes().max_dims(x);
+    let lead = d[..d.len() - 1].to_vec();
+    Ok((x, k, lead))
+}
+
+pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let q = prepack_q4gsw(g, call)?;
+    let (x, k, lead) = q4gsw_activation(g, call, &q)?;
     let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
@@ -497,23 +506,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             )))
         }
     }
-    let kmax = q.kp.min(q.groups * q.gs);
-    let (x, k) = activation(
-        g,
-        call,
-        0,
-        "x",
-        kmax,
-        &format!(
-            "K may not exceed the weights' Kp = {} nor G * group_size = {}",
-            q.kp,
-            q.groups * q.gs
-        ),
-    )?;
-    let lead = {
-        let d = g.shapes().max_dims(x);
-        d[..d.len() - 1].to_vec()
-    };
+    let (x, k, lead) = q4gsw_activation(g, call, &q)?;
     let sc = g.tensor_or_prepack(call, 1)?;
     let zp = g.tensor_or_prepack(call, 2)?;
     let kinds = {
