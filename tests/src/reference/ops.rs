@@ -776,17 +776,22 @@ fn rms_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     g.put(a[3], sizes, data, w)
 }
 
+/// The `(xq_out, xk_out)` ValueList `v` of a RoPE op.
+fn rope_outputs(g: &RefGraph, v: usize, w: &str) -> R<[usize; 2]> {
+    match g.value_list(v, w)?.as_slice() {
+        &[q, k] => Ok([q, k]),
+        outs => Err(format!(
+            "{w}: {} outputs, expected (xq_out, xk_out)",
+            outs.len()
+        )),
+    }
+}
+
 /// `[xq, xk, freqs_cos [S, D/2], freqs_sin [S, D/2], ValueList(xq_out, xk_out)]`, x
 /// `[B, S, H, D]`: Llama's interleaved-pair rotation.
 fn rotary(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 5, w)?;
-    let outs = g.value_list(a[4], w)?;
-    if outs.len() != 2 {
-        return Err(format!(
-            "{w}: {} outputs, expected (xq_out, xk_out)",
-            outs.len()
-        ));
-    }
+    let outs = rope_outputs(g, a[4], w)?;
     let (c, s) = (g.tensor(a[2], w)?.clone(), g.tensor(a[3], w)?.clone());
     for (src, dst) in [(a[0], outs[0]), (a[1], outs[1])] {
         let x = g.tensor(src, w)?;
@@ -826,13 +831,7 @@ fn rotary(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
 /// x[d - R/2] sin[d]`; dims from R on pass through.
 fn rotary_hf(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 6, w)?;
-    let outs = g.value_list(a[5], w)?;
-    if outs.len() != 2 {
-        return Err(format!(
-            "{w}: {} outputs, expected (xq_out, xk_out)",
-            outs.len()
-        ));
-    }
+    let outs = rope_outputs(g, a[5], w)?;
     let (c, s) = (g.tensor(a[2], w)?.clone(), g.tensor(a[3], w)?.clone());
     let start = usize::try_from(g.int(a[4], w)?).map_err(|_| format!("{w}: negative start_pos"))?;
     if c.sizes.len() != 2 || c.sizes != s.sizes || !c.sizes[1].is_multiple_of(2) {
