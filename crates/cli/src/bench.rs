@@ -26,7 +26,9 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
-    /// `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
+    /// `linear_dq8ca_q4gsw` (8da4w: x's per-row int8 quantization, a choose_qparams node and
+    /// one elementwise node, timed with the q4gsw kernels; checked against torchao's
+    /// quantization in fp32 and an f64 linear), `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
     /// vs its forward pass), `coopmat` (fp16 GEMM through NV cooperative matrices: M x K
     /// times K x N, checked against f64), `alu` (instruction rates: fp32 FMA, 3-input logic,
     /// int8 dot product, the backward's 4-bit decode; on devices with NV int8 cooperative
@@ -103,6 +105,9 @@ struct Instance {
 /// What a benchmark graph computes, for byte/FLOP accounting and the reference check.
 struct Plan {
     name: &'static str,
+    /// Other ops of one instance whose dispatches count toward its time (the 8da4w
+    /// linear's choose_qparams node).
+    helpers: &'static [&'static str],
     bytes_per_instance: u64,
     flops_per_instance: f64,
 }
@@ -115,11 +120,15 @@ fn is_node_of(node: &str, op: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// Mean GPU time of one of `copies` instances of `op` in the last execute, in microseconds:
+/// Mean GPU time of one of `copies` instances of `ops` in the last execute, in microseconds:
 /// from the start of an instance's first dispatch to the end of its last (barriers between
 /// its own dispatches included, the one after it not), and the same with that barrier.
-fn op_times_us(nodes: &[NodeTime], op: &str, copies: usize) -> Result<(f64, f64), CliError> {
-    let mine: Vec<&NodeTime> = nodes.iter().filter(|t| is_node_of(&t.op, op)).collect();
+fn op_times_us(nodes: &[NodeTime], ops: &[&str], copies: usize) -> Result<(f64, f64), CliError> {
+    let op = ops.first().copied().unwrap_or("");
+    let mine: Vec<&NodeTime> = nodes
+        .iter()
+        .filter(|t| ops.iter().any(|o| is_node_of(&t.op, o)))
+        .collect();
     if mine.is_empty() || copies == 0 || !mine.len().is_multiple_of(copies) {
         return Err(CliError(format!(
             "bench: {} timed dispatches of {op} do not split into {copies} instances",
@@ -240,12 +249,13 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         return Ok(());
     }
     match args.op.as_str() {
-        "linear_q4gsw" | "linear_q4gsw_backward" | "linear_qcs4w" | "linear" => {
+        "linear_q4gsw" | "linear_q4gsw_backward" | "linear_qcs4w" | "linear"
+        | "linear_dq8ca_q4gsw" => {
             bench_linear(&backend, args, &read)
         }
         "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
         other => Err(CliError(format!(
-            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear, adamw_step, lora_step, coopmat, alu)"
+            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, adamw_step, lora_step, coopmat, alu)"
         ))),
     }
 }
@@ -261,6 +271,8 @@ fn bench_linear(
     }
     let q4gsw = args.op != "linear_qcs4w" && args.op != "linear";
     let backward = args.op == "linear_q4gsw_backward";
+    // 8da4w: x quantized per row to int8 by a choose_qparams node, then the q4gsw weights.
+    let dq8ca = args.op == "linear_dq8ca_q4gsw";
     let fp32 = args.op == "linear";
     let kp = if q4gsw {
         k.div_ceil(8) * 8
@@ -299,7 +311,13 @@ fn bench_linear(
             "linear_q4gsw" => "et_vk.linear_q4gsw.default",
             "linear_q4gsw_backward" => "et_vk.linear_q4gsw_backward.default",
             "linear_qcs4w" => "et_vk.linear_qcs4w.default",
+            "linear_dq8ca_q4gsw" => "et_vk.linear_dq8ca_q4gsw.default",
             _ => "aten.linear.default",
+        },
+        helpers: if dq8ca {
+            &["torchao.choose_qparams_affine.default"]
+        } else {
+            &[]
         },
         bytes_per_instance: per_copy + act_bytes + out_bytes,
         flops_per_instance: 2.0 * m as f64 * n as f64 * (if backward { kp } else { k }) as f64,
@@ -357,6 +375,33 @@ fn bench_linear(
                 let gsv = g.add_int(gs as i64);
                 if backward {
                     g.add_op(plan.name, &[x, w, s, gsv, out]);
+                } else if dq8ca {
+                    // As the exporter writes it: choose_qparams_affine (11 args) into per-row
+                    // scale / zero-point tensors, then the linear with code sums it ignores.
+                    let (sc, zp) = (
+                        g.add_tensor(DataType::Float32, &[m]),
+                        g.add_tensor(DataType::Int8, &[m]),
+                    );
+                    let args = [
+                        x,
+                        g.add_string("ASYMMETRIC"),
+                        g.add_int_list(&[1, k as i64]),
+                        g.add_null(),
+                        g.add_int(-128),
+                        g.add_int(127),
+                        g.add_double(f64::from(f32::EPSILON)),
+                        g.add_null(),
+                        g.add_null(),
+                        g.add_bool(false),
+                        g.add_value_list(&[sc, zp]),
+                    ];
+                    g.add_op("torchao.choose_qparams_affine.default", &args);
+                    let sums = vec![0u8; groups * n * 4];
+                    let sums_key = named_key(&sums);
+                    named.insert(sums_key.clone(), sums);
+                    let sums_v = g.add_constant_named(DataType::Int32, &[groups, n], &sums_key);
+                    let null = g.add_null();
+                    g.add_op(plan.name, &[x, sc, zp, w, sums_v, s, gsv, null, out]);
                 } else {
                     let null = g.add_null();
                     g.add_op(plan.name, &[x, w, s, gsv, null, out]);
@@ -436,6 +481,26 @@ fn bench_linear(
             (f64::from(code) - 8.0) * f64::from(s)
         }
     };
+    // The 8da4w reference's x: each row quantized to int8 and back as torchao does in fp32.
+    let x_ref: Vec<f32> = if dq8ca {
+        x_vals
+            .chunks(in_feat)
+            .flat_map(|row| {
+                let lo = row.iter().copied().fold(0f32, f32::min);
+                let hi = row.iter().copied().fold(0f32, f32::max);
+                let scale = ((hi - lo) / 255.0).max(f32::EPSILON);
+                let zp = (-128.0 - (lo / scale).round_ties_even()).clamp(-128.0, 127.0);
+                row.iter()
+                    .map(move |&v| {
+                        let q = ((v * (1.0 / scale)).round_ties_even() + zp).clamp(-128.0, 127.0);
+                        (q - zp) * scale
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    } else {
+        x_vals.clone()
+    };
     let mut worst = 0f64;
     let samples = 48.min(m * out_feat);
     for i in 0..samples {
@@ -444,7 +509,7 @@ fn bench_linear(
         let mut acc = 0f64;
         let mut mag = 0f64;
         for r in 0..in_feat {
-            let term = f64::from(x_vals[row * in_feat + r])
+            let term = f64::from(x_ref[row * in_feat + r])
                 * if backward { wq(r, col) } else { wq(col, r) };
             acc += term;
             mag += term.abs();
@@ -482,7 +547,10 @@ fn bench_linear(
         let t = std::time::Instant::now();
         delegate.replay().map_err(err)?;
         wall_us += t.elapsed().as_secs_f64() * 1e6;
-        let (kernel, with_barrier) = op_times_us(delegate.profile_nodes(), plan.name, copies)?;
+        let ops: Vec<&str> = std::iter::once(plan.name)
+            .chain(plan.helpers.iter().copied())
+            .collect();
+        let (kernel, with_barrier) = op_times_us(delegate.profile_nodes(), &ops, copies)?;
         gpu_us += with_barrier * copies as f64;
         per_instance.push(kernel);
         per_instance_barrier.push(with_barrier);
@@ -627,7 +695,7 @@ fn bench_adamw(
     warm_up(&mut delegate)?;
     for _ in 0..args.iters.max(1) {
         delegate.replay().map_err(err)?;
-        times.push(op_times_us(delegate.profile_nodes(), "et_vk.adamw_step.default", 1)?.0);
+        times.push(op_times_us(delegate.profile_nodes(), &["et_vk.adamw_step.default"], 1)?.0);
     }
     let us = median(&times);
     let bytes = 28.0 * numel as f64;
@@ -686,12 +754,33 @@ mod tests {
             node(&format!("{op}/q4_linear_mma_f1"), 52.0, 51.0),
             node(&format!("{op}/q4_linear_reduce"), 4.0, 3.0),
         ];
-        let (kernel, with_barrier) = op_times_us(&nodes, op, 2).unwrap();
+        let (kernel, with_barrier) = op_times_us(&nodes, &[op], 2).unwrap();
         assert_eq!(kernel, (5.0 + 50.0 + 2.5 + 6.0 + 52.0 + 3.0) / 2.0);
         assert_eq!(with_barrier, (58.0 + 62.0) / 2.0);
-        let e = op_times_us(&nodes, op, 4).unwrap_err();
+        let e = op_times_us(&nodes, &[op], 4).unwrap_err();
         assert!(e.0.contains("6 timed dispatches"), "{}", e.0);
-        assert!(op_times_us(&nodes, "et_vk.other.default", 1).is_err());
+        assert!(op_times_us(&nodes, &["et_vk.other.default"], 1).is_err());
+    }
+
+    /// A helper op's nodes (the 8da4w linear's choose_qparams) count toward the instance
+    /// they precede.
+    #[test]
+    fn op_times_count_helper_ops() {
+        let (op, helper) = (
+            "et_vk.linear_dq8ca_q4gsw.default",
+            "torchao.choose_qparams_affine.default",
+        );
+        let nodes = [
+            node(helper, 3.0, 2.0),
+            node(op, 2.0, 1.5),
+            node(&format!("{op}/q4_linear_gemv_half"), 20.0, 19.0),
+            node(helper, 4.0, 3.0),
+            node(op, 2.0, 1.0),
+            node(&format!("{op}/q4_linear_gemv_half"), 22.0, 21.0),
+        ];
+        let (kernel, with_barrier) = op_times_us(&nodes, &[op, helper], 2).unwrap();
+        assert_eq!(kernel, (3.0 + 2.0 + 19.0 + 4.0 + 2.0 + 21.0) / 2.0);
+        assert_eq!(with_barrier, (25.0 + 28.0) / 2.0);
     }
 
     /// A non-finite output fails the check whatever the other samples say.

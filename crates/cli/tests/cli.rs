@@ -225,3 +225,34 @@ fn run_a_scalar_method_and_save_its_output() {
         "{line}"
     );
 }
+
+#[test]
+fn bench_checks_the_8da4w_linear_against_its_reference() {
+    // Small enough for lavapipe; the bench exits 1 when sampled outputs differ from the
+    // torchao-quantized f64 reference.
+    let out = etvk(&[
+        "bench",
+        "linear_dq8ca_q4gsw",
+        "--m",
+        "3",
+        "--k",
+        "256",
+        "--n",
+        "64",
+        "--iters",
+        "2",
+        "--ceiling-mib",
+        "16",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("check ok"), "{text}");
+    assert!(
+        text.contains("| linear_dq8ca_q4gsw | 3 | 256 | 64 |"),
+        "{text}"
+    );
+}
