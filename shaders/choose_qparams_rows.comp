@@ -15,7 +15,10 @@
 // (sub-word elements by atomic AND / OR on their word, leaving the neighbours' bytes).
 #include "common.glsl"
 
-#define LANES 64  // must equal the local size (64, 1, 1)
+// Must equal the local size (256, 1, 1). 256 lanes, not rms_norm's 64: at M = 1 this node is
+// one workgroup over a whole row of x (K = 8192: 32 loads per lane) on the decode path of
+// every 8da4w linear.
+#define LANES 256
 
 layout(set = 0, binding = 0) buffer Scale { uint scale_w[]; };
 layout(set = 0, binding = 1) buffer Zp { uint zp_w[]; };

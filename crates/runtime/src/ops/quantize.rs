@@ -20,7 +20,7 @@ use crate::ops::training::folded_grid;
 use crate::registry::{OpEntry, Registry};
 
 /// Local size of `choose_qparams_rows` (its `LANES`).
-const LANES: u32 = 64;
+const LANES: u32 = 256;
 
 /// torch.finfo(torch.float32).eps, torchao's default.
 const F32_EPS: f64 = f32::EPSILON as f64;
