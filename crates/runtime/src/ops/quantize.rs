@@ -1,13 +1,13 @@
-//! Dynamic activation quantization: `torchao.choose_qparams_affine.default`
-//! (`[input, mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
+//! Dynamic activation quantization: `torchao.choose_qparams_affine.default` (`[input,
+//! mapping_type, block_size, target_dtype, quant_min, quant_max, eps, scale_dtype,
 //! zero_point_dtype, keepdim, ValueList(scale, zero_point)]`, keepdim absent before torchao
-//! 0.18; the dtype arguments are Null, as the exporter writes torch.dtype values), over rows (block_size `[1, ..., 1,
-//! K]`: one scale and zero point per row of the last dim, what torchao's per-token int8
-//! activation quantization asks for). Its outputs feed `et_vk.linear_dq8ca_q4gsw` (in
-//! `q4_linear`), which reads them with the same raw-word encoding ([`scale_kind`],
-//! [`zero_point_kind`]). And `torchao.dequantize_affine.default` (block-wise
-//! `(q - zero_point) * scale`), which the exporter leaves in front of `aten.linear` for
-//! int8 (and per-channel int4 without a fused pattern) weight-only linears.
+//! 0.18; the dtype arguments are Null, as the exporter writes torch.dtype values), over rows
+//! (block_size `[1, ..., 1, K]`: one scale and zero point per row of the last dim, what
+//! torchao's per-token int8 activation quantization asks for). Its outputs feed
+//! `et_vk.linear_dq8ca_q4gsw` (in `q4_linear`), which reads them with the same raw-word
+//! encoding ([`scale_kind`], [`zero_point_kind`]). And `torchao.dequantize_affine.default`
+//! (block-wise `(q - zero_point) * scale`), which the exporter leaves in front of
+//! `aten.linear` for int8 (and per-channel int4 without a fused pattern) weight-only linears.
 
 use etvk_format::ir::DataType;
 
