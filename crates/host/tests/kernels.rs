@@ -224,5 +224,71 @@ fn unknown_operators_and_bad_args_are_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("1 arguments, the schema needs 2"), "{err}");
-    assert_eq!(SUPPORTED_KERNELS.len(), 8);
+    assert_eq!(SUPPORTED_KERNELS.len(), 10);
+}
+
+#[test]
+fn embedding_byte_dequantizes_rows_per_group() {
+    // weight int8 [3, 4], two groups of 2 columns per row, zero points per group.
+    let w: Vec<i8> = vec![1, -2, 3, -4, 10, 20, -30, 40, 127, -128, 0, 5];
+    let scales = [0.5f32, 0.25, 1.0, 2.0, 0.125, 4.0];
+    let zps: Vec<i8> = vec![0, 1, -1, 2, 3, 0];
+    let raw = |dtype: DType, sizes: &[usize], data: Vec<u8>| {
+        slot(
+            Tensor {
+                dtype,
+                sizes: sizes.to_vec(),
+                data,
+            },
+            0,
+        )
+    };
+    let indices = |ids: &[i64]| {
+        raw(
+            DType::I64,
+            &[ids.len()],
+            ids.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        )
+    };
+    let mut v = vec![
+        raw(DType::I8, &[3, 4], w.iter().map(|&x| x as u8).collect()),
+        slot(Tensor::from_f32(vec![3, 2], &scales).unwrap(), 0),
+        raw(DType::I8, &[3, 2], zps.iter().map(|&x| x as u8).collect()),
+        Value::Int(-128),
+        Value::Int(127),
+        indices(&[2, 0]),
+        Value::Null,
+        out(DType::F32, &[2, 4]),
+    ];
+    let op = "quantized_decomposed::embedding_byte.dtype_out";
+    run_kernel(op, &mut v, &[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    // Row 2: (127 - 3) * 0.125, (-128 - 3) * 0.125, (0 - 0) * 4, (5 - 0) * 4; row 0:
+    // (1 - 0) * 0.5, (-2 - 0) * 0.5, (3 - 1) * 0.25, (-4 - 1) * 0.25.
+    assert_eq!(
+        f32s(&tensor(&v, 7)),
+        vec![15.5, -16.375, 0.0, 20.0, 0.5, -1.0, 0.5, -1.25]
+    );
+    // `.out` (no dtype argument), no zero points, one scale per row.
+    let mut v2 = vec![
+        raw(DType::I8, &[3, 4], w.iter().map(|&x| x as u8).collect()),
+        slot(Tensor::from_f32(vec![3], &[0.5, 1.0, 2.0]).unwrap(), 0),
+        Value::Null,
+        Value::Int(-128),
+        Value::Int(127),
+        indices(&[1]),
+        out(DType::F32, &[1, 4]),
+    ];
+    run_kernel(
+        "quantized_decomposed::embedding_byte.out",
+        &mut v2,
+        &[0, 1, 2, 3, 4, 5, 6],
+    )
+    .unwrap();
+    assert_eq!(f32s(&tensor(&v2, 6)), vec![10.0, 20.0, -30.0, 40.0]);
+    // An index past the table is an error naming the op.
+    v[5] = indices(&[3]);
+    let e = run_kernel(op, &mut v, &[0, 1, 2, 3, 4, 5, 6, 7])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("embedding_byte") && e.contains("index 3"), "{e}");
 }
