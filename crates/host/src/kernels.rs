@@ -21,6 +21,7 @@ pub const SUPPORTED_KERNELS: &[&str] = &[
     "aten::any.all_out",
     "aten::any.dims_out",
     "aten::scalar_tensor.out",
+    "aten::full_like.out",
     "quantized_decomposed::embedding_byte.out",
     "quantized_decomposed::embedding_byte.dtype_out",
 ];
@@ -145,6 +146,7 @@ enum Kernel {
     AnyAll,
     AnyDims,
     ScalarTensor,
+    FullLike,
     /// `.dtype_out` when true (a `ScalarType? dtype` before the out tensor).
     EmbeddingByte(bool),
 }
@@ -160,6 +162,7 @@ impl Kernel {
             "aten::any.all_out" => Kernel::AnyAll,
             "aten::any.dims_out" => Kernel::AnyDims,
             "aten::scalar_tensor.out" => Kernel::ScalarTensor,
+            "aten::full_like.out" => Kernel::FullLike,
             "quantized_decomposed::embedding_byte.out" => Kernel::EmbeddingByte(false),
             "quantized_decomposed::embedding_byte.dtype_out" => Kernel::EmbeddingByte(true),
             _ => return None,
@@ -170,7 +173,11 @@ impl Kernel {
     fn layout(self) -> (usize, usize) {
         match self {
             Kernel::CopyInPlace => (3, 0),
-            Kernel::CopyOut | Kernel::ExpandCopy | Kernel::AnyDim | Kernel::AnyDims => (4, 3),
+            Kernel::CopyOut
+            | Kernel::ExpandCopy
+            | Kernel::AnyDim
+            | Kernel::AnyDims
+            | Kernel::FullLike => (4, 3),
             Kernel::MulScalar => (3, 2),
             Kernel::AnyAll | Kernel::ScalarTensor => (2, 1),
             Kernel::EmbeddingByte(false) => (7, 6),
@@ -245,6 +252,18 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
                 any_reduce(&c, src, &dims, keepdim, out_dtype)?
             }
             Kernel::EmbeddingByte(_) => embedding_byte(&c, out_dtype)?,
+            Kernel::FullLike => {
+                // `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat?
+                // memory_format, Tensor(a!) out)`: self's sizes, every element fill_value.
+                let sizes = c.tensor(0)?.sizes.clone();
+                let fill = c.scalar(1)?;
+                let n = sizes.iter().product::<usize>();
+                let mut data = vec![0u8; n * out_dtype.size_bytes()];
+                for i in 0..n {
+                    write_scalar(out_dtype, &mut data, i, fill)?;
+                }
+                Out { sizes, data }
+            }
             Kernel::ScalarTensor => {
                 let s = c.scalar(0)?;
                 let mut data = vec![0u8; out_dtype.size_bytes()];

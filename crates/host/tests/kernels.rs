@@ -224,7 +224,7 @@ fn unknown_operators_and_bad_args_are_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("1 arguments, the schema needs 2"), "{err}");
-    assert_eq!(SUPPORTED_KERNELS.len(), 10);
+    assert_eq!(SUPPORTED_KERNELS.len(), 11);
 }
 
 #[test]
@@ -291,4 +291,29 @@ fn embedding_byte_dequantizes_rows_per_group() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("embedding_byte") && e.contains("index 3"), "{e}");
+}
+
+#[test]
+fn full_like_fills_self_sizes_in_the_out_dtype() {
+    // self [2, dyn 3 of max 4] float; fill -inf into a float out, then 7 into an int32 out.
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 3], &[0.0; 6]).unwrap(), 0),
+        Value::Double(f64::NEG_INFINITY),
+        Value::Null,
+        out(DType::F32, &[2, 4]),
+    ];
+    run_kernel("aten::full_like.out", &mut v, &[0, 1, 2, 3, 3]).unwrap();
+    let t = tensor(&v, 3);
+    assert_eq!(t.sizes, vec![2, 3]);
+    assert!(f32s(&t).iter().all(|&x| x == f32::NEG_INFINITY), "{t:?}");
+    v[1] = Value::Int(7);
+    v[3] = out(DType::I32, &[2, 3]);
+    run_kernel("aten::full_like.out", &mut v, &[0, 1, 2, 3]).unwrap();
+    let t = tensor(&v, 3);
+    let ints: Vec<i32> = t
+        .data
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(ints, vec![7; 6]);
 }
