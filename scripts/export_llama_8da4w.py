@@ -47,6 +47,14 @@ VARIANTS = {
         "8-bit per-row embedding table (embedding_quantize 8,0), which the partitioner leaves "
         "on the CPU (quantized_decomposed::embedding_byte before the delegate)",
     ),
+    "e10_llama3_tiny_nokv_8da4w": (
+        32,
+        None,
+        False,
+        {"use_kv_cache": False},
+        "no KV cache (use_kv_cache False): every call a whole sequence, the causal mask a bool "
+        "tensor sliced in a delegate, four delegates with CPU ops between them",
+    ),
     "e8_qwen_style_tiny_kvcache_8da4w": (
         32,
         None,
@@ -82,6 +90,8 @@ CALLS = [[5, 17, 99, 3, 64], [127], [0], [42], [7, 88, 21]]
 
 def export(out, name, group, emb, fp16, overrides, what):
     work = tempfile.mkdtemp()
+    overrides = dict(overrides)
+    kv = overrides.pop("use_kv_cache", True)
     params = dict(PARAMS, **overrides)
     params_path = os.path.join(work, "params.json")
     with open(params_path, "w") as f:
@@ -96,8 +106,8 @@ def export(out, name, group, emb, fp16, overrides, what):
     cfg.base.checkpoint = ckpt_path
     cfg.base.model_class = ModelType.llama3
     cfg.base.params = params_path
-    cfg.model.use_kv_cache = True
-    cfg.model.use_sdpa_with_kv_cache = True
+    cfg.model.use_kv_cache = kv
+    cfg.model.use_sdpa_with_kv_cache = kv
     cfg.export.max_seq_length = 16
     cfg.export.max_context_length = 32
     cfg.export.output_dir = work
@@ -120,29 +130,38 @@ def export(out, name, group, emb, fp16, overrides, what):
     cases = []
     pos = 0
     with torch.no_grad():
-        for i, toks in enumerate(CALLS):
+        # Without a KV cache every call is a whole sequence (no input_pos).
+        for i, toks in enumerate(CALLS if kv else [[5, 17, 99, 3, 64], [127], list(range(15))]):
             tokens = torch.tensor([toks], dtype=torch.long)
             input_pos = torch.tensor([pos], dtype=torch.long)
             pos += len(toks)
-            logits = model(tokens, {"input_pos": input_pos})
+            logits = model(tokens, {"input_pos": input_pos}) if kv else model(tokens)
             if isinstance(logits, tuple):
                 logits = logits[0]
+            inputs = [tensor_entry(d, f"case{i}_in0", tokens)]
+            if kv:
+                inputs.append(tensor_entry(d, f"case{i}_in1", input_pos))
             cases.append(
                 {
-                    "inputs": [
-                        tensor_entry(d, f"case{i}_in0", tokens),
-                        tensor_entry(d, f"case{i}_in1", input_pos),
-                    ],
+                    "inputs": inputs,
                     "outputs": [tensor_entry(d, f"case{i}_out0", logits.reshape(1, -1))],
                 }
             )
+    if kv:
+        calls = (
+            "use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, max_context_length 32, "
+            "dynamic token count (1..15). STATEFUL: cases in order: prefill 5 tokens at 0, "
+            "decode at 5, 6, 7, prefill 3 at 8."
+        )
+    else:
+        calls = (
+            "no KV cache, max_seq_length 16, dynamic token count (1..15); calls of 5, 1 and "
+            "15 tokens, each a whole sequence."
+        )
     description = (
         "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
         f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, vocab 128, "
-        f"params {json.dumps(params)}, random weights, use_kv_cache + "
-        "use_sdpa_with_kv_cache, max_seq_length 16, max_context_length 32, dynamic token "
-        "count (1..15). STATEFUL: cases in order: prefill 5 tokens at 0, decode at 5, 6, 7, "
-        "prefill 3 at 8."
+        f"params {json.dumps(params)}, random weights, " + calls
     )
     write_io(
         d,

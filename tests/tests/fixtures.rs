@@ -43,6 +43,7 @@ fixtures! {
     e7_llama3_tiny_kvcache_8da4w_fp16_emb4 => [delegate, cli],
     e8_qwen_style_tiny_kvcache_8da4w => [delegate, cli],
     e9_llama3_tiny_kvcache_8da4w_emb8 => [cli],
+    e10_llama3_tiny_nokv_8da4w => [cli],
     h1_mlp_8da4w => [delegate, cli],
     h2_mlp_8da4w_dynamic_batch => [delegate, cli],
     h3_mlp_int8_weight_only => [delegate, cli],

@@ -662,7 +662,12 @@ fn slice_case(
     step: i64,
     seed: u64,
 ) -> OpCase {
-    let x = Tensor::rand(sizes, seed);
+    slice_case_of(Tensor::rand(sizes, seed), dim, start, end, step)
+}
+
+/// A slice of `x` (any dtype: one-byte elements take the shader's word-packed form).
+fn slice_case_of(x: Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> OpCase {
+    let sizes = x.sizes.clone();
     let want = slice_ref(&x, dim, start, end, step);
     let mut g = CaseGraph::new();
     let xi = g.input_like(&x);
@@ -670,11 +675,16 @@ fn slice_case(
     let si = bound(&mut g, start);
     let ei = bound(&mut g, end);
     let st = g.int(step);
-    let out = g.output(F32, &want.sizes);
+    let out = g.output(x.dtype, &want.sizes);
     g.op(SLICE, &[xi, di, si, ei, st, out]);
+    let dt = if x.dtype == F32 {
+        String::new()
+    } else {
+        format!("{} ", x.dtype.name())
+    };
     OpCase::new(
         SLICE,
-        format!("{sizes:?} dim {dim} [{start:?}:{end:?}:{step}]"),
+        format!("{dt}{sizes:?} dim {dim} [{start:?}:{end:?}:{step}]"),
         g,
     )
     .tol(Tol::EXACT)
@@ -690,6 +700,29 @@ fn slice_cases() -> Vec<OpCase> {
         slice_case(&[4, 6], 0, Some(-100), Some(-1), 1, 9504),
         slice_case(&[2, 3, 5, 7], 3, Some(2), Some(7), 4, 9505),
         slice_case(&[9], 0, None, None, 1, 9506),
+        // One-byte elements (a causal mask's bool slice; int8, uint8), odd sizes so words
+        // straddle rows.
+        slice_case_of(
+            Tensor::rand_int(DataType::Bool, &[7, 9], 0, 1, 9507),
+            1,
+            Some(2),
+            Some(7),
+            1,
+        ),
+        slice_case_of(
+            Tensor::rand_int(DataType::Int8, &[5, 3, 6], -128, 127, 9508),
+            0,
+            Some(1),
+            None,
+            2,
+        ),
+        slice_case_of(
+            Tensor::rand_int(DataType::Uint8, &[13], 0, 255, 9509),
+            0,
+            Some(-11),
+            Some(12),
+            3,
+        ),
     ];
 
     // g3's pattern: a constant table sliced to the current sequence length, the end a

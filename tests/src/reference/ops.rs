@@ -21,12 +21,15 @@ pub const SUPPORTED: &[&str] = &[
     "aten.abs.default",
     "aten.add.Tensor",
     "aten.bmm.default",
+    "aten.cat.default",
     "aten.clone.default",
     "aten.cos.default",
     "aten.div.Tensor",
     "aten.embedding.default",
+    "aten.eq.Scalar",
     "aten.exp.default",
     "aten.index.Tensor",
+    "aten.logical_not.default",
     "aten.linear.default",
     "aten.mm.default",
     "aten.mul.Tensor",
@@ -44,6 +47,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.tanh.default",
     "aten.unsqueeze_copy.default",
     "aten.view_copy.default",
+    "aten.where.self",
     "et_vk.apply_rotary_emb.default",
     "et_vk.apply_rotary_emb_hf.default",
     "et_vk.embedding_q4gsw.default",
@@ -91,6 +95,10 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.add.Tensor" => binary_alpha(g, a, &w, 1.0),
         "aten.sub.Tensor" => binary_alpha(g, a, &w, -1.0),
         "aten.mul.Tensor" => binary(g, a, &w, |x, y| x * y),
+        "aten.eq.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x == y))),
+        "aten.logical_not.default" => unary(g, |x| f64::from(u8::from(x == 0.0))),
+        "aten.where.self" => where_self(g, a, &w),
+        "aten.cat.default" => cat(g, a, &w),
         "aten.div.Tensor" => binary(g, a, &w, |x, y| x / y),
         "aten.linear.default" => linear(g, a, &w),
         "aten.mm.default" => mm(g, a, &w),
@@ -281,6 +289,74 @@ fn broadcast_apply(x: &Tensor, y: &Tensor, w: &str, f: impl Fn(f64, f64) -> f64)
 }
 
 // ---------------------------------------------------------------- elementwise
+
+/// `[condition, self, other, out]`: `condition != 0 ? self : other`, three-way broadcast.
+fn where_self(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let (c, x, y) = (
+        operand(g, a[0], w)?,
+        operand(g, a[1], w)?,
+        operand(g, a[2], w)?,
+    );
+    let sizes = broadcast_shape(&c.sizes, &broadcast_shape(&x.sizes, &y.sizes, w)?, w)?;
+    let (sc, sx, sy) = (
+        broadcast_strides(&c.sizes, &sizes),
+        broadcast_strides(&x.sizes, &sizes),
+        broadcast_strides(&y.sizes, &sizes),
+    );
+    let data = (0..numel(&sizes))
+        .map(|i| {
+            let idx = unravel(i, &sizes);
+            if c.data[dot(&idx, &sc)] != 0.0 {
+                x.data[dot(&idx, &sx)]
+            } else {
+                y.data[dot(&idx, &sy)]
+            }
+        })
+        .collect();
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[ValueList(tensors), dim, out]`: concatenation along `dim` (negative allowed); 1-D
+/// empty tensors are skipped, as PyTorch does.
+fn cat(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let ids = g.value_list(a[0], w)?;
+    let parts: Vec<Tensor> = ids
+        .iter()
+        .map(|&v| g.tensor(v, w).cloned())
+        .collect::<R<Vec<_>>>()?
+        .into_iter()
+        .filter(|t| !(t.sizes.len() == 1 && t.sizes[0] == 0))
+        .collect();
+    let Some(first) = parts.first() else {
+        return Err(format!("{w}: nothing to concatenate"));
+    };
+    let rank = first.sizes.len();
+    let d = norm_dim(g.int(a[1], w)?, rank, w)?;
+    let mut sizes = first.sizes.clone();
+    sizes[d] = 0;
+    for t in &parts {
+        let same =
+            t.sizes.len() == rank && (0..rank).all(|i| i == d || t.sizes[i] == first.sizes[i]);
+        if !same {
+            return Err(format!(
+                "{w}: sizes {:?} and {:?} do not concatenate on dim {d}",
+                first.sizes, t.sizes
+            ));
+        }
+        sizes[d] += t.sizes[d];
+    }
+    let outer: usize = sizes[..d].iter().product();
+    let mut data = Vec::with_capacity(numel(&sizes));
+    for o in 0..outer {
+        for t in &parts {
+            let chunk: usize = t.sizes[d..].iter().product();
+            data.extend_from_slice(&t.data[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    g.put(a[2], sizes, data, w)
+}
 
 fn unary_op(g: &mut RefGraph, a: &[usize], w: &str, f: fn(f64) -> f64) -> R<()> {
     nargs(a, 2, w)?;

@@ -11,6 +11,7 @@
 //! tensor while the output is still live.
 
 use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
@@ -21,6 +22,15 @@ use crate::registry::{OpBuildFn, Registry};
 
 /// Dtypes the `copy` / `permute` shaders have variants for.
 const COPY_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
+/// `slice_copy` also moves one-byte elements (export_llm's causal mask is a bool tensor).
+const SLICE_DTYPES: &[DataType] = &[
+    DataType::Float32,
+    DataType::Float16,
+    DataType::Int32,
+    DataType::Bool,
+    DataType::Int8,
+    DataType::Uint8,
+];
 /// Rank limit of the `permute` shader's push constants.
 const MAX_RANK: usize = 8;
 
@@ -60,8 +70,8 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         (
             "aten.slice_copy.Tensor",
             build_slice_copy,
-            COPY_DTYPES,
-            "strided slice copy along one dim; start/end Int, SymInt or None, clamped as PyTorch; step >= 1",
+            SLICE_DTYPES,
+            "strided slice copy along one dim; start/end Int, SymInt or None, clamped as PyTorch; step >= 1; one-byte elements (bool masks) four to a word",
         ),
         (
             "sym_size.int",
@@ -361,7 +371,13 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     let rank = s.max_dims(x).len();
     let d = norm_dim(dim, rank, &what)?;
-    let shader = data_shader("slice", dt, call)?;
+    // One-byte elements (bool masks, int8) go four to a word.
+    let bytes = dt.size_bytes() == 1;
+    let shader = if bytes {
+        ShaderId::SliceU8
+    } else {
+        data_shader("slice", dt, call)?
+    };
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let resolve = |b: Bound| -> Result<Option<i64>> {
             Ok(match b {
@@ -387,7 +403,11 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
                 .u32(to_u32(first, "start")?)
                 .u32(to_u32(step as usize, "step")?)
                 .finish(),
-            global: Global::Linear(numel as u64),
+            global: Global::Linear(if bytes {
+                numel.div_ceil(4) as u64
+            } else {
+                numel as u64
+            }),
         })
     })
 }
