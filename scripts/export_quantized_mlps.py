@@ -2,8 +2,8 @@
 """Export small torchao-quantized MLPs through ExecuTorch's Vulkan partitioner: 8da4w (int8
 dynamic per-token activations, int4 group-wise weights, Int8DynamicActivationIntxWeightConfig)
 int8 weight-only (IntxWeightOnlyConfig(int8, PerAxis(0)): dequantize_affine before
-aten.linear in the delegate) and PT2E 8-bit weights (VulkanQuantizer: _weight_int8pack_mm),
-in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
+aten.linear in the delegate) and PT2E 8-bit weights (VulkanQuantizer: _weight_int8pack_mm), and
+an 8da4w torch.nn.TransformerEncoderLayer, in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
 top-level graph's ops in export.json). Expected outputs are eager PyTorch on the same quantized
 module.
 
@@ -63,9 +63,23 @@ def pt2e_8bit_weights(model, example):
     return convert_pt2e(prepared)
 
 
-def export(out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=False):
+def encoder_layer():
+    """torch.nn.TransformerEncoderLayer (d_model 64, 4 heads, GELU feed-forward 128)."""
+    return torch.nn.TransformerEncoderLayer(
+        d_model=64,
+        nhead=4,
+        dim_feedforward=128,
+        dropout=0.0,
+        batch_first=True,
+        activation="gelu",
+    )
+
+
+def export(
+    out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=False, build=Mlp
+):
     torch.manual_seed(27)
-    model = Mlp().eval()
+    model = build().eval()
     example = (torch.randn(shapes[0]),)
     if pt2e:
         model = pt2e_8bit_weights(model, example)
@@ -154,6 +168,16 @@ def main():
         [[4, 128], [4, 128]],
         False,
         pt2e=True,
+    )
+    export(
+        out,
+        "h5_encoder_layer_8da4w",
+        "torch.nn.TransformerEncoderLayer (d_model 64, 4 heads, GELU feed-forward 128, "
+        "batch_first) with 8da4w linears (the attention's packed in_proj stays fp32); "
+        "input [2, 8, 64]: three delegates with CPU ops between them",
+        [[2, 8, 64], [2, 8, 64]],
+        False,
+        build=encoder_layer,
     )
 
 

@@ -48,6 +48,7 @@ fixtures! {
     h2_mlp_8da4w_dynamic_batch => [delegate, cli],
     h3_mlp_int8_weight_only => [delegate, cli],
     h4_mlp_pt2e_int8_weights => [delegate, cli],
+    h5_encoder_layer_8da4w => [cli],
 }
 
 fn delegate(name: &str) {

@@ -302,11 +302,11 @@ fn erf(z: f64) -> f64 {
     r.copysign(z)
 }
 
-fn gelu_erf(x: f64) -> f64 {
+pub(crate) fn gelu_erf(x: f64) -> f64 {
     0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
 }
 
-fn gelu_tanh(x: f64) -> f64 {
+pub(crate) fn gelu_tanh(x: f64) -> f64 {
     let k = (2.0 / std::f64::consts::PI).sqrt();
     0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
 }

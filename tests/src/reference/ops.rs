@@ -28,11 +28,15 @@ pub const SUPPORTED: &[&str] = &[
     "aten.embedding.default",
     "aten.eq.Scalar",
     "aten.exp.default",
+    "aten.expand_copy.default",
+    "aten.full_like.default",
+    "aten.gelu.default",
     "aten.index.Tensor",
     "aten.logical_not.default",
     "aten.linear.default",
     "aten.mm.default",
     "aten.mul.Tensor",
+    "aten.native_layer_norm.default",
     "aten.neg.default",
     "aten.permute_copy.default",
     "aten.relu.default",
@@ -99,6 +103,28 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.logical_not.default" => unary(g, |x| f64::from(u8::from(x == 0.0))),
         "aten.where.self" => where_self(g, a, &w),
         "aten.cat.default" => cat(g, a, &w),
+        "aten.gelu.default" => {
+            nargs(a, 3, &w)?;
+            let tanh = matches!(g.value(a[1]), Value::String(m) if m == "tanh");
+            let f = if tanh {
+                crate::cases::unary::gelu_tanh
+            } else {
+                crate::cases::unary::gelu_erf
+            };
+            let x = g.tensor(a[0], &w)?;
+            let (sizes, data) = (x.sizes.clone(), x.data.iter().map(|&v| f(v)).collect());
+            g.put(a[2], sizes, data, &w)
+        }
+        "aten.expand_copy.default" => expand_copy(g, a, &w),
+        "aten.full_like.default" => {
+            // [self, fill_value, dtype, layout, device, pin_memory, memory_format, out]
+            nargs(a, 8, &w)?;
+            let sizes = g.tensor(a[0], &w)?.sizes.clone();
+            let v = g.double(a[1], &w)?;
+            let n = numel(&sizes);
+            g.put(a[7], sizes, vec![v; n], &w)
+        }
+        "aten.native_layer_norm.default" => layer_norm(g, a, &w),
         "aten.div.Tensor" => binary(g, a, &w, |x, y| x / y),
         "aten.linear.default" => linear(g, a, &w),
         "aten.mm.default" => mm(g, a, &w),
@@ -315,6 +341,82 @@ fn where_self(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         })
         .collect();
     g.put(a[3], sizes, data, w)
+}
+
+/// `[x, size, implicit, out]`: broadcast x to `size` (new leading dims; -1 keeps a dim).
+fn expand_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let want = g.int_list(a[1], w)?;
+    if want.len() < x.sizes.len() {
+        return Err(format!(
+            "{w}: size {want:?} has fewer dims than x {:?}",
+            x.sizes
+        ));
+    }
+    let off = want.len() - x.sizes.len();
+    let mut sizes = Vec::with_capacity(want.len());
+    for (i, &s) in want.iter().enumerate() {
+        let own = i.checked_sub(off).map(|j| x.sizes[j]);
+        sizes.push(match (s, own) {
+            (-1, Some(n)) => n,
+            (s, Some(n)) if s >= 0 && (n == 1 || n == s as usize) => s as usize,
+            (s, None) if s >= 0 => s as usize,
+            _ => return Err(format!("{w}: cannot expand {:?} to {want:?}", x.sizes)),
+        });
+    }
+    let st = broadcast_strides(&x.sizes, &sizes);
+    let data = gather(&x.data, &sizes, |idx| dot(idx, &st));
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[input, normalized_shape, weight?, bias?, eps, (out, mean, rstd)]`: over the trailing
+/// `len(normalized_shape)` dims, biased variance; mean / rstd sized `input.shape[:axis]` +
+/// ones.
+fn layer_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let shape = g.int_list(a[1], w)?;
+    let (wt, b) = (
+        g.opt_tensor(a[2], w)?.cloned(),
+        g.opt_tensor(a[3], w)?.cloned(),
+    );
+    let eps = g.double(a[4], w)?;
+    let outs = g.value_list(a[5], w)?;
+    let k = shape.len();
+    if k == 0 || k > x.sizes.len() || outs.len() != 3 {
+        return Err(format!(
+            "{w}: normalized_shape {shape:?} for input {:?}",
+            x.sizes
+        ));
+    }
+    let axis = x.sizes.len() - k;
+    let n: usize = x.sizes[axis..].iter().product();
+    let rows = x.data.len().checked_div(n).unwrap_or(0);
+    let (mut out, mut means, mut rstds) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rows {
+        let row = &x.data[r * n..(r + 1) * n];
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for (j, v) in row.iter().enumerate() {
+            let mut y = (v - mean) * rstd;
+            if let Some(t) = &wt {
+                y *= t.data[j];
+            }
+            if let Some(t) = &b {
+                y += t.data[j];
+            }
+            out.push(y);
+        }
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    let mut stat = x.sizes[..axis].to_vec();
+    stat.extend(std::iter::repeat_n(1, k));
+    g.put(outs[0], x.sizes.clone(), out, w)?;
+    g.put(outs[1], stat.clone(), means, w)?;
+    g.put(outs[2], stat, rstds, w)
 }
 
 /// `[ValueList(tensors), dim, out]`: concatenation along `dim` (negative allowed); 1-D
