@@ -171,6 +171,15 @@ def main():
     )
     export(
         out,
+        "h6_mlp_int4_per_channel",
+        "the h1 MLP with torchao IntxWeightOnlyConfig(int4, PerAxis(0)) (et_vk.linear_q4gsw "
+        "with one group per row); input [4,128]",
+        [[4, 128], [4, 128]],
+        False,
+        IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerAxis(0)),
+    )
+    export(
+        out,
         "h5_encoder_layer_8da4w",
         "torch.nn.TransformerEncoderLayer (d_model 64, 4 heads, GELU feed-forward 128, "
         "batch_first) with 8da4w linears (the attention's packed in_proj stays fp32); "

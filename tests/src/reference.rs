@@ -261,3 +261,35 @@ pub fn torchao_int8_fake_quant(v: f32, scale: f32, zp: f32) -> f32 {
     let q = ((v * (1.0f32 / scale)).round_ties_even() + zp).clamp(-128.0, 127.0);
     (q - zp) * scale
 }
+
+/// Layer norm of `rows` rows of `n` values (biased variance), optional `weight` / `bias`
+/// over the row: `(out, mean per row, rstd per row)`, in f64.
+pub fn layer_norm_rows(
+    x: &[f64],
+    n: usize,
+    weight: Option<&[f64]>,
+    bias: Option<&[f64]>,
+    eps: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let rows = x.len().checked_div(n).unwrap_or(0);
+    let mut out = Vec::with_capacity(rows * n);
+    let (mut means, mut rstds) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for row in x.chunks_exact(n.max(1)).take(rows) {
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for (j, v) in row.iter().enumerate() {
+            let mut y = (v - mean) * rstd;
+            if let Some(w) = weight {
+                y *= w[j];
+            }
+            if let Some(b) = bias {
+                y += b[j];
+            }
+            out.push(y);
+        }
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    (out, means, rstds)
+}

@@ -49,6 +49,7 @@ fixtures! {
     h3_mlp_int8_weight_only => [delegate, cli],
     h4_mlp_pt2e_int8_weights => [delegate, cli],
     h5_encoder_layer_8da4w => [cli],
+    h6_mlp_int4_per_channel => [delegate, cli],
 }
 
 fn delegate(name: &str) {

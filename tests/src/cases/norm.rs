@@ -26,27 +26,13 @@ fn layer_norm_ref(
     let rank = x.sizes.len();
     let axis = rank - k;
     let n: usize = x.sizes[axis..].iter().product();
-    let rows: usize = x.sizes[..axis].iter().product();
-    let mut out = Vec::with_capacity(x.numel());
-    let (mut means, mut rstds) = (Vec::new(), Vec::new());
-    for r in 0..rows {
-        let row = &x.data[r * n..(r + 1) * n];
-        let mean = row.iter().sum::<f64>() / n as f64;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
-        let rstd = 1.0 / (var + eps).sqrt();
-        for (j, v) in row.iter().enumerate() {
-            let mut y = (v - mean) * rstd;
-            if let Some(w) = w {
-                y *= w.data[j];
-            }
-            if let Some(b) = b {
-                y += b.data[j];
-            }
-            out.push(y);
-        }
-        means.push(mean);
-        rstds.push(rstd);
-    }
+    let (out, means, rstds) = crate::reference::layer_norm_rows(
+        &x.data,
+        n,
+        w.map(|t| t.data.as_slice()),
+        b.map(|t| t.data.as_slice()),
+        eps,
+    );
     let mut stat = x.sizes[..axis].to_vec();
     stat.resize(rank, 1);
     [

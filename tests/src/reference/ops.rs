@@ -392,26 +392,13 @@ fn layer_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     }
     let axis = x.sizes.len() - k;
     let n: usize = x.sizes[axis..].iter().product();
-    let rows = x.data.len().checked_div(n).unwrap_or(0);
-    let (mut out, mut means, mut rstds) = (Vec::new(), Vec::new(), Vec::new());
-    for r in 0..rows {
-        let row = &x.data[r * n..(r + 1) * n];
-        let mean = row.iter().sum::<f64>() / n as f64;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
-        let rstd = 1.0 / (var + eps).sqrt();
-        for (j, v) in row.iter().enumerate() {
-            let mut y = (v - mean) * rstd;
-            if let Some(t) = &wt {
-                y *= t.data[j];
-            }
-            if let Some(t) = &b {
-                y += t.data[j];
-            }
-            out.push(y);
-        }
-        means.push(mean);
-        rstds.push(rstd);
-    }
+    let (out, means, rstds) = crate::reference::layer_norm_rows(
+        &x.data,
+        n,
+        wt.as_ref().map(|t| t.data.as_slice()),
+        b.as_ref().map(|t| t.data.as_slice()),
+        eps,
+    );
     let mut stat = x.sizes[..axis].to_vec();
     stat.extend(std::iter::repeat_n(1, k));
     g.put(outs[0], x.sizes.clone(), out, w)?;
@@ -1414,6 +1401,17 @@ fn wrap_index(v: f64, size: usize, w: &str) -> R<usize> {
     Ok(j as usize)
 }
 
+/// The table row of index `t`; embeddings do not wrap negative indices (unlike
+/// index.Tensor).
+fn table_row(t: f64, vocab: usize, w: &str) -> R<usize> {
+    if t < 0.0 || t >= vocab as f64 {
+        return Err(format!(
+            "{w}: index {t} out of range for vocabulary {vocab}"
+        ));
+    }
+    Ok(t as usize)
+}
+
 /// `[weight [V, D], indices, padding_idx, scale_grad_by_freq, sparse, out]`.
 fn embedding(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     nargs(a, 6, w)?;
@@ -1424,13 +1422,7 @@ fn embedding(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let (vocab, d) = (wt.sizes[0], wt.sizes[1]);
     let mut data = Vec::with_capacity(idx.numel() * d);
     for &t in &idx.data {
-        // Unlike index.Tensor, embedding does not wrap negative indices.
-        if t < 0.0 || t >= vocab as f64 {
-            return Err(format!(
-                "{w}: index {t} out of range for vocabulary {vocab}"
-            ));
-        }
-        let r = t as usize;
+        let r = table_row(t, vocab, w)?;
         data.extend_from_slice(&wt.data[r * d..(r + 1) * d]);
     }
     let mut sizes = idx.sizes.clone();
@@ -1464,12 +1456,7 @@ fn embedding_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     }
     let mut data = Vec::with_capacity(idx.numel() * d);
     for &t in &idx.data {
-        if t < 0.0 || t >= vocab as f64 {
-            return Err(format!(
-                "{w}: index {t} out of range for vocabulary {vocab}"
-            ));
-        }
-        let r = t as usize;
+        let r = table_row(t, vocab, w)?;
         for c in 0..d {
             let byte = wt.data[r * (d / 2) + c / 2] as u32;
             let low = (c % 2 == 0) == linear;

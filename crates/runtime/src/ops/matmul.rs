@@ -6,12 +6,10 @@
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{
-    gvalue_kind, ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCall, Packed,
-};
+use crate::builder::{Dispatch, GraphBuilder, Layout, OpCall, Packed};
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::{broadcast_strides, to_u32, Global, Launch, Push, TensorId};
-use crate::ops::{float_shader, same_dtype};
+use crate::ops::{constant_arg, float_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
@@ -124,18 +122,8 @@ fn build_weight_int8pack_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resu
     let what = call.what();
     let x = g.tensor_arg(call, 0)?;
     let out = g.tensor_arg(call, 3)?;
-    let constant = |g: &GraphBuilder<'_>, i: usize, name: &str| -> Result<ConstantInfo> {
-        let v = call.arg(i)?;
-        match g.value(v)? {
-            GValue::TensorRef(c) => Ok(c.clone()),
-            other => Err(invalid_program(format!(
-                "{what}: {name} (arg {i}) must be a constant tensor, got {}",
-                gvalue_kind(other)
-            ))),
-        }
-    };
-    let wc = constant(g, 1, "weight")?;
-    let sc = constant(g, 2, "scales")?;
+    let wc = constant_arg(g, call, 1, "int8 weight")?;
+    let sc = constant_arg(g, call, 2, "scales")?;
     let (n, k) = match (wc.dtype, wc.dims.as_slice()) {
         (DataType::Int8, &[n, k]) => (n, k),
         _ => {

@@ -123,3 +123,27 @@ pub fn same_dtype(call: &OpCall, dts: &[DataType]) -> Result<DataType> {
     }
     Ok(first)
 }
+
+/// The constant behind arg `i` of `call`, or an error naming the op, the arg and `what` it
+/// is (for arguments packed once at load: 4-bit weights and their scales, int8 weights).
+pub(crate) fn constant_arg(
+    g: &crate::builder::GraphBuilder<'_>,
+    call: &OpCall,
+    i: usize,
+    what: &str,
+) -> Result<crate::builder::ConstantInfo> {
+    use crate::builder::GValue;
+    let v = call.arg(i)?;
+    match g.value(v)? {
+        GValue::TensorRef(c) => Ok(c.clone()),
+        GValue::Tensor(_) => Err(unsupported(format!(
+            "{}: {what} (arg {i}, value {v}) is a runtime tensor; {what} must be a constant (packed at load)",
+            call.what()
+        ))),
+        other => Err(crate::error::invalid_program(format!(
+            "{}: {what} (arg {i}, value {v}) must be a constant tensor, got {}",
+            call.what(),
+            crate::builder::gvalue_kind(other)
+        ))),
+    }
+}

@@ -124,6 +124,7 @@ use crate::api::Result;
 use crate::builder::{ConstantInfo, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{internal, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
+use crate::ops::constant_arg;
 use crate::prepack::q4::{self, NibbleOrder};
 use crate::registry::{OpEntry, Registry};
 
@@ -227,24 +228,6 @@ struct Q4 {
 
 fn big_tiles_ok(g: &GraphBuilder<'_>) -> bool {
     g.caps().max_shared_memory_size >= T128_SHARED_BYTES
-}
-
-/// The constant behind arg `i`, or an error naming the op (4-bit weights and their scales
-/// are packed at load, so they must be constants).
-fn constant_arg(g: &GraphBuilder<'_>, call: &OpCall, i: usize, what: &str) -> Result<ConstantInfo> {
-    let v = call.arg(i)?;
-    match g.value(v)? {
-        GValue::TensorRef(c) => Ok(c.clone()),
-        GValue::Tensor(_) => Err(unsupported(format!(
-            "{}: {what} (arg {i}, value {v}) is a runtime tensor; 4-bit {what} must be a constant (packed at load)",
-            call.what()
-        ))),
-        other => Err(invalid_program(format!(
-            "{}: {what} (arg {i}, value {v}) must be a constant tensor, got {}",
-            call.what(),
-            crate::builder::gvalue_kind(other)
-        ))),
-    }
 }
 
 /// Check and prepack the 4-bit weight of arg `i`: uint8 `[N, row_bytes]`.
