@@ -49,6 +49,7 @@ pub mod ir;
 pub mod program;
 pub mod program_ir;
 pub mod program_writer;
+mod realign;
 pub mod vkgraph;
 pub mod writer;
 

@@ -8,6 +8,7 @@ use crate::program_ir::{
     BackendDelegate, Chain, DelegateData, EValue, ExecutionPlan, ExtendedHeader, Instruction,
     Operator, PlanTensor, Program, TensorData,
 };
+use crate::realign::realign_unaligned_vectors;
 use crate::vkgraph::{check_index, checked_numel};
 
 const PTE: &str = "pte";
@@ -159,10 +160,15 @@ fn parse_borrowed(bytes: &[u8]) -> Result<Parsed, FormatError> {
         None => bytes,
     };
     let opts = verifier_options(fb.len());
-    let root = et::root_as_program_with_opts(&opts, fb).map_err(|e| FormatError::Verifier {
+    let verifier_error = |e: flatbuffers::InvalidFlatbuffer| FormatError::Verifier {
         ctx: PTE,
         detail: e.to_string(),
-    })?;
+    };
+    // Byte vectors never move, so ranges found in the realigned copy hold in `bytes` too.
+    let fb = realign_unaligned_vectors(fb, |b| et::root_as_program_with_opts(&opts, b).map(|_| ()))
+        .map_err(verifier_error)?;
+    let fb: &[u8] = &fb;
+    let root = et::root_as_program_with_opts(&opts, fb).map_err(verifier_error)?;
 
     // Segments, relative to segment_base_offset.
     let mut segments = Vec::new();
@@ -223,7 +229,7 @@ fn parse_borrowed(bytes: &[u8]) -> Result<Parsed, FormatError> {
         .backend_delegate_data()
         .iter()
         .flatten()
-        .map(|d| d.data().map_or(0..0, |v| range_in(bytes, v.bytes())))
+        .map(|d| d.data().map_or(0..0, |v| range_in(fb, v.bytes())))
         .collect();
 
     let subsegment =
@@ -254,7 +260,7 @@ fn parse_borrowed(bytes: &[u8]) -> Result<Parsed, FormatError> {
         .constant_buffer()
         .iter()
         .flatten()
-        .map(|b| b.storage().map_or(0..0, |v| range_in(bytes, v.bytes())))
+        .map(|b| b.storage().map_or(0..0, |v| range_in(fb, v.bytes())))
         .collect();
     let ctx = DataCtx {
         len: bytes.len(),

@@ -6,6 +6,7 @@ use crate::ir::{
     ConstantSource, DataType, DelegateHeader, OperatorCall, TensorValue, Value, VkGraph,
     VulkanDelegate,
 };
+use crate::realign::realign_unaligned_vectors;
 
 const HDR: &str = "VH00";
 const VKG: &str = "VkGraph";
@@ -222,10 +223,15 @@ pub fn parse_vkgraph(fb: &[u8]) -> Result<VkGraph, FormatError> {
         });
     }
     let opts = verifier_options(fb.len());
-    let root = vk::root_as_vk_graph_with_opts(&opts, fb).map_err(|e| FormatError::Verifier {
+    let verifier_error = |e: flatbuffers::InvalidFlatbuffer| FormatError::Verifier {
         ctx: VKG,
         detail: e.to_string(),
-    })?;
+    };
+    let fb =
+        realign_unaligned_vectors(fb, |b| vk::root_as_vk_graph_with_opts(&opts, b).map(|_| ()))
+            .map_err(verifier_error)?;
+    let fb: &[u8] = &fb;
+    let root = vk::root_as_vk_graph_with_opts(&opts, fb).map_err(verifier_error)?;
 
     let constants_fb = root.constants();
     let n_constants = constants_fb.map_or(0, |c| c.len());
