@@ -47,7 +47,7 @@ fn move_vector(buf: &mut Vec<u8>, field: usize, payload: usize, elem: usize) -> 
         return None;
     }
     // The new length field sits 4 bytes before an `elem`-aligned payload (elem <= 8).
-    while (buf.len() + 4) % elem.max(4) != 0 {
+    while !(buf.len() + 4).is_multiple_of(elem.max(4)) {
         buf.push(0);
     }
     let new_vector = buf.len();
