@@ -3,7 +3,7 @@
 // RELU: max(x, 0). SIGMOID: 1 / (1 + exp(-x)). ABS, NEG, EXP, SQRT, RSQRT, SIN, COS, TANH.
 // GELU: x * Phi(x) (erf form). GELU_TANH: PyTorch's approximate="tanh" form.
 // CLAMP: min(max(x, p0), p1) (hardtanh and clamp; a missing bound is passed as +-inf).
-// LEAKY_RELU: x >= 0 ? x : p0 * x.
+// LEAKY_RELU: x >= 0 ? x : p0 * x. HARDSWISH: x * min(max(x + 3, 0), 6) / 6 (PyTorch's order).
 #include "common.glsl"
 
 // Values of the OP define (the manifest passes -DOP=RELU etc.).
@@ -21,6 +21,7 @@
 #define GELU_TANH 12
 #define CLAMP 13
 #define LEAKY_RELU 14
+#define HARDSWISH 15
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
@@ -84,6 +85,9 @@ void main() {
   float r = isnan(x) ? x : min(max(x, p.p0), p.p1);
 #elif OP == LEAKY_RELU
   float r = x >= 0.0 ? x : p.p0 * x;
+#elif OP == HARDSWISH
+  // -inf gives -inf * 0 = NaN, as PyTorch; a NaN x stays NaN through the product.
+  float r = x * clamp(x + 3.0, 0.0, 6.0) / 6.0;
 #else
 #error "unary.comp: unknown OP"
 #endif

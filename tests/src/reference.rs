@@ -293,3 +293,154 @@ pub fn layer_norm_rows(
     }
     (out, means, rstds)
 }
+
+/// The arguments of a convolution (`aten.convolution`), per spatial dim (1 or 2 of them).
+#[derive(Debug, Clone)]
+pub struct ConvParams {
+    /// Stride per spatial dim.
+    pub stride: Vec<usize>,
+    /// Zero padding per spatial dim (both sides).
+    pub padding: Vec<usize>,
+    /// Dilation per spatial dim.
+    pub dilation: Vec<usize>,
+    /// Transposed convolution (weight `[C_in, C_out / groups, k...]`).
+    pub transposed: bool,
+    /// Extra output size of a transposed convolution, per spatial dim.
+    pub output_padding: Vec<usize>,
+    /// Channel groups.
+    pub groups: usize,
+}
+
+/// Convolution of `x [N, C_in, spatial...]` (1 or 2 spatial dims) in f64, from the
+/// definition: every output element sums input * weight over the taps that land inside the
+/// input. Transposed convolutions scatter each input element instead (the adjoint), which is
+/// a different loop from the gather the GPU kernel does. Then clamped to `clamp`.
+pub fn conv(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    p: &ConvParams,
+    clamp: (f64, f64),
+    out_dtype: DataType,
+) -> Tensor {
+    let sd = x.sizes.len() - 2;
+    // View 1-D as 2-D with height 1; a single-entry list applies to every spatial dim.
+    let lift = |v: &[usize], unit: usize| -> [usize; 2] {
+        match (sd, v) {
+            (1, [a]) => [unit, *a],
+            (_, [a]) => [*a, *a],
+            (_, v) => [v[0], v[1]],
+        }
+    };
+    let (n, c_in) = (x.sizes[0], x.sizes[1]);
+    let [h, wd] = lift(&x.sizes[2..], 1);
+    let [kh, kw] = lift(&w.sizes[2..], 1);
+    let [sh, sw] = lift(&p.stride, 1);
+    let [ph, pw] = lift(&p.padding, 0);
+    let [dh, dw] = lift(&p.dilation, 1);
+    let [oph, opw] = lift(&p.output_padding, 0);
+    let g = p.groups;
+    let (c_out, oh, ow) = if p.transposed {
+        let ext = |i: usize, s: usize, pd: usize, d: usize, k: usize, op: usize| {
+            (i - 1) * s + d * (k - 1) + op + 1 - 2 * pd
+        };
+        (
+            w.sizes[1] * g,
+            ext(h, sh, ph, dh, kh, oph),
+            ext(wd, sw, pw, dw, kw, opw),
+        )
+    } else {
+        let ext = |i: usize, s: usize, pd: usize, d: usize, k: usize| {
+            (i + 2 * pd - d * (k - 1) - 1) / s + 1
+        };
+        (w.sizes[0], ext(h, sh, ph, dh, kh), ext(wd, sw, pw, dw, kw))
+    };
+    let (cin_g, cout_g) = (c_in / g, c_out / g);
+    let mut out = vec![0.0; n * c_out * oh * ow];
+    let xi = |b: usize, c: usize, y: usize, z: usize| x.data[((b * c_in + c) * h + y) * wd + z];
+    let wi =
+        |a: usize, b: usize, y: usize, z: usize| w.data[((a * w.sizes[1] + b) * kh + y) * kw + z];
+    for b in 0..n {
+        for gi in 0..g {
+            for ci in 0..cin_g {
+                let c = gi * cin_g + ci;
+                for co in 0..cout_g {
+                    let o = gi * cout_g + co;
+                    for y in 0..kh {
+                        for z in 0..kw {
+                            if p.transposed {
+                                // Input (iy, iz) lands on output iy * s - p + tap * d.
+                                for iy in 0..h {
+                                    let ty = (iy * sh + y * dh) as i64 - ph as i64;
+                                    if ty < 0 || ty >= oh as i64 {
+                                        continue;
+                                    }
+                                    for iz in 0..wd {
+                                        let tz = (iz * sw + z * dw) as i64 - pw as i64;
+                                        if tz < 0 || tz >= ow as i64 {
+                                            continue;
+                                        }
+                                        let at =
+                                            ((b * c_out + o) * oh + ty as usize) * ow + tz as usize;
+                                        out[at] += xi(b, c, iy, iz) * wi(c, co, y, z);
+                                    }
+                                }
+                            } else {
+                                for oy in 0..oh {
+                                    let iy = (oy * sh + y * dh) as i64 - ph as i64;
+                                    if iy < 0 || iy >= h as i64 {
+                                        continue;
+                                    }
+                                    for oz in 0..ow {
+                                        let iz = (oz * sw + z * dw) as i64 - pw as i64;
+                                        if iz < 0 || iz >= wd as i64 {
+                                            continue;
+                                        }
+                                        let at = ((b * c_out + o) * oh + oy) * ow + oz;
+                                        out[at] +=
+                                            xi(b, c, iy as usize, iz as usize) * wi(o, ci, y, z);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (i, v) in out.iter_mut().enumerate() {
+        let o = (i / (oh * ow)) % c_out;
+        *v += bias.map_or(0.0, |t| t.data[o]);
+        *v = v.max(clamp.0).min(clamp.1);
+    }
+    let mut sizes = vec![n, c_out];
+    if sd == 2 {
+        sizes.push(oh);
+    }
+    sizes.push(ow);
+    Tensor::new(out_dtype, &sizes, out)
+}
+
+/// Inference batch norm over dim 1 of `x [N, C, ...]` with running statistics, in f64.
+pub fn batch_norm(
+    x: &Tensor,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    mean: &Tensor,
+    var: &Tensor,
+    eps: f64,
+) -> Tensor {
+    let c = x.sizes[1];
+    let inner: usize = x.sizes[2..].iter().product();
+    let data = x
+        .data
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let ch = (i / inner.max(1)) % c;
+            let y = (v - mean.data[ch]) / (var.data[ch] + eps).sqrt();
+            y * w.map_or(1.0, |t| t.data[ch]) + b.map_or(0.0, |t| t.data[ch])
+        })
+        .collect();
+    Tensor::new(x.dtype, &x.sizes, data)
+}

@@ -7,7 +7,8 @@
 //! - `every_dynamic_length_matches_the_reference`: every fixture whose delegates were
 //!   compiled with `require_dynamic_shapes` is loaded once on the GPU and run at every
 //!   length of its dynamic dim from 1 to the exported maximum, then at random lengths
-//!   (shrinking and growing), on fresh random inputs, against the reference.
+//!   (shrinking and growing), on fresh random inputs, against the reference. A length the
+//!   model cannot take (shorter than a convolution's kernel) must fail on both.
 
 use etvk_tests::fixtures::load_io;
 use etvk_tests::graph_reference::sweep::{
@@ -48,11 +49,13 @@ fn every_dynamic_length_matches_the_reference() {
         match sweep(&name, &be, EXTRA_LENGTHS) {
             Ok(r) => {
                 println!(
-                    "{name}: swept {} lengths (every length 1..={} of input dims {:?}, then {:?})",
+                    "{name}: swept {} lengths (every length 1..={} of input dims {:?}, then {:?}); {} refused by GPU and reference alike (longest {:?})",
                     r.lengths.len(),
                     r.max,
                     r.dims,
-                    &r.lengths[r.max..]
+                    &r.lengths[r.max..],
+                    r.refused.len(),
+                    r.refused.iter().max()
                 );
                 swept.push(name);
             }

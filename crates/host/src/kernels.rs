@@ -6,8 +6,9 @@
 //! its schema length; any further args are treated as aliases of the output and receive
 //! the same result.
 
-use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
+use crate::dtype::{f16_to_f32, f32_to_f16, read_scalar, write_scalar, DType, Scalar};
 use crate::error::{HostError, Result};
+use crate::tensor::{alloc_zeroed, checked_numel};
 use crate::values::{resolve_int_list, TensorSlot, Value};
 
 /// The operators this host runs on the CPU, as `name.overload` (`aten::copy_` has the
@@ -22,6 +23,9 @@ pub const SUPPORTED_KERNELS: &[&str] = &[
     "aten::any.dims_out",
     "aten::scalar_tensor.out",
     "aten::full_like.out",
+    "aten::as_strided_copy.out",
+    "aten::mean.out",
+    "aten::convolution.out",
     "quantized_decomposed::embedding_byte.out",
     "quantized_decomposed::embedding_byte.dtype_out",
 ];
@@ -80,6 +84,45 @@ impl<'a> Ctx<'a> {
             Value::Int(i) => Ok(*i),
             v => Err(self.err(format!(
                 "argument {pos} is a {}, expected an Int",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    /// An `int?` argument: `None` for a Null value.
+    fn opt_int(&self, pos: usize) -> Result<Option<i64>> {
+        match self.value(pos)? {
+            Value::Int(i) => Ok(Some(*i)),
+            Value::Null => Ok(None),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected an Int or None",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    /// A `ScalarType?` argument (an Int holding the ScalarType code): `None` for Null.
+    fn opt_dtype(&self, pos: usize) -> Result<Option<DType>> {
+        match self.opt_int(pos)? {
+            None => Ok(None),
+            Some(code) => i32::try_from(code)
+                .ok()
+                .and_then(DType::from_code)
+                .map(Some)
+                .ok_or_else(|| {
+                    self.err(format!(
+                        "argument {pos}: ScalarType code {code} is not a dtype this host holds"
+                    ))
+                }),
+        }
+    }
+
+    /// A required `bool` argument.
+    fn bool(&self, pos: usize) -> Result<bool> {
+        match self.value(pos)? {
+            Value::Bool(b) => Ok(*b),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected a Bool",
                 v.kind_name()
             ))),
         }
@@ -147,6 +190,9 @@ enum Kernel {
     AnyDims,
     ScalarTensor,
     FullLike,
+    AsStridedCopy,
+    Mean,
+    Convolution,
     /// `.dtype_out` when true (a `ScalarType? dtype` before the out tensor).
     EmbeddingByte(bool),
 }
@@ -163,6 +209,9 @@ impl Kernel {
             "aten::any.dims_out" => Kernel::AnyDims,
             "aten::scalar_tensor.out" => Kernel::ScalarTensor,
             "aten::full_like.out" => Kernel::FullLike,
+            "aten::as_strided_copy.out" => Kernel::AsStridedCopy,
+            "aten::mean.out" => Kernel::Mean,
+            "aten::convolution.out" => Kernel::Convolution,
             "quantized_decomposed::embedding_byte.out" => Kernel::EmbeddingByte(false),
             "quantized_decomposed::embedding_byte.dtype_out" => Kernel::EmbeddingByte(true),
             _ => return None,
@@ -179,7 +228,9 @@ impl Kernel {
             | Kernel::AnyDims
             | Kernel::FullLike => (4, 3),
             Kernel::MulScalar => (3, 2),
+            Kernel::AsStridedCopy | Kernel::Mean => (5, 4),
             Kernel::AnyAll | Kernel::ScalarTensor => (2, 1),
+            Kernel::Convolution => (10, 9),
             Kernel::EmbeddingByte(false) => (7, 6),
             Kernel::EmbeddingByte(true) => (8, 7),
         }
@@ -252,6 +303,9 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
                 any_reduce(&c, src, &dims, keepdim, out_dtype)?
             }
             Kernel::EmbeddingByte(_) => embedding_byte(&c, out_dtype)?,
+            Kernel::AsStridedCopy => as_strided_copy(&c, out_t, out_dtype)?,
+            Kernel::Mean => mean(&c, out_dtype)?,
+            Kernel::Convolution => convolution(&c, out_t, out_dtype)?,
             Kernel::FullLike => {
                 // `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat?
                 // memory_format, Tensor(a!) out)`: self's sizes, every element fill_value.
@@ -595,6 +649,630 @@ fn any_reduce(
     let mut data = vec![0u8; out_numel * out_dtype.size_bytes()];
     for (i, &b) in acc.iter().enumerate() {
         write_scalar(out_dtype, &mut data, i, Scalar::Bool(b))?;
+    }
+    Ok(Out {
+        sizes: out_sizes,
+        data,
+    })
+}
+
+/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt?
+/// storage_offset=None, *, Tensor(a!) out)`: the strided view of self's contiguous data,
+/// copied out densely. Every element read is checked against self's storage, since sizes,
+/// strides and the offset all come from the program.
+fn as_strided_copy(c: &Ctx<'_>, out_t: &TensorSlot, out_dtype: DType) -> Result<Out> {
+    let src = c.tensor(0)?;
+    let size = c
+        .opt_int_list(1)?
+        .ok_or_else(|| c.err("argument 1 (size) is None"))?;
+    let stride = c
+        .opt_int_list(2)?
+        .ok_or_else(|| c.err("argument 2 (stride) is None"))?;
+    // ExecuTorch tensors own dense storage of their own, so None means element 0 of it.
+    let offset = c.opt_int(3)?.unwrap_or(0);
+    if src.dtype != out_dtype {
+        return Err(c.err(format!(
+            "self is {} but the out tensor is {out_dtype}; as_strided_copy does not cast",
+            src.dtype
+        )));
+    }
+    if size.len() != stride.len() {
+        return Err(c.err(format!(
+            "size {size:?} has {} dims but stride {stride:?} has {}",
+            size.len(),
+            stride.len()
+        )));
+    }
+    if out_t.sizes.len() != size.len() {
+        return Err(c.err(format!(
+            "size {size:?} has {} dims but the out tensor has rank {}",
+            size.len(),
+            out_t.sizes.len()
+        )));
+    }
+    let to_usize = |what: &str, list: &[i64]| -> Result<Vec<usize>> {
+        list.iter()
+            .enumerate()
+            .map(|(d, &x)| {
+                usize::try_from(x)
+                    .map_err(|_| c.err(format!("{what} {list:?}: negative {what} {x} at dim {d}")))
+            })
+            .collect()
+    };
+    let sizes = to_usize("size", &size)?;
+    let strides = to_usize("stride", &stride)?;
+    let offset = usize::try_from(offset)
+        .map_err(|_| c.err(format!("storage_offset {offset} is negative")))?;
+    let numel = checked_numel(&sizes).map_err(|_| c.err(format!("size {size:?} overflows")))?;
+    let storage = src.numel();
+    if numel > 0 {
+        // The furthest element the view reaches; strides are non-negative, so every other
+        // element lies between the offset and it.
+        let last = sizes
+            .iter()
+            .zip(&strides)
+            .try_fold(offset, |acc, (&n, &st)| {
+                (n - 1).checked_mul(st).and_then(|x| acc.checked_add(x))
+            });
+        match last {
+            Some(l) if l < storage => {}
+            _ => {
+                let reach = last.map_or_else(|| "past usize::MAX".to_string(), |l| l.to_string());
+                return Err(c.err(format!(
+                    "size {size:?}, stride {stride:?}, storage_offset {offset} reach element {reach}, \
+                     but self (sizes {:?}) holds {storage} elements",
+                    src.sizes
+                )));
+            }
+        }
+    }
+    let es = out_dtype.size_bytes();
+    let nbytes = numel
+        .checked_mul(es)
+        .ok_or_else(|| c.err(format!("size {size:?} overflows")))?;
+    // Refuse before allocating: a stride-0 view can ask for far more than self holds.
+    if out_t.dynamism != 2 && nbytes > out_t.data.len() {
+        return Err(c.err(format!(
+            "size {size:?} needs {nbytes} bytes, the out tensor (sizes at most {:?}) holds {}",
+            out_t.max_sizes,
+            out_t.data.len()
+        )));
+    }
+    let mut data = alloc_zeroed(nbytes, &format!("{} output", c.op))?;
+    let bytes = src.bytes();
+    let rank = sizes.len();
+    let mut counter = vec![0usize; rank];
+    let mut at = offset;
+    for o in 0..numel {
+        let from = at
+            .checked_mul(es)
+            .and_then(|s| bytes.get(s..s + es))
+            .ok_or_else(|| c.err(format!("element {at} outside self's {} bytes", bytes.len())))?;
+        data[o * es..(o + 1) * es].copy_from_slice(from);
+        // Odometer increment, keeping `at` in step. Wrapping: a stride of a size-1 dim is
+        // never used and may be huge, and the step past the last element may overflow; the
+        // modular sum is still exact wherever an element is read.
+        for d in (0..rank).rev() {
+            counter[d] += 1;
+            at = at.wrapping_add(strides[d]);
+            if counter[d] < sizes[d] {
+                break;
+            }
+            at = at.wrapping_sub(strides[d].wrapping_mul(counter[d]));
+            counter[d] = 0;
+        }
+    }
+    Ok(Out { sizes, data })
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None,
+/// Tensor(a!) out)`. Sums in f64 so long f16 / f32 reductions do not lose precision.
+fn mean(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+    let src = c.tensor(0)?;
+    let rank = src.sizes.len();
+    let keepdim = c.bool_or(2, false)?;
+    if !src.dtype.is_float() {
+        return Err(c.err(format!("self is {}, expected a float tensor", src.dtype)));
+    }
+    // A dtype other than self's would make ExecuTorch cast before summing; no exporter
+    // writes one for mean, so it is refused rather than guessed at.
+    match c.opt_dtype(3)? {
+        Some(d) if d != src.dtype => {
+            return Err(c.err(format!(
+                "dtype {d} differs from self's {}; only None or the input's dtype is supported",
+                src.dtype
+            )))
+        }
+        Some(d) if d != out_dtype => {
+            return Err(c.err(format!(
+                "dtype {d} differs from the out tensor's {out_dtype}"
+            )))
+        }
+        _ => {}
+    }
+    if !out_dtype.is_float() {
+        return Err(c.err(format!("out dtype {out_dtype} is not a float type")));
+    }
+    let mut reduce = vec![false; rank];
+    match c.opt_int_list(1)? {
+        // An absent or empty dim list reduces over every dim, as in PyTorch.
+        None => reduce.fill(true),
+        Some(d) if d.is_empty() => reduce.fill(true),
+        Some(d) => {
+            for &x in &d {
+                let w = c.wrap_dim(x, rank)?;
+                // Rank 0 accepts dim 0 / -1, which reduce nothing.
+                if w < rank {
+                    if reduce[w] {
+                        return Err(c.err(format!("dim {x} appears more than once in {d:?}")));
+                    }
+                    reduce[w] = true;
+                }
+            }
+        }
+    }
+    let kept_sizes: Vec<usize> = src
+        .sizes
+        .iter()
+        .zip(&reduce)
+        .map(|(&s, &r)| if r { 1 } else { s })
+        .collect();
+    let out_sizes: Vec<usize> = if keepdim {
+        kept_sizes.clone()
+    } else {
+        src.sizes
+            .iter()
+            .zip(&reduce)
+            .filter(|(_, &r)| !r)
+            .map(|(&s, _)| s)
+            .collect()
+    };
+    let out_numel: usize = kept_sizes.iter().product();
+    let in_numel = src.numel();
+    // Elements summed into each output; 0 for an empty reduced dim, giving NaN as PyTorch does.
+    let count = in_numel.checked_div(out_numel).unwrap_or(0);
+    let mut acc = vec![0f64; out_numel];
+    let kept_strides = strides(&kept_sizes);
+    let bytes = src.bytes();
+    let mut counter = vec![0usize; rank];
+    for i in 0..in_numel {
+        let o: usize = counter
+            .iter()
+            .zip(&kept_strides)
+            .zip(&reduce)
+            .map(|((&k, &s), &r)| if r { 0 } else { k * s })
+            .sum();
+        acc[o] += read_scalar(src.dtype, bytes, i)?.as_f64();
+        for d in (0..rank).rev() {
+            counter[d] += 1;
+            if counter[d] < src.sizes[d] {
+                break;
+            }
+            counter[d] = 0;
+        }
+    }
+    let mut data = vec![0u8; out_numel * out_dtype.size_bytes()];
+    for (i, &s) in acc.iter().enumerate() {
+        write_scalar(out_dtype, &mut data, i, Scalar::Float(s / count as f64))?;
+    }
+    Ok(Out {
+        sizes: out_sizes,
+        data,
+    })
+}
+
+/// A float tensor's elements as f64, checking that its buffer holds every element.
+fn floats(c: &Ctx<'_>, t: &TensorSlot, what: &str) -> Result<Vec<f64>> {
+    let bytes = t.bytes();
+    let need = checked_numel(&t.sizes)
+        .ok()
+        .and_then(|n| n.checked_mul(t.dtype.size_bytes()));
+    if need != Some(bytes.len()) {
+        return Err(c.err(format!(
+            "{what} (sizes {:?}) holds {} bytes, fewer than its sizes need",
+            t.sizes,
+            bytes.len()
+        )));
+    }
+    Ok(match t.dtype {
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .collect(),
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| f64::from(f16_to_f32(u16::from_le_bytes([b[0], b[1]]))))
+            .collect(),
+        DType::F64 => bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect(),
+        d => return Err(c.err(format!("{what} is {d}, expected a float tensor"))),
+    })
+}
+
+/// The `a` in `0..count` with `0 <= a * step + off < bound`, as a range (empty when none).
+fn conv_range(count: usize, step: usize, off: i128, bound: usize) -> std::ops::Range<usize> {
+    let (count_i, step_i, bound_i) = (count as i128, step as i128, bound as i128);
+    let lo = if off >= 0 {
+        0
+    } else {
+        (-off + step_i - 1) / step_i
+    };
+    let hi = if off >= bound_i {
+        0
+    } else {
+        (bound_i - 1 - off) / step_i + 1
+    };
+    let (lo, hi) = (lo.min(count_i), hi.min(count_i));
+    // Both lie in 0..=count, so they fit usize.
+    lo as usize..hi.max(lo) as usize
+}
+
+/// One spatial geometry, padded to three dims (depth, height, width; a 1-D or 2-D
+/// convolution has leading dims of size 1).
+struct ConvGeom {
+    /// Input sizes.
+    input: [usize; 3],
+    /// Output sizes.
+    output: [usize; 3],
+    kernel: [usize; 3],
+    stride: [usize; 3],
+    padding: [usize; 3],
+    dilation: [usize; 3],
+    transposed: bool,
+}
+
+impl ConvGeom {
+    /// For kernel offset `k` along dim `i`: the range of iterated positions (output
+    /// positions, or input positions when transposed) that pair with a position of the other
+    /// tensor, and that other position for the range's first element; `None` when no
+    /// position pairs. Consecutive iterated positions step `stride[i]` apart in the other
+    /// tensor.
+    fn pairs(&self, i: usize, k: usize) -> Option<(std::ops::Range<usize>, usize)> {
+        let off = k as i128 * self.dilation[i] as i128 - self.padding[i] as i128;
+        let (count, bound) = if self.transposed {
+            (self.input[i], self.output[i])
+        } else {
+            (self.output[i], self.input[i])
+        };
+        let r = conv_range(count, self.stride[i], off, bound);
+        if r.is_empty() {
+            return None;
+        }
+        // In 0..bound, since the range is non-empty.
+        let first = (r.start as i128 * self.stride[i] as i128 + off) as usize;
+        Some((r, first))
+    }
+
+    /// Accumulate one (input channel, output channel) pair: `x` an input plane, `w` the
+    /// kernel, `y` an output plane.
+    fn accumulate(&self, x: &[f64], w: &[f64], y: &mut [f64]) {
+        let [_, kh_n, kw_n] = self.kernel;
+        let [_, ih_n, iw_n] = self.input;
+        let [_, oh_n, ow_n] = self.output;
+        let [_, sh, sw] = self.stride;
+        for (ki, &wv) in w.iter().enumerate() {
+            let (kd, kh, kw) = (ki / (kh_n * kw_n), (ki / kw_n) % kh_n, ki % kw_n);
+            let (Some((rd, fd)), Some((rh, fh)), Some((rw, fw))) =
+                (self.pairs(0, kd), self.pairs(1, kh), self.pairs(2, kw))
+            else {
+                continue;
+            };
+            let sd = self.stride[0];
+            for (jd, ad) in rd.enumerate() {
+                let bd = fd + jd * sd;
+                for (jh, ah) in rh.clone().enumerate() {
+                    let bh = fh + jh * sh;
+                    if self.transposed {
+                        // Iterating the input row; the output row is written every `sw`.
+                        let xrow = &x[(ad * ih_n + ah) * iw_n..][..iw_n];
+                        let yrow = &mut y[(bd * oh_n + bh) * ow_n..][..ow_n];
+                        for (yv, xv) in yrow[fw..].iter_mut().step_by(sw).zip(&xrow[rw.clone()]) {
+                            *yv += wv * xv;
+                        }
+                    } else {
+                        // Iterating the output row; the input row is read every `sw`.
+                        let xrow = &x[(bd * ih_n + bh) * iw_n..][..iw_n];
+                        let yrow = &mut y[(ad * oh_n + ah) * ow_n..][..ow_n];
+                        for (yv, xv) in yrow[rw.clone()]
+                            .iter_mut()
+                            .zip(xrow[fw..].iter().step_by(sw))
+                        {
+                            *yv += wv * xv;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[]
+/// padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *,
+/// Tensor(a!) out)`, as PyTorch defines it: a 1-, 2- or 3-D convolution of input
+/// `[N, C_in, spatial...]` with weight `[C_out, C_in / groups, k...]` (transposed:
+/// `[C_in, C_out / groups, k...]`), zero padding, stride and dilation; single-entry lists
+/// apply to every spatial dim. ExecuTorch's Vulkan partitioner leaves convolutions with a
+/// batch above 1 here. Accumulates in f64.
+fn convolution(c: &Ctx<'_>, out_t: &TensorSlot, out_dtype: DType) -> Result<Out> {
+    let input = c.tensor(0)?;
+    let weight = c.tensor(1)?;
+    let bias = match c.value(2)? {
+        Value::Null => None,
+        _ => Some(c.tensor(2)?),
+    };
+    let transposed = c.bool(6)?;
+    let groups_arg = c.int(8)?;
+
+    let dt = input.dtype;
+    if !dt.is_float() {
+        return Err(c.err(format!("input is {dt}, expected a float tensor")));
+    }
+    if weight.dtype != dt {
+        return Err(c.err(format!(
+            "weight is {} but the input is {dt}; the dtypes must match",
+            weight.dtype
+        )));
+    }
+    if let Some(b) = bias {
+        if b.dtype != dt {
+            return Err(c.err(format!(
+                "bias is {} but the input is {dt}; the dtypes must match",
+                b.dtype
+            )));
+        }
+    }
+    if out_dtype != dt {
+        return Err(c.err(format!(
+            "the out tensor is {out_dtype} but the input is {dt}; convolution does not cast"
+        )));
+    }
+    let rank = input.sizes.len();
+    if !(3..=5).contains(&rank) {
+        return Err(c.err(format!(
+            "input sizes {:?} have rank {rank}; expected 3 ([N, C, L]), 4 ([N, C, H, W]) or 5 ([N, C, D, H, W])",
+            input.sizes
+        )));
+    }
+    if weight.sizes.len() != rank {
+        return Err(c.err(format!(
+            "weight sizes {:?} have rank {} but the input {:?} has rank {rank}",
+            weight.sizes,
+            weight.sizes.len(),
+            input.sizes
+        )));
+    }
+    let nsp = rank - 2;
+    // A spatial parameter list: one entry for every dim, or one per spatial dim.
+    let spatial = |pos: usize, name: &str, min: i64| -> Result<Vec<usize>> {
+        let list = c
+            .opt_int_list(pos)?
+            .ok_or_else(|| c.err(format!("argument {pos} ({name}) is None")))?;
+        let expanded = match list.len() {
+            1 => vec![list[0]; nsp],
+            n if n == nsp => list.clone(),
+            n => {
+                return Err(c.err(format!(
+                "{name} {list:?} has {n} entries; expected 1 or {nsp} (the input's spatial dims)"
+            )))
+            }
+        };
+        expanded
+            .iter()
+            .map(|&x| {
+                usize::try_from(x)
+                    .ok()
+                    .filter(|&v| v as i64 >= min)
+                    .ok_or_else(|| {
+                        let rule = if min > 0 { "positive" } else { "non-negative" };
+                        c.err(format!(
+                            "{name} {list:?}: every entry must be {rule}, got {x}"
+                        ))
+                    })
+            })
+            .collect()
+    };
+    let stride = spatial(3, "stride", 1)?;
+    let padding = spatial(4, "padding", 0)?;
+    let dilation = spatial(5, "dilation", 1)?;
+    let output_padding = spatial(7, "output_padding", 0)?;
+    let groups = usize::try_from(groups_arg)
+        .ok()
+        .filter(|&g| g > 0)
+        .ok_or_else(|| c.err(format!("groups {groups_arg} must be positive")))?;
+
+    let (n, c_in) = (input.sizes[0], input.sizes[1]);
+    let (w0, w1) = (weight.sizes[0], weight.sizes[1]);
+    if c_in % groups != 0 {
+        return Err(c.err(format!(
+            "input channels {c_in} (input sizes {:?}) are not divisible by groups {groups}",
+            input.sizes
+        )));
+    }
+    let (c_out, icpg, ocpg) = if transposed {
+        if w0 != c_in {
+            return Err(c.err(format!(
+                "transposed weight sizes {:?} ([C_in, C_out / groups, k...]) expect {w0} input channels, the input {:?} has {c_in}",
+                weight.sizes, input.sizes
+            )));
+        }
+        let c_out = w1.checked_mul(groups).ok_or_else(|| {
+            c.err(format!(
+                "weight sizes {:?} times groups {groups} overflow",
+                weight.sizes
+            ))
+        })?;
+        (c_out, c_in / groups, w1)
+    } else {
+        if w0 % groups != 0 {
+            return Err(c.err(format!(
+                "weight sizes {:?}: output channels {w0} are not divisible by groups {groups}",
+                weight.sizes
+            )));
+        }
+        if w1.checked_mul(groups) != Some(c_in) {
+            return Err(c.err(format!(
+                "weight sizes {:?} ([C_out, C_in / groups, k...]) with groups {groups} expect {w1} x {groups} input channels, the input {:?} has {c_in}",
+                weight.sizes, input.sizes
+            )));
+        }
+        (w0, w1, w0 / groups)
+    };
+    if let Some(b) = bias {
+        if b.sizes.as_slice() != [c_out] {
+            return Err(c.err(format!(
+                "bias sizes {:?}, expected [{c_out}] (one per output channel)",
+                b.sizes
+            )));
+        }
+    }
+
+    let mut out_sizes = vec![n, c_out];
+    for i in 0..nsp {
+        let in_i = input.sizes[2 + i] as i128;
+        let k = weight.sizes[2 + i] as i128;
+        let (s, p, d, op) = (
+            stride[i] as i128,
+            padding[i] as i128,
+            dilation[i] as i128,
+            output_padding[i] as i128,
+        );
+        if k == 0 {
+            return Err(c.err(format!(
+                "weight sizes {:?}: kernel size 0 at spatial dim {i}",
+                weight.sizes
+            )));
+        }
+        // The dilated kernel's extent, d * (k - 1) + 1.
+        let extent = d.checked_mul(k - 1).and_then(|x| x.checked_add(1));
+        let size = if transposed {
+            if op >= s && op >= d {
+                return Err(c.err(format!(
+                    "output_padding {op} at spatial dim {i} must be smaller than the stride ({s}) or the dilation ({d})"
+                )));
+            }
+            // (in - 1) * stride - 2 * padding + d * (k - 1) + output_padding + 1.
+            let size = extent
+                .and_then(|e| (in_i - 1).checked_mul(s)?.checked_add(e))
+                .and_then(|x| x.checked_add(op)?.checked_sub(2 * p))
+                .ok_or_else(|| c.err(format!("output size at spatial dim {i} overflows")))?;
+            if size <= 0 {
+                return Err(c.err(format!(
+                    "transposed output size {size} at spatial dim {i} is not positive (input {in_i}, kernel {k}, stride {s}, padding {p}, dilation {d}, output_padding {op})"
+                )));
+            }
+            size
+        } else {
+            let extent = extent
+                .ok_or_else(|| c.err(format!("kernel extent at spatial dim {i} overflows")))?;
+            let padded = in_i + 2 * p;
+            if padded < extent {
+                return Err(c.err(format!(
+                    "kernel size {k} (dilation {d}, extent {extent}) at spatial dim {i} is larger than the padded input size {padded} (input sizes {:?}, padding {padding:?})",
+                    input.sizes
+                )));
+            }
+            (padded - extent) / s + 1
+        };
+        out_sizes.push(
+            usize::try_from(size)
+                .map_err(|_| c.err(format!("output size {size} at spatial dim {i} overflows")))?,
+        );
+    }
+
+    // The out tensor must be able to take these sizes: check before computing.
+    let numel = checked_numel(&out_sizes)
+        .map_err(|_| c.err(format!("output sizes {out_sizes:?} overflow")))?;
+    let nbytes = numel
+        .checked_mul(out_dtype.size_bytes())
+        .ok_or_else(|| c.err(format!("output sizes {out_sizes:?} overflow")))?;
+    if out_t.sizes.len() != rank {
+        return Err(c.err(format!(
+            "the out tensor's sizes {:?} have rank {}, the output {out_sizes:?} rank {rank}",
+            out_t.sizes,
+            out_t.sizes.len()
+        )));
+    }
+    if out_t.dynamism == 0 && out_t.sizes != out_sizes {
+        return Err(c.err(format!(
+            "the out tensor's static sizes {:?} differ from the output sizes {out_sizes:?}",
+            out_t.sizes
+        )));
+    }
+    if out_t.dynamism == 1 && nbytes > out_t.data.len() {
+        return Err(c.err(format!(
+            "output sizes {out_sizes:?} exceed the out tensor's bound {:?}",
+            out_t.max_sizes
+        )));
+    }
+
+    let x = floats(c, input, "input")?;
+    let w = floats(c, weight, "weight")?;
+    let b = bias.map(|t| floats(c, t, "bias")).transpose()?;
+    let mut acc: Vec<f64> = Vec::new();
+    acc.try_reserve_exact(numel)
+        .map_err(|_| HostError::OutOfMemory(format!("{numel} accumulators for {} output", c.op)))?;
+    acc.resize(numel, 0.0);
+
+    let pad3 = |v: &[usize], fill: usize| -> [usize; 3] {
+        let mut a = [fill; 3];
+        a[3 - v.len()..].copy_from_slice(v);
+        a
+    };
+    let geom = ConvGeom {
+        input: pad3(&input.sizes[2..], 1),
+        output: pad3(&out_sizes[2..], 1),
+        kernel: pad3(&weight.sizes[2..], 1),
+        stride: pad3(&stride, 1),
+        padding: pad3(&padding, 0),
+        dilation: pad3(&dilation, 1),
+        transposed,
+    };
+    let iplane: usize = geom.input.iter().product();
+    let oplane: usize = geom.output.iter().product();
+    let kvol: usize = geom.kernel.iter().product();
+    for ni in 0..n {
+        for oc in 0..c_out {
+            let y = &mut acc[(ni * c_out + oc) * oplane..][..oplane];
+            y.fill(b.as_ref().map_or(0.0, |b| b[oc]));
+        }
+        for g in 0..groups {
+            for icg in 0..icpg {
+                let ic = g * icpg + icg;
+                let xp = &x[(ni * c_in + ic) * iplane..][..iplane];
+                for ocg in 0..ocpg {
+                    let oc = g * ocpg + ocg;
+                    let wi = if transposed {
+                        ic * ocpg + ocg
+                    } else {
+                        oc * icpg + icg
+                    };
+                    let wk = &w[wi * kvol..][..kvol];
+                    let y = &mut acc[(ni * c_out + oc) * oplane..][..oplane];
+                    geom.accumulate(xp, wk, y);
+                }
+            }
+        }
+    }
+
+    let mut data = alloc_zeroed(nbytes, &format!("{} output", c.op))?;
+    match out_dtype {
+        DType::F32 => {
+            for (o, &v) in data.chunks_exact_mut(4).zip(&acc) {
+                o.copy_from_slice(&(v as f32).to_le_bytes());
+            }
+        }
+        DType::F16 => {
+            for (o, &v) in data.chunks_exact_mut(2).zip(&acc) {
+                o.copy_from_slice(&f32_to_f16(v as f32).to_le_bytes());
+            }
+        }
+        _ => {
+            for (i, &v) in acc.iter().enumerate() {
+                write_scalar(out_dtype, &mut data, i, Scalar::Float(v))?;
+            }
+        }
     }
     Ok(Out {
         sizes: out_sizes,

@@ -1,6 +1,6 @@
 //! Portable CPU kernels against hand-computed values.
 
-use etvk_host::dtype::DType;
+use etvk_host::dtype::{f16_to_f32, f32_to_f16, DType};
 use etvk_host::kernels::{run_kernel, SUPPORTED_KERNELS};
 use etvk_host::values::{TensorSlot, Value};
 use etvk_host::{HostError, Tensor};
@@ -224,7 +224,7 @@ fn unknown_operators_and_bad_args_are_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("1 arguments, the schema needs 2"), "{err}");
-    assert_eq!(SUPPORTED_KERNELS.len(), 11);
+    assert_eq!(SUPPORTED_KERNELS.len(), 14);
 }
 
 #[test]
@@ -316,4 +316,1161 @@ fn full_like_fills_self_sizes_in_the_out_dtype() {
         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     assert_eq!(ints, vec![7; 6]);
+}
+
+/// Values for a boxed int list: the Ints, then the list of their indices (from `base`).
+fn boxed(base: usize, items: &[i64]) -> Vec<Value> {
+    let mut v: Vec<Value> = items.iter().map(|&x| Value::Int(x)).collect();
+    v.push(Value::IntList(
+        (base..base + items.len()).map(|i| i as i64).collect(),
+    ));
+    v
+}
+
+/// `as_strided_copy.out` args `[self, size, stride, storage_offset, out, out]` over `v`:
+/// self at 0, then size and stride boxed, then the offset and the out tensor.
+fn as_strided_values(
+    src: Tensor,
+    size: &[i64],
+    stride: &[i64],
+    offset: Value,
+    out_t: Value,
+) -> (Vec<Value>, Vec<usize>) {
+    let mut v = vec![slot(src, 0)];
+    v.extend(boxed(v.len(), size));
+    let size_at = v.len() - 1;
+    v.extend(boxed(v.len(), stride));
+    let stride_at = v.len() - 1;
+    v.push(offset);
+    v.push(out_t);
+    let n = v.len();
+    (v, vec![0, size_at, stride_at, n - 2, n - 1, n - 1])
+}
+
+#[test]
+fn as_strided_copy_reads_a_strided_window_with_an_offset() {
+    // self [3, 4] = 0..12; a transposed [2, 3] window from element 1: out[i][j] = x[1 + i + 4j].
+    let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let (mut v, args) = as_strided_values(
+        Tensor::from_f32(vec![3, 4], &x).unwrap(),
+        &[2, 3],
+        &[1, 4],
+        Value::Int(1),
+        out(DType::F32, &[2, 3]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    let t = tensor(&v, args[4]);
+    assert_eq!(t.sizes, vec![2, 3]);
+    assert_eq!(f32s(&t), vec![1.0, 5.0, 9.0, 2.0, 6.0, 10.0]);
+
+    // A rank-3 pattern with a repeated (stride-0) dim, against a loop over the definition.
+    let x: Vec<f32> = (0..30).map(|i| (i as f32) * 0.5 - 3.0).collect();
+    let (size, stride, offset) = ([2usize, 3, 2], [7usize, 0, 3], 4usize);
+    let (mut v, args) = as_strided_values(
+        Tensor::from_f32(vec![5, 6], &x).unwrap(),
+        &size.map(|s| s as i64),
+        &stride.map(|s| s as i64),
+        Value::Int(offset as i64),
+        out(DType::F32, &[2, 3, 2]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    let mut want = Vec::new();
+    for i in 0..size[0] {
+        for j in 0..size[1] {
+            for k in 0..size[2] {
+                want.push(x[offset + i * stride[0] + j * stride[1] + k * stride[2]]);
+            }
+        }
+    }
+    assert_eq!(f32s(&tensor(&v, args[4])), want);
+}
+
+#[test]
+fn as_strided_copy_convnext_pattern_and_other_dtypes() {
+    // convnext_tiny's call: [1, C, 1, 1] with stride [C, 1, C, C] and storage_offset None,
+    // an identity copy of self's data.
+    let (mut v, args) = as_strided_values(
+        Tensor::from_f32(vec![1, 4, 1, 1], &[1.5, -2.0, 3.25, 4.0]).unwrap(),
+        &[1, 4, 1, 1],
+        &[4, 1, 4, 4],
+        Value::Null,
+        out(DType::F32, &[1, 4, 1, 1]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    assert_eq!(f32s(&tensor(&v, args[4])), vec![1.5, -2.0, 3.25, 4.0]);
+
+    // int64 with a huge stride on a size-1 dim (never used, must not overflow).
+    let (mut v, args) = as_strided_values(
+        Tensor::from_i64(vec![6], &[10, 11, 12, 13, 14, 15]).unwrap(),
+        &[1, 3],
+        &[i64::MAX, 2],
+        Value::Int(1),
+        out(DType::I64, &[1, 3]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    assert_eq!(tensor(&v, args[4]).to_i64_vec().unwrap(), vec![11, 13, 15]);
+
+    // int32, bool and float16 are copied bit for bit.
+    let (mut v, args) = as_strided_values(
+        Tensor::from_i32(vec![2, 2], &[1, 2, 3, 4]).unwrap(),
+        &[2, 2],
+        &[1, 2],
+        Value::Null,
+        out(DType::I32, &[2, 2]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    assert_eq!(tensor(&v, args[4]).to_i64_vec().unwrap(), vec![1, 3, 2, 4]);
+    let (mut v, args) = as_strided_values(
+        Tensor::from_bool(vec![4], &[true, false, false, true]).unwrap(),
+        &[2],
+        &[3],
+        Value::Int(0),
+        out(DType::Bool, &[2]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    assert_eq!(tensor(&v, args[4]).data, vec![1, 1]);
+    let h: Vec<u8> = [0.5f32, -1.0, 65504.0]
+        .iter()
+        .flat_map(|&x| f32_to_f16(x).to_le_bytes())
+        .collect();
+    let (mut v, args) = as_strided_values(
+        Tensor::new(DType::F16, vec![3], h).unwrap(),
+        &[2],
+        &[2],
+        Value::Null,
+        out(DType::F16, &[2]),
+    );
+    run_kernel("aten::as_strided_copy.out", &mut v, &args).unwrap();
+    assert_eq!(f32s(&tensor(&v, args[4])), vec![0.5, 65504.0]);
+}
+
+#[test]
+fn as_strided_copy_refuses_bad_views() {
+    let op = "aten::as_strided_copy.out";
+    let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let run = |size: &[i64], stride: &[i64], offset: Value, out_t: Value| {
+        let (mut v, args) = as_strided_values(
+            Tensor::from_f32(vec![3, 4], &x).unwrap(),
+            size,
+            stride,
+            offset,
+            out_t,
+        );
+        let e = run_kernel(op, &mut v, &args).unwrap_err();
+        assert!(
+            matches!(&e, HostError::Kernel { op: o, .. } if o == op),
+            "{e}"
+        );
+        e.to_string()
+    };
+    // The furthest element is 3 + 1 + 2 * 4 = 12, one past self's 12 elements.
+    let e = run(&[2, 3], &[1, 4], Value::Int(3), out(DType::F32, &[2, 3]));
+    assert!(
+        e.contains(op) && e.contains("element 12") && e.contains("holds 12 elements"),
+        "{e}"
+    );
+    let e = run(&[2, 3], &[-1, 4], Value::Null, out(DType::F32, &[2, 3]));
+    assert!(e.contains("negative stride -1"), "{e}");
+    let e = run(&[2, -3], &[1, 4], Value::Null, out(DType::F32, &[2, 3]));
+    assert!(e.contains("negative size -3"), "{e}");
+    let e = run(&[2, 3], &[1, 4], Value::Int(-1), out(DType::F32, &[2, 3]));
+    assert!(e.contains("storage_offset -1 is negative"), "{e}");
+    let e = run(&[2, 3], &[1], Value::Null, out(DType::F32, &[2, 3]));
+    assert!(e.contains("has 2 dims but stride [1] has 1"), "{e}");
+    let e = run(&[6], &[1], Value::Null, out(DType::F32, &[2, 3]));
+    assert!(e.contains("out tensor has rank 2"), "{e}");
+    let e = run(&[2, 3], &[1, 4], Value::Null, out(DType::I32, &[2, 3]));
+    assert!(e.contains("does not cast"), "{e}");
+    // A stride-0 view larger than the out tensor is refused before allocating it.
+    let e = run(&[1 << 40], &[0], Value::Null, out(DType::F32, &[8]));
+    assert!(e.contains("out tensor"), "{e}");
+    let e = run(
+        &[i64::MAX, 4],
+        &[1, 1],
+        Value::Null,
+        out(DType::F32, &[2, 3]),
+    );
+    assert!(e.contains("overflows"), "{e}");
+    // 2 * i64::MAX + 2 is past usize: refused, not wrapped around into range.
+    let e = run(&[3], &[i64::MAX], Value::Int(2), out(DType::F32, &[3]));
+    assert!(e.contains("past usize::MAX"), "{e}");
+}
+
+/// Mean of `x` (sizes `sizes`) over the dims flagged in `reduce`, by a direct f64 loop over
+/// output positions; the result has the kept dims in order.
+fn mean_reference(x: &[f64], sizes: &[usize], reduce: &[bool]) -> Vec<f64> {
+    let rank = sizes.len();
+    let unravel = |mut i: usize| -> Vec<usize> {
+        let mut idx = vec![0; rank];
+        for d in (0..rank).rev() {
+            idx[d] = i % sizes[d];
+            i /= sizes[d];
+        }
+        idx
+    };
+    let kept: Vec<usize> = (0..rank).filter(|&d| !reduce[d]).collect();
+    let out_n: usize = kept.iter().map(|&d| sizes[d]).product();
+    let mut sums = vec![0.0; out_n];
+    let mut counts = vec![0usize; out_n];
+    for (i, &xi) in x.iter().enumerate() {
+        let idx = unravel(i);
+        let o = kept.iter().fold(0, |acc, &d| acc * sizes[d] + idx[d]);
+        sums[o] += xi;
+        counts[o] += 1;
+    }
+    sums.iter()
+        .zip(&counts)
+        .map(|(s, &n)| s / n as f64)
+        .collect()
+}
+
+fn assert_close(got: &[f32], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (f64::from(*g) - w).abs() <= tol * w.abs().max(1.0),
+            "{got:?} vs {want:?}"
+        );
+    }
+}
+
+/// `mean.out` args `[self, dim, keepdim, dtype, out, out]`: self at 0, then the dim list
+/// (boxed, or `dims` = None for a Null), keepdim, dtype and out.
+fn mean_values(
+    src: Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Value,
+    out_t: Value,
+) -> (Vec<Value>, Vec<usize>) {
+    let mut v = vec![slot(src, 0)];
+    match dims {
+        Some(d) => v.extend(boxed(1, d)),
+        None => v.push(Value::Null),
+    }
+    let dim_at = v.len() - 1;
+    v.push(Value::Bool(keepdim));
+    v.push(dtype);
+    v.push(out_t);
+    let n = v.len();
+    (v, vec![0, dim_at, n - 3, n - 2, n - 1, n - 1])
+}
+
+/// (dims, keepdim, the dims reduced, out sizes).
+type MeanCase<'a> = (Option<&'a [i64]>, bool, [bool; 3], &'a [usize]);
+
+#[test]
+fn mean_over_dims_with_keepdim_negative_and_none() {
+    let op = "aten::mean.out";
+    let sizes = [2usize, 3, 4];
+    let x: Vec<f32> = (0..24)
+        .map(|i| ((i * 7) % 11) as f32 * 0.37 - 1.1)
+        .collect();
+    let x64: Vec<f64> = x.iter().map(|&a| f64::from(a)).collect();
+    let input = || Tensor::from_f32(sizes.to_vec(), &x).unwrap();
+    let cases: &[MeanCase] = &[
+        (Some(&[-1]), false, [false, false, true], &[2, 3]),
+        (Some(&[0, 2]), true, [true, false, true], &[1, 3, 1]),
+        (Some(&[-3, 1]), false, [true, true, false], &[4]),
+        (None, false, [true, true, true], &[]),
+        (Some(&[]), true, [true, true, true], &[1, 1, 1]),
+    ];
+    for &(dims, keepdim, reduce, out_sizes) in cases {
+        let (mut v, args) = mean_values(
+            input(),
+            dims,
+            keepdim,
+            Value::Null,
+            out(DType::F32, out_sizes),
+        );
+        run_kernel(op, &mut v, &args).unwrap();
+        let t = tensor(&v, args[4]);
+        assert_eq!(t.sizes, out_sizes, "{dims:?} keepdim {keepdim}");
+        assert_close(&f32s(&t), &mean_reference(&x64, &sizes, &reduce), 1e-6);
+    }
+    // Hand-worked: rows of [[1, 2], [3, 6]] average 1.5 and 4.5, columns 2 and 4.
+    let (mut v, args) = mean_values(
+        Tensor::from_f32(vec![2, 2], &[1.0, 2.0, 3.0, 6.0]).unwrap(),
+        Some(&[1]),
+        false,
+        Value::Int(6), // float32, the input's dtype
+        out(DType::F32, &[2]),
+    );
+    run_kernel(op, &mut v, &args).unwrap();
+    assert_eq!(f32s(&tensor(&v, args[4])), vec![1.5, 4.5]);
+    v[1] = Value::Int(0);
+    run_kernel(op, &mut v, &args).unwrap();
+    assert_eq!(f32s(&tensor(&v, args[4])), vec![2.0, 4.0]);
+}
+
+#[test]
+fn mean_shufflenet_pattern_and_float16() {
+    // shufflenet's call: [1, C, 2, 2] over dims [2, 3], keepdim false -> [1, C].
+    let x: Vec<f32> = (0..32).map(|i| (i as f32).sin()).collect();
+    let (mut v, args) = mean_values(
+        Tensor::from_f32(vec![1, 8, 2, 2], &x).unwrap(),
+        Some(&[2, 3]),
+        false,
+        Value::Null,
+        out(DType::F32, &[1, 8]),
+    );
+    run_kernel("aten::mean.out", &mut v, &args).unwrap();
+    let want: Vec<f64> = x
+        .chunks(4)
+        .map(|c| c.iter().map(|&a| f64::from(a)).sum::<f64>() / 4.0)
+        .collect();
+    assert_close(&f32s(&tensor(&v, args[4])), &want, 1e-6);
+
+    // float16: 2048 then 2048 ones. Summed in float16 every one would be lost (2048 + 1
+    // rounds back to 2048), giving a mean near 1 instead of near 2.
+    let mut xs = vec![2048.0f32];
+    xs.extend([1.0f32; 2048]);
+    let h: Vec<u8> = xs
+        .iter()
+        .flat_map(|&a| f32_to_f16(a).to_le_bytes())
+        .collect();
+    let (mut v, args) = mean_values(
+        Tensor::new(DType::F16, vec![2049], h).unwrap(),
+        Some(&[0]),
+        true,
+        Value::Int(5),
+        out(DType::F16, &[1]),
+    );
+    run_kernel("aten::mean.out", &mut v, &args).unwrap();
+    let t = tensor(&v, args[4]);
+    assert_eq!(t.sizes, vec![1]);
+    // 4096 / 2049 = 1.99902..., which float16 holds as 1.9990234.
+    let want = f16_to_f32(f32_to_f16((4096.0f64 / 2049.0) as f32));
+    assert_eq!(f32s(&t), vec![want]);
+    assert!((f64::from(want) - 4096.0 / 2049.0).abs() < 1e-3, "{want}");
+}
+
+#[test]
+fn mean_refuses_bad_dtypes_and_dims() {
+    let op = "aten::mean.out";
+    let x = Tensor::from_f32(vec![2, 3], &[1.0; 6]).unwrap();
+    let run = |src: Tensor, dims: Option<&[i64]>, dtype: Value, out_t: Value| {
+        let (mut v, args) = mean_values(src, dims, false, dtype, out_t);
+        let e = run_kernel(op, &mut v, &args).unwrap_err();
+        assert!(
+            matches!(&e, HostError::Kernel { op: o, .. } if o == op),
+            "{e}"
+        );
+        e.to_string()
+    };
+    // dtype int32 (code 3) and float16 (5) differ from the float32 input.
+    let e = run(x.clone(), Some(&[1]), Value::Int(3), out(DType::F32, &[2]));
+    assert!(e.contains(op) && e.contains("dtype int32"), "{e}");
+    let e = run(x.clone(), Some(&[1]), Value::Int(5), out(DType::F16, &[2]));
+    assert!(
+        e.contains("dtype float16 differs from self's float32"),
+        "{e}"
+    );
+    let e = run(x.clone(), Some(&[1]), Value::Int(99), out(DType::F32, &[2]));
+    assert!(e.contains("ScalarType code 99"), "{e}");
+    let e = run(
+        Tensor::from_i64(vec![2], &[1, 2]).unwrap(),
+        None,
+        Value::Null,
+        out(DType::F32, &[]),
+    );
+    assert!(e.contains("self is int64"), "{e}");
+    let e = run(x.clone(), Some(&[1]), Value::Null, out(DType::I32, &[2]));
+    assert!(e.contains("out dtype int32"), "{e}");
+    let e = run(x.clone(), Some(&[2]), Value::Null, out(DType::F32, &[2]));
+    assert!(e.contains("dim 2 out of range for rank 2"), "{e}");
+    let e = run(x, Some(&[1, -1]), Value::Null, out(DType::F32, &[2]));
+    assert!(e.contains("appears more than once"), "{e}");
+}
+
+/// Parameters of one `convolution.out` call (lists as the program writes them).
+#[derive(Clone)]
+struct ConvParams {
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    transposed: bool,
+    output_padding: Vec<i64>,
+    groups: i64,
+}
+
+impl ConvParams {
+    fn new(stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> ConvParams {
+        ConvParams {
+            stride: stride.to_vec(),
+            padding: padding.to_vec(),
+            dilation: dilation.to_vec(),
+            transposed: false,
+            output_padding: vec![0],
+            groups,
+        }
+    }
+
+    fn transposed(mut self, output_padding: &[i64]) -> ConvParams {
+        self.transposed = true;
+        self.output_padding = output_padding.to_vec();
+        self
+    }
+}
+
+/// `convolution.out` args `[input, weight, bias, stride, padding, dilation, transposed,
+/// output_padding, groups, out, out]`: the three tensors (bias None when absent), the
+/// boxed lists, then the bool, groups and out.
+fn conv_values(
+    input: Tensor,
+    weight: Tensor,
+    bias: Option<Tensor>,
+    p: &ConvParams,
+    out_t: Value,
+) -> (Vec<Value>, Vec<usize>) {
+    let mut v = vec![
+        slot(input, 0),
+        slot(weight, 0),
+        bias.map_or(Value::Null, |b| slot(b, 0)),
+    ];
+    let mut args = vec![0, 1, 2];
+    for list in [&p.stride, &p.padding, &p.dilation] {
+        v.extend(boxed(v.len(), list));
+        args.push(v.len() - 1);
+    }
+    v.push(Value::Bool(p.transposed));
+    args.push(v.len() - 1);
+    v.extend(boxed(v.len(), &p.output_padding));
+    args.push(v.len() - 1);
+    v.push(Value::Int(p.groups));
+    args.push(v.len() - 1);
+    v.push(out_t);
+    args.extend([v.len() - 1, v.len() - 1]);
+    (v, args)
+}
+
+/// Entry `i` of a per-spatial-dim list (a single entry applies to every dim).
+fn at(list: &[i64], i: usize) -> i64 {
+    if list.len() == 1 {
+        list[0]
+    } else {
+        list[i]
+    }
+}
+
+/// Direct 2-D convolution in f64, by its definition: x [N, C, H, W], w [OC, C / G, KH, KW].
+/// Returns the output and its sizes.
+#[allow(clippy::too_many_arguments)]
+fn conv2d_reference(
+    x: &[f64],
+    xs: [usize; 4],
+    w: &[f64],
+    ws: [usize; 4],
+    b: Option<&[f64]>,
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    g: usize,
+) -> (Vec<f64>, Vec<usize>) {
+    let [n, c, h, wd] = xs;
+    let [oc_n, cg, kh_n, kw_n] = ws;
+    let oh_n = ((h as i64 + 2 * p[0] - d[0] * (kh_n as i64 - 1) - 1) / s[0] + 1) as usize;
+    let ow_n = ((wd as i64 + 2 * p[1] - d[1] * (kw_n as i64 - 1) - 1) / s[1] + 1) as usize;
+    let ocg = oc_n / g;
+    let mut y = vec![0.0; n * oc_n * oh_n * ow_n];
+    for ni in 0..n {
+        for oc in 0..oc_n {
+            for oh in 0..oh_n {
+                for ow in 0..ow_n {
+                    let mut acc = b.map_or(0.0, |b| b[oc]);
+                    for icg in 0..cg {
+                        let ic = (oc / ocg) * cg + icg;
+                        for kh in 0..kh_n {
+                            for kw in 0..kw_n {
+                                let ih = oh as i64 * s[0] - p[0] + kh as i64 * d[0];
+                                let iw = ow as i64 * s[1] - p[1] + kw as i64 * d[1];
+                                if ih < 0 || iw < 0 || ih >= h as i64 || iw >= wd as i64 {
+                                    continue;
+                                }
+                                let xi = ((ni * c + ic) * h + ih as usize) * wd + iw as usize;
+                                let wi = ((oc * cg + icg) * kh_n + kh) * kw_n + kw;
+                                acc += x[xi] * w[wi];
+                            }
+                        }
+                    }
+                    y[((ni * oc_n + oc) * oh_n + oh) * ow_n + ow] = acc;
+                }
+            }
+        }
+    }
+    (y, vec![n, oc_n, oh_n, ow_n])
+}
+
+/// Direct transposed 2-D convolution in f64: every input element scattered through the
+/// kernel. x [N, C, H, W], w [C, OC / G, KH, KW].
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose2d_reference(
+    x: &[f64],
+    xs: [usize; 4],
+    w: &[f64],
+    ws: [usize; 4],
+    b: Option<&[f64]>,
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    op: [i64; 2],
+    g: usize,
+) -> (Vec<f64>, Vec<usize>) {
+    let [n, c, h, wd] = xs;
+    let [_, ocg, kh_n, kw_n] = ws;
+    let oc_n = ocg * g;
+    let cg = c / g;
+    let oh_n = ((h as i64 - 1) * s[0] - 2 * p[0] + d[0] * (kh_n as i64 - 1) + op[0] + 1) as usize;
+    let ow_n = ((wd as i64 - 1) * s[1] - 2 * p[1] + d[1] * (kw_n as i64 - 1) + op[1] + 1) as usize;
+    let mut y = vec![0.0; n * oc_n * oh_n * ow_n];
+    for (i, v) in y.iter_mut().enumerate() {
+        *v = b.map_or(0.0, |b| b[(i / (oh_n * ow_n)) % oc_n]);
+    }
+    for ni in 0..n {
+        for ic in 0..c {
+            for ih in 0..h {
+                for iw in 0..wd {
+                    for o in 0..ocg {
+                        for kh in 0..kh_n {
+                            for kw in 0..kw_n {
+                                let oh = ih as i64 * s[0] - p[0] + kh as i64 * d[0];
+                                let ow = iw as i64 * s[1] - p[1] + kw as i64 * d[1];
+                                if oh < 0 || ow < 0 || oh >= oh_n as i64 || ow >= ow_n as i64 {
+                                    continue;
+                                }
+                                let oc = (ic / cg) * ocg + o;
+                                let yi =
+                                    ((ni * oc_n + oc) * oh_n + oh as usize) * ow_n + ow as usize;
+                                let xi = ((ni * c + ic) * h + ih) * wd + iw;
+                                let wi = ((ic * ocg + o) * kh_n + kh) * kw_n + kw;
+                                y[yi] += x[xi] * w[wi];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (y, vec![n, oc_n, oh_n, ow_n])
+}
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn pseudo(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// The reference for a 1-D (as 2-D with H = 1) or 2-D call.
+fn conv_reference(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    p: &ConvParams,
+) -> (Vec<f64>, Vec<usize>) {
+    let as4 = |s: &[usize]| -> [usize; 4] {
+        match *s {
+            [a, b, l] => [a, b, 1, l],
+            [a, b, h, w] => [a, b, h, w],
+            _ => panic!("rank {s:?}"),
+        }
+    };
+    let one_d = x.sizes.len() == 3;
+    // 1-D parameters go to the W dim; H gets stride 1, no padding, dilation 1.
+    let pair = |list: &[i64], unit: i64| {
+        if one_d {
+            [unit, at(list, 0)]
+        } else {
+            [at(list, 0), at(list, 1)]
+        }
+    };
+    let (xv, wv) = (x.to_f64_vec().unwrap(), w.to_f64_vec().unwrap());
+    let bv = b.map(|b| b.to_f64_vec().unwrap());
+    let g = p.groups as usize;
+    let (y, mut sizes) = if p.transposed {
+        conv_transpose2d_reference(
+            &xv,
+            as4(&x.sizes),
+            &wv,
+            as4(&w.sizes),
+            bv.as_deref(),
+            pair(&p.stride, 1),
+            pair(&p.padding, 0),
+            pair(&p.dilation, 1),
+            pair(&p.output_padding, 0),
+            g,
+        )
+    } else {
+        conv2d_reference(
+            &xv,
+            as4(&x.sizes),
+            &wv,
+            as4(&w.sizes),
+            bv.as_deref(),
+            pair(&p.stride, 1),
+            pair(&p.padding, 0),
+            pair(&p.dilation, 1),
+            g,
+        )
+    };
+    if one_d {
+        sizes.remove(2);
+    }
+    (y, sizes)
+}
+
+/// Run `convolution.out` on pseudo-random f32 input / weight / bias of the given sizes and
+/// compare with the reference.
+fn check_conv(xs: &[usize], ws: &[usize], bias: bool, p: &ConvParams, seed: u64) {
+    let x = Tensor::from_f32(xs.to_vec(), &pseudo(xs.iter().product(), seed)).unwrap();
+    let w = Tensor::from_f32(ws.to_vec(), &pseudo(ws.iter().product(), seed + 1)).unwrap();
+    let c_out = if p.transposed {
+        ws[1] * p.groups as usize
+    } else {
+        ws[0]
+    };
+    let b = bias.then(|| Tensor::from_f32(vec![c_out], &pseudo(c_out, seed + 2)).unwrap());
+    let (want, sizes) = conv_reference(&x, &w, b.as_ref(), p);
+    let (mut v, args) = conv_values(x, w, b, p, out(DType::F32, &sizes));
+    run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+    let t = tensor(&v, args[9]);
+    assert_eq!(t.sizes, sizes, "input {xs:?} weight {ws:?}");
+    assert!(want.iter().any(|&y| y != 0.0));
+    assert_close(&f32s(&t), &want, 1e-6);
+}
+
+#[test]
+fn convolution_2d_groups_depthwise_stride_padding_dilation() {
+    // groups = 2, bias, padding 1.
+    check_conv(
+        &[2, 4, 5, 6],
+        &[6, 2, 3, 3],
+        true,
+        &ConvParams::new(&[1], &[1], &[1], 2),
+        1,
+    );
+    // Depthwise (groups = channels), the conv zoo's 3x3 padding-1 form.
+    check_conv(
+        &[2, 8, 7, 7],
+        &[8, 1, 3, 3],
+        true,
+        &ConvParams::new(&[1, 1], &[1, 1], &[1, 1], 8),
+        2,
+    );
+    // Stride 2, asymmetric padding, dilation 2.
+    check_conv(
+        &[2, 3, 11, 9],
+        &[4, 3, 3, 2],
+        true,
+        &ConvParams::new(&[2], &[2, 1], &[2], 1),
+        3,
+    );
+    // Per-dim stride and dilation, odd sizes.
+    check_conv(
+        &[3, 2, 9, 10],
+        &[5, 2, 2, 3],
+        true,
+        &ConvParams::new(&[3, 2], &[0, 3], &[1, 3], 1),
+        4,
+    );
+    // No bias (a pointwise conv).
+    check_conv(
+        &[2, 12, 5, 6],
+        &[8, 12, 1, 1],
+        false,
+        &ConvParams::new(&[1, 1], &[0, 0], &[1, 1], 1),
+        5,
+    );
+    // The conv zoo's grouped (3, 1) kernel, stride (1, 2), padding (1, 0), groups 3, and its
+    // stem: 3x3 stride 2 padding 1 on [2, 3, 20, 24].
+    check_conv(
+        &[2, 12, 10, 12],
+        &[12, 4, 3, 1],
+        true,
+        &ConvParams::new(&[1, 2], &[1, 0], &[1, 1], 3),
+        6,
+    );
+    check_conv(
+        &[2, 3, 20, 24],
+        &[8, 3, 3, 3],
+        true,
+        &ConvParams::new(&[2, 2], &[1, 1], &[1, 1], 1),
+        7,
+    );
+    // Padding larger than the kernel reach: border outputs are the bias alone.
+    check_conv(
+        &[1, 2, 3, 3],
+        &[2, 2, 2, 2],
+        true,
+        &ConvParams::new(&[1], &[3], &[1], 1),
+        8,
+    );
+    // Hand-worked: a 2x2 sum kernel over [[1, 2, 3], [4, 5, 6], [7, 8, 9]], bias 0.5.
+    let p = ConvParams::new(&[1], &[0], &[1], 1);
+    let (mut v, args) = conv_values(
+        Tensor::from_f32(vec![1, 1, 3, 3], &[1., 2., 3., 4., 5., 6., 7., 8., 9.]).unwrap(),
+        Tensor::from_f32(vec![1, 1, 2, 2], &[1.0; 4]).unwrap(),
+        Some(Tensor::from_f32(vec![1], &[0.5]).unwrap()),
+        &p,
+        out(DType::F32, &[1, 1, 2, 2]),
+    );
+    run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+    assert_eq!(f32s(&tensor(&v, args[9])), vec![12.5, 16.5, 24.5, 28.5]);
+}
+
+#[test]
+fn convolution_1d_and_3d() {
+    check_conv(
+        &[2, 3, 10],
+        &[4, 3, 3],
+        true,
+        &ConvParams::new(&[2], &[1], &[1], 1),
+        11,
+    );
+    check_conv(
+        &[2, 4, 13],
+        &[6, 2, 4],
+        false,
+        &ConvParams::new(&[1], &[3], &[2], 2),
+        12,
+    );
+    check_conv(
+        &[2, 4, 7],
+        &[4, 3, 3],
+        true,
+        &ConvParams::new(&[2], &[1], &[1], 2).transposed(&[1]),
+        13,
+    );
+    // 3-D: each output depth slice is a sum of 2-D convolutions of input depth slices.
+    let (xs, ws) = ([2usize, 2, 4, 5, 5], [3usize, 2, 2, 3, 3]);
+    let x = pseudo(xs.iter().product(), 14);
+    let w = pseudo(ws.iter().product(), 15);
+    let bias = pseudo(3, 16);
+    let p = ConvParams::new(&[2, 1, 2], &[1, 1, 0], &[1, 2, 1], 1);
+    let (sd, pd, dd) = (2i64, 1i64, 1i64);
+    let od_n = ((4 + 2 * pd - dd - 1) / sd + 1) as usize;
+    let x64: Vec<f64> = x.iter().map(|&a| f64::from(a)).collect();
+    let w64: Vec<f64> = w.iter().map(|&a| f64::from(a)).collect();
+    // Depth slice `i` of a [N, C, D, H, W] tensor as [N, C, H, W].
+    let slice = |t: &[f64], s: [usize; 5], i: usize| -> Vec<f64> {
+        let plane = s[3] * s[4];
+        (0..s[0] * s[1])
+            .flat_map(|nc| t[(nc * s[2] + i) * plane..][..plane].to_vec())
+            .collect()
+    };
+    let mut per_depth = Vec::new();
+    let mut hw = Vec::new();
+    for od in 0..od_n {
+        let mut acc: Option<Vec<f64>> = None;
+        for kd in 0..ws[2] {
+            let id = od as i64 * sd - pd + kd as i64 * dd;
+            if id < 0 || id >= xs[2] as i64 {
+                continue;
+            }
+            let (y, sizes) = conv2d_reference(
+                &slice(&x64, xs, id as usize),
+                [xs[0], xs[1], xs[3], xs[4]],
+                &slice(&w64, ws, kd),
+                [ws[0], ws[1], ws[3], ws[4]],
+                None,
+                [1, 2],
+                [1, 0],
+                [2, 1],
+                1,
+            );
+            hw = sizes[2..].to_vec();
+            acc = Some(match acc {
+                None => y,
+                Some(a) => a.iter().zip(&y).map(|(a, b)| a + b).collect(),
+            });
+        }
+        per_depth.push(acc.unwrap());
+    }
+    let (oh, ow) = (hw[0], hw[1]);
+    let mut want = Vec::new();
+    for nc in 0..xs[0] * ws[0] {
+        for slab in &per_depth {
+            want.extend(
+                slab[nc * oh * ow..][..oh * ow]
+                    .iter()
+                    .map(|v| v + f64::from(bias[nc % 3])),
+            );
+        }
+    }
+    let sizes = [xs[0], ws[0], od_n, oh, ow];
+    let (mut v, args) = conv_values(
+        Tensor::from_f32(xs.to_vec(), &x).unwrap(),
+        Tensor::from_f32(ws.to_vec(), &w).unwrap(),
+        Some(Tensor::from_f32(vec![3], &bias).unwrap()),
+        &p,
+        out(DType::F32, &sizes),
+    );
+    run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+    let t = tensor(&v, args[9]);
+    assert_eq!(t.sizes, sizes);
+    assert_close(&f32s(&t), &want, 1e-6);
+}
+
+#[test]
+fn convolution_transposed_stride_output_padding_groups() {
+    // The conv zoo's up-sampler: 3x3, stride 2, padding 1, output_padding 1.
+    check_conv(
+        &[2, 8, 10, 6],
+        &[8, 6, 3, 3],
+        true,
+        &ConvParams::new(&[2, 2], &[1, 1], &[1, 1], 1).transposed(&[1, 1]),
+        21,
+    );
+    // Groups 2, per-dim stride / output_padding, no bias.
+    check_conv(
+        &[2, 4, 5, 6],
+        &[4, 3, 3, 2],
+        false,
+        &ConvParams::new(&[2, 3], &[1, 0], &[1], 2).transposed(&[1, 2]),
+        22,
+    );
+    // Dilation 2 with output_padding 1 (allowed: smaller than the dilation), padding 2.
+    check_conv(
+        &[1, 3, 4, 4],
+        &[3, 2, 3, 3],
+        true,
+        &ConvParams::new(&[1], &[2], &[2], 1).transposed(&[1]),
+        23,
+    );
+    // Depthwise transposed.
+    check_conv(
+        &[2, 4, 3, 5],
+        &[4, 1, 2, 2],
+        true,
+        &ConvParams::new(&[2], &[0], &[1], 4).transposed(&[0]),
+        24,
+    );
+    // Hand-worked: stride 2 scatters each input through a 2x2 ones kernel into its own block.
+    let p = ConvParams::new(&[2], &[0], &[1], 1).transposed(&[0]);
+    let (mut v, args) = conv_values(
+        Tensor::from_f32(vec![1, 1, 1, 2], &[1.0, 2.0]).unwrap(),
+        Tensor::from_f32(vec![1, 1, 2, 2], &[1.0; 4]).unwrap(),
+        None,
+        &p,
+        out(DType::F32, &[1, 1, 2, 4]),
+    );
+    run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+    assert_eq!(
+        f32s(&tensor(&v, args[9])),
+        vec![1., 1., 2., 2., 1., 1., 2., 2.]
+    );
+}
+
+#[test]
+fn convolution_float16() {
+    let h = |sizes: &[usize], vals: &[f32]| {
+        let bytes = vals
+            .iter()
+            .flat_map(|&a| f32_to_f16(a).to_le_bytes())
+            .collect();
+        Tensor::new(DType::F16, sizes.to_vec(), bytes).unwrap()
+    };
+    for (xs, ws, p) in [
+        (
+            [2usize, 4, 6, 5],
+            [6usize, 2, 3, 3],
+            ConvParams::new(&[2, 1], &[1], &[1, 2], 2),
+        ),
+        (
+            [2, 4, 3, 4],
+            [4, 3, 3, 3],
+            ConvParams::new(&[2], &[1], &[1], 2).transposed(&[1]),
+        ),
+    ] {
+        let x = h(&xs, &pseudo(xs.iter().product(), 31));
+        let w = h(&ws, &pseudo(ws.iter().product(), 32));
+        let c_out = if p.transposed { ws[1] * 2 } else { ws[0] };
+        let b = h(&[c_out], &pseudo(c_out, 33));
+        // The reference sees the same float16-rounded values.
+        let (want, sizes) = conv_reference(&x, &w, Some(&b), &p);
+        let (mut v, args) = conv_values(x, w, Some(b), &p, out(DType::F16, &sizes));
+        run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+        let t = tensor(&v, args[9]);
+        assert_eq!((t.dtype, t.sizes.clone()), (DType::F16, sizes));
+        // Accumulated exactly, then rounded once to float16.
+        let want16: Vec<f32> = want
+            .iter()
+            .map(|&y| f16_to_f32(f32_to_f16(y as f32)))
+            .collect();
+        let got = f32s(&t);
+        for (g, w) in got.iter().zip(&want16) {
+            assert!(
+                (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                "{got:?} vs {want16:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn convolution_refuses_bad_arguments() {
+    let op = "aten::convolution.out";
+    let f = |sizes: &[usize]| {
+        Tensor::from_f32(sizes.to_vec(), &vec![0.5; sizes.iter().product()]).unwrap()
+    };
+    let run = |x: Tensor, w: Tensor, b: Option<Tensor>, p: &ConvParams, out_t: Value| {
+        let (mut v, args) = conv_values(x, w, b, p, out_t);
+        let e = run_kernel(op, &mut v, &args).unwrap_err();
+        assert!(
+            matches!(&e, HostError::Kernel { op: o, .. } if o == op),
+            "{e}"
+        );
+        let s = e.to_string();
+        assert!(s.contains(op), "{s}");
+        s
+    };
+    let plain = ConvParams::new(&[1], &[0], &[1], 1);
+    let o4 = |s: &[usize]| out(DType::F32, s);
+
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 1, 3, 3]),
+        None,
+        &ConvParams::new(&[1], &[0], &[1], 2),
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("input channels 3") && e.contains("not divisible by groups 2"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 4, 4, 4]),
+        f(&[3, 2, 3, 3]),
+        None,
+        &ConvParams::new(&[1], &[0], &[1], 2),
+        o4(&[2, 3, 2, 2]),
+    );
+    assert!(
+        e.contains("output channels 3 are not divisible by groups 2"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 2, 3, 3]),
+        None,
+        &plain,
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("expect 2 x 1 input channels") && e.contains("has 3"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &plain.clone().transposed(&[0]),
+        o4(&[2, 9, 6, 6]),
+    );
+    assert!(
+        e.contains("transposed weight sizes [4, 3, 3, 3]") && e.contains("has 3"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 1, 2, 2]),
+        f(&[1, 1, 5, 5]),
+        None,
+        &plain,
+        o4(&[2, 1, 1, 1]),
+    );
+    assert!(
+        e.contains("kernel size 5") && e.contains("larger than the padded input size 2"),
+        "{e}"
+    );
+    // Dilation makes a 3-tap kernel span 5.
+    let e = run(
+        f(&[2, 1, 4, 4]),
+        f(&[1, 1, 3, 3]),
+        None,
+        &ConvParams::new(&[1], &[0], &[2], 1),
+        o4(&[2, 1, 1, 1]),
+    );
+    assert!(
+        e.contains("extent 5") && e.contains("padded input size 4"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        Some(f(&[3])),
+        &plain,
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(e.contains("bias sizes [3], expected [4]"), "{e}");
+    // 1-D: a bias per input channel instead of per output channel.
+    let e = run(
+        f(&[3, 4, 6]),
+        f(&[5, 4, 3]),
+        Some(f(&[4])),
+        &plain,
+        o4(&[3, 5, 4]),
+    );
+    assert!(e.contains("bias sizes [4], expected [5]"), "{e}");
+    let e = run(f(&[12, 4]), f(&[4, 3]), None, &plain, o4(&[4, 2]));
+    assert!(e.contains("rank 2"), "{e}");
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3]),
+        None,
+        &plain,
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(e.contains("weight sizes [4, 3, 3] have rank 3"), "{e}");
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[3, 2, 3, 3]),
+        None,
+        &ConvParams::new(&[2], &[1], &[1], 1).transposed(&[2]),
+        o4(&[2, 2, 8, 8]),
+    );
+    assert!(e.contains("output_padding 2 at spatial dim 0 must be smaller than the stride (2) or the dilation (1)"), "{e}");
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        Tensor::new(DType::F16, vec![4, 3, 3, 3], vec![0; 216]).unwrap(),
+        None,
+        &plain,
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("weight is float16 but the input is float32"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &plain,
+        out(DType::F16, &[2, 4, 2, 2]),
+    );
+    assert!(e.contains("out tensor is float16"), "{e}");
+    let e = run(
+        Tensor::from_i64(vec![1, 1, 2], &[1, 2]).unwrap(),
+        Tensor::from_i64(vec![1, 1, 1], &[1]).unwrap(),
+        None,
+        &plain,
+        out(DType::I64, &[1, 1, 2]),
+    );
+    assert!(e.contains("input is int64, expected a float tensor"), "{e}");
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &plain,
+        slot(Tensor::zeros(DType::F32, vec![2, 4, 3, 3]).unwrap(), 0),
+    );
+    assert!(
+        e.contains("static sizes [2, 4, 3, 3] differ from the output sizes [2, 4, 2, 2]"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &ConvParams::new(&[1, 1, 1], &[0], &[1], 1),
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("stride [1, 1, 1] has 3 entries; expected 1 or 2"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &ConvParams::new(&[1], &[-1], &[1], 1),
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("padding [-1]: every entry must be non-negative"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &ConvParams::new(&[0], &[0], &[1], 1),
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(
+        e.contains("stride [0]: every entry must be positive"),
+        "{e}"
+    );
+    let e = run(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &ConvParams::new(&[1], &[0], &[1], 0),
+        o4(&[2, 4, 2, 2]),
+    );
+    assert!(e.contains("groups 0 must be positive"), "{e}");
+    // A transposed output size that is not positive.
+    let e = run(
+        f(&[1, 1, 1, 1]),
+        f(&[1, 1, 1, 1]),
+        None,
+        &ConvParams::new(&[1], &[1], &[1], 1).transposed(&[0]),
+        o4(&[1, 1, 1, 1]),
+    );
+    assert!(e.contains("transposed output size -1"), "{e}");
+    // Huge strides overflow checked arithmetic instead of wrapping.
+    let e = run(
+        f(&[1, 1, 3, 3]),
+        f(&[1, 1, 1, 1]),
+        None,
+        &ConvParams::new(&[i64::MAX], &[0], &[1], 1).transposed(&[0]),
+        o4(&[1, 1, 1, 1]),
+    );
+    assert!(e.contains("overflow"), "{e}");
+    // Wrong arg kinds.
+    let (mut v, mut args) = conv_values(
+        f(&[2, 3, 4, 4]),
+        f(&[4, 3, 3, 3]),
+        None,
+        &plain,
+        o4(&[2, 4, 2, 2]),
+    );
+    args[6] = args[8];
+    let e = run_kernel(op, &mut v, &args).unwrap_err().to_string();
+    assert!(
+        e.contains(op) && e.contains("argument 6 is a Int, expected a Bool"),
+        "{e}"
+    );
+}
+
+#[test]
+fn convolution_resizes_a_bound_dynamic_output() {
+    // A conv1d over a length-10 input into an out tensor declared [2, 4, 16] (bound).
+    let p = ConvParams::new(&[1], &[1], &[1], 1);
+    let x = Tensor::from_f32(vec![2, 3, 10], &pseudo(60, 41)).unwrap();
+    let w = Tensor::from_f32(vec![4, 3, 3], &pseudo(36, 42)).unwrap();
+    let (want, sizes) = conv_reference(&x, &w, None, &p);
+    assert_eq!(sizes, vec![2, 4, 10]);
+    let (mut v, args) = conv_values(x, w, None, &p, out(DType::F32, &[2, 4, 16]));
+    run_kernel("aten::convolution.out", &mut v, &args).unwrap();
+    let t = tensor(&v, args[9]);
+    assert_eq!(t.sizes, sizes);
+    assert_close(&f32s(&t), &want, 1e-6);
+    // Past the bound is an error.
+    let x = Tensor::from_f32(vec![2, 3, 20], &pseudo(120, 43)).unwrap();
+    let w = Tensor::from_f32(vec![4, 3, 3], &pseudo(36, 42)).unwrap();
+    let (mut v, args) = conv_values(x, w, None, &p, out(DType::F32, &[2, 4, 16]));
+    let e = run_kernel("aten::convolution.out", &mut v, &args)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("aten::convolution.out")
+            && e.contains("exceed the out tensor's bound [2, 4, 16]"),
+        "{e}"
+    );
 }

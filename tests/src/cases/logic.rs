@@ -607,11 +607,19 @@ fn conversion_args(g: &mut CaseGraph, op: &str, x: usize, out: usize, rank: usiz
         let nb = g.bool(false);
         let mf = g.null();
         vec![x, d, l, dev, pin, nb, mf, out]
+    } else if !rank.is_multiple_of(2) || rank == 0 {
+        // executorch 1.5's layout: [self, dtype, layout, device, pin_memory, non_blocking,
+        // dim_order, out], the contiguous order written out ([] for a 0-dim tensor).
+        let (d, l, dev, pin) = (g.null(), g.null(), g.null(), g.null());
+        let nb = g.bool(false);
+        let o: Vec<i64> = (0..rank as i64).collect();
+        let order = g.int_list(&o);
+        vec![x, d, l, dev, pin, nb, order, out]
     } else {
         let d = g.null();
         let nb = g.bool(false);
         // The exporter writes the contiguous dim order explicitly; None means the same.
-        let order = if rank.is_multiple_of(2) {
+        let order = if rank.is_multiple_of(4) {
             let o: Vec<i64> = (0..rank as i64).collect();
             g.int_list(&o)
         } else {

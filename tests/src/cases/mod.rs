@@ -10,12 +10,14 @@ use crate::case::OpCase;
 
 pub mod attention;
 pub mod binary;
+pub mod conv;
 pub mod creation;
 pub mod indexing;
 pub mod llama;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod pool;
 pub mod prepack;
 pub mod q4_linear;
 pub mod quantize;
@@ -43,6 +45,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "binary",
         cases: binary::cases,
+    },
+    Family {
+        name: "conv",
+        cases: conv::cases,
     },
     Family {
         name: "unary",
@@ -99,6 +105,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "norm",
         cases: norm::cases,
+    },
+    Family {
+        name: "pool",
+        cases: pool::cases,
     },
 ];
 

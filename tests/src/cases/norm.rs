@@ -12,7 +12,94 @@ const LAYER_NORM: &str = "aten.native_layer_norm.default";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
-    layer_norm_cases()
+    let mut v = layer_norm_cases();
+    v.extend(batch_norm_cases());
+    v
+}
+
+const BATCH_NORM: &str = "aten._native_batch_norm_legit_no_training.default";
+
+/// Inference batch norm `[x, weight|None, bias|None, running_mean, running_var, momentum,
+/// eps, out ValueList(out, save_mean [0], save_rstd [0])]`.
+fn batch_norm_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    let specs: [(DataType, &[usize], bool, bool); 5] = [
+        (F32, &[1, 8, 10, 12], true, true),
+        (F32, &[3, 5, 7], false, true),
+        (F32, &[2, 6], true, false),
+        (F16, &[1, 4, 3, 5], true, true),
+        (F32, &[2, 3, 4, 5], false, false),
+    ];
+    for (i, &(dt, sizes, has_w, has_b)) in specs.iter().enumerate() {
+        let seed = 13_700 + 10 * i as u64;
+        let c = sizes[1];
+        let x = Tensor::rand_range(dt, sizes, -2.0, 2.0, seed);
+        let w = Tensor::rand_range(dt, &[c], 0.5, 1.5, seed + 1);
+        let b = Tensor::rand_range(dt, &[c], -0.5, 0.5, seed + 2);
+        let mean = Tensor::rand_range(dt, &[c], -0.5, 0.5, seed + 3);
+        let var = Tensor::rand_range(dt, &[c], 0.2, 2.0, seed + 4);
+        let (wo, bo) = (has_w.then_some(&w), has_b.then_some(&b));
+        let want = crate::reference::batch_norm(&x, wo, bo, &mean, &var, 1e-3);
+        let g = batch_norm_graph(dt, sizes, wo, bo, &mean, &var);
+        let empty = Tensor::new(dt, &[0], vec![]);
+        v.push(
+            OpCase::new(
+                BATCH_NORM,
+                format!("{} {sizes:?} weight {has_w} bias {has_b}", dt.name()),
+                g,
+            )
+            .tol(tol(dt))
+            .run(vec![x], vec![want, empty.clone(), empty]),
+        );
+    }
+    // Dynamic: batch and spatial sizes change, channels stay.
+    let c = 3;
+    let w = Tensor::rand_range(F32, &[c], 0.5, 1.5, 13_801);
+    let b = Tensor::rand_range(F32, &[c], -0.5, 0.5, 13_802);
+    let mean = Tensor::rand_range(F32, &[c], -0.5, 0.5, 13_803);
+    let var = Tensor::rand_range(F32, &[c], 0.2, 2.0, 13_804);
+    let g = batch_norm_graph(F32, &[4, 3, 6, 5], Some(&w), Some(&b), &mean, &var);
+    let mut case = OpCase::new(BATCH_NORM, "dynamic [<=4, 3, <=6, <=5]", g)
+        .tol(Tol::F32)
+        .dynamic();
+    for (i, sizes) in [[4usize, 3, 6, 5], [1, 3, 1, 1], [2, 3, 5, 2]]
+        .iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_range(F32, sizes, -2.0, 2.0, 13_810 + i as u64);
+        let want = crate::reference::batch_norm(&x, Some(&w), Some(&b), &mean, &var, 1e-3);
+        let empty = Tensor::new(F32, &[0], vec![]);
+        case = case.run(vec![x], vec![want, empty.clone(), empty]);
+    }
+    v.push(case);
+    v
+}
+
+fn batch_norm_graph(
+    dt: DataType,
+    max_sizes: &[usize],
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    mean: &Tensor,
+    var: &Tensor,
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, max_sizes);
+    let mut opt = |t: Option<&Tensor>| match t {
+        Some(t) => g.constant(t),
+        None => g.null(),
+    };
+    let (wi, bi) = (opt(w), opt(b));
+    let mi = g.constant(mean);
+    let vi = g.constant(var);
+    let momentum = g.double(0.1);
+    let eps = g.double(1e-3);
+    let o = g.output(dt, max_sizes);
+    let sm = g.output(dt, &[0]);
+    let sr = g.output(dt, &[0]);
+    let outs = g.value_list(&[o, sm, sr]);
+    g.op(BATCH_NORM, &[xi, wi, bi, mi, vi, momentum, eps, outs]);
+    g
 }
 
 /// `(out, mean, rstd)` of layer norm over the trailing `k` dims, in f64.

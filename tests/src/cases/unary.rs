@@ -1,8 +1,8 @@
 //! Elementwise unary ops: `aten.relu.default(x, out)`, `aten.sigmoid.default(x, out)`, the
 //! ReLU gradient `aten.threshold_backward.default(grad, self, threshold, out)`, and the
 //! `abs`, `neg`, `exp`, `sqrt`, `rsqrt`, `sin`, `cos`, `tanh`, `gelu(x, approximate)`,
-//! `hardtanh(x, min_val, max_val)`, `clamp(x, min, max)`, `leaky_relu(x, negative_slope)`
-//! family, and `silu(x)`, checked against f64 references.
+//! `hardtanh(x, min_val, max_val)`, `clamp(x, min, max)`, `leaky_relu(x, negative_slope)`,
+//! `hardswish(x)` family, and `silu(x)`, checked against f64 references.
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
@@ -311,6 +311,12 @@ pub(crate) fn gelu_tanh(x: f64) -> f64 {
     0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
 }
 
+/// `hardswish(x) = x * min(max(x + 3, 0), 6) / 6` in PyTorch's order: NaN stays NaN and
+/// -inf gives -inf * 0 = NaN.
+pub(crate) fn hardswish(x: f64) -> f64 {
+    x * (x + 3.0).clamp(0.0, 6.0) / 6.0
+}
+
 /// `clamp(x, lo, hi)` as PyTorch: NaN stays NaN, `min(max(x, lo), hi)` otherwise.
 fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
     if x.is_nan() {
@@ -462,6 +468,14 @@ fn more_cases() -> Vec<OpCase> {
             })
             .specials(&[0.0, -3.0, 3.0]),
             false,
+        ),
+        (
+            Spec::new("aten.hardswish.default", vec![], hardswish)
+                .range(-5.0, 5.0)
+                .specials(&[
+                    0.0, -0.0, 1e-30, -1e-30, -3.0, 3.0, -1.5, 1.5, -10.0, 10.0, INF, -INF, NAN,
+                ]),
+            true,
         ),
     ];
     specs

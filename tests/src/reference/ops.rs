@@ -16,13 +16,17 @@ type R<T> = Result<T, String>;
 
 /// Every op name [`run`] evaluates.
 pub const SUPPORTED: &[&str] = &[
+    "aten._native_batch_norm_legit_no_training.default",
     "aten._softmax.default",
     "aten._weight_int8pack_mm.default",
     "aten.abs.default",
     "aten.add.Tensor",
+    "aten.avg_pool2d.default",
     "aten.bmm.default",
     "aten.cat.default",
+    "aten.clamp.default",
     "aten.clone.default",
+    "aten.convolution.default",
     "aten.cos.default",
     "aten.div.Tensor",
     "aten.embedding.default",
@@ -31,9 +35,13 @@ pub const SUPPORTED: &[&str] = &[
     "aten.expand_copy.default",
     "aten.full_like.default",
     "aten.gelu.default",
+    "aten.hardswish.default",
+    "aten.hardtanh.default",
     "aten.index.Tensor",
     "aten.logical_not.default",
     "aten.linear.default",
+    "aten.max_pool2d_with_indices.default",
+    "aten.mean.dim",
     "aten.mm.default",
     "aten.mul.Tensor",
     "aten.native_layer_norm.default",
@@ -45,6 +53,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.sigmoid.default",
     "aten.sin.default",
     "aten.slice_copy.Tensor",
+    "aten.split_with_sizes_copy.default",
     "aten.sqrt.default",
     "aten.squeeze_copy.dims",
     "aten.sub.Tensor",
@@ -52,8 +61,10 @@ pub const SUPPORTED: &[&str] = &[
     "aten.unsqueeze_copy.default",
     "aten.view_copy.default",
     "aten.where.self",
+    "dim_order_ops._to_dim_order_copy.default",
     "et_vk.apply_rotary_emb.default",
     "et_vk.apply_rotary_emb_hf.default",
+    "et_vk.conv_with_clamp.default",
     "et_vk.embedding_q4gsw.default",
     "et_vk.linear_dW.default",
     "et_vk.linear_dq8ca_q4gsw.default",
@@ -96,6 +107,14 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.tanh.default" => unary(g, f64::tanh),
         "aten.sin.default" => unary(g, f64::sin),
         "aten.cos.default" => unary(g, f64::cos),
+        "aten.hardswish.default" => unary(g, crate::cases::unary::hardswish),
+        "aten.clamp.default" => clamp(g, a, &w),
+        "aten.hardtanh.default" => hardtanh(g, a, &w),
+        "aten.mean.dim" => mean_dim(g, a, &w),
+        "dim_order_ops._to_dim_order_copy.default" => to_dim_order_copy(g, a, &w),
+        "aten.split_with_sizes_copy.default" => split_with_sizes_copy(g, a, &w),
+        "aten.max_pool2d_with_indices.default" => max_pool2d_with_indices(g, a, &w),
+        "aten.avg_pool2d.default" => avg_pool2d(g, a, &w),
         "aten.add.Tensor" => binary_alpha(g, a, &w, 1.0),
         "aten.sub.Tensor" => binary_alpha(g, a, &w, -1.0),
         "aten.mul.Tensor" => binary(g, a, &w, |x, y| x * y),
@@ -127,6 +146,9 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.native_layer_norm.default" => layer_norm(g, a, &w),
         "aten.div.Tensor" => binary(g, a, &w, |x, y| x / y),
         "aten.linear.default" => linear(g, a, &w),
+        "aten.convolution.default" => convolution(g, a, &w, false),
+        "et_vk.conv_with_clamp.default" => convolution(g, a, &w, true),
+        "aten._native_batch_norm_legit_no_training.default" => batch_norm(g, a, &w),
         "aten.mm.default" => mm(g, a, &w),
         "aten.bmm.default" => bmm(g, a, &w),
         "aten._softmax.default" => softmax(g, a, &w),
@@ -404,6 +426,101 @@ fn layer_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     g.put(outs[0], x.sizes.clone(), out, w)?;
     g.put(outs[1], stat.clone(), means, w)?;
     g.put(outs[2], stat, rstds, w)
+}
+
+/// `[x, weight, bias|None, stride, padding, dilation, transposed, output_padding, groups,
+/// (output_min, output_max,) out]`.
+fn convolution(g: &mut RefGraph, a: &[usize], w: &str, clamped: bool) -> R<()> {
+    nargs(a, if clamped { 12 } else { 10 }, w)?;
+    let x = g.tensor(a[0], w)?;
+    let wt = g.tensor(a[1], w)?;
+    let bias = g.opt_tensor(a[2], w)?;
+    let sd = x.sizes.len().wrapping_sub(2);
+    if !(sd == 1 || sd == 2) || wt.sizes.len() != x.sizes.len() {
+        return Err(format!(
+            "{w}: x {:?} / weight {:?}: 1-D or 2-D convolutions only",
+            x.sizes, wt.sizes
+        ));
+    }
+    let list = |i: usize| -> R<Vec<usize>> {
+        let l = g.int_list(a[i], w)?;
+        if l.is_empty() || l.len() > sd || l.iter().any(|&v| v < 0) {
+            return Err(format!("{w}: arg {i} {l:?} for a {sd}-D convolution"));
+        }
+        Ok(l.iter().map(|&v| v as usize).collect())
+    };
+    let params = crate::reference::ConvParams {
+        stride: list(3)?,
+        padding: list(4)?,
+        dilation: list(5)?,
+        transposed: g.int(a[6], w)? != 0,
+        output_padding: list(7)?,
+        groups: g.int(a[8], w)?.max(1) as usize,
+    };
+    let c_in = if params.transposed {
+        wt.sizes[0]
+    } else {
+        wt.sizes[1] * params.groups
+    };
+    if x.sizes[1] != c_in || wt.sizes[0] % params.groups != 0 {
+        return Err(format!(
+            "{w}: x {:?} does not match weight {:?} with groups {}",
+            x.sizes, wt.sizes, params.groups
+        ));
+    }
+    // The kernel must fit: PyTorch refuses an input shorter than the dilated kernel.
+    let pick = |l: &[usize], d: usize| if l.len() == 1 { l[0] } else { l[d] };
+    for d in 0..sd {
+        let (n, k) = (x.sizes[2 + d], wt.sizes[2 + d]);
+        let span = pick(&params.dilation, d) * (k.max(1) - 1) + 1;
+        let pad = 2 * pick(&params.padding, d);
+        let fits = if params.transposed {
+            n >= 1
+                && (n - 1) * pick(&params.stride, d) + span + pick(&params.output_padding, d) > pad
+        } else {
+            n + pad >= span
+        };
+        if !fits || pick(&params.stride, d) == 0 {
+            return Err(format!(
+                "{w}: input {:?} is too small for weight {:?} with {params:?}",
+                x.sizes, wt.sizes
+            ));
+        }
+    }
+    let clamp = if clamped {
+        (
+            g.opt_double(a[9], w)?.unwrap_or(f64::NEG_INFINITY),
+            g.opt_double(a[10], w)?.unwrap_or(f64::INFINITY),
+        )
+    } else {
+        (f64::NEG_INFINITY, f64::INFINITY)
+    };
+    let out = *a.last().unwrap_or(&0);
+    let y = crate::reference::conv(x, wt, bias, &params, clamp, x.dtype);
+    g.put(out, y.sizes, y.data, w)
+}
+
+/// `[x, weight|None, bias|None, running_mean, running_var, momentum, eps, out ValueList(out,
+/// save_mean, save_rstd)]`.
+fn batch_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 8, w)?;
+    let x = g.tensor(a[0], w)?;
+    let (wt, b) = (g.opt_tensor(a[1], w)?, g.opt_tensor(a[2], w)?);
+    let (mean, var) = (g.tensor(a[3], w)?, g.tensor(a[4], w)?);
+    let eps = g.double(a[6], w)?;
+    let outs = g.value_list(a[7], w)?;
+    let c = x.sizes.get(1).copied().unwrap_or(0);
+    let params = [Some(mean), Some(var), wt, b];
+    if outs.len() != 3 || params.iter().flatten().any(|t| t.numel() != c) {
+        return Err(format!(
+            "{w}: x {:?} with statistics of another size",
+            x.sizes
+        ));
+    }
+    let y = crate::reference::batch_norm(x, wt, b, mean, var, eps);
+    g.put(outs[0], y.sizes, y.data, w)?;
+    g.put(outs[1], vec![0], vec![], w)?;
+    g.put(outs[2], vec![0], vec![], w)
 }
 
 /// `[ValueList(tensors), dim, out]`: concatenation along `dim` (negative allowed); 1-D
@@ -1524,4 +1641,200 @@ fn index_tensor(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         data.push(x.data[off]);
     }
     g.put(a[2], sizes, data, w)
+}
+
+// ---------------------------------------------------------------- vision ops
+
+/// `[x, min, max, out]`: each bound Double, Int or None (not both); NaN stays NaN.
+fn clamp(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let (lo, hi) = (g.opt_double(a[1], w)?, g.opt_double(a[2], w)?);
+    if lo.is_none() && hi.is_none() {
+        return Err(format!("{w}: clamp needs min or max"));
+    }
+    clamp_to(
+        g,
+        a,
+        w,
+        lo.unwrap_or(f64::NEG_INFINITY),
+        hi.unwrap_or(f64::INFINITY),
+    )
+}
+
+/// `[x, min_val, max_val, out]`, the bounds defaulting to -1 / 1 (ReLU6 exports as 0 / 6).
+fn hardtanh(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let lo = g.opt_double(a[1], w)?.unwrap_or(-1.0);
+    let hi = g.opt_double(a[2], w)?.unwrap_or(1.0);
+    clamp_to(g, a, w, lo, hi)
+}
+
+/// x clamped to [lo, hi] into `a[3]`; NaN stays NaN.
+fn clamp_to(g: &mut RefGraph, a: &[usize], w: &str, lo: f64, hi: f64) -> R<()> {
+    let x = g.tensor(a[0], w)?;
+    let data = x
+        .data
+        .iter()
+        .map(|&v| if v.is_nan() { v } else { v.max(lo).min(hi) })
+        .collect();
+    let sizes = x.sizes.clone();
+    g.put(a[3], sizes, data, w)
+}
+
+/// `[x, dims IntList|None, keepdim, dtype, out]`: the mean over `dims` (None or `[]`: all
+/// dims; negative ones from the end), kept as size-1 dims with keepdim.
+fn mean_dim(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 5, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let rank = x.sizes.len();
+    let mut dims = match g.value(a[1]) {
+        Value::Null => Vec::new(),
+        _ => dim_list(g, a[1], rank, w)?,
+    };
+    if dims.is_empty() {
+        dims = (0..rank).collect();
+    }
+    let keepdim = g.int(a[2], w)? != 0;
+    let reduced = |d: usize| dims.contains(&d);
+    let kept: Vec<usize> = x
+        .sizes
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if reduced(d) { 1 } else { n })
+        .collect();
+    let count: usize = (0..rank)
+        .filter(|&d| reduced(d))
+        .map(|d| x.sizes[d])
+        .product();
+    let ks = strides(&kept);
+    let mut sums = vec![0.0; numel(&kept)];
+    for (i, &v) in x.data.iter().enumerate() {
+        let idx = unravel(i, &x.sizes);
+        let at: usize = idx
+            .iter()
+            .enumerate()
+            .map(|(d, &j)| if reduced(d) { 0 } else { j * ks[d] })
+            .sum();
+        sums[at] += v;
+    }
+    // An empty reduction is 0 / 0 = NaN, as PyTorch's mean.
+    let data = sums.into_iter().map(|s| s / count as f64).collect();
+    let sizes = if keepdim {
+        kept
+    } else {
+        (0..rank)
+            .filter(|&d| !reduced(d))
+            .map(|d| x.sizes[d])
+            .collect()
+    };
+    g.put(a[4], sizes, data, w)
+}
+
+/// `[self, dtype, layout, device, pin_memory, non_blocking, dim_order, out]` (executorch
+/// 1.5.1) or `[self, dtype, non_blocking, dim_order, out]`: a copy converted to the out
+/// tensor's dtype (the dtype arg serializes as None). dim_order must be None or the
+/// contiguous `0..rank` (`[]` for a 0-dim tensor).
+fn to_dim_order_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    let (order, out) = match a.len() {
+        8 => (a[6], a[7]),
+        5 => (a[3], a[4]),
+        n => return Err(format!("{w}: {n} args, expected 8 (or 5)")),
+    };
+    let x = g.tensor(a[0], w)?.clone();
+    if !matches!(g.value(order), Value::Null) {
+        let o = g.int_list(order, w)?;
+        if o.len() != x.sizes.len() || o.iter().enumerate().any(|(i, &d)| d != i as i64) {
+            return Err(format!(
+                "{w}: dim_order {o:?} is not the contiguous order of a rank-{} tensor",
+                x.sizes.len()
+            ));
+        }
+    }
+    g.put(out, x.sizes, x.data, w)
+}
+
+/// `[x, split_sizes, dim, out ValueList]`: consecutive runs of `dim` of the given sizes,
+/// which must sum to its size.
+fn split_with_sizes_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let sizes = g
+        .int_list(a[1], w)?
+        .into_iter()
+        .map(|n| usize::try_from(n).map_err(|_| format!("{w}: split size {n}")))
+        .collect::<R<Vec<usize>>>()?;
+    let d = norm_dim(g.int(a[2], w)?, x.sizes.len(), w)?;
+    let outs = g.value_list(a[3], w)?;
+    if x.sizes.is_empty() || outs.len() != sizes.len() || sizes.iter().sum::<usize>() != x.sizes[d]
+    {
+        return Err(format!(
+            "{w}: split sizes {sizes:?} of dim {d} of {:?} into {} outputs",
+            x.sizes,
+            outs.len()
+        ));
+    }
+    for (t, &v) in crate::cases::shape::split_ref(&x, &sizes, d)
+        .into_iter()
+        .zip(&outs)
+    {
+        g.put(v, t.sizes, t.data, w)?;
+    }
+    Ok(())
+}
+
+/// kernel_size / stride / padding (/ dilation) args `a[1..]` as a `Pool`.
+fn pool_params(
+    g: &RefGraph,
+    a: &[usize],
+    dilation: Option<usize>,
+    w: &str,
+) -> R<crate::cases::pool::Pool> {
+    use crate::cases::pool::pool_pair;
+    let list = |i: usize, empty, role: &str| -> R<[usize; 2]> {
+        let l = g.int_list(a[i], w)?;
+        pool_pair(&l, empty).ok_or_else(|| format!("{w}: {role} {l:?}"))
+    };
+    let kernel = list(1, None, "kernel_size")?;
+    Ok(crate::cases::pool::Pool {
+        kernel,
+        stride: list(2, Some(kernel), "stride")?,
+        pad: list(3, None, "padding")?,
+        dilation: match dilation {
+            Some(i) => list(i, None, "dilation")?,
+            None => [1, 1],
+        },
+        ceil_mode: false,
+        count_include_pad: true,
+        divisor: None,
+    })
+}
+
+/// `[x, kernel_size, stride, padding, dilation, ceil_mode, out ValueList(values, indices)]`.
+fn max_pool2d_with_indices(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 7, w)?;
+    let mut p = pool_params(g, a, Some(4), w)?;
+    p.ceil_mode = g.int(a[5], w)? != 0;
+    let outs = g.value_list(a[6], w)?;
+    if outs.len() != 2 {
+        return Err(format!(
+            "{w}: {} outputs, expected (values, indices)",
+            outs.len()
+        ));
+    }
+    let x = g.tensor(a[0], w)?;
+    let (vals, idx) = crate::cases::pool::max_pool2d(x, &p).map_err(|e| format!("{w}: {e}"))?;
+    g.put(outs[0], vals.sizes, vals.data, w)?;
+    g.put(outs[1], idx.sizes, idx.data, w)
+}
+
+/// `[x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out]`.
+fn avg_pool2d(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 8, w)?;
+    let mut p = pool_params(g, a, None, w)?;
+    p.ceil_mode = g.int(a[4], w)? != 0;
+    p.count_include_pad = g.int(a[5], w)? != 0;
+    p.divisor = g.opt_int(a[6], w)?;
+    let x = g.tensor(a[0], w)?;
+    let out = crate::cases::pool::avg_pool2d(x, &p).map_err(|e| format!("{w}: {e}"))?;
+    g.put(a[7], out.sizes, out.data, w)
 }

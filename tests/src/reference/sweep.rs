@@ -107,6 +107,8 @@ pub struct SweepReport {
     pub max: usize,
     /// The lengths run, in order.
     pub lengths: Vec<usize>,
+    /// The lengths that the GPU and the reference both refused (too short for the model).
+    pub refused: Vec<usize>,
 }
 
 /// The dynamic dims of a fixture: every (input, dim) whose size differs between the
@@ -205,7 +207,7 @@ fn run(
 /// Load fixture `name` once on the GPU (`backend`) and once on the reference, then run
 /// every length of its dynamic dim from 1 to the exported maximum and `extra` random
 /// lengths, with fresh random inputs each time, comparing every output under the
-/// fixture's tolerance.
+/// fixture's tolerance. A length that both refuse is skipped (see [`SweepReport::refused`]).
 pub fn sweep(name: &str, backend: &Arc<Backend>, extra: usize) -> Result<SweepReport, String> {
     let io = load_io(name)?;
     // The fixture's tolerance covers PyTorch vs the exported program; against the f64
@@ -235,12 +237,24 @@ pub fn sweep(name: &str, backend: &Arc<Backend>, extra: usize) -> Result<SweepRe
     let infos = gpu.inputs();
     let (dims, max) = dynamic_dims(&io, &infos, name)?;
     let lengths = sweep_lengths(max, extra, 0x5eed ^ max as u64);
+    let mut refused = Vec::new();
     for (step, &len) in lengths.iter().enumerate() {
         let what = format!("{name}: step {step} (length {len})");
         let inputs = random_inputs(&io, &infos, &dims, len, 1000 + step as u64)
             .map_err(|e| format!("{what}: {e}"))?;
-        let got = run(&mut gpu, &inputs, &format!("{what}: GPU"))?;
-        let want = run(&mut reference, &inputs, &format!("{what}: reference"))?;
+        let got = run(&mut gpu, &inputs, &format!("{what}: GPU"));
+        let want = run(&mut reference, &inputs, &format!("{what}: reference"));
+        // A length the model cannot take (a convolution's kernel longer than the input)
+        // must be refused by both, and the loaded GPU method must go on working after it.
+        let (got, want) = match (got, want) {
+            (Ok(g), Ok(w)) => (g, w),
+            (Err(_), Err(_)) => {
+                refused.push(len);
+                continue;
+            }
+            (Err(e), Ok(_)) => return Err(format!("{e} (the reference accepts this length)")),
+            (Ok(_), Err(e)) => return Err(format!("{e} (the GPU accepted this length)")),
+        };
         if got.len() != want.len() {
             return Err(format!(
                 "{what}: {} GPU outputs, {} reference outputs",
@@ -259,5 +273,13 @@ pub fn sweep(name: &str, backend: &Arc<Backend>, extra: usize) -> Result<SweepRe
             backend.validation_error_count()
         ));
     }
-    Ok(SweepReport { dims, max, lengths })
+    if refused.len() == lengths.len() {
+        return Err(format!("{name}: every length was refused"));
+    }
+    Ok(SweepReport {
+        dims,
+        max,
+        lengths,
+        refused,
+    })
 }

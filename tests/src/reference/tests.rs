@@ -244,3 +244,73 @@ fn symint_host_ops_follow_python() {
         }
     }
 }
+
+#[test]
+fn vision_op_cases_agree_with_the_interpreter() {
+    // The op cases of the ops real vision exports use (their f64 expectations) run through
+    // the interpreter too: both sides must agree on every case, dynamic runs included.
+    const OPS: &[&str] = &[
+        "aten.hardswish.default",
+        "aten.clamp.default",
+        "aten.mean.dim",
+        "dim_order_ops._to_dim_order_copy.default",
+        "aten.split_with_sizes_copy.default",
+        "aten.max_pool2d_with_indices.default",
+        "aten.avg_pool2d.default",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    let cases = crate::cases::all();
+    for case in cases.iter().filter(|c| OPS.contains(&c.op)) {
+        seen.insert(case.op);
+        let mut r = RefGraph::from_blob(&case.blob, &case.named, &case.name)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.label()));
+        for run in &case.runs {
+            let inputs: Vec<RefValue> = run
+                .inputs
+                .iter()
+                .map(|v| match v {
+                    crate::case::Val::Tensor(t) => RefValue::Tensor(t.clone()),
+                    crate::case::Val::Int(i) => RefValue::Int(*i),
+                })
+                .collect();
+            let outs = r
+                .execute(&inputs)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.label()));
+            assert_eq!(outs.len(), run.expected.len(), "{}", case.label());
+            for (got, want) in outs.iter().zip(&run.expected) {
+                let crate::case::Val::Tensor(want) = want else {
+                    panic!("{}: tensor outputs only", case.label())
+                };
+                let got = Tensor::new(want.dtype, &tensor(got).sizes, tensor(got).data.clone());
+                crate::compare::compare(&got, want, case.tol)
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.label()));
+            }
+        }
+    }
+    assert_eq!(seen.len(), OPS.len(), "ops without cases: {seen:?}");
+}
+
+#[test]
+fn to_dim_order_copy_of_a_0_dim_constant() {
+    // As mobilenet_v3's export writes it: an int32 0-dim constant (prepacked) copied to a
+    // float32 0-dim tensor, with every kwarg serialized and dim_order `[]`.
+    let mut g = CaseGraph::new();
+    let c = g.constant(&Tensor::new(DataType::Int32, &[], vec![3.0]));
+    let p = g.tensor(DataType::Int32, &[]);
+    g.op("et_vk.prepack.default", &[c, p]);
+    let (d, l, dev, pin) = (g.null(), g.null(), g.null(), g.null());
+    let nb = g.bool(false);
+    let order = g.int_list(&[]);
+    let out = g.output(F32, &[]);
+    g.op(
+        "dim_order_ops._to_dim_order_copy.default",
+        &[p, d, l, dev, pin, nb, order, out],
+    );
+    let mut r = load(g).unwrap();
+    let outs = r.execute(&[]).unwrap();
+    let got = tensor(&outs[0]);
+    assert_eq!(
+        (got.sizes.as_slice(), got.data.as_slice()),
+        (&[][..], &[3.0][..])
+    );
+}

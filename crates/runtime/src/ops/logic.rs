@@ -8,7 +8,8 @@
 //! - `aten.where.self` (`[condition, self, other, out]`, three-way broadcasting).
 //! - `aten._to_copy.default` (`[self, dtype, layout, device, pin_memory, non_blocking,
 //!   memory_format, out]`) and `dim_order_ops._to_dim_order_copy.default` (`[self, dtype,
-//!   non_blocking, dim_order, out]`): a copy converting to the out tensor's dtype.
+//!   non_blocking, dim_order, out]`, or executorch 1.5's `[self, dtype, layout, device,
+//!   pin_memory, non_blocking, dim_order, out]`): a copy converting to the out tensor's dtype.
 //! - `add`, `sub`, `mul`, `floordiv` (`[a, b, out SymInt]`, Python operators on SymInts):
 //!   host steps, recomputed at every resize.
 //!
@@ -529,10 +530,32 @@ fn build_to_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 
 /// `dim_order_ops._to_dim_order_copy.default`: `[self, dtype, non_blocking, dim_order, out]`.
 fn build_to_dim_order_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    call.expect_args(5)?;
+    // Two layouts: `[self, dtype, non_blocking, dim_order, out]`, and the full edge schema
+    // that executorch 1.5's exporter writes, `[self, dtype, layout, device, pin_memory,
+    // non_blocking, dim_order, out]` (layout / device / pin_memory do not change a copy
+    // between GPU buffers).
+    let (non_blocking, dim_order, out) = match call.args.len() {
+        5 => (2, 3, 4),
+        8 => (5, 6, 7),
+        n => {
+            return Err(invalid_program(format!(
+                "{}: expected 5 or 8 args, got {n}",
+                call.what()
+            )))
+        }
+    };
     expect_default(g, call, 1, "dtype", |v| matches!(v, GValue::Int(_)))?;
-    expect_default(g, call, 2, "non_blocking", |v| matches!(v, GValue::Bool(_)))?;
-    let v = call.arg(3)?;
+    if non_blocking == 5 {
+        for (i, name) in [(2, "layout"), (3, "device"), (4, "pin_memory")] {
+            expect_default(g, call, i, name, |v| {
+                matches!(v, GValue::Int(_) | GValue::Bool(_) | GValue::String(_))
+            })?;
+        }
+    }
+    expect_default(g, call, non_blocking, "non_blocking", |v| {
+        matches!(v, GValue::Bool(_))
+    })?;
+    let v = call.arg(dim_order)?;
     match g.value(v)? {
         GValue::Null => {}
         GValue::IntList(order) => {
@@ -552,20 +575,20 @@ fn build_to_dim_order_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
                 order.len() == rank && order.iter().enumerate().all(|(i, &d)| d == i as i64);
             if !contiguous {
                 return Err(unsupported(format!(
-                    "{} arg 3 (value {v}): dim_order {order:?} is not supported (only the contiguous order 0..{rank})",
+                    "{} arg {dim_order} (value {v}): dim_order {order:?} is not supported (only the contiguous order 0..{rank})",
                     call.what()
                 )));
             }
         }
         other => {
             return Err(invalid_program(format!(
-                "{} arg 3 (value {v}): expected an IntList dim_order or None, got {}",
+                "{} arg {dim_order} (value {v}): expected an IntList dim_order or None, got {}",
                 call.what(),
                 gvalue_kind(other)
             )))
         }
     }
-    convert_copy(g, call, 0, 4)
+    convert_copy(g, call, 0, out)
 }
 
 /// Contiguous copy of arg `x_arg` into arg `out_arg`, converting to the out dtype.

@@ -5,13 +5,18 @@
 //! `layer_norm` shader runs one workgroup per row (two-pass mean and biased variance in
 //! float). mean / rstd get PyTorch's sizes, `input.shape[:axis] + [1] * len(normalized_shape)`,
 //! and are always written, even when the graph does not read them.
+//!
+//! `aten._native_batch_norm_legit_no_training.default` (`[input, weight|None, bias|None,
+//! running_mean, running_var, momentum, eps, out ValueList(out, save_mean, save_rstd)]`):
+//! inference batch norm over dim 1 of `[N, C, ...]` with the running statistics, one
+//! invocation per element. save_mean / save_rstd are empty (`[0]`), as in PyTorch.
 
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program};
-use crate::graph::{to_u32, Launch, Push, Shapes, TensorId};
+use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::Registry;
@@ -24,12 +29,88 @@ const LANES: u32 = 64;
 pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register_dynamic(
         FLOATS,
-        &[(
+        &[
+            (
             "aten.native_layer_norm.default",
             build_native_layer_norm,
             "normalize over the trailing len(normalized_shape) dims; weight/bias optional; biased variance, float accumulation; outputs (out, mean, rstd)",
+        ),
+        (
+            "aten._native_batch_norm_legit_no_training.default",
+            build_batch_norm_no_training,
+            "(x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c] over dim 1 of x [N, C, ...]; weight/bias optional; save_mean / save_rstd outputs empty",
         )],
     )
+}
+
+fn build_batch_norm_no_training(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(8)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let w = g.opt_tensor_or_prepack(call, 1)?;
+    let b = g.opt_tensor_or_prepack(call, 2)?;
+    let mean = g.tensor_or_prepack(call, 3)?;
+    let var = g.tensor_or_prepack(call, 4)?;
+    let eps = g.double_arg_or(call, 6, 1e-5)? as f32;
+    let [out, save_mean, save_rstd] = outputs(g, call, 7)?;
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(var)];
+    dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
+    let dt = same_dtype(call, &dts)?;
+    let rank = s.max_dims(x).len();
+    if rank < 2 {
+        return Err(invalid_program(format!(
+            "{what}: input sizes {:?} need a channel dim (rank >= 2)",
+            s.max_dims(x)
+        )));
+    }
+    let c = s.max_dims(x)[1];
+    let params = [Some((mean, "running_mean")), Some((var, "running_var"))]
+        .into_iter()
+        .chain([w.map(|t| (t, "weight")), b.map(|t| (t, "bias"))])
+        .flatten();
+    for (t, role) in params {
+        if s.numel(t) != c {
+            return Err(invalid_program(format!(
+                "{what}: {role} sizes {:?} do not match the input's {c} channels",
+                s.max_dims(t)
+            )));
+        }
+    }
+    let shader = float_shader("batch_norm", dt, call)?;
+    let wb = match w {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let bb = match b {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
+    let d = Dispatch::new(shader, [out, x, mean, var, wb, bb]);
+    g.dispatch(call, d, move |s| {
+        let dims = s.dims(x).to_vec();
+        if dims[1] != c {
+            return Err(invalid_arg(format!(
+                "{what}: input sizes {dims:?} must keep the {c} channels of the statistics"
+            )));
+        }
+        let numel: usize = dims.iter().product();
+        let inner: usize = dims[2..].iter().product();
+        s.set_dims(out, dims)?;
+        s.set_dims(save_mean, vec![0])?;
+        s.set_dims(save_rstd, vec![0])?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(c, "channels")?)
+                .u32(to_u32(inner.max(1), "plane")?)
+                .f32(eps)
+                .u32(flags)
+                .finish(),
+            global: Global::Linear(numel as u64),
+        })
+    })
 }
 
 /// One `normalized_shape` entry: a literal, or a SymInt read at every resize.

@@ -1,8 +1,9 @@
 //! Shape ops: `aten.view_copy.default` (`[x, sizes, out]`), `aten.permute_copy.default`
 //! (`[x, dims, out]`), `aten.clone.default` (`[x, memory_format, out]`),
 //! `aten.squeeze_copy.dims` (`[x, dims, out]`), `aten.unsqueeze_copy.default`
-//! (`[x, dim, out]`), `aten.slice_copy.Tensor` (`[x, dim, start, end, step, out]`) and
-//! `sym_size.int` (`[x, dim, out SymInt]`).
+//! (`[x, dim, out]`), `aten.slice_copy.Tensor` (`[x, dim, start, end, step, out]`),
+//! `aten.split_with_sizes_copy.default` (`[x, split_sizes, dim, out ValueList]`, one slice
+//! per output) and `sym_size.int` (`[x, dim, out SymInt]`).
 //! `aten.expand_copy.default` (`[x, size, implicit, out]`) broadcasts through the `permute`
 //! shader with stride 0 on new and size-1 dims.
 //!
@@ -83,6 +84,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     for (name, build, dtypes, note) in entries {
         r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
+    r.register_dynamic(
+        SLICE_DTYPES,
+        &[(
+            "aten.split_with_sizes_copy.default",
+            build_split_with_sizes_copy,
+            "copies of consecutive runs of dim (negative ok) of the given sizes (Int or SymInt; they must sum to the dim's size) into the ValueList's tensors; torch.split with an int is exported as this op too",
+        )],
+    )?;
     r.register_dynamic(
         COPY_DTYPES,
         &[(
@@ -389,27 +398,143 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         let (st, en) = (resolve(start)?, resolve(end)?);
         let xd = s.dims(x).to_vec();
         let (first, len) = slice_range(st, en, step, xd[d]);
-        let inner: usize = xd[d + 1..].iter().product();
         let mut od = xd.clone();
         od[d] = len;
-        let numel: usize = od.iter().product();
         s.set_dims(out, od)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(numel, "numel")?)
-                .u32(to_u32(inner.max(1), "inner")?)
-                .u32(to_u32(len.max(1), "slice length")?)
-                .u32(to_u32(xd[d], "dim size")?)
-                .u32(to_u32(first, "start")?)
-                .u32(to_u32(step as usize, "step")?)
-                .finish(),
-            global: Global::Linear(if bytes {
-                numel.div_ceil(4) as u64
-            } else {
-                numel as u64
-            }),
-        })
+        slice_launch(&xd, d, first, len, step as usize, bytes)
     })
+}
+
+/// Launch of the `slice` shaders: `len` entries of dim `d` of an input of sizes `xd`, from
+/// `first` in steps of `step` (`bytes`: one-byte elements, four per invocation).
+fn slice_launch(
+    xd: &[usize],
+    d: usize,
+    first: usize,
+    len: usize,
+    step: usize,
+    bytes: bool,
+) -> Result<Launch> {
+    let inner: usize = xd[d + 1..].iter().product();
+    let outer: usize = xd[..d].iter().product();
+    let numel = outer * len * inner;
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(numel, "numel")?)
+            .u32(to_u32(inner.max(1), "inner")?)
+            .u32(to_u32(len.max(1), "slice length")?)
+            .u32(to_u32(xd[d], "dim size")?)
+            .u32(to_u32(first, "start")?)
+            .u32(to_u32(step, "step")?)
+            .finish(),
+        global: Global::Linear(if bytes {
+            numel.div_ceil(4) as u64
+        } else {
+            numel as u64
+        }),
+    })
+}
+
+/// `[x, split_sizes, dim, out ValueList]`: one `slice` dispatch per output, each a
+/// contiguous run of `split_sizes[k]` entries of `dim`. The sizes (literals or SymInts) must
+/// sum to x's size along `dim` at every resize.
+fn build_split_with_sizes_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let items = size_items(g, call, 1)?;
+    let dim = g.int_arg(call, 2)?;
+    let ov = call.arg(3)?;
+    let ids = match g.value(ov)? {
+        GValue::ValueList(ids) => ids.clone(),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 3 (value {ov}): expected a ValueList of output tensors, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    if ids.len() != items.len() {
+        return Err(invalid_program(format!(
+            "{what}: {} split sizes but {} output tensors",
+            items.len(),
+            ids.len()
+        )));
+    }
+    for it in &items {
+        if let SizeItem::Lit(n) = *it {
+            if n < 0 {
+                return Err(invalid_program(format!(
+                    "{what} arg 1: split size {n} is negative"
+                )));
+            }
+        }
+    }
+    let mut outs = Vec::with_capacity(ids.len());
+    for (k, &id) in ids.iter().enumerate() {
+        outs.push(match g.value(id)? {
+            GValue::Tensor(t) => *t,
+            other => {
+                return Err(invalid_program(format!(
+                    "{what} arg 3: output item {k} (value {id}) is {}, expected a tensor",
+                    gvalue_kind(other)
+                )))
+            }
+        });
+    }
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x)];
+    dts.extend(outs.iter().map(|&t| s.dtype(t)));
+    let dt = same_dtype(call, &dts)?;
+    let rank = s.max_dims(x).len();
+    let d = norm_dim(dim, rank, &what)?;
+    for (&o, &id) in outs.iter().zip(&ids) {
+        if s.max_dims(o).len() != rank {
+            return Err(invalid_program(format!(
+                "{what}: output value {id} has rank {}, the input rank {rank}",
+                s.max_dims(o).len()
+            )));
+        }
+    }
+    let bytes = dt.size_bytes() == 1;
+    let shader = if bytes {
+        ShaderId::SliceU8
+    } else {
+        data_shader("slice", dt, call)?
+    };
+    let items = std::sync::Arc::new(items);
+    for (k, &out) in outs.iter().enumerate() {
+        let items = items.clone();
+        g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+            let xd = s.dims(x).to_vec();
+            let mut sizes = Vec::with_capacity(items.len());
+            for it in items.iter() {
+                let n = match *it {
+                    SizeItem::Lit(v) => v,
+                    SizeItem::Sym(id) => s.scalar(id)? as i64,
+                };
+                sizes.push(usize::try_from(n).map_err(|_| {
+                    invalid_arg(format!("split size {n} is negative"))
+                })?);
+            }
+            let total = sizes
+                .iter()
+                .try_fold(0usize, |a, &n| a.checked_add(n))
+                .ok_or_else(|| invalid_arg(format!("split sizes {sizes:?} overflow")))?;
+            if total != xd[d] {
+                return Err(invalid_arg(format!(
+                    "split sizes {sizes:?} sum to {total}, but the input sizes {xd:?} have {} along dim {d}",
+                    xd[d]
+                )));
+            }
+            let first: usize = sizes[..k].iter().sum();
+            let mut od = xd.clone();
+            od[d] = sizes[k];
+            s.set_dims(out, od)?;
+            slice_launch(&xd, d, first, sizes[k], 1, bytes)
+        })?;
+    }
+    Ok(())
 }
 
 /// Launch of the `permute` shader: `numel` outputs of sizes `od`, read from the input at

@@ -2,7 +2,8 @@
 //! type): `aten.relu.default`, `aten.sigmoid.default`, `abs`, `neg`, `exp`, `sqrt`, `rsqrt`,
 //! `sin`, `cos`, `tanh` (`[x, out]`), `aten.gelu.default` (`[x, approximate, out]`),
 //! `aten.hardtanh.default` (`[x, min_val, max_val, out]`), `aten.clamp.default`
-//! (`[x, min, max, out]`), `aten.leaky_relu.default` (`[x, negative_slope, out]`), and the
+//! (`[x, min, max, out]`), `aten.leaky_relu.default` (`[x, negative_slope, out]`),
+//! `aten.hardswish.default` (`[x, out]`; the exporter decomposes hardsigmoid), and the
 //! ReLU gradient `aten.threshold_backward.default` (`[grad_output, self, threshold, out]`).
 //! `aten.silu.default` (`[x, out]`) has its own `silu` shader.
 
@@ -19,7 +20,7 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries: [(&'static str, OpBuildFn, &'static str); 14] = [
+    let entries: [(&'static str, OpBuildFn, &'static str); 15] = [
         ("aten.relu.default", build_relu, "max(x, 0)"),
         ("aten.sigmoid.default", build_sigmoid, "1 / (1 + exp(-x))"),
         ("aten.abs.default", build_abs, "|x|"),
@@ -49,6 +50,11 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.leaky_relu.default",
             build_leaky_relu,
             "x >= 0 ? x : negative_slope * x",
+        ),
+        (
+            "aten.hardswish.default",
+            build_hardswish,
+            "x * min(max(x + 3, 0), 6) / 6 (-inf gives NaN, as PyTorch)",
         ),
     ];
     r.register_dynamic(FLOATS, &entries)?;
@@ -150,6 +156,9 @@ fn build_cos(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 }
 fn build_tanh(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_simple(g, call, "tanh")
+}
+fn build_hardswish(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "hardswish")
 }
 
 /// `[x, out]`: no parameters.

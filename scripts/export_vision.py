@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Export small convolutional networks through ExecuTorch's Vulkan partitioner, in the fixture
+layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, export.json).
+Expected outputs are eager PyTorch (fp32) on the same module in eval mode (batch norms are
+folded into the convolutions by the exporter).
+
+Needs executorch 1.5.1, torch 2.13.0, torchvision 0.28.0 (PyPI), e.g.
+    python3 -m venv /tmp/etpy
+    /tmp/etpy/bin/pip install executorch==1.5.1 torchao==0.18.0 torch==2.13.0
+    /tmp/etpy/bin/pip install --no-deps torchvision==0.28.0
+    /tmp/etpy/bin/python scripts/export_vision.py tests/fixtures [NAME...]
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torchvision
+from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.exir import to_edge_transform_and_lower
+from torchvision.models.resnet import BasicBlock
+
+from fixture_io import tensor_entry, write_io
+
+
+def randomize(model):
+    """Variance-preserving random weights, small random biases and non-trivial batch-norm
+    statistics everywhere: torchvision's own initialization leaves some of these networks
+    with outputs near 1e-8 whatever the input, which would make a fixture that checks
+    nothing."""
+    gen = torch.Generator().manual_seed(28)
+
+    def uniform(t, bound, offset=0.0):
+        t.copy_((torch.rand(t.shape, generator=gen) * 2 - 1) * bound + offset)
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.ConvTranspose2d, torch.nn.Linear)):
+                fan_in = m.weight[0].numel()
+                if isinstance(m, torch.nn.ConvTranspose2d):
+                    fan_in = m.weight.shape[0] * m.weight[0, 0].numel() // m.stride[0] // m.stride[1]
+                uniform(m.weight, (6.0 / fan_in) ** 0.5)
+                if m.bias is not None:
+                    uniform(m.bias, 0.1)
+            elif isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                uniform(m.running_mean, 0.2)
+                uniform(m.running_var, 0.5, 1.0)
+                uniform(m.weight, 0.5, 1.0)
+                uniform(m.bias, 0.2)
+    return model
+
+
+class ConvZoo(torch.nn.Module):
+    """Every convolution form the partitioner delegates: strided conv + BN + ReLU6 (fused
+    into et_vk.conv_with_clamp), depthwise, dilated, grouped, bias-free 1x1, transposed with
+    output_padding, a residual add, then a global mean and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        bn = torch.nn.BatchNorm2d
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), bn(8), torch.nn.ReLU6()
+        )
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.dilated = torch.nn.Conv2d(8, 12, 3, padding=2, dilation=2)
+        self.grouped = torch.nn.Conv2d(12, 12, (3, 1), stride=(1, 2), padding=(1, 0), groups=3)
+        self.pointwise = torch.nn.Conv2d(12, 8, 1, bias=False)
+        self.up = torch.nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)
+        self.head = torch.nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = self.stem(x)
+        y = torch.relu(self.depthwise(y)) + y
+        y = self.dilated(y)
+        y = self.grouped(y)
+        y = self.pointwise(y)
+        y = self.up(y)
+        return self.head(y.mean(dim=(2, 3)))
+
+
+class Conv1dStack(torch.nn.Module):
+    """An audio-style feature extractor: strided 1-D convolutions with GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(1, 16, 10, stride=5)
+        self.c2 = torch.nn.Conv1d(16, 16, 3, stride=2, padding=1, groups=4)
+        self.c3 = torch.nn.Conv1d(16, 8, 3, dilation=2, bias=False)
+
+    def forward(self, x):
+        y = torch.nn.functional.gelu(self.c1(x))
+        y = torch.nn.functional.gelu(self.c2(y))
+        return self.c3(y)
+
+
+def tiny_resnet():
+    """ResNet layout (7x7 stem, max pool, BasicBlocks with a strided downsample, average
+    pool, fc) at widths 16 / 32."""
+    down = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 1, stride=2, bias=False), torch.nn.BatchNorm2d(32))
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 7, stride=2, padding=3, bias=False),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, stride=2, padding=1),
+        BasicBlock(16, 16),
+        BasicBlock(16, 32, stride=2, downsample=down),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 10),
+    )
+
+
+MODELS = {
+    "v1_conv_zoo": (
+        "ConvZoo: strided conv + BN + ReLU6 (conv_with_clamp), depthwise, dilated, grouped "
+        "(3x1, stride (1, 2)), bias-free 1x1, ConvTranspose2d (stride 2, output_padding 1), "
+        "residual add, global mean, linear; input [1, 3, 20, 24]",
+        ConvZoo,
+        [[1, 3, 20, 24], [1, 3, 20, 24]],
+        None,
+    ),
+    "v6_conv_zoo_batch2": (
+        "ConvZoo at batch 2: the partitioner keeps its convolutions on the CPU "
+        "(aten::convolution.out) and delegates the batch norm it can no longer fold "
+        "(aten._native_batch_norm_legit_no_training), ReLU6, the residual add, the linear; "
+        "input [2, 3, 20, 24]",
+        ConvZoo,
+        [[2, 3, 20, 24], [2, 3, 20, 24]],
+        None,
+    ),
+    "v2_conv1d_dynamic_length": (
+        "Conv1d stack (k10 s5, grouped k3 s2 p1, dilated k3, GELU) with a dynamic input "
+        "length Dim(64..400); example length 200; cases 200, 64, 333, 400",
+        Conv1dStack,
+        [[1, 1, 200], [1, 1, 64], [1, 1, 333], [1, 1, 400]],
+        ({2: torch.export.Dim("length", min=64, max=400)},),
+    ),
+    "v3_mobilenet_v3_small": (
+        "torchvision mobilenet_v3_small(width_mult=0.25, num_classes=10) (hardswish, "
+        "squeeze-excitation with hardsigmoid, depthwise 5x5, conv_with_clamp); input "
+        "[1, 3, 64, 64]",
+        lambda: torchvision.models.mobilenet_v3_small(width_mult=0.25, num_classes=10),
+        [[1, 3, 64, 64], [1, 3, 64, 64]],
+        None,
+    ),
+    "v4_resnet_tiny": (
+        "ResNet layout at widths 16 / 32 (7x7 stem, max pool 3 s2 p1, torchvision "
+        "BasicBlocks with a strided downsample, adaptive average pool, fc); input "
+        "[1, 3, 48, 40]",
+        tiny_resnet,
+        [[1, 3, 48, 40], [1, 3, 48, 40]],
+        None,
+    ),
+    "v5_shufflenet_tiny": (
+        "torchvision ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10) (max "
+        "pool, channel split and shuffle, cat; its final mean runs on the CPU); input "
+        "[1, 3, 64, 64]",
+        lambda: torchvision.models.shufflenetv2.ShuffleNetV2(
+            [2, 2, 2], [8, 16, 32, 64, 128], num_classes=10
+        ),
+        [[1, 3, 64, 64], [1, 3, 64, 64]],
+        None,
+    ),
+}
+
+
+def export(out_dir, name):
+    description, build, shapes, dynamic = MODELS[name]
+    torch.manual_seed(28)
+    model = randomize(build()).eval()
+    example = (torch.randn(shapes[0]),)
+    ep = torch.export.export(model, example, dynamic_shapes=dynamic)
+    options = {"require_dynamic_shapes": True} if dynamic else {}
+    lowered = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(options)])
+    program = lowered.to_executorch()
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.pte"), "wb") as f:
+        f.write(program.buffer)
+    cases = []
+    for i, shape in enumerate(shapes):
+        x = torch.randn(shape) * (1.0 + 0.5 * i)
+        with torch.no_grad():
+            y = model(x)
+        cases.append(
+            {
+                "inputs": [tensor_entry(d, f"case{i}_in0", x)],
+                "outputs": [tensor_entry(d, f"case{i}_out0", y)],
+            }
+        )
+    # A fixture must depend on its input: outputs of a useful size that differ per case.
+    outs = [torch.from_numpy(__import__("numpy").load(os.path.join(d, c["outputs"][0]["npy"]))) for c in cases]
+    assert min(float(o.abs().max()) for o in outs) > 0.05, [float(o.abs().max()) for o in outs]
+    if outs[0].shape == outs[1].shape:
+        assert float((outs[0] - outs[1]).abs().max()) > 0.05 * float(outs[0].abs().max())
+    write_io(d, name, description, cases, 1e-3, "eager PyTorch (fp32), eval mode", False)
+    graph = lowered.exported_program().graph_module
+    summary = {
+        "name": name,
+        "exporter": "executorch 1.5.1, torch 2.13.0, torchvision 0.28.0 (scripts/export_vision.py)",
+        "top_level_ops": [str(n.target) for n in graph.graph.nodes if n.op == "call_function"],
+    }
+    with open(os.path.join(d, "export.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(name, "->", d)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+    for name in sys.argv[2:] or MODELS:
+        export(out, name)
+
+
+if __name__ == "__main__":
+    main()
