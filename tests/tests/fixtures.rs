@@ -50,6 +50,13 @@ fixtures! {
     h4_mlp_pt2e_int8_weights => [delegate, cli],
     h5_encoder_layer_8da4w => [cli],
     h6_mlp_int4_per_channel => [delegate, cli],
+    v1_conv_zoo => [cli],
+    v2_conv1d_dynamic_length => [delegate, cli],
+    v3_mobilenet_v3_small => [delegate, cli],
+    v4_resnet_tiny => [delegate, cli],
+    v5_shufflenet_tiny => [cli],
+    v6_conv_zoo_batch2 => [cli],
+    i1_host_only_no_constants => [cli],
 }
 
 fn delegate(name: &str) {

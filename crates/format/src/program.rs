@@ -173,16 +173,10 @@ fn parse_borrowed(bytes: &[u8]) -> Result<Parsed, FormatError> {
     // Segments, relative to segment_base_offset.
     let mut segments = Vec::new();
     for (i, s) in root.segments().iter().flatten().enumerate() {
-        let base = match &eh {
-            Some(h) => h.segment_base_offset,
-            None => {
-                return Err(FormatError::invalid(
-                    PTE,
-                    format!("segments[{i}]"),
-                    "segments are present but the file has no extended header",
-                ))
-            }
-        };
+        // Without an extended header the program is the whole file and segment offsets
+        // count from its start, as ExecuTorch's loader reads them; the exporter writes such
+        // files when a program has no constant data (one empty segment).
+        let base = eh.as_ref().map_or(0, |h| h.segment_base_offset);
         let r = base
             .checked_add(s.offset())
             .and_then(|start| sub_range(start, s.size(), bytes.len()))
