@@ -72,6 +72,23 @@ VARIANTS = {
         "Qwen-style attention: grouped-query (4 heads, 2 kv heads, head_dim 16), q / k "
         "RMSNorm before RoPE, HF rotate-half RoPE on half of each head, q / k / v biases",
     ),
+    "e11_llama31_tiny_kvcache_4w_mqa": (
+        32,
+        None,
+        False,
+        {
+            "qmode": "4w",
+            "dim": 96,
+            "n_heads": 3,
+            "n_kv_heads": 1,
+            "ffn_dim_multiplier": 1.3,
+            "multiple_of": 64,
+            "use_scaled_rope": True,
+        },
+        "int4 weight-only linears (export_llm qmode 4w: et_vk.linear_q4gsw), multi-query "
+        "attention (3 heads, 1 kv head, head_dim 32), Llama 3.1 scaled RoPE, "
+        "ffn_dim_multiplier 1.3 with multiple_of 64",
+    ),
 }
 PARAMS = {
     "dim": 64,
@@ -92,6 +109,7 @@ def export(out, name, group, emb, fp16, overrides, what):
     work = tempfile.mkdtemp()
     overrides = dict(overrides)
     kv = overrides.pop("use_kv_cache", True)
+    qmode = overrides.pop("qmode", "8da4w")
     params = dict(PARAMS, **overrides)
     params_path = os.path.join(work, "params.json")
     with open(params_path, "w") as f:
@@ -112,7 +130,7 @@ def export(out, name, group, emb, fp16, overrides, what):
     cfg.export.max_context_length = 32
     cfg.export.output_dir = work
     cfg.export.output_name = os.path.join(work, "model.pte")
-    cfg.quantization.qmode = "8da4w"
+    cfg.quantization.qmode = qmode
     cfg.quantization.group_size = group
     cfg.quantization.embedding_quantize = emb
     cfg.backend.vulkan.enabled = True
@@ -160,7 +178,7 @@ def export(out, name, group, emb, fp16, overrides, what):
         )
     description = (
         "ExecuTorch Llama (llama3 arch) via export_llm's code with backend.vulkan "
-        f"and qmode 8da4w (group {group}), {what}: dim 64, 2 layers, vocab 128, "
+        f"and qmode {qmode} (group {group}), {what}: dim {params['dim']}, 2 layers, vocab 128, "
         f"params {json.dumps(params)}, random weights, " + calls
     )
     write_io(
@@ -171,7 +189,7 @@ def export(out, name, group, emb, fp16, overrides, what):
         # fp16 storage: activations rounded to fp16 between ops on the GPU.
         3e-2 if fp16 else 1e-3,
         "eager PyTorch (fp32) on the same quantized module, the same calls in order",
-        True,
+        qmode == "8da4w",
     )
     print(name, "->", d)
 

@@ -3,14 +3,16 @@
 dynamic per-token activations, int4 group-wise weights, Int8DynamicActivationIntxWeightConfig)
 int8 weight-only (IntxWeightOnlyConfig(int8, PerAxis(0)): dequantize_affine before
 aten.linear in the delegate) and PT2E 8-bit weights (VulkanQuantizer: _weight_int8pack_mm), and
-an 8da4w torch.nn.TransformerEncoderLayer, in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
+an 8da4w torch.nn.TransformerEncoderLayer, and PT2E static int8 programs (XNNPACKQuantizer:
+the et_vk.q8ta_* ops; h7, h8), in the fixture layout of tests/fixtures/ (model.pte, io.json, caseN_inK.bin / caseN_outK.bin, and the
 top-level graph's ops in export.json). Expected outputs are eager PyTorch on the same quantized
 module.
 
 Needs executorch 1.5.1, torch 2.13.0, torchao 0.18.0 (PyPI), e.g.
     python3 -m venv /tmp/etpy
     /tmp/etpy/bin/pip install executorch==1.5.1 torchao==0.18.0 torch==2.13.0
-    /tmp/etpy/bin/python scripts/export_quantized_mlps.py tests/fixtures
+    /tmp/etpy/bin/python scripts/export_quantized_mlps.py tests/fixtures [NAME ...]
+(names: export only those fixtures).
 """
 
 import json
@@ -63,6 +65,64 @@ def pt2e_8bit_weights(model, example):
     return convert_pt2e(prepared)
 
 
+def pt2e_static_int8(model, example, calibration=4):
+    """PT2E static int8 (XNNPACKQuantizer, get_symmetric_quantization_config(is_per_channel=True):
+    int8 per-tensor activations, int8 per-channel weights), calibrated on `calibration` random
+    batches of the example's shape: the Vulkan partitioner fuses the quantize / dequantize
+    pairs into et_vk.q8ta_* ops (linear, conv2d (dw, pw, transposed), add, relu,
+    pixel_shuffle)."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        get_symmetric_quantization_config,
+        XNNPACKQuantizer,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    graph = torch.export.export(model, example).module()
+    quantizer = XNNPACKQuantizer()
+    quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
+    prepared = prepare_pt2e(graph, quantizer)
+    for _ in range(calibration):
+        prepared(torch.randn(example[0].shape) * 2.0)
+    return convert_pt2e(prepared)
+
+
+class TinyCnn(torch.nn.Module):
+    """Every q8ta op of a static int8 export in one small CNN: stem conv + relu, depthwise
+    conv + relu, pointwise conv, residual add + relu, strided conv, max pool + relu
+    (q8ta_relu), transposed conv, conv, pixel shuffle, conv, global average pool, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = torch.nn.Conv2d(8, 8, 1)
+        self.down = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.expand = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.tail = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        z = self.pw(torch.relu(self.dw(y)))
+        y = torch.relu(y + z)
+        d = torch.relu(torch.nn.functional.max_pool2d(self.down(y), 2))
+        e = torch.nn.functional.pixel_shuffle(self.expand(self.up(d)), 2)
+        p = torch.nn.functional.adaptive_avg_pool2d(self.tail(e), 1).flatten(1)
+        return self.fc(p)
+
+
+# Fixture names to export (all when empty): the command line after the output folder.
+ONLY = set()
+
+# io.json note of the static int8 fixtures (their f64_reference_tol).
+STATIC_INT8_NOTE = (
+    "static int8 activations: the f64 reference interpreter sums the dequantized operands "
+    "exactly and can round a sum to a neighbouring int8 step where fp32 PyTorch does not, so "
+    "it is compared with this tolerance; the GPU run keeps atol / rtol"
+)
+
+
 def encoder_layer():
     """torch.nn.TransformerEncoderLayer (d_model 64, 4 heads, GELU feed-forward 128)."""
     return torch.nn.TransformerEncoderLayer(
@@ -76,12 +136,17 @@ def encoder_layer():
 
 
 def export(
-    out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=False, build=Mlp
+    out_dir, name, description, shapes, dynamic_batch, config=None, pt2e=False, build=Mlp,
+    static_int8=False,
 ):
+    if ONLY and name not in ONLY:
+        return
     torch.manual_seed(27)
     model = build().eval()
     example = (torch.randn(shapes[0]),)
-    if pt2e:
+    if static_int8:
+        model = pt2e_static_int8(model, example)
+    elif pt2e:
         model = pt2e_8bit_weights(model, example)
     else:
         quantize_(
@@ -122,6 +187,13 @@ def export(
         "eager PyTorch (fp32) on the same quantized module",
         config is None and not pt2e,
     )
+    if static_int8:
+        path = os.path.join(d, "io.json")
+        with open(path) as f:
+            io = json.load(f)
+        io["f64_reference_note"] = STATIC_INT8_NOTE
+        with open(path, "w") as f:
+            json.dump(io, f, indent=1)
     graph = lowered.exported_program().graph_module
     delegated = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
     summary = {
@@ -136,6 +208,7 @@ def export(
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
+    ONLY.update(sys.argv[2:])
     export(
         out,
         "h1_mlp_8da4w",
@@ -187,6 +260,28 @@ def main():
         [[2, 8, 64], [2, 8, 64]],
         False,
         build=encoder_layer,
+    )
+    export(
+        out,
+        "h7_mlp_pt2e_q8ta",
+        "the h1 MLP through PT2E static int8 (XNNPACKQuantizer per-channel: int8 activations "
+        "and weights): quantize_per_tensor -> et_vk.q8ta_linear (relu fused) -> "
+        "et_vk.q8ta_linear -> dequantize_per_tensor in the delegate; input [4,128]",
+        [[4, 128], [4, 128]],
+        False,
+        static_int8=True,
+    )
+    export(
+        out,
+        "h8_cnn_pt2e_q8ta",
+        "a tiny CNN through PT2E static int8 (XNNPACKQuantizer per-channel): q8ta_conv2d, "
+        "q8ta_conv2d_dw, q8ta_conv2d_pw, q8ta_add, q8ta_relu (after an fp32 max pool between "
+        "dequantize / quantize), q8ta_conv2d_transposed, q8ta_pixel_shuffle, mean, "
+        "q8ta_linear_gemv; input [1,3,8,8]",
+        [[1, 3, 8, 8], [1, 3, 8, 8], [1, 3, 8, 8]],
+        False,
+        build=TinyCnn,
+        static_int8=True,
     )
 
 

@@ -111,6 +111,41 @@ def tiny_resnet():
     )
 
 
+class SegTiny(torch.nn.Module):
+    """A small encoder-decoder (UNet / segmentation-head style): two strided encoder stages,
+    a bilinear x2 upsample (align_corners False, by scale factor) concatenated with the
+    stride-2 skip, a nearest x2 upsample (nn.Upsample) concatenated with the full-size skip,
+    F.pad with a constant before an unpadded convolution, a pixel shuffle, and a final
+    bilinear resize by 0.75 with align_corners True."""
+
+    def __init__(self):
+        super().__init__()
+        bn = torch.nn.BatchNorm2d
+        relu = torch.nn.ReLU
+        self.enc1 = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), bn(8), relu())
+        self.enc2 = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), bn(16), relu())
+        self.enc3 = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, stride=2, padding=1), relu())
+        self.dec2 = torch.nn.Conv2d(32, 8, 3, padding=1)
+        self.up = torch.nn.Upsample(scale_factor=2)
+        self.dec1 = torch.nn.Conv2d(16, 8, 3)
+        self.expand = torch.nn.Conv2d(8, 16, 1)
+        self.head = torch.nn.Conv2d(4, 3, 1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        s1 = self.enc1(x)
+        s2 = self.enc2(s1)
+        y = self.enc3(s2)
+        y = f.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
+        y = torch.relu(self.dec2(torch.cat([y, s2], 1)))
+        y = torch.cat([self.up(y), s1], 1)
+        y = f.pad(y, (1, 1, 1, 1), value=0.5)
+        y = torch.relu(self.dec1(y))
+        y = f.pixel_shuffle(self.expand(y), 2)
+        y = self.head(y)
+        return f.interpolate(y, scale_factor=0.75, mode="bilinear", align_corners=True)
+
+
 MODELS = {
     "v1_conv_zoo": (
         "ConvZoo: strided conv + BN + ReLU6 (conv_with_clamp), depthwise, dilated, grouped "
@@ -160,6 +195,16 @@ MODELS = {
             [2, 2, 2], [8, 16, 32, 64, 128], num_classes=10
         ),
         [[1, 3, 64, 64], [1, 3, 64, 64]],
+        None,
+    ),
+    "v7_segmentation_tiny": (
+        "SegTiny: conv + BN + ReLU encoder (stride 2 twice), bilinear x2 upsample by scale "
+        "factor (align_corners False) + skip concat, nearest x2 nn.Upsample + skip concat, "
+        "F.pad (1, 1, 1, 1) value 0.5 (constant_pad_nd), unpadded 3x3 conv, pixel_shuffle(2), "
+        "1x1 head, bilinear resize by 0.75 (align_corners True); input [1, 3, 32, 40], output "
+        "[1, 3, 48, 60]",
+        SegTiny,
+        [[1, 3, 32, 40], [1, 3, 32, 40]],
         None,
     ),
 }

@@ -8,7 +8,14 @@
 // lane l scans j = l, l + LANES, ... and the (value, index) pairs merge by a tree in shared
 // memory. SERIAL = 1: one invocation per output scans j = 0..D-1 (short lines). The host
 // guarantees D >= 1. int32 inputs compare as ints (exact beyond 2^24).
+//
+// IS_MIN = 1: argmin, the same with the smallest element winning (a NaN still wins over
+// every number, as in PyTorch's argmin).
 #include "common.glsl"
+
+#ifndef IS_MIN
+#define IS_MIN 0
+#endif
 
 #define LANES 64 // must equal the local size (64, 1, 1) of the SERIAL = 0 variant
 #define NONE 0xffffffffu
@@ -44,7 +51,11 @@ bool better(VTYPE av, uint ai, VTYPE bv, uint bi) {
     return an && bn ? ai < bi : an;
   }
 #endif
+#if IS_MIN
+  return av < bv || (av == bv && ai < bi);
+#else
   return av > bv || (av == bv && ai < bi);
+#endif
 }
 
 uint line_base(uint o) {

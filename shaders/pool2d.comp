@@ -8,6 +8,7 @@
 //   column), and an element replaces it when `v > max || isnan(v)` (PyTorch's CPU rule: ties
 //   keep the first, NaN propagates). The index is flat into the input plane (h * W + w),
 //   written as int32.
+//   NO_IDX = 1 (aten.max_pool2d): the same without the indices binding.
 // MODE == AVG (aten.avg_pool2d): the window [h0, min(h0 + k_h, H + p_h)) is clipped to
 //   [0, H) for the sum; the divisor is divisor_override when nonzero, else the unclipped
 //   window area (count_include_pad) or the clipped one. A window entirely in the padding
@@ -16,9 +17,14 @@
 
 #define MAX 1
 #define AVG 2
+#ifndef NO_IDX
+#define NO_IDX 0
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
-#if MODE == MAX
+#if MODE == MAX && NO_IDX
+layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
+#elif MODE == MAX
 layout(set = 0, binding = 1) writeonly buffer Idx { int idx_[]; };
 layout(set = 0, binding = 2) readonly buffer In { DTYPE in_[]; };
 #elif MODE == AVG
@@ -80,7 +86,9 @@ void main() {
     }
   }
   out_[i] = DTYPE(m);
+#if !NO_IDX
   idx_[i] = best;
+#endif
 #else
   int h1 = min(h0 + p.k_h, p.in_h + p.p_h);
   int w1 = min(w0 + p.k_w, p.in_w + p.p_w);

@@ -4,6 +4,8 @@
 // GELU: x * Phi(x) (erf form). GELU_TANH: PyTorch's approximate="tanh" form.
 // CLAMP: min(max(x, p0), p1) (hardtanh and clamp; a missing bound is passed as +-inf).
 // LEAKY_RELU: x >= 0 ? x : p0 * x. HARDSWISH: x * min(max(x + 3, 0), 6) / 6 (PyTorch's order).
+// LOG10: log10(x) (0 -> -inf, x < 0 -> NaN). ROUND: round half to even (torch.round).
+// HARDSHRINK: -p0 <= x <= p0 ? 0 : x (p0 = lambd; NaN stays NaN).
 #include "common.glsl"
 
 // Values of the OP define (the manifest passes -DOP=RELU etc.).
@@ -22,13 +24,16 @@
 #define CLAMP 13
 #define LEAKY_RELU 14
 #define HARDSWISH 15
+#define LOG10 16
+#define ROUND 17
+#define HARDSHRINK 18
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
 
 layout(push_constant) uniform Params {
   uint numel;
-  float p0; // op parameter (clamp min, leaky_relu slope); unused otherwise
+  float p0; // op parameter (clamp min, leaky_relu slope, hardshrink lambd); unused otherwise
   float p1; // op parameter (clamp max); unused otherwise
 } p;
 
@@ -88,6 +93,26 @@ void main() {
 #elif OP == HARDSWISH
   // -inf gives -inf * 0 = NaN, as PyTorch; a NaN x stays NaN through the product.
   float r = x * clamp(x + 3.0, 0.0, 6.0) / 6.0;
+#elif OP == LOG10
+  // GLSL leaves log2 undefined for x <= 0, so the IEEE results are spelled out; NaN and
+  // +inf pass through the comparisons to log2, which keeps them.
+  float r;
+  if (x == 0.0) {
+    r = uintBitsToFloat(0xff800000u); // -inf
+  } else if (x < 0.0) {
+    r = uintBitsToFloat(0x7fc00000u); // NaN
+  } else if (isinf(x) || isnan(x)) {
+    r = x;
+  } else {
+    r = log2(x) * 0.30102999566398120; // log10(2)
+  }
+#elif OP == ROUND
+  // |x| >= 2^23 (and inf, NaN) is already integral: returned as is, whatever roundEven
+  // does with it on a given device.
+  float r = (isnan(x) || abs(x) >= 8388608.0) ? x : roundEven(x);
+#elif OP == HARDSHRINK
+  // PyTorch: (x >= -lambd && x <= lambd) ? 0 : x; a NaN x fails both tests and stays.
+  float r = (x >= -p.p0 && x <= p.p0) ? 0.0 : x;
 #else
 #error "unary.comp: unknown OP"
 #endif

@@ -19,7 +19,7 @@ macro_rules! families {
 
 families!(
     reduce, matmul, binary, unary, shape, prepack, sym, q4_linear, training, llama, indexing,
-    logic, creation, norm, attention, quantize, pool, conv
+    logic, creation, norm, attention, quantize, pool, conv, resize
 );
 
 #[test]

@@ -1,7 +1,12 @@
 //! Creation ops:
 //! `aten.full.default(size IntList|ValueList, fill_value, dtype, layout, device, pin_memory, out)`,
 //! `aten.full_like.default(self, fill_value, dtype, layout, device, pin_memory, memory_format, out)`,
-//! `aten.arange.start_step(start, end, step, dtype, layout, device, pin_memory, out)`.
+//! `aten.arange.start_step(start, end, step, dtype, layout, device, pin_memory, out)`, and
+//! from executorch 1.5.1's Vulkan partitioner (argument lists from its serializer):
+//! `aten.ones.default` / `aten.zeros.default(size, dtype, layout, device, pin_memory, out)`,
+//! `aten.ones_like.default` / `aten.zeros_like.default(self, dtype, layout, device,
+//! pin_memory, memory_format, out)`, `aten.scalar_tensor.default(s, dtype, layout, device,
+//! pin_memory, out)`. Bool outputs hold `value != 0`.
 //! dtype / layout / device / memory_format are `Null` (as the exporter writes them); the
 //! output's dtype decides. References are computed in f64 and rounded to the output dtype.
 
@@ -20,6 +25,9 @@ pub fn cases() -> Vec<OpCase> {
     let mut v = full_cases();
     v.extend(full_like_cases());
     v.extend(arange_cases());
+    v.extend(ones_zeros_cases());
+    v.extend(like_cases());
+    v.extend(scalar_tensor_cases());
     v
 }
 
@@ -49,15 +57,17 @@ impl S {
 }
 
 /// `value` as PyTorch stores it in a tensor of `dt` (float -> int truncates toward zero).
-fn cast(dt: DataType, value: f64) -> f64 {
+pub(crate) fn cast(dt: DataType, value: f64) -> f64 {
     if dt == I32 {
         value.trunc()
+    } else if dt == DataType::Bool {
+        f64::from(u8::from(value != 0.0))
     } else {
         value
     }
 }
 
-fn filled(dt: DataType, sizes: &[usize], value: f64) -> Tensor {
+pub(crate) fn filled(dt: DataType, sizes: &[usize], value: f64) -> Tensor {
     Tensor::new(dt, sizes, vec![cast(dt, value); numel(sizes)])
 }
 
@@ -330,6 +340,186 @@ fn arange_cases() -> Vec<OpCase> {
     v
 }
 
+// ---------------------------------------------------------------- ones, zeros
+
+const ONES: &str = "aten.ones.default";
+const ZEROS: &str = "aten.zeros.default";
+const ONES_LIKE: &str = "aten.ones_like.default";
+const ZEROS_LIKE: &str = "aten.zeros_like.default";
+const SCALAR_TENSOR: &str = "aten.scalar_tensor.default";
+
+/// `op(size, dtype, layout, device, pin_memory, out)` with `size` from `sizes`.
+fn ones_zeros_graph(
+    op: &str,
+    dt: DataType,
+    sizes: impl FnOnce(&mut CaseGraph) -> usize,
+    out: &[usize],
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let si = sizes(&mut g);
+    let mut args = vec![si];
+    args.extend(nulls(&mut g, 3));
+    args.push(g.bool(false));
+    args.push(g.output(dt, out));
+    g.op(op, &args);
+    g
+}
+
+fn ones_zeros_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    for (op, value) in [(ONES, 1.0), (ZEROS, 0.0)] {
+        for (dt, sizes) in [
+            (F32, vec![3, 4]),
+            (F16, vec![5]),
+            (I32, vec![2, 1, 3]),
+            (DataType::Bool, vec![3, 3]),
+            (F32, vec![]),
+            (F32, vec![2, 0]),
+        ] {
+            let size: Vec<i64> = sizes.iter().map(|&n| n as i64).collect();
+            let g = ones_zeros_graph(op, dt, |g| g.int_list(&size), &sizes);
+            v.push(
+                OpCase::new(op, format!("{} {sizes:?}", dt.name()), g)
+                    .tol(Tol::EXACT)
+                    .run(vec![], vec![filled(dt, &sizes, value)]),
+            );
+        }
+        // Dynamic: size [sym_size(x, 0), 3], the mask pattern of a dynamic sequence.
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &[7, 2]);
+        let d0 = g.int(0);
+        let s = g.symint();
+        g.op("sym_size.int", &[xi, d0, s]);
+        let three = g.int(3);
+        let si = g.value_list(&[s, three]);
+        let mut args = vec![si];
+        args.extend(nulls(&mut g, 3));
+        args.push(g.bool(false));
+        args.push(g.output(DataType::Bool, &[7, 3]));
+        g.op(op, &args);
+        let mut case = OpCase::new(op, "dynamic bool [sym_size(x[<=7, 2], 0), 3]", g)
+            .tol(Tol::EXACT)
+            .dynamic();
+        for (i, m) in [7usize, 1, 4, 7].into_iter().enumerate() {
+            let x = Tensor::rand(&[m, 2], 12_500 + i as u64);
+            case = case.run(vec![x], vec![filled(DataType::Bool, &[m, 3], value)]);
+        }
+        v.push(case);
+    }
+    v
+}
+
+// ---------------------------------------------------------------- ones_like, zeros_like
+
+/// `op(self, dtype, layout, device, pin_memory, memory_format, out)`.
+fn like_graph(op: &str, x_dt: DataType, x_sizes: &[usize], out_dt: DataType) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(x_dt, x_sizes);
+    let mut args = vec![xi];
+    args.extend(nulls(&mut g, 3));
+    args.push(g.bool(false));
+    args.push(g.null());
+    args.push(g.output(out_dt, x_sizes));
+    g.op(op, &args);
+    g
+}
+
+fn like_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    for (op, value) in [(ONES_LIKE, 1.0), (ZEROS_LIKE, 0.0)] {
+        for (i, (x_dt, sizes, out_dt)) in [
+            (F32, vec![3, 4], F32),
+            (F16, vec![2, 3, 5], F16),
+            (I32, vec![7], I32),
+            (F32, vec![5, 3], DataType::Bool),
+            (F32, vec![], F32),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let x = Tensor::rand_range(x_dt, &sizes, -3.0, 3.0, 12_600 + i as u64);
+            v.push(
+                OpCase::new(
+                    op,
+                    format!("{} {sizes:?} -> {}", x_dt.name(), out_dt.name()),
+                    like_graph(op, x_dt, &sizes, out_dt),
+                )
+                .tol(Tol::EXACT)
+                .run(vec![x], vec![filled(out_dt, &sizes, value)]),
+            );
+        }
+        let mut case = OpCase::new(op, "dynamic [<=5, <=4]", like_graph(op, F32, &[5, 4], F32))
+            .tol(Tol::EXACT)
+            .dynamic();
+        for (i, (m, k)) in [(5usize, 4usize), (1, 1), (3, 2), (5, 4)]
+            .into_iter()
+            .enumerate()
+        {
+            let x = Tensor::rand(&[m, k], 12_620 + i as u64);
+            case = case.run(vec![x], vec![filled(F32, &[m, k], value)]);
+        }
+        v.push(case);
+    }
+    v
+}
+
+// ---------------------------------------------------------------- scalar_tensor
+
+fn scalar_tensor_graph(dt: DataType, s: impl FnOnce(&mut CaseGraph) -> usize) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let si = s(&mut g);
+    let mut args = vec![si];
+    args.extend(nulls(&mut g, 3));
+    args.push(g.bool(false));
+    args.push(g.output(dt, &[]));
+    g.op(SCALAR_TENSOR, &args);
+    g
+}
+
+fn scalar_tensor_cases() -> Vec<OpCase> {
+    let mut v: Vec<OpCase> = [
+        (F32, S::Double(2.5)),
+        (F32, S::Int(-7)),
+        (F16, S::Double(-0.375)),
+        (I32, S::Double(-2.7)),
+        (I32, S::Int(123_456)),
+        (DataType::Bool, S::Bool(true)),
+        (DataType::Bool, S::Double(0.0)),
+        (F32, S::Double(f64::INFINITY)),
+    ]
+    .into_iter()
+    .map(|(dt, s)| {
+        OpCase::new(
+            SCALAR_TENSOR,
+            format!("{} {s:?}", dt.name()),
+            scalar_tensor_graph(dt, |g| s.add(g)),
+        )
+        .tol(Tol::EXACT)
+        .run(vec![], vec![filled(dt, &[], s.value())])
+    })
+    .collect();
+    // Dynamic: s = sym_size(x, 0), re-read at every resize.
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[6, 2]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op("sym_size.int", &[xi, d0, s]);
+    let mut args = vec![s];
+    args.extend(nulls(&mut g, 3));
+    args.push(g.bool(false));
+    args.push(g.output(F32, &[]));
+    g.op(SCALAR_TENSOR, &args);
+    let mut case = OpCase::new(SCALAR_TENSOR, "dynamic f32 sym_size(x[<=6, 2], 0)", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, m) in [6usize, 1, 4].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, 2], 12_700 + i as u64);
+        case = case.run(vec![x], vec![filled(F32, &[], m as f64)]);
+    }
+    v.push(case);
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,6 +574,26 @@ mod tests {
             &case,
             &["aten.arange.start_step", "9 elements", "maximum 8"],
         );
+    }
+
+    #[test]
+    fn scalar_tensor_needs_a_0d_output_and_ones_an_exact_rank() {
+        let mut g = CaseGraph::new();
+        let si = g.double(1.0);
+        let mut args = vec![si];
+        args.extend(nulls(&mut g, 3));
+        args.push(g.bool(false));
+        args.push(g.output(F32, &[1]));
+        g.op(SCALAR_TENSOR, &args);
+        let case = OpCase::new(SCALAR_TENSOR, "error", g).run(vec![], vec![filled(F32, &[1], 1.0)]);
+        expect_failure(&case, &[SCALAR_TENSOR, "0-d"]);
+
+        let g = ones_zeros_graph(ONES, F32, |g| g.int_list(&[2, 3]), &[2, 3, 1]);
+        let case = OpCase::new(ONES, "error", g).run(vec![], vec![filled(F32, &[2, 3, 1], 1.0)]);
+        expect_failure(&case, &[ONES, "2 entries", "rank 3"]);
+        let g = ones_zeros_graph(ZEROS, F32, |g| g.int_list(&[2, -3]), &[2, 3]);
+        let case = OpCase::new(ZEROS, "error", g).run(vec![], vec![filled(F32, &[2, 3], 0.0)]);
+        expect_failure(&case, &[ZEROS, "not a non-negative integer"]);
     }
 
     #[test]

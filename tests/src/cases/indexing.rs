@@ -4,7 +4,10 @@
 //! `aten.select_copy.int(x, dim, index, out)`,
 //! `et_vk.select_as_symint.default(x, dim, index, out SymInt)` and
 //! `et_vk.embedding_q4gsw.default(weight, scales, group_size, indices, is_linear_weight,
-//! out)` (uint8 `[V, D/2]` nibbles, scales `[V, D / group_size]`).
+//! out)` (uint8 `[V, D/2]` nibbles, scales `[V, D / group_size]`); and from executorch
+//! 1.5.1's Vulkan partitioner `aten.index_select.default(x, dim, index, out)` and
+//! `aten.gather.default(x, dim, index, sparse_grad, out)` (int32 index in the VkGraph, as
+//! the exporter writes it). Neither wraps negative indices (PyTorch raises on them).
 //! Indices are int32 on the GPU; some cases stage them from int64 host data as the exporter
 //! does. Out-of-range indices give zero rows (the runtime's documented choice). References
 //! are computed in f64; results are exact copies.
@@ -30,6 +33,8 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(select_cases());
     v.extend(select_sym_cases());
     v.extend(embedding_q4_cases());
+    v.extend(index_select_cases());
+    v.extend(gather_cases());
     v
 }
 
@@ -560,4 +565,351 @@ fn embedding_q4_cases() -> Vec<OpCase> {
     }
     v.push(case);
     v
+}
+
+// ---------------------------------------------------------------- index_select
+
+const INDEX_SELECT: &str = "aten.index_select.default";
+const GATHER: &str = "aten.gather.default";
+
+/// A data tensor of `dt` (ints in a wide range, bools 0 / 1, floats in [-2, 2)).
+fn data(dt: DataType, sizes: &[usize], seed: u64) -> Tensor {
+    match dt {
+        I32 => Tensor::rand_int(I32, sizes, -1000, 1000, seed),
+        DataType::Bool => Tensor::rand_int(dt, sizes, 0, 1, seed),
+        _ => Tensor::rand_range(dt, sizes, -2.0, 2.0, seed),
+    }
+}
+
+/// `torch.index_select(x, d, idx)` (idx 1-D or 0-d; a 0-d x takes one index); an index
+/// outside `[0, n)`, negative ones too, gives zeros (PyTorch raises there).
+pub(crate) fn index_select_ref(x: &Tensor, d: usize, idx: &[f64]) -> Tensor {
+    if x.sizes.is_empty() {
+        let v = if idx.first() == Some(&0.0) {
+            x.data[0]
+        } else {
+            0.0
+        };
+        return Tensor::new(x.dtype, &[], vec![v]);
+    }
+    let n = x.sizes[d];
+    let mut sizes = x.sizes.clone();
+    sizes[d] = idx.len();
+    let st = crate::tensor::strides(&x.sizes);
+    let data = (0..crate::tensor::numel(&sizes))
+        .map(|i| {
+            let mut c = crate::tensor::unravel(i, &sizes);
+            let r = idx[c[d]];
+            if r < 0.0 || r >= n as f64 {
+                return 0.0;
+            }
+            c[d] = r as usize;
+            x.data[c.iter().zip(&st).map(|(a, b)| a * b).sum::<usize>()]
+        })
+        .collect();
+    Tensor::new(x.dtype, &sizes, data)
+}
+
+/// `torch.gather(x, d, idx)`: out sized like idx, `out[c] = x[c with c[d] = idx[c]]`; 0-d
+/// tensors act as `[1]`; an index outside `[0, n)` gives zero (PyTorch raises there).
+/// `None` if idx is larger than x on another dim.
+pub(crate) fn gather_dim_ref(x: &Tensor, d: usize, idx: &Tensor) -> Option<Tensor> {
+    let one = |v: &[usize]| if v.is_empty() { vec![1] } else { v.to_vec() };
+    let (xs, is) = (one(&x.sizes), one(&idx.sizes));
+    if xs.len() != is.len() || (0..is.len()).any(|k| k != d && is[k] > xs[k]) {
+        return None;
+    }
+    let st = crate::tensor::strides(&xs);
+    let data = (0..idx.numel())
+        .map(|i| {
+            let mut c = crate::tensor::unravel(i, &is);
+            let r = idx.data[i];
+            if r < 0.0 || r >= xs[d] as f64 {
+                return 0.0;
+            }
+            c[d] = r as usize;
+            x.data[c.iter().zip(&st).map(|(a, b)| a * b).sum::<usize>()]
+        })
+        .collect();
+    Some(Tensor::new(x.dtype, &idx.sizes, data))
+}
+
+fn norm(d: i64, rank: usize) -> usize {
+    let r = rank.max(1) as i64;
+    (if d < 0 { d + r } else { d }) as usize
+}
+
+fn index_select_graph(
+    dt: DataType,
+    x_max: &[usize],
+    dim: i64,
+    idx: &Tensor,
+    out: &[usize],
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, x_max);
+    let di = g.int(dim);
+    let ii = index_input(&mut g, idx);
+    let o = g.output(dt, out);
+    g.op(INDEX_SELECT, &[xi, di, ii, o]);
+    g
+}
+
+fn index_select_case(dt: DataType, x_sizes: &[usize], dim: i64, idx: Tensor, seed: u64) -> OpCase {
+    let x = data(dt, x_sizes, seed);
+    let want = index_select_ref(&x, norm(dim, x_sizes.len()), &idx.data);
+    let g = index_select_graph(dt, x_sizes, dim, &idx, &want.sizes);
+    let name = format!(
+        "{} x {x_sizes:?} dim {dim} {} index {:?} {:?}",
+        dt.name(),
+        idx.dtype.name(),
+        idx.sizes,
+        idx.data
+    );
+    OpCase::new(INDEX_SELECT, name, g)
+        .tol(Tol::EXACT)
+        .run(vec![x, idx], vec![want])
+}
+
+fn index_select_cases() -> Vec<OpCase> {
+    let i = |v: &[f64]| Tensor::new(I32, &[v.len()], v.to_vec());
+    let mut v = vec![
+        // The exporter's test model: int64 index on the host, int32 in the graph.
+        index_select_case(
+            F32,
+            &[5, 3],
+            0,
+            Tensor::new(I64, &[4], vec![4.0, 0.0, 2.0, 2.0]),
+            13000,
+        ),
+        index_select_case(F32, &[1, 4, 5], -1, i(&[4.0, 0.0, 2.0]), 13001),
+        index_select_case(F32, &[2, 6, 3], 1, i(&[5.0, 3.0, 5.0, 0.0, 1.0]), 13002),
+        // Out of range and negative: zeros.
+        index_select_case(F32, &[4, 3], 0, i(&[4.0, -1.0, 1.0, 7.0]), 13003),
+        // A 0-d index keeps the dim (size 1); a 0-d x takes index 0.
+        index_select_case(F32, &[3, 4], 0, Tensor::new(I32, &[], vec![2.0]), 13004),
+        index_select_case(F32, &[], 0, i(&[0.0]), 13005),
+        index_select_case(F16, &[7, 2], 0, i(&[6.0, 6.0, 1.0]), 13006),
+        index_select_case(I32, &[3, 5], 1, i(&[0.0, 4.0]), 13007),
+        index_select_case(
+            DataType::Bool,
+            &[3, 7],
+            1,
+            i(&[6.0, 0.0, 3.0, 3.0, 1.0]),
+            13008,
+        ),
+        index_select_case(F32, &[3, 2], 1, i(&[]), 13009),
+    ];
+    // Dynamic: x's dims and the index count change.
+    let proto = Tensor::new(I32, &[5], vec![0.0; 5]);
+    let g = index_select_graph(F32, &[6, 4], -1, &proto, &[6, 5]);
+    let mut case = OpCase::new(INDEX_SELECT, "dynamic x [<=6, <=4] dim -1 index [<=5]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (k, (m, n, c)) in [(6usize, 4usize, 5usize), (1, 2, 1), (4, 3, 3), (6, 4, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand(&[m, n], 13010 + k as u64);
+        let idx = Tensor::rand_int(I32, &[c], -1, n as i64, 13020 + k as u64);
+        let want = index_select_ref(&x, 1, &idx.data);
+        case = case.run(vec![x, idx], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- gather
+
+fn gather_graph(dt: DataType, x_max: &[usize], dim: i64, idx: &Tensor) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, x_max);
+    let di = g.int(dim);
+    let ii = index_input(&mut g, idx);
+    let sg = g.bool(false);
+    let o = g.output(dt, &idx.sizes);
+    g.op(GATHER, &[xi, di, ii, sg, o]);
+    g
+}
+
+fn gather_case(dt: DataType, x_sizes: &[usize], dim: i64, idx: Tensor, seed: u64) -> OpCase {
+    let x = data(dt, x_sizes, seed);
+    let want = gather_dim_ref(&x, norm(dim, x_sizes.len()), &idx).expect("valid gather case");
+    let g = gather_graph(dt, x_sizes, dim, &idx);
+    let name = format!(
+        "{} x {x_sizes:?} dim {dim} {} index {:?}",
+        dt.name(),
+        idx.dtype.name(),
+        idx.sizes
+    );
+    OpCase::new(GATHER, name, g)
+        .tol(Tol::EXACT)
+        .run(vec![x, idx], vec![want])
+}
+
+fn gather_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // The exporter's test models (int64 index on the host).
+        gather_case(
+            F32,
+            &[3, 5],
+            1,
+            Tensor::rand_int(I64, &[3, 4], 0, 4, 13100),
+            13101,
+        ),
+        gather_case(
+            F32,
+            &[2, 3, 5],
+            -1,
+            Tensor::rand_int(I64, &[2, 2, 4], 0, 4, 13102),
+            13103,
+        ),
+        // Dim 0, an index smaller than x on the other dim; out-of-range and negative -> 0.
+        gather_case(
+            F32,
+            &[4, 3],
+            0,
+            Tensor::rand_int(I32, &[5, 2], -2, 5, 13104),
+            13105,
+        ),
+        gather_case(
+            F32,
+            &[2, 3, 4, 2],
+            2,
+            Tensor::rand_int(I32, &[2, 2, 6, 1], 0, 3, 13106),
+            13107,
+        ),
+        gather_case(
+            F16,
+            &[6],
+            0,
+            Tensor::rand_int(I32, &[9], 0, 5, 13108),
+            13109,
+        ),
+        gather_case(
+            I32,
+            &[3, 4],
+            1,
+            Tensor::rand_int(I32, &[3, 4], 0, 3, 13110),
+            13111,
+        ),
+        gather_case(
+            DataType::Bool,
+            &[3, 7],
+            -1,
+            Tensor::rand_int(I32, &[3, 5], 0, 6, 13112),
+            13113,
+        ),
+        // 0-d tensors act as [1].
+        gather_case(F32, &[], 0, Tensor::new(I32, &[], vec![0.0]), 13114),
+        gather_case(F32, &[5], 0, Tensor::new(I32, &[], vec![3.0]), 13115),
+        gather_case(F32, &[], -1, Tensor::new(I32, &[1], vec![0.0]), 13116),
+    ];
+    // Dynamic: x and the index change together.
+    let proto = Tensor::new(I32, &[5, 3], vec![0.0; 15]);
+    let g = gather_graph(F32, &[5, 4], 1, &proto);
+    let mut case = OpCase::new(GATHER, "dynamic x [<=5, <=4] dim 1 index [<=5, <=3]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (k, (m, n, c)) in [(5usize, 4usize, 3usize), (1, 1, 1), (3, 2, 3), (5, 4, 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand(&[m, n], 13120 + k as u64);
+        let idx = Tensor::rand_int(I32, &[m, c], 0, n as i64 - 1, 13130 + k as u64);
+        let want = gather_dim_ref(&x, 1, &idx).unwrap();
+        case = case.run(vec![x, idx], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::*;
+    use crate::case::{backend, run_case};
+    use etvk_runtime::{Delegate, ErrorKind};
+
+    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
+        let (blob, named) = g.finish();
+        match Delegate::init(&backend(), &blob, &[], &named) {
+            Ok(_) => panic!("init succeeded"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn references_follow_pytorch() {
+        // torch.gather(torch.tensor([[1., 2], [3, 4]]), 1, torch.tensor([[0, 0], [1, 0]]))
+        let x = Tensor::f32(&[2, 2], vec![1.0, 2.0, 3.0, 4.0]);
+        let idx = Tensor::new(I32, &[2, 2], vec![0.0, 0.0, 1.0, 0.0]);
+        let g = gather_dim_ref(&x, 1, &idx).unwrap();
+        assert_eq!(g.data, vec![1.0, 1.0, 4.0, 3.0]);
+        let big = Tensor::new(I32, &[3, 1], vec![0.0; 3]);
+        assert!(gather_dim_ref(&x, 1, &big).is_none());
+        let s = index_select_ref(&x, 0, &[1.0, 1.0, 0.0]);
+        assert_eq!(s.data, vec![3.0, 4.0, 3.0, 4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn bad_index_shapes_are_refused() {
+        // gather: index rank differs from x's.
+        let idx = Tensor::new(I32, &[4], vec![0.0; 4]);
+        let e = init_err(gather_graph(F32, &[3, 5], 1, &idx));
+        assert_eq!(e.kind, ErrorKind::InvalidProgram, "{e}");
+        assert!(
+            e.message.contains(GATHER) && e.message.contains("as many dims"),
+            "{e}"
+        );
+
+        // gather: an int32 index larger than x on a dim other than `dim` (static: at load).
+        let idx = Tensor::new(I32, &[4, 2], vec![0.0; 8]);
+        let e = init_err(gather_graph(F32, &[3, 5], 1, &idx));
+        assert!(
+            e.message.contains(GATHER) && e.message.contains("no larger"),
+            "{e}"
+        );
+
+        // ... and when a resize makes it so (dynamic): that execute fails.
+        let proto = Tensor::new(I32, &[3, 2], vec![0.0; 6]);
+        let g = gather_graph(F32, &[3, 5], 1, &proto);
+        let x = Tensor::rand(&[3, 5], 1);
+        let ok = Tensor::new(I32, &[3, 2], vec![0.0, 4.0, 1.0, 1.0, 2.0, 3.0]);
+        let want = gather_dim_ref(&x, 1, &ok).unwrap();
+        let case = OpCase::new(GATHER, "index rows past x's", g)
+            .dynamic()
+            .run(vec![x, ok], vec![want])
+            .run(
+                vec![
+                    Tensor::rand(&[2, 5], 2),
+                    Tensor::new(I32, &[3, 2], vec![0.0; 6]),
+                ],
+                vec![Tensor::rand(&[3, 2], 3)],
+            );
+        let e = run_case(&case).unwrap_err();
+        assert!(
+            e.contains("run 1") && e.contains(GATHER) && e.contains("no larger"),
+            "{e}"
+        );
+
+        // index_select: a 2-D index; a float index.
+        let idx = Tensor::new(I32, &[2, 2], vec![0.0; 4]);
+        let e = init_err(index_select_graph(F32, &[3, 5], 0, &idx, &[4, 5]));
+        assert!(
+            e.message.contains(INDEX_SELECT) && e.message.contains("vector"),
+            "{e}"
+        );
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &[3, 5]);
+        let di = g.int(0);
+        let ii = g.input(F32, &[2]);
+        let o = g.output(F32, &[2, 5]);
+        g.op(INDEX_SELECT, &[xi, di, ii, o]);
+        let e = init_err(g);
+        assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+        assert!(
+            e.message.contains(INDEX_SELECT) && e.message.contains("int32"),
+            "{e}"
+        );
+    }
 }

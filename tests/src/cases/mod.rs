@@ -20,8 +20,10 @@ pub mod norm;
 pub mod pool;
 pub mod prepack;
 pub mod q4_linear;
+pub mod q8ta;
 pub mod quantize;
 pub mod reduce;
+pub mod resize;
 pub mod shape;
 pub mod sym;
 pub mod training;
@@ -109,6 +111,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "pool",
         cases: pool::cases,
+    },
+    Family {
+        name: "resize",
+        cases: resize::cases,
     },
 ];
 

@@ -1,6 +1,9 @@
 //! Normalization: `aten.native_layer_norm.default(input, normalized_shape IntList,
 //! weight|None, bias|None, eps Double, out ValueList(out, mean, rstd))`, checked against an
-//! f64 reference (biased variance; mean / rstd sized `input.shape[:axis] + [1] * k`).
+//! f64 reference (biased variance; mean / rstd sized `input.shape[:axis] + [1] * k`);
+//! inference batch norm; `aten.native_group_norm.default(input, weight|None, bias|None,
+//! N Int|SymInt, C Int, HxW Int|SymInt, group Int, eps Double, out ValueList(out, mean,
+//! rstd))` with mean / rstd sized `[N, group]`.
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
@@ -14,6 +17,257 @@ const LAYER_NORM: &str = "aten.native_layer_norm.default";
 pub fn cases() -> Vec<OpCase> {
     let mut v = layer_norm_cases();
     v.extend(batch_norm_cases());
+    v.extend(group_norm_cases());
+    v
+}
+
+const GROUP_NORM: &str = "aten.native_group_norm.default";
+
+/// Group norm in f64 on x viewed as `[n, c, hxw]`: per (sample, group) the mean and biased
+/// variance of its `c / group * hxw` elements, `rstd = 1 / sqrt(var + eps)`, then the
+/// per-channel affine. Returns `(out, mean, rstd)`, mean / rstd `n * group` row-major.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn group_norm_ref(
+    x: &[f64],
+    n: usize,
+    c: usize,
+    hxw: usize,
+    group: usize,
+    w: Option<&[f64]>,
+    b: Option<&[f64]>,
+    eps: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let cpg = c / group;
+    let len = cpg * hxw;
+    let mut out = vec![0.0; x.len()];
+    let (mut means, mut rstds) = (Vec::new(), Vec::new());
+    for row in 0..n * group {
+        let xs = &x[row * len..(row + 1) * len];
+        let mean = xs.iter().sum::<f64>() / len as f64;
+        let var = xs.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / len as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for (j, &v) in xs.iter().enumerate() {
+            let ch = (row % group) * cpg + j / hxw;
+            let mut y = (v - mean) * rstd;
+            if let Some(w) = w {
+                y *= w[ch];
+            }
+            if let Some(b) = b {
+                y += b[ch];
+            }
+            out[row * len + j] = y;
+        }
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    (out, means, rstds)
+}
+
+/// `(out, mean, rstd)` tensors of group norm on x `[N, C, *]`.
+fn group_norm_expect(
+    x: &Tensor,
+    group: usize,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    eps: f64,
+) -> Vec<Tensor> {
+    let (n, c) = (x.sizes[0], x.sizes[1]);
+    let hxw: usize = x.sizes[2..].iter().product();
+    let (out, means, rstds) = group_norm_ref(
+        &x.data,
+        n,
+        c,
+        hxw,
+        group,
+        w.map(|t| t.data.as_slice()),
+        b.map(|t| t.data.as_slice()),
+        eps,
+    );
+    vec![
+        Tensor::new(x.dtype, &x.sizes, out),
+        Tensor::new(x.dtype, &[n, group], means),
+        Tensor::new(x.dtype, &[n, group], rstds),
+    ]
+}
+
+/// How N and HxW are passed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GnSizes {
+    /// Int literals (a static export).
+    Ints,
+    /// SymInts from `sym_size.int` of x (HxW the product of the spatial dims through the
+    /// `mul` host op when there are two), as a dynamic export writes them.
+    Syms,
+}
+
+struct GnSpec {
+    dt: DataType,
+    sizes: &'static [usize],
+    group: usize,
+    w: Param,
+    b: Param,
+    eps: f64,
+    range: (f64, f64),
+}
+
+fn gn_graph(spec: &GnSpec, ns: GnSizes, w: Option<&Tensor>, b: Option<&Tensor>) -> CaseGraph {
+    let max = spec.sizes;
+    let (n, c) = (max[0], max[1]);
+    let hxw: usize = max[2..].iter().product();
+    let mut g = CaseGraph::new();
+    let xi = g.input(spec.dt, max);
+    let param = |p: Param, t: Option<&Tensor>, g: &mut CaseGraph| match (p, t) {
+        (Param::Input, Some(t)) => g.input_like(t),
+        (Param::Constant, Some(t)) => g.constant(t),
+        _ => g.null(),
+    };
+    let wi = param(spec.w, w, &mut g);
+    let bi = param(spec.b, b, &mut g);
+    let gi = g.int(spec.group as i64);
+    let (ni, hi) = match ns {
+        // The exporter shares one Int value between equal literals (N == group here).
+        GnSizes::Ints => (
+            if n == spec.group { gi } else { g.int(n as i64) },
+            g.int(hxw as i64),
+        ),
+        GnSizes::Syms => {
+            let sym = |d: i64, g: &mut CaseGraph| {
+                let di = g.int(d);
+                let s = g.symint();
+                g.op("sym_size.int", &[xi, di, s]);
+                s
+            };
+            let ni = sym(0, &mut g);
+            let mut hi = sym(2, &mut g);
+            for d in 3..max.len() {
+                let next = sym(d as i64, &mut g);
+                let prod = g.symint();
+                g.op("mul", &[hi, next, prod]);
+                hi = prod;
+            }
+            (ni, hi)
+        }
+    };
+    let ci = g.int(c as i64);
+    let ei = g.double(spec.eps);
+    let o = g.output(spec.dt, max);
+    let m = g.output(spec.dt, &[n, spec.group]);
+    let r = g.output(spec.dt, &[n, spec.group]);
+    let outs = g.value_list(&[o, m, r]);
+    g.op(GROUP_NORM, &[xi, wi, bi, ni, ci, hi, gi, ei, outs]);
+    g
+}
+
+fn gn_params(spec: &GnSpec, seed: u64) -> (Tensor, Tensor) {
+    let c = spec.sizes[1];
+    (
+        Tensor::rand_range(spec.dt, &[c], 0.5, 2.0, seed + 1),
+        Tensor::rand_range(spec.dt, &[c], -1.0, 1.0, seed + 2),
+    )
+}
+
+fn gn_inputs(spec: &GnSpec, x: Tensor, w: &Tensor, b: &Tensor) -> Vec<Tensor> {
+    let mut v = vec![x];
+    if spec.w == Param::Input {
+        v.push(w.clone());
+    }
+    if spec.b == Param::Input {
+        v.push(b.clone());
+    }
+    v
+}
+
+fn gn_static_case(spec: GnSpec, seed: u64) -> OpCase {
+    let (w, b) = gn_params(&spec, seed);
+    let x = Tensor::rand_range(spec.dt, spec.sizes, spec.range.0, spec.range.1, seed);
+    let wo = (spec.w != Param::None).then_some(&w);
+    let bo = (spec.b != Param::None).then_some(&b);
+    let want = group_norm_expect(&x, spec.group, wo, bo, spec.eps);
+    let g = gn_graph(&spec, GnSizes::Ints, wo, bo);
+    OpCase::new(
+        GROUP_NORM,
+        format!(
+            "{} {:?} group {} weight {:?} bias {:?} eps {} range {:?}",
+            spec.dt.name(),
+            spec.sizes,
+            spec.group,
+            spec.w,
+            spec.b,
+            spec.eps,
+            spec.range
+        ),
+        g,
+    )
+    .tol(tol(spec.dt))
+    .run(gn_inputs(&spec, x, &w, &b), want)
+}
+
+fn group_norm_cases() -> Vec<OpCase> {
+    use Param::{Constant as C, Input as I, None as N};
+    let s = |dt, sizes, group, w, b, eps, range| GnSpec {
+        dt,
+        sizes,
+        group,
+        w,
+        b,
+        eps,
+        range,
+    };
+    let unit = (-1.0, 1.0);
+    let mut v: Vec<OpCase> = [
+        // As torch.nn.GroupNorm(2, 6) exports it (N == group: one shared Int value).
+        s(F32, &[2, 6, 4, 5][..], 2, C, C, 1e-5, (-2.0, 2.0)),
+        s(F32, &[1, 6, 7], 3, N, N, 1e-5, unit),
+        // One element per group: zero variance, out = bias, rstd = 1 / sqrt(eps).
+        s(F32, &[3, 4], 4, C, C, 1e-5, unit),
+        // One group of 720 elements: many lanes, several strides each.
+        s(F32, &[2, 8, 9, 10], 1, C, N, 1e-5, unit),
+        // A large common offset: E[x^2] - mean^2 would lose most digits here.
+        s(F32, &[1, 4, 3, 3], 2, N, C, 1e-5, (100.0, 100.5)),
+        // Group per channel (instance norm), weight / bias as graph inputs.
+        s(F32, &[2, 6, 3], 6, I, I, 1e-3, unit),
+        s(F32, &[5, 9, 2, 1, 3], 3, C, C, 1e-5, unit),
+        s(F16, &[1, 4, 3, 3], 2, C, C, 1e-5, unit),
+        s(F16, &[2, 6, 5], 3, N, N, 1e-5, unit),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, spec)| gn_static_case(spec, 67_000 + 10 * i as u64))
+    .collect();
+
+    // Dynamic, as a dynamic export writes it: N and HxW SymInts from sym_size.int of x
+    // (HxW = H * W through `mul` for 4-D x); batch and spatial sizes shrink and grow.
+    type Dynamic = (&'static [usize], usize, &'static [&'static [usize]]);
+    let dynamic: [Dynamic; 2] = [
+        (
+            &[4, 4, 16],
+            2,
+            &[&[2, 4, 6], &[1, 4, 2], &[4, 4, 16], &[3, 4, 5]],
+        ),
+        (
+            &[2, 6, 5, 4],
+            3,
+            &[&[2, 6, 5, 4], &[1, 6, 1, 1], &[2, 6, 3, 2], &[1, 6, 5, 4]],
+        ),
+    ];
+    for (k, (max, group, runs)) in dynamic.into_iter().enumerate() {
+        let spec = s(F32, max, group, C, C, 1e-5, unit);
+        let (w, b) = gn_params(&spec, 67_500 + 10 * k as u64);
+        let g = gn_graph(&spec, GnSizes::Syms, Some(&w), Some(&b));
+        let mut case = OpCase::new(
+            GROUP_NORM,
+            format!("dynamic {max:?} (upper bounds) group {group}, N / HxW SymInts"),
+            g,
+        )
+        .tol(Tol::F32_SUM)
+        .dynamic();
+        for (i, sizes) in runs.iter().enumerate() {
+            let x = Tensor::rand_range(F32, sizes, -2.0, 2.0, 67_600 + 10 * k as u64 + i as u64);
+            let want = group_norm_expect(&x, group, Some(&w), Some(&b), 1e-5);
+            case = case.run(vec![x], want);
+        }
+        v.push(case);
+    }
     v
 }
 
@@ -276,4 +530,46 @@ fn layer_norm_cases() -> Vec<OpCase> {
     }
     v.push(case);
     v
+}
+
+#[cfg(test)]
+mod group_norm_tests {
+    use super::*;
+    use crate::case::run_case;
+
+    /// A group norm graph with the given literals, for the load-time checks.
+    fn graph(sizes: &[usize], c: i64, group: i64, wc: usize) -> OpCase {
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, sizes);
+        let w = Tensor::rand_range(F32, &[wc], 0.5, 1.5, 1);
+        let wi = g.constant(&w);
+        let bi = g.null();
+        let hxw: usize = sizes.get(2..).map_or(1, |d| d.iter().product());
+        let ni = g.int(sizes[0] as i64);
+        let ci = g.int(c);
+        let hi = g.int(hxw as i64);
+        let gi = g.int(group);
+        let ei = g.double(1e-5);
+        let g_out = group.max(1) as usize;
+        let o = g.output(F32, sizes);
+        let m = g.output(F32, &[sizes[0], g_out]);
+        let r = g.output(F32, &[sizes[0], g_out]);
+        let outs = g.value_list(&[o, m, r]);
+        g.op(GROUP_NORM, &[xi, wi, bi, ni, ci, hi, gi, ei, outs]);
+        OpCase::new(GROUP_NORM, "limit", g).run(vec![Tensor::rand(sizes, 2)], vec![])
+    }
+
+    #[test]
+    fn group_norm_refuses_bad_programs_naming_the_rule() {
+        for (sizes, c, group, wc, rule) in [
+            (&[2usize, 6, 3][..], 6, 4, 6, "C % group == 0"),
+            (&[2, 6, 3], 6, 0, 6, "both >= 1"),
+            (&[2, 6, 3], 5, 5, 5, "C = 5 channels in dim 1"),
+            (&[2, 6, 3], 6, 2, 4, "weight sizes [4] do not match"),
+            (&[6], 6, 2, 6, "rank >= 2"),
+        ] {
+            let e = run_case(&graph(sizes, c, group, wc)).unwrap_err();
+            assert!(e.contains(GROUP_NORM) && e.contains(rule), "{e}");
+        }
+    }
 }

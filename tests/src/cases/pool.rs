@@ -3,7 +3,10 @@
 //! `aten.avg_pool2d.default(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
 //! divisor_override Int|None, out)`, as executorch 1.5.1 exports them (IntLists of 1 or 2
 //! entries, an empty stride meaning the kernel size), checked against f64 references written
-//! from PyTorch's definitions. The reference interpreter uses the same functions.
+//! from PyTorch's definitions. The reference interpreter uses the same functions. Also
+//! `aten.max_pool2d.default(x, kernel_size, stride, padding, dilation, ceil_mode, out)`, the
+//! values alone (registered by the Vulkan partitioner, decomposed by the exporter; the
+//! argument list is its serializer's with the op kept).
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32};
 
@@ -13,6 +16,7 @@ use crate::tensor::{round_to, Tensor};
 
 const MAX_POOL: &str = "aten.max_pool2d_with_indices.default";
 const AVG_POOL: &str = "aten.avg_pool2d.default";
+const MAX_POOL_VALUES: &str = "aten.max_pool2d.default";
 
 /// Window parameters, (h, w) pairs, as PyTorch's pooling functions take them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -216,6 +220,7 @@ pub(crate) fn avg_pool2d(x: &Tensor, p: &Pool) -> Result<Tensor, String> {
 pub fn cases() -> Vec<OpCase> {
     let mut v = max_pool_cases();
     v.extend(avg_pool_cases());
+    v.extend(max_pool_values_cases());
     v
 }
 
@@ -447,6 +452,113 @@ fn max_pool_cases() -> Vec<OpCase> {
         let x = pool_input(F32, sz, 9100 + i as u64);
         let (vals, idx) = max_pool2d(&x, &p).unwrap();
         case = case.run(vec![x], vec![vals, idx]);
+    }
+    v.push(case);
+    v
+}
+
+fn max_values_graph(
+    dt: DataType,
+    x_max: &[usize],
+    l: &Lists,
+    ceil_mode: bool,
+    out_max: &[usize],
+) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(dt, x_max);
+    let k = g.int_list(&l.kernel);
+    let s = g.int_list(&l.stride);
+    let p = g.int_list(&l.pad);
+    let d = g.int_list(&l.dilation);
+    let c = g.bool(ceil_mode);
+    let o = g.output(dt, out_max);
+    g.op(MAX_POOL_VALUES, &[xi, k, s, p, d, c, o]);
+    g
+}
+
+fn max_values_case(x: Tensor, l: Lists, ceil_mode: bool, tag: &str) -> OpCase {
+    let p = l.pool(ceil_mode, false, None);
+    let (vals, _) = max_pool2d(&x, &p).expect("valid max pool case");
+    let g = max_values_graph(x.dtype, &x.sizes, &l, ceil_mode, &vals.sizes);
+    OpCase::new(
+        MAX_POOL_VALUES,
+        format!(
+            "{} {:?} {} ceil {ceil_mode}{tag}",
+            x.dtype.name(),
+            x.sizes,
+            l.label()
+        ),
+        g,
+    )
+    .tol(Tol::EXACT)
+    .run(vec![x], vec![vals])
+}
+
+fn max_pool_values_cases() -> Vec<OpCase> {
+    let mut v = vec![
+        // The exporter's test model: F.max_pool2d(x, 3, 2, 1).
+        max_values_case(
+            pool_input(F32, &[1, 2, 9, 9], 9400),
+            lists(&[3, 3], &[2, 2], &[1, 1], &[1, 1]),
+            false,
+            "",
+        ),
+        max_values_case(
+            pool_input(F32, &[2, 3, 10, 10], 9401),
+            lists(&[3, 3], &[2, 2], &[1, 1], &[2, 2]),
+            true,
+            "",
+        ),
+        max_values_case(
+            pool_input(F32, &[3, 7, 8], 9402),
+            lists(&[2, 2], &[], &[0, 0], &[1, 1]),
+            false,
+            "",
+        ),
+        max_values_case(
+            pool_input(F32, &[1, 2, 11, 7], 9403),
+            lists(&[3, 2], &[2, 1], &[1, 0], &[1, 2]),
+            true,
+            "",
+        ),
+        max_values_case(
+            pool_input(F16, &[1, 3, 9, 11], 9404),
+            lists(&[3, 3], &[2, 2], &[1, 1], &[1, 1]),
+            true,
+            "",
+        ),
+    ];
+    let nan = f64::NAN;
+    let x = Tensor::f32(
+        &[1, 1, 2, 3],
+        vec![1.0, nan, 3.0, f64::NEG_INFINITY, 2.0, 5.0],
+    );
+    v.push(max_values_case(
+        x,
+        lists(&[2], &[1], &[0], &[1]),
+        false,
+        " specials",
+    ));
+
+    // Dynamic: height and width change (the partitioner's dynamic export, Dim 4..16).
+    let l = lists(&[3, 3], &[2, 2], &[1, 1], &[1, 1]);
+    let p = l.pool(false, false, None);
+    let g = max_values_graph(F32, &[1, 2, 16, 16], &l, false, &[1, 2, 8, 8]);
+    let mut case = OpCase::new(MAX_POOL_VALUES, "dynamic [1, 2, <=16, <=16] k 3 s 2 p 1", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, sz) in [
+        [1usize, 2, 16, 16],
+        [1, 2, 4, 5],
+        [1, 2, 9, 12],
+        [1, 2, 16, 16],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let x = pool_input(F32, sz, 9410 + i as u64);
+        let (vals, _) = max_pool2d(&x, &p).unwrap();
+        case = case.run(vec![x], vec![vals]);
     }
     v.push(case);
     v

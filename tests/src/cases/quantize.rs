@@ -35,7 +35,7 @@ const QPARAM_TOL: Tol = Tol {
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
-    vec![
+    let mut cases = vec![
         choose(
             F32,
             &[5, 40],
@@ -126,7 +126,10 @@ pub fn cases() -> Vec<OpCase> {
         int8pack(F16, &[4, 33], &[4, 1], 20, F32, 32),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
-    ]
+    ];
+    // The statically quantized int8 family (ops/q8ta.rs).
+    cases.extend(super::q8ta::cases());
+    cases
 }
 
 /// Rows of `x` (fp32 values), its last dim `k`.

@@ -3,7 +3,8 @@
 //! `aten.mean.dim(x, dims, keepdim, dtype, out)`,
 //! `aten.amax.default(x, dims IntList, keepdim, out)`, `aten.amin.default(...)`,
 //! `aten.cat.default(ValueList(tensors), dim Int, out)`,
-//! `aten.argmax.default(x, dim Int|None, keepdim Bool, out int32)`,
+//! `aten.argmax.default(x, dim Int|None, keepdim Bool, out int32)`, `aten.argmin.default`
+//! (the same args),
 //! `aten._log_softmax.default(x, dim Int, half_to_float Bool, out)`.
 //! References are computed in f64.
 
@@ -28,6 +29,7 @@ pub fn cases() -> Vec<OpCase> {
     }
     v.extend(cat_cases());
     v.extend(argmax_cases());
+    v.extend(argmin_cases());
     v.extend(log_softmax_cases());
     v
 }
@@ -422,6 +424,18 @@ fn argmax_graph(
     keepdim: bool,
     out: &[usize],
 ) -> CaseGraph {
+    arg_graph(ARGMAX, dt, sizes, dim, keepdim, out)
+}
+
+/// `[x, dim Int|None, keepdim Bool, out int32]` of `op` (argmax / argmin).
+fn arg_graph(
+    op: &str,
+    dt: DataType,
+    sizes: &[usize],
+    dim: Option<i64>,
+    keepdim: bool,
+    out: &[usize],
+) -> CaseGraph {
     let mut g = CaseGraph::new();
     let xi = g.input(dt, sizes);
     let di = match dim {
@@ -430,7 +444,7 @@ fn argmax_graph(
     };
     let k = g.bool(keepdim);
     let o = g.output(DataType::Int32, out);
-    g.op(ARGMAX, &[xi, di, k, o]);
+    g.op(op, &[xi, di, k, o]);
     g
 }
 
@@ -549,6 +563,154 @@ fn argmax_cases() -> Vec<OpCase> {
     {
         let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, 9970 + i as u64);
         let want = argmax_ref(&x, None, false);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    v
+}
+
+// ---------------------------------------------------------------- argmin
+
+const ARGMIN: &str = "aten.argmin.default";
+
+/// PyTorch argmin: first index of the min, a NaN beating every number (first NaN wins).
+/// The output sizes are argmax's (same dim / keepdim rules).
+pub(crate) fn argmin_ref(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Tensor {
+    let (outer, n, inner) = lines_of(&x.sizes, dim);
+    let mut data = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| x.data[(o * n + j) * inner + i];
+            let mut best = 0;
+            for j in 1..n {
+                let (v, b) = (at(j), at(best));
+                if !b.is_nan() && (v.is_nan() || v < b) {
+                    best = j;
+                }
+            }
+            data.push(best as f64);
+        }
+    }
+    let sizes = argmax_ref(x, dim, keepdim).sizes;
+    Tensor::new(DataType::Int32, &sizes, data)
+}
+
+fn argmin_case(x: Tensor, dim: Option<i64>, keepdim: bool, label: &str) -> OpCase {
+    let want = argmin_ref(&x, dim, keepdim);
+    let g = arg_graph(ARGMIN, x.dtype, &x.sizes, dim, keepdim, &want.sizes);
+    OpCase::new(
+        ARGMIN,
+        format!(
+            "{} {:?} dim {dim:?} keepdim {keepdim}{label}",
+            x.dtype.name(),
+            x.sizes
+        ),
+        g,
+    )
+    .tol(Tol::EXACT)
+    .run(vec![x], vec![want])
+}
+
+/// argmin as the exporter writes it (`dim` an Int, keepdim a Bool) and flattened (`dim`
+/// None, hand-written: the partitioner keeps that on the CPU); both kernels (lines of 64
+/// and more take the workgroup one), ties, NaNs and -inf, fp16, int32 past float precision.
+fn argmin_cases() -> Vec<OpCase> {
+    let shapes: &[(&[usize], Option<i64>, bool)] = &[
+        (&[7, 13], Some(-1), false),
+        (&[7, 13], Some(0), true),
+        (&[2, 3, 5, 7], Some(1), false),
+        (&[3, 300], Some(1), false),
+        (&[67, 3], Some(0), false),
+        (&[5, 7], None, false),
+        (&[1000], None, true),
+        (&[9], Some(0), true),
+        (&[], None, false),
+    ];
+    let mut v: Vec<OpCase> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d, k))| {
+            let x = Tensor::rand_range(F32, s, -4.0, 4.0, 66_000 + i as u64);
+            argmin_case(x, *d, *k, "")
+        })
+        .collect();
+    for (i, (s, d)) in [(&[4usize, 100][..], 1i64), (&[6, 10], 1), (&[90, 3], 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_int(F32, s, 0, 2, 66_100 + i as u64);
+        v.push(argmin_case(x, Some(d), false, " ties"));
+    }
+    // Row 0: -inf twice (first wins); row 1: two NaNs after a -inf (first NaN wins); row 2:
+    // NaN first; row 3: NaN last.
+    for (n, seed) in [(70usize, 66_200u64), (9, 66_201)] {
+        let mut x = Tensor::rand_range(F32, &[4, n], -4.0, 4.0, seed);
+        x.data[3] = f64::NEG_INFINITY;
+        x.data[n - 1] = f64::NEG_INFINITY;
+        x.data[n + 1] = f64::NEG_INFINITY;
+        x.data[n + n / 2] = f64::NAN;
+        x.data[n + n - 2] = f64::NAN;
+        x.data[2 * n] = f64::NAN;
+        x.data[4 * n - 1] = f64::NAN;
+        v.push(argmin_case(x.clone(), Some(1), false, " NaNs"));
+        v.push(argmin_case(x.clone(), Some(0), true, " NaNs"));
+        v.push(argmin_case(x, None, false, " NaNs"));
+    }
+    v.push(argmin_case(
+        Tensor::rand_range(F16, &[3, 130], -4.0, 4.0, 66_300),
+        Some(-1),
+        false,
+        "",
+    ));
+    v.push(argmin_case(
+        Tensor::rand_range(F16, &[5, 7, 3], -4.0, 4.0, 66_301),
+        Some(1),
+        true,
+        "",
+    ));
+    v.push(argmin_case(
+        Tensor::rand_int(
+            DataType::Int32,
+            &[3, 77],
+            -(1 << 30) - 3,
+            -(1 << 30) + 3,
+            66_302,
+        ),
+        Some(1),
+        false,
+        " near -2^30",
+    ));
+    v.push(argmin_case(
+        Tensor::rand_int(DataType::Int32, &[5, 6], -50, 50, 66_303),
+        Some(0),
+        true,
+        "",
+    ));
+    // Dynamic: the reduced dim crosses the 64-element kernel switch, then shrinks; and the
+    // flattened form.
+    let g = arg_graph(ARGMIN, F32, &[6, 90], Some(-1), false, &[6]);
+    let mut case = OpCase::new(ARGMIN, "dynamic [<=6, <=90] dim -1", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, (m, n)) in [(6usize, 90usize), (1, 5), (3, 64), (6, 90)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, 66_400 + i as u64);
+        let want = argmin_ref(&x, Some(-1), false);
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
+    let g = arg_graph(ARGMIN, F32, &[6, 90], None, true, &[1, 1]);
+    let mut case = OpCase::new(ARGMIN, "dynamic [<=6, <=90] flattened keepdim", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    for (i, (m, n)) in [(6usize, 90usize), (1, 5), (2, 40), (6, 90)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_range(F32, &[m, n], -4.0, 4.0, 66_500 + i as u64);
+        let want = argmin_ref(&x, None, true);
         case = case.run(vec![x], vec![want]);
     }
     v.push(case);

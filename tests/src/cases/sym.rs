@@ -2,6 +2,12 @@
 //! Checked as a graph output (the backend API returns SymInt outputs as
 //! `DelegateArg::Int`) and feeding `aten.view_copy.default` sizes through a `ValueList`
 //! `[SymInt, Int, Int]`, the exporter's pattern for dynamic reshapes.
+//!
+//! Also the assertion ops the Vulkan partitioner registers (the exporter removes them before
+//! serializing; argument lists from their schemas): `aten._assert_scalar.default(cond,
+//! assert_msg)` and `aten.sym_constrain_range_for_size.default(size, min, max)`. They
+//! compute nothing; a SymInt operand is checked at every resize and a failure fails that
+//! execute, naming the op and the message.
 
 use etvk_format::ir::DataType::Float32 as F32;
 
@@ -55,6 +61,96 @@ pub fn cases() -> Vec<OpCase> {
     }
     v.push(case);
     v.extend(arith_cases());
+    v.extend(assert_cases());
+    v
+}
+
+const ASSERT: &str = "aten._assert_scalar.default";
+const CONSTRAIN: &str = "aten.sym_constrain_range_for_size.default";
+
+/// x[<=max_rows, 2] -> s = sym_size(x, 0), t = s - sub (a SymInt), `assert(t)` style op
+/// added by `op`, and the output view_copy(x, [s, 2]) plus t.
+fn assert_graph(max_rows: usize, sub: i64, op: impl FnOnce(&mut CaseGraph, usize)) -> CaseGraph {
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[max_rows, 2]);
+    let d0 = g.int(0);
+    let s = g.symint();
+    g.op(SYM_SIZE, &[xi, d0, s]);
+    let k = g.int(sub);
+    let t = g.symint();
+    g.op("sub", &[s, k, t]);
+    op(&mut g, t);
+    let two = g.int(2);
+    let sizes = g.value_list(&[s, two]);
+    let out = g.output(F32, &[max_rows, 2]);
+    g.op("aten.view_copy.default", &[xi, sizes, out]);
+    g.mark_output(t);
+    g
+}
+
+fn assert_op(g: &mut CaseGraph, t: usize) {
+    let msg = g.builder().add_string("rows must not be 2");
+    g.op(ASSERT, &[t, msg]);
+}
+
+fn constrain_op(g: &mut CaseGraph, t: usize) {
+    let lo = g.int(1);
+    let hi = g.int(4);
+    g.op(CONSTRAIN, &[t, lo, hi]);
+}
+
+/// Runs of x[m, 2] for `rows`, expecting x itself and m - sub.
+fn assert_runs(mut case: OpCase, rows: &[usize], sub: i64, seed: u64) -> OpCase {
+    for (i, &m) in rows.iter().enumerate() {
+        let x = Tensor::rand(&[m, 2], seed + i as u64);
+        case = case.run_vals(
+            vec![x.clone().into()],
+            vec![x.into(), Val::Int(m as i64 - sub)],
+        );
+    }
+    case
+}
+
+fn assert_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    // assert(s - 2): rows 2 would fail; every run avoids it.
+    let g = assert_graph(6, 2, assert_op);
+    let case = OpCase::new(ASSERT, "assert(sym_size(x[<=6, 2], 0) - 2)", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    v.push(assert_runs(case, &[6, 1, 3, 6], 2, 8600));
+
+    // Literal conditions that hold: nothing to check after the load.
+    for (label, cond) in [("Bool true", 0), ("Int 3", 1), ("Double 0.5", 2)] {
+        let g = assert_graph(4, 0, |g, _| {
+            let c = match cond {
+                0 => g.bool(true),
+                1 => g.int(3),
+                _ => g.double(0.5),
+            };
+            let msg = g.builder().add_string("never");
+            g.op(ASSERT, &[c, msg]);
+        });
+        let case = OpCase::new(ASSERT, format!("literal {label}"), g).tol(Tol::EXACT);
+        v.push(assert_runs(case, &[4], 0, 8610));
+    }
+
+    // sym_constrain_range_for_size(s - 1, min=1, max=4): rows 2..=5 hold.
+    let g = assert_graph(8, 1, constrain_op);
+    let case = OpCase::new(CONSTRAIN, "sym_size(x[<=8, 2], 0) - 1 in [1, 4]", g)
+        .tol(Tol::EXACT)
+        .dynamic();
+    v.push(assert_runs(case, &[5, 2, 4, 3], 1, 8620));
+
+    // Defaults: min 0, no max; a literal size.
+    let g = assert_graph(3, 0, |g, t| {
+        let n = g.null();
+        g.op(CONSTRAIN, &[t, n, n]);
+        let five = g.int(5);
+        g.op(CONSTRAIN, &[five, n, n]);
+    });
+    let case = OpCase::new(CONSTRAIN, "min and max None; a literal 5", g).tol(Tol::EXACT);
+    v.push(assert_runs(case, &[3], 0, 8630));
     v
 }
 
@@ -230,6 +326,102 @@ fn arith_cases() -> Vec<OpCase> {
     }
     v.push(case);
     v
+}
+
+#[cfg(test)]
+mod assert_tests {
+    use super::*;
+    use crate::case::{backend, run_case};
+    use etvk_runtime::{Delegate, ErrorKind};
+
+    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
+        let (blob, named) = g.finish();
+        match Delegate::init(&backend(), &blob, &[], &named) {
+            Ok(_) => panic!("init succeeded"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_failed_assertion_fails_the_execute_naming_the_message() {
+        // rows 2 make the condition s - 2 zero: that run fails, and the next one, back in
+        // range, works again.
+        let g = assert_graph(6, 2, assert_op);
+        let case = OpCase::new(ASSERT, "assert(s - 2)", g).dynamic();
+        let ok = assert_runs(case.clone(), &[4], 2, 1);
+        run_case(&ok).unwrap();
+        let bad = assert_runs(case.clone(), &[4, 2], 2, 1);
+        let e = run_case(&bad).unwrap_err();
+        assert!(
+            e.contains("run 1") && e.contains(ASSERT) && e.contains("rows must not be 2"),
+            "{e}"
+        );
+        let again = assert_runs(case, &[4, 3], 2, 1);
+        run_case(&again).unwrap();
+
+        // The serialized sizes themselves fail (a static graph): the first execute fails.
+        let g = assert_graph(2, 2, assert_op);
+        let case = assert_runs(OpCase::new(ASSERT, "static rows 2", g), &[2], 2, 1);
+        let e = run_case(&case).unwrap_err();
+        assert!(
+            e.contains("run 0") && e.contains("rows must not be 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn constrain_range_checks_both_bounds() {
+        let g = assert_graph(8, 1, constrain_op);
+        let case = OpCase::new(CONSTRAIN, "s - 1 in [1, 4]", g).dynamic();
+        for rows in [1usize, 6] {
+            let bad = assert_runs(case.clone(), &[3, rows], 1, 1);
+            let e = run_case(&bad).unwrap_err();
+            assert!(
+                e.contains("run 1")
+                    && e.contains(CONSTRAIN)
+                    && e.contains(&format!("invalid value range for {}", rows - 1)),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn false_literals_and_bad_bounds_fail_the_load() {
+        let g = assert_graph(4, 0, |g, _| {
+            let c = g.bool(false);
+            let msg = g.builder().add_string("always false");
+            g.op(ASSERT, &[c, msg]);
+        });
+        let e = init_err(g);
+        assert_eq!(e.kind, ErrorKind::InvalidProgram, "{e}");
+        assert!(
+            e.message.contains(ASSERT) && e.message.contains("always false"),
+            "{e}"
+        );
+
+        let g = assert_graph(4, 0, |g, _| {
+            let v = g.int(-1);
+            let n = g.null();
+            g.op(CONSTRAIN, &[v, n, n]);
+        });
+        let e = init_err(g);
+        assert!(
+            e.message.contains(CONSTRAIN) && e.message.contains("invalid value range for -1"),
+            "{e}"
+        );
+
+        // PyTorch's rule: max must exceed 2.
+        let g = assert_graph(4, 0, |g, t| {
+            let n = g.null();
+            let two = g.int(2);
+            g.op(CONSTRAIN, &[t, n, two]);
+        });
+        let e = init_err(g);
+        assert!(
+            e.message.contains(CONSTRAIN) && e.message.contains("greater than 2"),
+            "{e}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! ReLU gradient `aten.threshold_backward.default(grad, self, threshold, out)`, and the
 //! `abs`, `neg`, `exp`, `sqrt`, `rsqrt`, `sin`, `cos`, `tanh`, `gelu(x, approximate)`,
 //! `hardtanh(x, min_val, max_val)`, `clamp(x, min, max)`, `leaky_relu(x, negative_slope)`,
-//! `hardswish(x)` family, and `silu(x)`, checked against f64 references.
+//! `hardswish(x)` family, `silu(x)`, `log10(x)`, `round(x)` (half to even) and
+//! `hardshrink(x, lambd)`, checked against f64 references.
 
 use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
 
@@ -134,6 +135,100 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(threshold_backward_cases());
     v.extend(more_cases());
     v.extend(silu_cases());
+    v.extend(log10_round_hardshrink_cases());
+    v
+}
+
+/// torch.round: ties to even (2.5 -> 2, -0.5 -> -0).
+pub(crate) fn round_half_even(x: f64) -> f64 {
+    x.round_ties_even()
+}
+
+/// torch.nn.functional.hardshrink: `-lambd <= x <= lambd ? 0 : x` (a NaN x stays).
+pub(crate) fn hardshrink_ref(x: f64, lambd: f64) -> f64 {
+    if x >= -lambd && x <= lambd {
+        0.0
+    } else {
+        x
+    }
+}
+
+/// `log10`, `round`, `hardshrink`: the generic shapes, fp16, special values (zeros,
+/// negatives, infinities, NaN; halves and values past 2^23 for round; the band edges for
+/// hardshrink) and a dynamic case each, plus fp16 halves for round.
+fn log10_round_hardshrink_cases() -> Vec<OpCase> {
+    const ROUND: &str = "aten.round.default";
+    let specs: Vec<(Spec, bool)> = vec![
+        (
+            Spec::new("aten.log10.default", vec![], f64::log10)
+                .range(0.01, 1000.0)
+                .specials(&[
+                    1.0, 10.0, 0.1, 1000.0, 2.0, 0.5, 1e-30, 1e30, 0.0, -0.0, -1.0, INF, -INF, NAN,
+                ]),
+            true,
+        ),
+        (
+            Spec::new(ROUND, vec![], round_half_even)
+                .range(-10.0, 10.0)
+                .specials(&[
+                    0.5,
+                    1.5,
+                    2.5,
+                    -0.5,
+                    -1.5,
+                    -2.5,
+                    0.499_999_970_197_677_6,
+                    3.7,
+                    -3.7,
+                    0.0,
+                    -0.0,
+                    4_194_304.5,
+                    4_194_305.5,
+                    8_388_609.0,
+                    -8_388_609.0,
+                    1e30,
+                    INF,
+                    -INF,
+                    NAN,
+                ]),
+            true,
+        ),
+        (
+            Spec::new("aten.hardshrink.default", vec![Arg::Double(0.5)], |v| {
+                hardshrink_ref(v, 0.5)
+            })
+            .specials(&[
+                0.5, -0.5, 0.500_001, -0.500_001, 0.0, -0.0, 0.25, -3.0, INF, -INF, NAN,
+            ]),
+            true,
+        ),
+        (
+            Spec::new("aten.hardshrink.default", vec![Arg::Double(1.25)], |v| {
+                hardshrink_ref(v, 1.25)
+            })
+            .specials(&[1.25, -1.25, 1.3, -1.3, 0.0, INF, NAN]),
+            false,
+        ),
+        (
+            Spec::new("aten.hardshrink.default", vec![Arg::Int(1)], |v| {
+                hardshrink_ref(v, 1.0)
+            })
+            .specials(&[1.0, -1.0, 1.5, -0.5]),
+            false,
+        ),
+    ];
+    let mut v: Vec<OpCase> = specs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (s, dynamic))| s.cases(40_000 + 1000 * i as u64, *dynamic))
+        .collect();
+    // fp16 ties: every value is a half-integer exactly representable in fp16.
+    let halves: Vec<f64> = (-12..12).map(|k| k as f64 + 0.5).collect();
+    let x = Tensor::new(F16, &[4, 6], halves);
+    let spec = Spec::new(ROUND, vec![], round_half_even);
+    let case =
+        OpCase::new(ROUND, "float16 halves [4, 6]", spec.graph(F16, &[4, 6])).tol(Tol::EXACT);
+    v.push(spec.run_one(case, x));
     v
 }
 

@@ -16,39 +16,62 @@ type R<T> = Result<T, String>;
 
 /// Every op name [`run`] evaluates.
 pub const SUPPORTED: &[&str] = &[
+    "aten._assert_scalar.default",
     "aten._native_batch_norm_legit_no_training.default",
     "aten._softmax.default",
     "aten._weight_int8pack_mm.default",
     "aten.abs.default",
     "aten.add.Tensor",
+    "aten.alias_copy.default",
+    "aten.argmin.default",
     "aten.avg_pool2d.default",
+    "aten.bitwise_and.Tensor",
+    "aten.bitwise_not.default",
+    "aten.bitwise_or.Tensor",
     "aten.bmm.default",
     "aten.cat.default",
     "aten.clamp.default",
     "aten.clone.default",
+    "aten.constant_pad_nd.default",
     "aten.convolution.default",
+    "aten.copy.default",
     "aten.cos.default",
     "aten.div.Tensor",
+    "aten.div.Tensor_mode",
     "aten.embedding.default",
     "aten.eq.Scalar",
     "aten.exp.default",
     "aten.expand_copy.default",
+    "aten.flip.default",
     "aten.full_like.default",
+    "aten.gather.default",
     "aten.gelu.default",
+    "aten.hardshrink.default",
     "aten.hardswish.default",
     "aten.hardtanh.default",
     "aten.index.Tensor",
-    "aten.logical_not.default",
+    "aten.index_select.default",
     "aten.linear.default",
+    "aten.log10.default",
+    "aten.logical_not.default",
+    "aten.max_pool2d.default",
     "aten.max_pool2d_with_indices.default",
     "aten.mean.dim",
     "aten.mm.default",
     "aten.mul.Tensor",
+    "aten.native_group_norm.default",
     "aten.native_layer_norm.default",
     "aten.neg.default",
+    "aten.ones.default",
+    "aten.ones_like.default",
+    "aten.permute.default",
     "aten.permute_copy.default",
+    "aten.pixel_shuffle.default",
     "aten.relu.default",
+    "aten.repeat.default",
+    "aten.round.default",
     "aten.rsqrt.default",
+    "aten.scalar_tensor.default",
     "aten.select_copy.int",
     "aten.sigmoid.default",
     "aten.sin.default",
@@ -57,10 +80,18 @@ pub const SUPPORTED: &[&str] = &[
     "aten.sqrt.default",
     "aten.squeeze_copy.dims",
     "aten.sub.Tensor",
+    "aten.sym_constrain_range_for_size.default",
+    "aten.t_copy.default",
     "aten.tanh.default",
+    "aten.unfold_copy.default",
     "aten.unsqueeze_copy.default",
+    "aten.upsample_bilinear2d.vec",
+    "aten.upsample_nearest2d.vec",
     "aten.view_copy.default",
     "aten.where.self",
+    "aten.zeros.default",
+    "aten.zeros_like.default",
+    "dim_order_ops._clone_dim_order.default",
     "dim_order_ops._to_dim_order_copy.default",
     "et_vk.apply_rotary_emb.default",
     "et_vk.apply_rotary_emb_hf.default",
@@ -70,9 +101,19 @@ pub const SUPPORTED: &[&str] = &[
     "et_vk.linear_dq8ca_q4gsw.default",
     "et_vk.linear_q4gsw.default",
     "et_vk.linear_q4gsw_backward.default",
+    "et_vk.linear_q8ta_q8csw.default",
     "et_vk.linear_qcs4w.default",
     "et_vk.prepack.default",
     "et_vk.q4gsw_linear.default",
+    "et_vk.q8ta_add.default",
+    "et_vk.q8ta_conv2d.default",
+    "et_vk.q8ta_conv2d_dw.default",
+    "et_vk.q8ta_conv2d_pw.default",
+    "et_vk.q8ta_conv2d_transposed.default",
+    "et_vk.q8ta_linear.default",
+    "et_vk.q8ta_linear_gemv.default",
+    "et_vk.q8ta_pixel_shuffle.default",
+    "et_vk.q8ta_relu.default",
     "et_vk.rms_norm.default",
     "et_vk.sdpa.default",
     "et_vk.select_as_symint.default",
@@ -82,6 +123,12 @@ pub const SUPPORTED: &[&str] = &[
     "sub",
     "mul",
     "floordiv",
+    "quantized_decomposed.dequantize_per_channel.default",
+    "quantized_decomposed.dequantize_per_tensor.default",
+    "quantized_decomposed.dequantize_per_tensor.tensor",
+    "quantized_decomposed.quantize_per_channel.default",
+    "quantized_decomposed.quantize_per_tensor.default",
+    "quantized_decomposed.quantize_per_tensor.tensor",
     "torchao.choose_qparams_affine.default",
     "torchao.dequantize_affine.default",
 ];
@@ -108,6 +155,22 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.sin.default" => unary(g, f64::sin),
         "aten.cos.default" => unary(g, f64::cos),
         "aten.hardswish.default" => unary(g, crate::cases::unary::hardswish),
+        "aten.log10.default" => unary(g, f64::log10),
+        "aten.round.default" => unary(g, crate::cases::unary::round_half_even),
+        "aten.hardshrink.default" => hardshrink(g, a, &w),
+        "aten.bitwise_and.Tensor" | "aten.bitwise_or.Tensor" => {
+            nargs(a, 3, &w)?;
+            let (x, y) = (operand(g, a[0], &w)?, operand(g, a[1], &w)?);
+            let op = call.name.as_str();
+            let t = broadcast_apply(&x, &y, &w, |p, q| {
+                crate::cases::binary::bitwise_ref(op, p, q)
+            })?;
+            g.put(a[2], t.sizes, t.data, &w)
+        }
+        "aten.bitwise_not.default" => bitwise_not(g, a, &w),
+        "aten.div.Tensor_mode" => div_mode(g, a, &w),
+        "aten.argmin.default" => argmin(g, a, &w),
+        "aten.native_group_norm.default" => group_norm(g, a, &w),
         "aten.clamp.default" => clamp(g, a, &w),
         "aten.hardtanh.default" => hardtanh(g, a, &w),
         "aten.mean.dim" => mean_dim(g, a, &w),
@@ -115,6 +178,16 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.split_with_sizes_copy.default" => split_with_sizes_copy(g, a, &w),
         "aten.max_pool2d_with_indices.default" => max_pool2d_with_indices(g, a, &w),
         "aten.avg_pool2d.default" => avg_pool2d(g, a, &w),
+        "aten.upsample_nearest2d.vec" => upsample(g, a, &w, false),
+        "aten.upsample_bilinear2d.vec" => upsample(g, a, &w, true),
+        "aten.constant_pad_nd.default" => constant_pad_nd(g, a, &w),
+        "aten.pixel_shuffle.default" => {
+            nargs(a, 3, &w)?;
+            let r = g.int(a[1], &w)?;
+            let x = g.tensor(a[0], &w)?;
+            let out = crate::cases::resize::pixel_shuffle(x, r).map_err(|e| format!("{w}: {e}"))?;
+            g.put(a[2], out.sizes, out.data, &w)
+        }
         "aten.add.Tensor" => binary_alpha(g, a, &w, 1.0),
         "aten.sub.Tensor" => binary_alpha(g, a, &w, -1.0),
         "aten.mul.Tensor" => binary(g, a, &w, |x, y| x * y),
@@ -202,6 +275,33 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
             .ok_or_else(|| format!("{w}: {x} {} {y} has no int64 result", call.name))?;
             g.set_sym(a[2], v, &w)
         }
+        "aten.permute.default" => permute_copy(g, a, &w),
+        "aten.t_copy.default" => t_copy(g, a, &w),
+        "aten.alias_copy.default" => {
+            nargs(a, 2, &w)?;
+            let x = g.tensor(a[0], &w)?.clone();
+            g.put(a[1], x.sizes, x.data, &w)
+        }
+        "dim_order_ops._clone_dim_order.default" => clone_dim_order(g, a, &w),
+        "aten.copy.default" => copy(g, a, &w),
+        "aten.flip.default" => flip(g, a, &w),
+        "aten.repeat.default" => repeat(g, a, &w),
+        "aten.unfold_copy.default" => unfold_copy(g, a, &w),
+        "aten.index_select.default" => index_select(g, a, &w),
+        "aten.gather.default" => gather_dim(g, a, &w),
+        "aten.ones.default" => fill_sized(g, a, &w, 1.0),
+        "aten.zeros.default" => fill_sized(g, a, &w, 0.0),
+        "aten.ones_like.default" => fill_like(g, a, &w, 1.0),
+        "aten.zeros_like.default" => fill_like(g, a, &w, 0.0),
+        "aten.scalar_tensor.default" => {
+            // [s, dtype, layout, device, pin_memory, out]
+            nargs(a, 6, &w)?;
+            let v = g.double(a[0], &w)?;
+            g.put(a[5], Vec::new(), vec![v], &w)
+        }
+        "aten.max_pool2d.default" => max_pool2d(g, a, &w),
+        "aten._assert_scalar.default" => assert_scalar(g, a, &w),
+        "aten.sym_constrain_range_for_size.default" => sym_constrain_range_for_size(g, a, &w),
         "aten.embedding.default" => embedding(g, a, &w),
         "et_vk.embedding_q4gsw.default" => embedding_q4gsw(g, a, &w),
         "aten.index.Tensor" => index_tensor(g, a, &w),
@@ -222,6 +322,21 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
         "et_vk.linear_dW.default" => linear_dw(g, a, &w),
         "aten._weight_int8pack_mm.default" => weight_int8pack_mm(g, a, &w),
+        "quantized_decomposed.quantize_per_tensor.default"
+        | "quantized_decomposed.quantize_per_tensor.tensor" => q8_quantize(g, a, &w, false),
+        "quantized_decomposed.quantize_per_channel.default" => q8_quantize(g, a, &w, true),
+        "quantized_decomposed.dequantize_per_tensor.default"
+        | "quantized_decomposed.dequantize_per_tensor.tensor" => q8_dequantize(g, a, &w, false),
+        "quantized_decomposed.dequantize_per_channel.default" => q8_dequantize(g, a, &w, true),
+        "et_vk.q8ta_linear.default"
+        | "et_vk.q8ta_linear_gemv.default"
+        | "et_vk.linear_q8ta_q8csw.default" => q8ta_linear(g, a, &w),
+        "et_vk.q8ta_conv2d.default"
+        | "et_vk.q8ta_conv2d_dw.default"
+        | "et_vk.q8ta_conv2d_pw.default"
+        | "et_vk.q8ta_conv2d_transposed.default" => q8ta_conv2d(g, a, &w, &call.name),
+        "et_vk.q8ta_add.default" => q8ta_add(g, a, &w),
+        "et_vk.q8ta_relu.default" | "et_vk.q8ta_pixel_shuffle.default" => q8ta_requant(g, a, &w),
         other => Err(format!("{w}: op {other} has no CPU reference")),
     }
 }
@@ -1837,4 +1952,628 @@ fn avg_pool2d(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let x = g.tensor(a[0], w)?;
     let out = crate::cases::pool::avg_pool2d(x, &p).map_err(|e| format!("{w}: {e}"))?;
     g.put(a[7], out.sizes, out.data, w)
+}
+
+/// `upsample_nearest2d.vec` `[x, output_size, scale_factors, out]` or
+/// `upsample_bilinear2d.vec` `[x, output_size, align_corners, scale_factors, out]`.
+fn upsample(g: &mut RefGraph, a: &[usize], w: &str, bilinear: bool) -> R<()> {
+    use crate::cases::resize::{upsample_bilinear2d, upsample_nearest2d, Resample};
+    nargs(a, if bilinear { 5 } else { 4 }, w)?;
+    let (size_v, scales_v, out_v) = if bilinear {
+        (a[1], a[3], a[4])
+    } else {
+        (a[1], a[2], a[3])
+    };
+    let scales = match g.value(scales_v) {
+        Value::Null => None,
+        Value::DoubleList(l) => Some(l.clone()),
+        other => {
+            return Err(format!(
+                "{w}: scale_factors is a {}, expected a DoubleList or None",
+                other.kind_name()
+            ))
+        }
+    };
+    let r = match (g.value(size_v), scales) {
+        (Value::Null, Some(s)) => Resample::Scales(s),
+        (Value::Null, None) => return Err(format!("{w}: neither output_size nor scale_factors")),
+        (_, None) => Resample::Size(g.int_list(size_v, w)?),
+        (_, Some(_)) => return Err(format!("{w}: both output_size and scale_factors")),
+    };
+    let x = g.tensor(a[0], w)?;
+    let out = if bilinear {
+        upsample_bilinear2d(x, &r, g.int(a[2], w)? != 0)
+    } else {
+        upsample_nearest2d(x, &r)
+    }
+    .map_err(|e| format!("{w}: {e}"))?;
+    g.put(out_v, out.sizes, out.data, w)
+}
+
+/// `[x, pad, value, out]`.
+fn constant_pad_nd(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let pad = g.int_list(a[1], w)?;
+    let value = g.double(a[2], w)?;
+    let x = g.tensor(a[0], w)?;
+    let out =
+        crate::cases::resize::constant_pad(x, &pad, value).map_err(|e| format!("{w}: {e}"))?;
+    g.put(a[3], out.sizes, out.data, w)
+}
+
+// ---------------------------------------------------------------- the Vulkan partitioner's
+// data-movement, creation and assertion ops (executorch 1.5.1); the element functions are
+// the op cases' references, and out-of-range indices raise here, as in PyTorch.
+
+/// `[x, out]`: PyTorch's `t` (rank <= 2).
+fn t_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 2, w)?;
+    let x = g.tensor(a[0], w)?;
+    if x.sizes.len() > 2 {
+        return Err(format!("{w}: t() expects <= 2 dims, got {:?}", x.sizes));
+    }
+    let t = crate::cases::shape::t_ref(x);
+    g.put(a[1], t.sizes, t.data, w)
+}
+
+/// `[x, non_blocking, dim_order, out]`: a copy; only the contiguous dim order.
+fn clone_dim_order(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    if !matches!(g.value(a[2]), Value::Null) {
+        let order = g.int_list(a[2], w)?;
+        if order != (0..x.sizes.len() as i64).collect::<Vec<_>>() {
+            return Err(format!("{w}: dim_order {order:?} is not contiguous"));
+        }
+    }
+    g.put(a[3], x.sizes, x.data, w)
+}
+
+/// `[self, src, non_blocking, out]`: src broadcast to self's sizes.
+fn copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let sizes = g.tensor(a[0], w)?.sizes.clone();
+    let src = g.tensor(a[1], w)?;
+    if broadcast_shape(&sizes, &src.sizes, w)? != sizes {
+        return Err(format!(
+            "{w}: src {:?} does not broadcast to self {sizes:?}",
+            src.sizes
+        ));
+    }
+    let t = crate::cases::shape::copy_ref(&sizes, src);
+    g.put(a[3], t.sizes, t.data, w)
+}
+
+/// `[x, dims, out]`.
+fn flip(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let r = x.sizes.len();
+    let dims = dim_list(g, a[1], r, w)?;
+    if (1..dims.len()).any(|i| dims[..i].contains(&dims[i])) {
+        return Err(format!("{w}: dims {dims:?} repeat a dim"));
+    }
+    let dims = if r == 0 { Vec::new() } else { dims };
+    let t = crate::cases::shape::flip_ref(x, &dims);
+    g.put(a[2], t.sizes, t.data, w)
+}
+
+/// `[x, repeats, out]`.
+fn repeat(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let x = g.tensor(a[0], w)?;
+    let reps = g.int_list(a[1], w)?;
+    if reps.len() < x.sizes.len() || reps.iter().any(|&r| r < 0) {
+        return Err(format!("{w}: repeats {reps:?} for sizes {:?}", x.sizes));
+    }
+    let reps: Vec<usize> = reps.iter().map(|&r| r as usize).collect();
+    let t = crate::cases::shape::repeat_ref(x, &reps);
+    g.put(a[2], t.sizes, t.data, w)
+}
+
+/// `[x, dimension, size, step, out]`.
+fn unfold_copy(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 5, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let (size, step) = (g.int(a[2], w)?, g.int(a[3], w)?);
+    if size < 0 || step < 1 {
+        return Err(format!("{w}: size {size} / step {step}"));
+    }
+    let t = crate::cases::shape::unfold_ref(x, d, size as usize, step as usize)
+        .ok_or_else(|| format!("{w}: size {size} exceeds dim {d} of {:?}", x.sizes))?;
+    g.put(a[4], t.sizes, t.data, w)
+}
+
+/// `[x, dim, index (1-D or 0-d), out]`.
+fn index_select(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let idx = g.tensor(a[2], w)?;
+    let n = x.sizes.get(d).copied().unwrap_or(1);
+    if idx.sizes.len() > 1 || (x.sizes.is_empty() && idx.numel() != 1) {
+        return Err(format!("{w}: index sizes {:?}", idx.sizes));
+    }
+    for &r in &idx.data {
+        table_row(r, n, w)?;
+    }
+    let t = crate::cases::indexing::index_select_ref(x, d, &idx.data);
+    g.put(a[3], t.sizes, t.data, w)
+}
+
+/// `[x, dim, index, sparse_grad, out]`.
+fn gather_dim(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 5, w)?;
+    let x = g.tensor(a[0], w)?;
+    let d = norm_dim(g.int(a[1], w)?, x.sizes.len(), w)?;
+    let idx = g.tensor(a[2], w)?;
+    let n = x.sizes.get(d).copied().unwrap_or(1);
+    for &r in &idx.data {
+        table_row(r, n, w)?;
+    }
+    let t = crate::cases::indexing::gather_dim_ref(x, d, idx).ok_or_else(|| {
+        format!(
+            "{w}: index sizes {:?} do not fit x {:?} apart from dim {d}",
+            idx.sizes, x.sizes
+        )
+    })?;
+    g.put(a[4], t.sizes, t.data, w)
+}
+
+/// `[size, dtype, layout, device, pin_memory, out]` filled with `v`.
+fn fill_sized(g: &mut RefGraph, a: &[usize], w: &str, v: f64) -> R<()> {
+    nargs(a, 6, w)?;
+    let sizes = g.int_list(a[0], w)?;
+    if sizes.iter().any(|&n| n < 0) {
+        return Err(format!("{w}: negative size in {sizes:?}"));
+    }
+    let sizes: Vec<usize> = sizes.iter().map(|&n| n as usize).collect();
+    let n = numel(&sizes);
+    g.put(a[5], sizes, vec![v; n], w)
+}
+
+/// `[self, dtype, layout, device, pin_memory, memory_format, out]` filled with `v`.
+fn fill_like(g: &mut RefGraph, a: &[usize], w: &str, v: f64) -> R<()> {
+    nargs(a, 7, w)?;
+    let sizes = g.tensor(a[0], w)?.sizes.clone();
+    let n = numel(&sizes);
+    g.put(a[6], sizes, vec![v; n], w)
+}
+
+/// `[x, kernel_size, stride, padding, dilation, ceil_mode, out]`: the values alone.
+fn max_pool2d(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 7, w)?;
+    let mut p = pool_params(g, a, Some(4), w)?;
+    p.ceil_mode = g.int(a[5], w)? != 0;
+    let x = g.tensor(a[0], w)?;
+    let (vals, _) = crate::cases::pool::max_pool2d(x, &p).map_err(|e| format!("{w}: {e}"))?;
+    g.put(a[6], vals.sizes, vals.data, w)
+}
+
+/// `[cond, assert_msg]` (an output value, if any, ignored): raise when cond is zero.
+fn assert_scalar(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    if a.len() != 2 {
+        nargs(a, 3, w)?;
+    }
+    if g.double(a[0], w)? == 0.0 {
+        let msg = match g.value(a[1]) {
+            Value::String(m) => m.clone(),
+            _ => String::new(),
+        };
+        return Err(format!("{w}: assertion failed: {msg}"));
+    }
+    Ok(())
+}
+
+/// `[size, min, max]` (an output value, if any, ignored): PyTorch's
+/// `sym_constrain_range_for_size` (min defaults to 0; max must exceed 2).
+fn sym_constrain_range_for_size(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    if a.len() != 3 {
+        nargs(a, 4, w)?;
+    }
+    let v = g.int(a[0], w)?;
+    let lo = g.opt_int(a[1], w)?.unwrap_or(0);
+    let hi = g.opt_int(a[2], w)?;
+    if hi.is_some_and(|h| h <= 2) {
+        return Err(format!("{w}: max {hi:?} must be greater than 2"));
+    }
+    let hi = hi.unwrap_or(i64::MAX);
+    if v < lo || v > hi {
+        return Err(format!(
+            "{w}: invalid value range for {v} between [{lo}, {hi}]"
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- log10 .. group norm
+
+/// `[x, lambd, out]`: `-lambd <= x <= lambd ? 0 : x` (lambd None reads as 0.5).
+fn hardshrink(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 3, w)?;
+    let lambd = g.opt_double(a[1], w)?.unwrap_or(0.5);
+    let x = g.tensor(a[0], w)?;
+    let data = x
+        .data
+        .iter()
+        .map(|&v| crate::cases::unary::hardshrink_ref(v, lambd))
+        .collect();
+    let sizes = x.sizes.clone();
+    g.put(a[2], sizes, data, w)
+}
+
+/// `[x, out]`: int complement, or logical not of a bool tensor.
+fn bitwise_not(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 2, w)?;
+    let x = g.tensor(a[0], w)?;
+    let dt = x.dtype;
+    let data = x
+        .data
+        .iter()
+        .map(|&v| crate::cases::binary::bitwise_not_ref(dt, v))
+        .collect();
+    let sizes = x.sizes.clone();
+    g.put(a[1], sizes, data, w)
+}
+
+/// `[a, b, rounding_mode String|Null, out]`, broadcasting, in the out tensor's dtype's
+/// PyTorch semantics (float opmath for floats, exact int32 with x / 0 = 0).
+fn div_mode(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let mode = match g.value(a[2]) {
+        Value::Null => None,
+        Value::String(m) if m == "trunc" || m == "floor" => Some(m.clone()),
+        other => {
+            return Err(format!(
+                "{w}: rounding_mode must be \"trunc\", \"floor\" or None, got {}",
+                other.kind_name()
+            ))
+        }
+    };
+    let (x, y) = (operand(g, a[0], w)?, operand(g, a[1], w)?);
+    let (dt, _) = g.tensor_info(a[3], w)?;
+    let t = broadcast_apply(&x, &y, w, |p, q| {
+        crate::cases::binary::div_mode_ref(dt, mode.as_deref(), p, q)
+    })?;
+    g.put(a[3], t.sizes, t.data, w)
+}
+
+/// `[x, dim Int|None, keepdim, out]`: first index of the min, NaN counting as the min.
+fn argmin(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let dim = g.opt_int(a[1], w)?;
+    let keepdim = g.int(a[2], w)? != 0;
+    let n = match dim {
+        Some(d) => {
+            let d = norm_dim(d, x.sizes.len(), w)?;
+            x.sizes.get(d).copied().unwrap_or(1)
+        }
+        None => x.data.len(),
+    };
+    if n == 0 && !x.data.is_empty() {
+        return Err(format!("{w}: argmin over an empty dim of {:?}", x.sizes));
+    }
+    let t = crate::cases::reduce::argmin_ref(&x, dim, keepdim);
+    g.put(a[3], t.sizes, t.data, w)
+}
+
+/// `[x, weight?, bias?, N, C, HxW, group, eps, (out, mean [N, group], rstd [N, group])]`.
+fn group_norm(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 9, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let (wt, b) = (
+        g.opt_tensor(a[1], w)?.cloned(),
+        g.opt_tensor(a[2], w)?.cloned(),
+    );
+    let ints: Vec<i64> = a[3..7].iter().map(|&v| g.int(v, w)).collect::<R<_>>()?;
+    let eps = g.double(a[7], w)?;
+    let outs = g.value_list(a[8], w)?;
+    let (n, c, hxw, group) = (ints[0], ints[1], ints[2], ints[3]);
+    if outs.len() != 3
+        || n < 0
+        || hxw < 0
+        || c < 1
+        || group < 1
+        || c % group != 0
+        || (n * c * hxw) as usize != x.data.len()
+        || x.sizes.get(1) != Some(&(c as usize))
+    {
+        return Err(format!(
+            "{w}: N {n}, C {c}, HxW {hxw}, group {group} do not fit input {:?}",
+            x.sizes
+        ));
+    }
+    let (n, c, hxw, group) = (n as usize, c as usize, hxw as usize, group as usize);
+    for t in wt.iter().chain(b.iter()) {
+        if t.data.len() != c {
+            return Err(format!("{w}: weight / bias {:?} for {c} channels", t.sizes));
+        }
+    }
+    let (out, means, rstds) = crate::cases::norm::group_norm_ref(
+        &x.data,
+        n,
+        c,
+        hxw,
+        group,
+        wt.as_ref().map(|t| t.data.as_slice()),
+        b.as_ref().map(|t| t.data.as_slice()),
+        eps,
+    );
+    g.put(outs[0], x.sizes.clone(), out, w)?;
+    g.put(outs[1], vec![n, group], means, w)?;
+    g.put(outs[2], vec![n, group], rstds, w)
+}
+
+// ---------------------------------------------------------------- static int8 (q8ta)
+
+/// A per-tensor (scale, zero point): Double / Int args, or one-element tensors (the
+/// `.tensor` overloads, an fp32 scale).
+fn q8_pair(g: &RefGraph, s: usize, z: usize, w: &str) -> R<crate::cases::q8ta::Qp> {
+    let one = |v: usize| -> R<Option<f64>> {
+        if !matches!(g.value(v), Value::Tensor(_)) {
+            return Ok(None);
+        }
+        let t = g.tensor(v, w)?;
+        if t.numel() != 1 {
+            return Err(format!(
+                "{w}: value {v} has sizes {:?}, one element expected",
+                t.sizes
+            ));
+        }
+        Ok(Some(t.data[0]))
+    };
+    let scale = match one(s)? {
+        Some(x) => f64::from(x as f32),
+        None => g.double(s, w)?,
+    };
+    let zp = match one(z)? {
+        Some(x) => x as i64,
+        None => g.int(z, w)?,
+    };
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(format!("{w}: scale {scale} must be positive"));
+    }
+    Ok(crate::cases::q8ta::Qp::new(scale, zp))
+}
+
+/// The channel of element `i` of a tensor of `sizes` along `axis`, checked against the
+/// parameter tensors' lengths.
+fn q8_channels(sizes: &[usize], axis: i64, lens: &[usize], w: &str) -> R<(usize, usize)> {
+    let ax = norm_dim(axis, sizes.len(), w)?;
+    let c = sizes.get(ax).copied().unwrap_or(1);
+    if lens.iter().any(|&l| l < c) {
+        return Err(format!("{w}: parameters {lens:?} for {c} channels"));
+    }
+    Ok((sizes[ax + 1..].iter().product(), c.max(1)))
+}
+
+/// quantize_per_tensor `[x, scale, zp, qmin, qmax, dtype, out]` (.default / .tensor) and
+/// quantize_per_channel `[x, scales, zps, axis, qmin, qmax, dtype, out]`.
+fn q8_quantize(g: &mut RefGraph, a: &[usize], w: &str, per_channel: bool) -> R<()> {
+    use crate::cases::q8ta::{inv_scale, quantize};
+    nargs(a, if per_channel { 8 } else { 7 }, w)?;
+    let x = g.tensor(a[0], w)?.clone();
+    let off = usize::from(per_channel);
+    let range = (g.int(a[3 + off], w)?, g.int(a[4 + off], w)?);
+    let data = if per_channel {
+        let (sc, zp) = (g.tensor(a[1], w)?, g.tensor(a[2], w)?);
+        let (inner, c) = q8_channels(&x.sizes, g.int(a[3], w)?, &[sc.numel(), zp.numel()], w)?;
+        (0..x.numel())
+            .map(|i| {
+                let ch = (i / inner.max(1)) % c;
+                let inv = 1.0f32 / sc.data[ch] as f32;
+                quantize(x.data[i], inv, zp.data[ch] as i64, range)
+            })
+            .collect()
+    } else {
+        let q = q8_pair(g, a[1], a[2], w)?;
+        let inv = inv_scale(q.scale);
+        x.data
+            .iter()
+            .map(|&v| quantize(v, inv, q.zp, range))
+            .collect()
+    };
+    g.put(a[a.len() - 1], x.sizes, data, w)
+}
+
+/// dequantize_per_tensor `[q, scale, zp, qmin, qmax, dtype, (out_dtype,) out]` and
+/// dequantize_per_channel `[q, scales, zps | None, axis, qmin, qmax, dtype, (out_dtype,)
+/// out]`: `float(q - zp) * float(scale)`.
+fn q8_dequantize(g: &mut RefGraph, a: &[usize], w: &str, per_channel: bool) -> R<()> {
+    use crate::cases::q8ta::dequantize;
+    let base = if per_channel { 8 } else { 7 };
+    if a.len() != base + 1 {
+        nargs(a, base, w)?;
+    }
+    let q = g.tensor(a[0], w)?.clone();
+    let data = if per_channel {
+        let sc = g.tensor(a[1], w)?;
+        let zp = g.opt_tensor(a[2], w)?;
+        let lens = [sc.numel(), zp.map_or(usize::MAX, |z| z.numel())];
+        let (inner, c) = q8_channels(&q.sizes, g.int(a[3], w)?, &lens, w)?;
+        (0..q.numel())
+            .map(|i| {
+                let ch = (i / inner.max(1)) % c;
+                let z = zp.map_or(0, |z| z.data[ch] as i64);
+                dequantize(q.data[i], z, sc.data[ch] as f32)
+            })
+            .collect()
+    } else {
+        let p = q8_pair(g, a[1], a[2], w)?;
+        q.data
+            .iter()
+            .map(|&v| dequantize(v, p.zp, p.scale as f32))
+            .collect()
+    };
+    g.put(a[a.len() - 1], q.sizes, data, w)
+}
+
+/// Whether string arg `v` asks for relu.
+fn q8_relu(g: &RefGraph, v: usize) -> bool {
+    matches!(g.value(v), Value::String(s) if s == "relu")
+}
+
+/// q8ta_linear / q8ta_linear_gemv `[x, in_scale, in_zp, weight [N, K], sums, scales, out_scale,
+/// out_zp, bias?, activation, out]` and linear_q8ta_q8csw `[x, in_scale, in_zp, weight, sums,
+/// scales, bias?, out]`.
+fn q8ta_linear(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    use crate::cases::q8ta::{linear_sums, requantize};
+    let q8 = a.len() == 11;
+    if !q8 {
+        nargs(a, 8, w)?;
+    }
+    let x = g.tensor(a[0], w)?.clone();
+    let xq = q8_pair(g, a[1], a[2], w)?;
+    let wt = g.tensor(a[3], w)?.clone();
+    let ws = g.tensor(a[5], w)?.data.clone();
+    let bias = g
+        .opt_tensor(a[if q8 { 8 } else { 6 }], w)?
+        .map(|b| b.data.clone());
+    let n = wt.sizes.first().copied().unwrap_or(0);
+    if wt.sizes.len() != 2
+        || x.sizes.last() != wt.sizes.get(1)
+        || ws.len() < n
+        || bias.as_ref().is_some_and(|b| b.len() < n)
+    {
+        return Err(format!(
+            "{w}: x {:?}, weight {:?}, {} scales, bias {:?} do not fit",
+            x.sizes,
+            wt.sizes,
+            ws.len(),
+            bias.as_ref().map(Vec::len)
+        ));
+    }
+    let y = linear_sums(&x, xq, &wt, &ws, bias.as_deref());
+    let data = if q8 {
+        let (oq, relu) = (q8_pair(g, a[6], a[7], w)?, q8_relu(g, a[9]));
+        y.data.iter().map(|&v| requantize(v, relu, oq)).collect()
+    } else {
+        y.data
+    };
+    g.put(a[a.len() - 1], y.sizes, data, w)
+}
+
+/// q8ta_conv2d{,_dw,_pw} `[x, in_scale, in_zp, weight, sums, scales, out_scale, out_zp, bias?,
+/// kernel_size, stride, padding, dilation, groups, activation, out]`; the transposed one has
+/// output_padding after padding. The weight is unpacked to PyTorch's layout.
+fn q8ta_conv2d(g: &mut RefGraph, a: &[usize], w: &str, name: &str) -> R<()> {
+    use crate::cases::q8ta::{conv_sums, requantize, unpack_conv_weight};
+    let transposed = name.contains("transposed");
+    let dw = name.contains("_dw");
+    nargs(a, if transposed { 17 } else { 16 }, w)?;
+    let t = usize::from(transposed);
+    let pair = |i: usize, min: i64| -> R<[usize; 2]> {
+        let l = g.int_list(a[i], w)?;
+        let l = match l.len() {
+            1 => vec![l[0]; 2],
+            2 => l,
+            _ => return Err(format!("{w}: arg {i} {l:?} for a 2-D convolution")),
+        };
+        if l.iter().any(|&v| v < min || v > 1 << 16) {
+            return Err(format!("{w}: arg {i} {l:?} out of range"));
+        }
+        Ok([l[0] as usize, l[1] as usize])
+    };
+    let (kernel, stride, padding) = (pair(9, 1)?, pair(10, 1)?, pair(11, 0)?);
+    let output_padding = if transposed { pair(12, 0)? } else { [0, 0] };
+    let dilation = pair(12 + t, 1)?;
+    let groups = g.int(a[13 + t], w)?;
+    let relu = q8_relu(g, a[14 + t]);
+    let out = a[15 + t];
+    let x = g.tensor(a[0], w)?.clone();
+    let xq = q8_pair(g, a[1], a[2], w)?;
+    let oq = q8_pair(g, a[6], a[7], w)?;
+    let wt = g.tensor(a[3], w)?.clone();
+    let ws = g.tensor(a[5], w)?.data.clone();
+    let bias = g.opt_tensor(a[8], w)?.map(|b| b.data.clone());
+    let (_, out_max) = g.tensor_info(out, w)?;
+    let c_out = out_max.get(1).copied().unwrap_or(0);
+    let c_in = x.sizes.get(1).copied().unwrap_or(0);
+    let gr = groups.max(1) as usize;
+    let taps = kernel[0] * kernel[1] * (c_in / gr);
+    let layout_ok = if dw {
+        wt.sizes.len() == 3 && wt.sizes[..2] == kernel && wt.sizes[2] >= c_out && gr == c_in
+    } else {
+        wt.sizes.len() == 2 && wt.sizes[0] == c_out && wt.sizes[1] >= taps
+    };
+    let n_scales = if transposed { c_out / gr } else { c_out };
+    if x.sizes.len() != 4
+        || groups < 1
+        || c_in % gr != 0
+        || c_out % gr != 0
+        || c_out == 0
+        || !layout_ok
+        || ws.len() < n_scales
+        || bias.as_ref().is_some_and(|b| b.len() < c_out)
+    {
+        return Err(format!(
+            "{w}: x {:?}, weight {:?}, groups {groups}, {c_out} output channels do not fit",
+            x.sizes, wt.sizes
+        ));
+    }
+    for d in 0..2 {
+        let (n, span) = (x.sizes[2 + d], dilation[d] * (kernel[d] - 1) + 1);
+        let fits = if transposed {
+            n >= 1 && (n - 1) * stride[d] + span + output_padding[d] > 2 * padding[d]
+        } else {
+            n + 2 * padding[d] >= span
+        };
+        if !fits {
+            return Err(format!(
+                "{w}: input {:?} too small for kernel {kernel:?}",
+                x.sizes
+            ));
+        }
+    }
+    let wt = unpack_conv_weight(&wt, (c_in, c_out, gr), kernel, transposed, dw);
+    let p = crate::reference::ConvParams {
+        stride: stride.to_vec(),
+        padding: padding.to_vec(),
+        dilation: dilation.to_vec(),
+        transposed,
+        output_padding: output_padding.to_vec(),
+        groups: gr,
+    };
+    let y = conv_sums(&x, xq, &wt, &ws, bias.as_deref(), &p);
+    let data = y.data.iter().map(|&v| requantize(v, relu, oq)).collect();
+    g.put(out, y.sizes, data, w)
+}
+
+/// q8ta_add `[a, b, a_scale, a_zp, b_scale, b_zp, out_scale, out_zp, alpha, out]`.
+fn q8ta_add(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 10, w)?;
+    let (x, y) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    let qs = (
+        q8_pair(g, a[2], a[3], w)?,
+        q8_pair(g, a[4], a[5], w)?,
+        q8_pair(g, a[6], a[7], w)?,
+    );
+    let alpha = g.opt_double(a[8], w)?.unwrap_or(1.0);
+    let out = crate::cases::q8ta::add(x, y, qs, alpha).map_err(|e| format!("{w}: {e}"))?;
+    g.put(a[9], out.sizes, out.data, w)
+}
+
+/// q8ta_relu `[x, in_scale, in_zp, out_scale, out_zp, out]` and q8ta_pixel_shuffle `[x,
+/// in_scale, in_zp, 1 / out_scale, out_zp, upscale_factor, out]`.
+fn q8ta_requant(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    let shuffle = a.len() == 7;
+    if !shuffle {
+        nargs(a, 6, w)?;
+    }
+    let qi = q8_pair(g, a[1], a[2], w)?;
+    let (inv, r) = if shuffle {
+        let r = g.int(a[5], w)?;
+        if !(1..=64).contains(&r) {
+            return Err(format!("{w}: upscale_factor {r}"));
+        }
+        (g.double(a[3], w)? as f32, r as usize)
+    } else {
+        (crate::cases::q8ta::inv_scale(g.double(a[3], w)?), 0)
+    };
+    let zo = g.int(a[4], w)?;
+    let x = g.tensor(a[0], w)?;
+    let out = crate::cases::q8ta::requant(x, qi, inv, zo, r).map_err(|e| format!("{w}: {e}"))?;
+    g.put(a[a.len() - 1], out.sizes, out.data, w)
 }

@@ -1,10 +1,17 @@
 //! Creation ops: `aten.full.default` (`[size, fill_value, dtype, layout, device,
 //! pin_memory, out]`), `aten.full_like.default` (`[self, fill_value, dtype, layout, device,
 //! pin_memory, memory_format, out]`) and `aten.arange.start_step` (`[start, end, step, dtype,
-//! layout, device, pin_memory, out]`).
+//! layout, device, pin_memory, out]`); `aten.ones.default` / `aten.zeros.default` (`[size,
+//! dtype, layout, device, pin_memory, out]`), `aten.ones_like.default` /
+//! `aten.zeros_like.default` (`[self, dtype, layout, device, pin_memory, memory_format,
+//! out]`) and `aten.scalar_tensor.default` (`[s, dtype, layout, device, pin_memory, out]`,
+//! a 0-d output). executorch 1.5.1 decomposes ones / zeros / their `_like` forms into full /
+//! full_like and leaves scalar_tensor on the CPU; their argument lists are the exporter's
+//! serialization of the schemas (checked with the ops kept from decomposition).
 //!
 //! The exporter writes dtype / layout / device / memory-format arguments as `Null`, so the
-//! output tensor's dtype decides what is written (int64 outputs arrive as int32). Sizes and
+//! output tensor's dtype decides what is written (int64 outputs arrive as int32; bool
+//! outputs get `value != 0`, four to a word). Sizes and
 //! scalars may be SymInts: they are read again at every resize, so a `full([seq, 4], x)` or
 //! an `arange(0, seq)` follows the current sequence length.
 
@@ -15,16 +22,53 @@ use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::data_shader;
-use crate::ops::shape::{size_items, SizeItem};
+use crate::ops::shape::{move_global, size_items, SizeItem};
 use crate::registry::Registry;
 
 /// Output dtypes the `fill` / `arange` shaders have variants for.
 const CREATE_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
+/// Output dtypes of the fills (`fill_u8` writes bools).
+const FILL_DTYPES: &[DataType] = &[
+    DataType::Float32,
+    DataType::Float16,
+    DataType::Int32,
+    DataType::Bool,
+];
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register_dynamic(
-        CREATE_DTYPES,
+        FILL_DTYPES,
+        &[
+            (
+                "aten.ones.default",
+                build_ones as crate::registry::OpBuildFn,
+                "out filled with 1; sizes IntList or ValueList with SymInts (re-read at every execute)",
+            ),
+            (
+                "aten.zeros.default",
+                build_zeros,
+                "out filled with 0; sizes IntList or ValueList with SymInts (re-read at every execute)",
+            ),
+            (
+                "aten.ones_like.default",
+                build_ones_like,
+                "out shaped like self (follows its dynamic sizes), filled with 1",
+            ),
+            (
+                "aten.zeros_like.default",
+                build_zeros_like,
+                "out shaped like self (follows its dynamic sizes), filled with 0",
+            ),
+            (
+                "aten.scalar_tensor.default",
+                build_scalar_tensor,
+                "0-d out holding s (Int, Double, Bool or SymInt, re-read at every execute)",
+            ),
+        ],
+    )?;
+    r.register_dynamic(
+        FILL_DTYPES,
         &[
             (
                 "aten.full.default",
@@ -36,6 +80,11 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
                 build_full_like,
                 "out shaped like self (follows its dynamic sizes), filled with fill_value; out's dtype decides",
             ),
+        ],
+    )?;
+    r.register_dynamic(
+        CREATE_DTYPES,
+        &[
             (
                 "aten.arange.start_step",
                 build_arange,
@@ -91,6 +140,9 @@ fn size_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<Vec<Num
 /// The 32 bits the `fill` / `arange` shaders read for `x` in an output of dtype `dt`: an
 /// i32 (truncated toward zero, as PyTorch casts a float scalar to an int tensor) or an f32.
 fn scalar_bits(x: f64, dt: DataType, what: &str, role: &str) -> Result<u32> {
+    if dt == DataType::Bool {
+        return Ok(u32::from(x != 0.0));
+    }
     if dt != DataType::Int32 {
         return Ok((x as f32).to_bits());
     }
@@ -113,7 +165,11 @@ fn fill_dispatch(
     dims: impl Fn(&Shapes) -> Result<Vec<usize>> + Send + Sync + 'static,
 ) -> Result<()> {
     let dt = g.shapes().dtype(out);
-    let shader = data_shader("fill", dt, call)?;
+    let shader = if dt == DataType::Bool {
+        etvk_shaders::ShaderId::FillU8
+    } else {
+        data_shader("fill", dt, call)?
+    };
     let what = call.what();
     g.dispatch(call, Dispatch::new(shader, [out]), move |s| {
         let od = dims(s)?;
@@ -122,17 +178,56 @@ fn fill_dispatch(
         let numel = s.numel(out);
         Ok(Launch {
             push: Push::new().u32(to_u32(numel, "numel")?).u32(bits).finish(),
-            global: Global::Linear(numel as u64),
+            global: move_global(numel, dt),
         })
     })
 }
 
 fn build_full(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(7)?;
+    let value = num_arg(g, call, 1, "fill_value")?;
+    fill_sized(g, call, value, 6)
+}
+
+/// `[size, dtype, layout, device, pin_memory, out]` filled with `value`.
+fn fill_sized_constant(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, value: f64) -> Result<()> {
+    call.expect_args(6)?;
+    fill_sized(g, call, Num::Lit(value), 5)
+}
+
+fn build_ones(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    fill_sized_constant(g, call, 1.0)
+}
+
+fn build_zeros(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    fill_sized_constant(g, call, 0.0)
+}
+
+/// `[s, dtype, layout, device, pin_memory, out]`: a 0-d tensor holding s.
+fn build_scalar_tensor(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(6)?;
+    let value = num_arg(g, call, 0, "s")?;
+    let out = g.tensor_arg(call, 5)?;
+    let max = g.shapes().max_dims(out).to_vec();
+    if !max.is_empty() {
+        return Err(invalid_program(format!(
+            "{}: the output has sizes {max:?}; scalar_tensor produces a 0-d tensor",
+            call.what()
+        )));
+    }
+    fill_dispatch(g, call, out, value, |_| Ok(Vec::new()))
+}
+
+/// The `size` list at arg 0 of `call`, `out` at arg `out_arg`, filled with `value`.
+fn fill_sized(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    value: Num,
+    out_arg: usize,
+) -> Result<()> {
     let what = call.what();
     let sizes = size_arg(g, call, 0)?;
-    let value = num_arg(g, call, 1, "fill_value")?;
-    let out = g.tensor_arg(call, 6)?;
+    let out = g.tensor_arg(call, out_arg)?;
     let rank = g.shapes().max_dims(out).len();
     if sizes.len() != rank {
         return Err(invalid_program(format!(
@@ -159,9 +254,33 @@ fn build_full(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 
 fn build_full_like(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(8)?;
-    let what = call.what();
     let value = num_arg(g, call, 1, "fill_value")?;
-    let out = g.tensor_arg(call, 7)?;
+    fill_like(g, call, value, 7)
+}
+
+/// `[self, dtype, layout, device, pin_memory, memory_format, out]` filled with `value`.
+fn fill_like_constant(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, value: f64) -> Result<()> {
+    call.expect_args(7)?;
+    fill_like(g, call, Num::Lit(value), 6)
+}
+
+fn build_ones_like(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    fill_like_constant(g, call, 1.0)
+}
+
+fn build_zeros_like(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    fill_like_constant(g, call, 0.0)
+}
+
+/// Out (arg `out_arg`) shaped like self (arg 0), filled with `value`.
+fn fill_like(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    value: Num,
+    out_arg: usize,
+) -> Result<()> {
+    let what = call.what();
+    let out = g.tensor_arg(call, out_arg)?;
     let xv = call.arg(0)?;
     // Only self's sizes matter: a constant is never uploaded for them.
     let like = match g.value(xv)? {

@@ -1,13 +1,19 @@
 //! Indexing ops: `aten.embedding.default` (`[weight, indices, padding_idx, scale_grad,
 //! sparse, out]`), `aten.index.Tensor` (`[x, indices ValueList, out]`),
-//! `aten.select_copy.int` (`[x, dim, index, out]`), `et_vk.select_as_symint.default`
+//! `aten.select_copy.int` (`[x, dim, index, out]`), `aten.index_select.default` (`[x, dim,
+//! index, out]`), `aten.gather.default` (`[x, dim, index, sparse_grad, out]`),
+//! `et_vk.select_as_symint.default`
 //! (`[x, dim, index, out SymInt]`) and `et_vk.embedding_q4gsw.default` (`[weight, scales,
 //! group_size, indices, is_linear_weight, out]`, a 4-bit group-quantized embedding table).
 //!
 //! Gathers use the `gather` shader with int32 indices (ExecuTorch stages int64 host indices
 //! as int32 on the GPU). PyTorch raises on an out-of-range index; a kernel cannot, so an
 //! index outside `[0, size)` (after wrapping negatives, for `index.Tensor`) produces a
-//! zero row instead of reading out of bounds.
+//! zero row instead of reading out of bounds. `aten.gather` (per-element indices along one
+//! dim) uses the `gather_dim` shader, with the same rule: an index outside `[0, size)`
+//! (negative ones too, as PyTorch does not wrap them) gives zero. The index tensors are
+//! int32 in the VkGraph (the exporter's dtype; int64 program inputs are staged as int32).
+//! `index_select` and `gather` move one-byte elements (bool) too.
 
 use etvk_format::ir::DataType;
 
@@ -19,11 +25,23 @@ use crate::builder::{
 };
 use crate::error::{internal, invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, TensorId};
+use crate::ops::shape::{move_global, move_shader};
 use crate::ops::{data_shader, float_tag, norm_dim, same_dtype};
 use crate::registry::{OpBuildFn, Registry};
 
 /// Dtypes of the gathered / copied data (the `gather` / `slice` shader variants).
 const DATA_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
+/// Data dtypes of `index_select` / `gather`, one-byte elements through the `_u8` variants.
+const BYTE_DATA_DTYPES: &[DataType] = &[
+    DataType::Float32,
+    DataType::Float16,
+    DataType::Int32,
+    DataType::Bool,
+    DataType::Int8,
+    DataType::Uint8,
+];
+/// Rank limit of the `gather_dim` shader's push constants.
+const MAX_RANK: usize = 8;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -57,6 +75,23 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     for (name, build, dtypes, note) in entries {
         r.register_dynamic(dtypes, &[(name, build, note)])?;
     }
+    r.register_dynamic(
+        BYTE_DATA_DTYPES,
+        &[
+            (
+                "aten.index_select.default",
+                build_index_select as OpBuildFn,
+                "x[..., index, ...] along dim (negative dim ok) with a 1-D or 0-d int32 index; \
+                 out-of-range (and negative) index -> zeros",
+            ),
+            (
+                "aten.gather.default",
+                build_gather,
+                "out[c] = x[c with c[dim] = index[c]], out sized like the int32 index (same rank \
+                 as x, other dims <= x's); out-of-range (and negative) index -> zero; rank <= 8",
+            ),
+        ],
+    )?;
     r.register_dynamic(
         &[DataType::Float32, DataType::Float16],
         &[(
@@ -309,6 +344,138 @@ fn build_select_as_symint(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result
             ))
         })?;
         s.set_scalar(out_v, v as f64)
+    })
+}
+
+/// `[x, dim, index, out]`: PyTorch's `index_select` (the index is 1-D or 0-d; a 0-d x
+/// takes dim 0 / -1 and a one-element index). Through the `gather` shader, without
+/// wrapping negative indices (PyTorch rejects them): they give zeros like any index
+/// outside `[0, size)`.
+fn build_index_select(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let idx = g.tensor_or_prepack(call, 2)?;
+    let out = g.tensor_arg(call, 3)?;
+    expect_int32(g, call, idx, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    let d = norm_dim(dim, rank.max(1), &what)?;
+    if s.max_dims(idx).len() > 1 {
+        return Err(invalid_program(format!(
+            "{what}: the index must be a vector (rank <= 1), got sizes {:?}",
+            s.max_dims(idx)
+        )));
+    }
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: the output has rank {}, the input rank {rank}",
+            s.max_dims(out).len()
+        )));
+    }
+    let shader = move_shader("gather", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
+        let xd = s.dims(x).to_vec();
+        let n_idx = s.numel(idx);
+        let (outer, in_dim, inner, od) = if rank == 0 {
+            if n_idx != 1 {
+                return Err(invalid_arg(format!(
+                    "index_select of a 0-d tensor needs a one-element index, got {n_idx}"
+                )));
+            }
+            (1, 1, 1, Vec::new())
+        } else {
+            let mut od = xd.clone();
+            od[d] = n_idx;
+            (
+                xd[..d].iter().product::<usize>(),
+                xd[d],
+                xd[d + 1..].iter().product::<usize>(),
+                od,
+            )
+        };
+        let numel = outer * n_idx * inner;
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(to_u32(inner.max(1), "inner")?)
+                .u32(to_u32(n_idx.max(1), "index count")?)
+                .u32(to_u32(in_dim, "dim size")?)
+                .u32(0)
+                .finish(),
+            global: move_global(numel, dt),
+        })
+    })
+}
+
+/// `[x, dim, index, sparse_grad, out]`: PyTorch's `gather`. The index has x's rank (a 0-d
+/// tensor counting as 1-D) and, on every dim but `dim`, at most x's size (checked at
+/// every resize: a larger one would read out of bounds); out has the index's sizes.
+fn build_gather(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(5)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let idx = g.tensor_or_prepack(call, 2)?;
+    // sparse_grad only affects the backward pass.
+    let out = g.tensor_arg(call, 4)?;
+    expect_int32(g, call, idx, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let (xr, ir) = (s.max_dims(x).len(), s.max_dims(idx).len());
+    if xr.max(1) != ir.max(1) {
+        return Err(invalid_program(format!(
+            "{what}: the index (sizes {:?}) must have as many dims as x (sizes {:?})",
+            s.max_dims(idx),
+            s.max_dims(x)
+        )));
+    }
+    if s.max_dims(out).len() != ir {
+        return Err(invalid_program(format!(
+            "{what}: the output has rank {}, the index rank {ir}",
+            s.max_dims(out).len()
+        )));
+    }
+    if ir > MAX_RANK {
+        return Err(unsupported(format!("{what}: rank {ir} exceeds {MAX_RANK}")));
+    }
+    let d = norm_dim(dim, xr.max(1), &what)?;
+    let shader = move_shader("gather_dim", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
+        // 0-d tensors as [1].
+        let one = |v: Vec<usize>| if v.is_empty() { vec![1] } else { v };
+        let xd = one(s.dims(x).to_vec());
+        let od = s.dims(idx).to_vec();
+        let id = one(od.clone());
+        for k in 0..id.len() {
+            if k != d && id[k] > xd[k] {
+                return Err(invalid_arg(format!(
+                    "size does not match at dimension {k}: expected index {id:?} to be no \
+                     larger than self {xd:?} apart from dimension {d}"
+                )));
+            }
+        }
+        let xs = crate::graph::contiguous_strides(&xd);
+        let numel: usize = id.iter().product();
+        let rev = |v: &[usize]| -> Result<Vec<u32>> {
+            v.iter().rev().map(|&n| to_u32(n, "size")).collect()
+        };
+        let rank = id.len();
+        s.set_dims(out, od)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(numel, "numel")?)
+                .u32(rank as u32)
+                .u32((rank - 1 - d) as u32)
+                .u32(to_u32(xd[d], "dim size")?)
+                .u32_array(&rev(&id)?, MAX_RANK, 1)
+                .u32_array(&rev(&xs)?, MAX_RANK, 0)
+                .finish(),
+            global: move_global(numel, dt),
+        })
     })
 }
 

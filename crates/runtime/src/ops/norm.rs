@@ -10,6 +10,12 @@
 //! running_mean, running_var, momentum, eps, out ValueList(out, save_mean, save_rstd)]`):
 //! inference batch norm over dim 1 of `[N, C, ...]` with the running statistics, one
 //! invocation per element. save_mean / save_rstd are empty (`[0]`), as in PyTorch.
+//!
+//! `aten.native_group_norm.default` (`[input, weight|None, bias|None, N, C, HxW, group, eps,
+//! out ValueList(out, mean, rstd)]`; N and HxW are SymInts in a dynamic export, C and group
+//! Ints): x viewed as `[N, C, HxW]`, each of the `N * group` rows of `C / group * HxW`
+//! elements normalized by the `group_norm` shader (one workgroup per row, two-pass mean and
+//! biased variance in float), weight / bias per channel; mean / rstd sized `[N, group]`.
 
 use etvk_format::ir::DataType;
 
@@ -39,8 +45,111 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten._native_batch_norm_legit_no_training.default",
             build_batch_norm_no_training,
             "(x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c] over dim 1 of x [N, C, ...]; weight/bias optional; save_mean / save_rstd outputs empty",
+        ),
+        (
+            "aten.native_group_norm.default",
+            build_native_group_norm,
+            "x [N, C, *] normalized over each of group channel groups (biased variance, float accumulation); weight/bias [C] optional; N / HxW Int or SymInt; outputs (out, mean [N, group], rstd [N, group])",
         )],
     )
+}
+
+/// An Int or SymInt argument of group norm (N, HxW), read at every resize.
+fn int_item(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize, name: &str) -> Result<Item> {
+    let v = call.arg(i)?;
+    match g.value(v)? {
+        GValue::Int(x) => Ok(Item::Lit(*x)),
+        GValue::SymInt => Ok(Item::Sym(v)),
+        other => Err(invalid_program(format!(
+            "{} arg {i} (value {v}): {name} must be an Int or a SymInt, got {}",
+            call.what(),
+            gvalue_kind(other)
+        ))),
+    }
+}
+
+/// `[input, weight|None, bias|None, N, C, HxW, group, eps, out ValueList(out, mean, rstd)]`.
+fn build_native_group_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(9)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let w = g.opt_tensor_or_prepack(call, 1)?;
+    let b = g.opt_tensor_or_prepack(call, 2)?;
+    let n_item = int_item(g, call, 3, "N")?;
+    let c = g.int_arg(call, 4)?;
+    let hxw_item = int_item(g, call, 5, "HxW")?;
+    let group = g.int_arg(call, 6)?;
+    let eps = g.double_arg_or(call, 7, 1e-5)? as f32;
+    let [out, mean, rstd] = outputs(g, call, 8)?;
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(rstd)];
+    dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
+    let dt = same_dtype(call, &dts)?;
+    if c < 1 || group < 1 || c % group != 0 {
+        return Err(invalid_program(format!(
+            "{what}: C = {c} channels must split into group = {group} equal groups (both >= 1, C % group == 0)"
+        )));
+    }
+    let (c, group) = (c as usize, group as usize);
+    let xmax = s.max_dims(x);
+    if xmax.len() < 2 || xmax[1] != c {
+        return Err(invalid_program(format!(
+            "{what}: input sizes {xmax:?} need rank >= 2 with C = {c} channels in dim 1"
+        )));
+    }
+    for (t, role) in [(w, "weight"), (b, "bias")] {
+        if let Some(t) = t {
+            if s.numel(t) != c {
+                return Err(invalid_program(format!(
+                    "{what}: {role} sizes {:?} do not match the input's {c} channels",
+                    s.max_dims(t)
+                )));
+            }
+        }
+    }
+    let shader = float_shader("group_norm", dt, call)?;
+    let wb = match w {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let bb = match b {
+        Some(t) => t,
+        None => g.dummy()?,
+    };
+    let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
+    let d = Dispatch::new(shader, [out, mean, rstd, x, wb, bb]);
+    g.dispatch(call, d, move |s| {
+        let dims = s.dims(x).to_vec();
+        let nh = resolve(&[n_item, hxw_item], s)?;
+        let (n, hxw) = (nh[0], nh[1]);
+        let numel: usize = dims.iter().product();
+        if dims.get(1) != Some(&c)
+            || n.checked_mul(c).and_then(|v| v.checked_mul(hxw)) != Some(numel)
+        {
+            return Err(invalid_arg(format!(
+                "{what}: input sizes {dims:?} are not [N = {n}, C = {c}, HxW = {hxw}] \
+                 (N * C * HxW must equal its {numel} elements, C its dim 1)"
+            )));
+        }
+        let rows = n * group;
+        let cpg = c / group;
+        s.set_dims(out, dims)?;
+        s.set_dims(mean, vec![n, group])?;
+        s.set_dims(rstd, vec![n, group])?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(rows, "rows")?)
+                .u32(to_u32(cpg * hxw, "group elements")?)
+                .u32(to_u32(hxw.max(1), "HxW")?)
+                .u32(to_u32(group, "group")?)
+                .u32(to_u32(cpg, "channels per group")?)
+                .f32(eps)
+                .u32(flags)
+                .u32(0)
+                .finish(),
+            global: folded_grid(rows as u64, [LANES, 1, 1], &what)?,
+        })
+    })
 }
 
 fn build_batch_norm_no_training(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {

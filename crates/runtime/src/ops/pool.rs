@@ -5,6 +5,10 @@
 //!   ceil_mode, out ValueList(values, indices)]`): the exporter gives the indices tensor
 //!   dtype int32 in the VkGraph (int64 in the program; staging converts). They are always
 //!   computed: PyTorch's flat index `h * W + w` into the input plane.
+//! - `aten.max_pool2d.default` (`[x, kernel_size, stride, padding, dilation, ceil_mode,
+//!   out]`): the values alone (`pool2d_max_noidx`). executorch 1.5.1 decomposes it into
+//!   max_pool2d_with_indices before partitioning; the argument list is the exporter's
+//!   serialization of the schema (checked with the op kept from decomposition).
 //! - `aten.avg_pool2d.default` (`[x, kernel_size, stride, padding, ceil_mode,
 //!   count_include_pad, divisor_override Int|None, out]`).
 //!
@@ -33,6 +37,11 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
                 "aten.max_pool2d_with_indices.default",
                 build_max_pool2d_with_indices,
                 "max over each (dilated) window of the last two dims, rank 3 or 4; padding is -inf, pad <= kernel / 2; ceil_mode; NaN propagates, ties keep the first; indices (int32 in the graph) = h * W + w in the input plane",
+            ),
+            (
+                "aten.max_pool2d.default",
+                build_max_pool2d,
+                "max_pool2d_with_indices without the indices: max over each (dilated) window of the last two dims, rank 3 or 4; padding is -inf, pad <= kernel / 2; ceil_mode; NaN propagates",
             ),
             (
                 "aten.avg_pool2d.default",
@@ -302,6 +311,42 @@ fn build_max_pool2d_with_indices(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
         Dispatch::new(shader, [out, idx, x]),
         x,
         vec![out, idx],
+        w,
+        (0, false),
+    )
+}
+
+/// `[x, kernel_size, stride, padding, dilation, ceil_mode, out]`.
+fn build_max_pool2d(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(7)?;
+    let what = call.what();
+    let x = pool_input(g, call)?;
+    let kernel = pair_arg(g, call, 1, "kernel_size", None)?;
+    let w = Window {
+        kernel,
+        stride: pair_arg(g, call, 2, "stride", Some(kernel))?,
+        pad: pair_arg(g, call, 3, "padding", None)?,
+        dilation: pair_arg(g, call, 4, "dilation", None)?,
+        ceil_mode: bool_arg(g, call, 5, "ceil_mode")?,
+    };
+    check_window(call, &w)?;
+    let out = g.tensor_arg(call, 6)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: the output has rank {}, the input rank {rank}",
+            s.max_dims(out).len()
+        )));
+    }
+    let shader = float_shader("pool2d_max_noidx", dt, call)?;
+    pool_dispatch(
+        g,
+        call,
+        Dispatch::new(shader, [out, x]),
+        x,
+        vec![out],
         w,
         (0, false),
     )

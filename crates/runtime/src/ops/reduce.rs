@@ -13,8 +13,9 @@
 //!
 //! `cat` is one copy dispatch per input into its slab of the output.
 //!
-//! Also `aten.argmax.default` (`[x, dim|None, keepdim, out int32]`, the `argmax` shaders:
-//! workgroup-per-output or serial like the reductions) and `aten._log_softmax.default`
+//! Also `aten.argmax.default` / `aten.argmin.default` (`[x, dim|None, keepdim, out int32]`,
+//! the `argmax` / `argmin` shaders: workgroup-per-output or serial like the reductions; the
+//! partitioner delegates argmin with an Int dim only) and `aten._log_softmax.default`
 //! (`[x, dim, half_to_float, out]`, one workgroup per line with an online max / sum).
 
 use etvk_format::ir::DataType;
@@ -79,6 +80,13 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         dtypes: &[DataType::Float32, DataType::Float16, DataType::Int32],
         dynamic_shapes: true,
         note: "int32 index of the max along dim (None = flattened), keepdim; first index on ties, NaN counts as the max",
+    })?;
+    r.register(OpEntry {
+        name: "aten.argmin.default",
+        build: build_argmin,
+        dtypes: &[DataType::Float32, DataType::Float16, DataType::Int32],
+        dynamic_shapes: true,
+        note: "int32 index of the min along dim (None = flattened), keepdim; first index on ties, NaN counts as the min",
     })?;
     r.register(OpEntry {
         name: "aten._log_softmax.default",
@@ -437,8 +445,16 @@ fn fold_dim(dims: &[usize], d: Option<usize>) -> (usize, usize, usize) {
     }
 }
 
-/// `[x, dim Int|None, keepdim, out int32]`.
 fn build_argmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_arg_reduce(g, call, "argmax")
+}
+
+fn build_argmin(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_arg_reduce(g, call, "argmin")
+}
+
+/// `[x, dim Int|None, keepdim, out int32]`; `op` is `argmax` or `argmin` (the shader prefix).
+fn build_arg_reduce(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, op: &'static str) -> Result<()> {
     call.expect_args(4)?;
     let what = call.what();
     let x = g.tensor_or_prepack(call, 0)?;
@@ -462,8 +478,8 @@ fn build_argmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         Some(d) => Some(norm_dim(d, rank.max(1), &what)?).filter(|_| rank > 0),
         None => None,
     };
-    let wide = crate::ops::data_shader("argmax", dt, call)?;
-    let serial = crate::ops::data_shader("argmax_serial", dt, call)?;
+    let wide = crate::ops::data_shader(op, dt, call)?;
+    let serial = crate::ops::data_shader(&format!("{op}_serial"), dt, call)?;
     let variants = vec![
         Dispatch::new(wide, [out, x]),
         Dispatch::new(serial, [out, x]),
@@ -474,7 +490,7 @@ fn build_argmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         let lines = outer * inner;
         if n == 0 && lines > 0 {
             return Err(invalid_arg(format!(
-                "{what}: argmax over an empty dim (x sizes {dims:?}) has no answer"
+                "{what}: {op} over an empty dim (x sizes {dims:?}) has no answer"
             )));
         }
         let od = match d {

@@ -7,6 +7,29 @@
 //! `aten.expand_copy.default` (`[x, size, implicit, out]`) broadcasts through the `permute`
 //! shader with stride 0 on new and size-1 dims.
 //!
+//! The `permute` shader is a general strided gather (per output dim an input stride, which
+//! may be 0 or negative, plus a start offset); besides the ops above it serves
+//! `aten.permute.default` (`[x, dims, out]`, as permute_copy), `aten.t_copy.default`
+//! (`[x, out]`), `aten.flip.default` (`[x, dims, out]`), `aten.repeat.default` (`[x,
+//! repeats, out]`: each dim d becomes a (repeat, size) pair of strides (0, stride)),
+//! `aten.unfold_copy.default` (`[x, dimension, size, step, out]`) and `aten.copy.default`
+//! (`[self, src, non_blocking, out]`: src broadcast to self's sizes). Contiguous copies
+//! also serve `aten.alias_copy.default` (`[x, out]`) and
+//! `dim_order_ops._clone_dim_order.default` (`[x, non_blocking, dim_order, out]`).
+//! executorch 1.5.1 never hands these last three to the runtime (the Vulkan preprocess
+//! removes them as redundant), nor `t_copy` (decomposed to permute_copy) or `permute`
+//! (made permute_copy by to_edge); the argument lists are the exporter's serialization of
+//! their schemas, checked with the preprocess passes disabled.
+//!
+//! The assertion ops `aten._assert_scalar.default` (`[cond, msg]`) and
+//! `aten.sym_constrain_range_for_size.default` (`[size, min, max]`; an output value, if
+//! one is serialized, is ignored) compute nothing on the GPU: a literal that fails is a
+//! load error, a SymInt is checked by a host step at every resize (an execute error when
+//! it fails). The exporter removes both before serializing.
+//!
+//! Data-movement ops take one-byte elements (bool, int8, uint8) too, four to a word
+//! (`*_u8` shader variants).
+//!
 //! Outputs are real copies, never aliases of the input: the exporter's memory planner gives
 //! input and output their own memory objects and may reuse the input's object for another
 //! tensor while the output is still live.
@@ -16,13 +39,14 @@ use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
-use crate::error::{invalid_arg, invalid_program, unsupported};
+use crate::error::{internal, invalid_arg, invalid_program, unsupported};
 use crate::graph::{contiguous_strides, to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::{data_shader, norm_dim, same_dtype};
 use crate::registry::{OpBuildFn, Registry};
 
-/// Dtypes the `copy` / `permute` shaders have variants for.
-const COPY_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
+/// Dtypes the `copy` / `permute` shaders have variants for (one-byte elements through the
+/// `_u8` variants).
+const COPY_DTYPES: &[DataType] = SLICE_DTYPES;
 /// `slice_copy` also moves one-byte elements (export_llm's causal mask is a bool tensor).
 const SLICE_DTYPES: &[DataType] = &[
     DataType::Float32,
@@ -34,6 +58,31 @@ const SLICE_DTYPES: &[DataType] = &[
 ];
 /// Rank limit of the `permute` shader's push constants.
 const MAX_RANK: usize = 8;
+
+/// The `{prefix}_u8` variant for one-byte dtypes (four elements a word), else the
+/// `{prefix}_{f32|f16|i32}` one; `Unsupported` naming the op for other dtypes.
+pub(crate) fn move_shader(prefix: &str, dt: DataType, call: &OpCall<'_>) -> Result<ShaderId> {
+    if dt.size_bytes() != 1 {
+        return data_shader(prefix, dt, call);
+    }
+    let name = format!("{prefix}_u8");
+    ShaderId::from_name(&name).ok_or_else(|| {
+        internal(format!(
+            "{}: shader variant {name} missing from the manifest",
+            call.what()
+        ))
+    })
+}
+
+/// The global size of a data-movement dispatch over `numel` elements of `dt` (one-byte
+/// elements: one invocation per word of four).
+pub(crate) fn move_global(numel: usize, dt: DataType) -> Global {
+    if dt.size_bytes() == 1 {
+        Global::Linear(numel.div_ceil(4) as u64)
+    } else {
+        Global::Linear(numel as u64)
+    }
+}
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -94,6 +143,66 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     )?;
     r.register_dynamic(
         COPY_DTYPES,
+        &[
+            (
+                "aten.permute.default",
+                build_permute_copy as OpBuildFn,
+                "as permute_copy: transposed copy, rank <= 8, negative dims allowed",
+            ),
+            (
+                "aten.t_copy.default",
+                build_t_copy,
+                "2-D transpose; a 0-d or 1-d tensor is copied as it is; rank > 2 is refused",
+            ),
+            (
+                "aten.alias_copy.default",
+                build_alias_copy,
+                "contiguous copy",
+            ),
+            (
+                "dim_order_ops._clone_dim_order.default",
+                build_clone_dim_order,
+                "contiguous copy; dim_order must be None or contiguous",
+            ),
+            (
+                "aten.copy.default",
+                build_copy,
+                "out = src broadcast to self's sizes (only self's sizes are read); dtypes must match",
+            ),
+            (
+                "aten.flip.default",
+                build_flip,
+                "reversed along the listed dims (negative allowed, none twice); rank <= 8",
+            ),
+            (
+                "aten.repeat.default",
+                build_repeat,
+                "tiled copy (PyTorch repeat: leading dims added); repeats IntList or ValueList with SymInts",
+            ),
+            (
+                "aten.unfold_copy.default",
+                build_unfold_copy,
+                "sliding windows: dim -> (n - size) / step + 1 windows, new last dim of size; size > n is an error",
+            ),
+        ],
+    )?;
+    r.register_dynamic(
+        &[],
+        &[
+            (
+                "aten._assert_scalar.default",
+                build_assert_scalar as OpBuildFn,
+                "no GPU work: a false literal fails the load, a SymInt condition is checked at every resize (execute error naming the message)",
+            ),
+            (
+                "aten.sym_constrain_range_for_size.default",
+                build_sym_constrain_range_for_size,
+                "no GPU work: size (Int / SymInt) must lie in [min or 0, max]; checked at load or every resize",
+            ),
+        ],
+    )?;
+    r.register_dynamic(
+        COPY_DTYPES,
         &[(
             "aten.expand_copy.default",
             build_expand_copy,
@@ -114,7 +223,7 @@ fn copy_dispatch(
 ) -> Result<()> {
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let shader = data_shader("copy", dt, call)?;
+    let shader = move_shader("copy", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let od = out_dims(s)?;
         let numel = s.numel(x);
@@ -127,7 +236,7 @@ fn copy_dispatch(
         s.set_dims(out, od)?;
         Ok(Launch {
             push: Push::new().u32(to_u32(numel, "numel")?).finish(),
-            global: Global::Linear(numel as u64),
+            global: move_global(numel, dt),
         })
     })
 }
@@ -236,18 +345,11 @@ fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
     let x = g.tensor_or_prepack(call, 0)?;
     let dims = g.int_list_arg(call, 1)?;
     let out = g.tensor_arg(call, 2)?;
-    let s = g.shapes();
-    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let rank = s.max_dims(x).len();
+    let rank = g.shapes().max_dims(x).len();
     let what = call.what();
     if dims.len() != rank {
         return Err(invalid_program(format!(
             "{what}: dims {dims:?} do not match the input rank {rank}"
-        )));
-    }
-    if rank > MAX_RANK {
-        return Err(unsupported(format!(
-            "{what}: rank {rank} exceeds {MAX_RANK}"
         )));
     }
     let mut perm = Vec::with_capacity(rank);
@@ -260,17 +362,51 @@ fn build_permute_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
         }
         perm.push(n);
     }
-    let shader = data_shader("permute", dt, call)?;
+    permute_dispatch(g, call, x, out, perm)
+}
+
+/// `out` = x with its dims in the order `perm` (a permutation of x's dims).
+fn permute_dispatch(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    out: TensorId,
+    perm: Vec<usize>,
+) -> Result<()> {
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = perm.len();
+    if rank > MAX_RANK {
+        return Err(unsupported(format!(
+            "{}: rank {rank} exceeds {MAX_RANK}",
+            call.what()
+        )));
+    }
+    let shader = move_shader("permute", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let xd = s.dims(x).to_vec();
         let xs = contiguous_strides(&xd);
         let od: Vec<usize> = perm.iter().map(|&p| xd[p]).collect();
-        let os: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
-        let numel: usize = od.iter().product();
-        let launch = strided_copy_launch(numel, rank, &od, &os)?;
+        let os: Vec<i64> = perm.iter().map(|&p| xs[p] as i64).collect();
+        let launch = strided_launch(&od, &os, 0, s.numel(x), dt)?;
         s.set_dims(out, od)?;
         Ok(launch)
     })
+}
+
+/// `[x, out]`: PyTorch's `t`, for rank <= 2 (a 0-d or 1-d tensor is copied as it is).
+fn build_t_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(2)?;
+    let x = g.tensor_or_prepack(call, 0)?;
+    let out = g.tensor_arg(call, 1)?;
+    let rank = g.shapes().max_dims(x).len();
+    if rank > 2 {
+        return Err(invalid_program(format!(
+            "{}: t() expects a tensor with <= 2 dims, got rank {rank}",
+            call.what()
+        )));
+    }
+    permute_dispatch(g, call, x, out, (0..rank).rev().collect())
 }
 
 fn build_squeeze_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
@@ -537,22 +673,61 @@ fn build_split_with_sizes_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     Ok(())
 }
 
-/// Launch of the `permute` shader: `numel` outputs of sizes `od`, read from the input at
-/// strides `os` (per output dim; 0 broadcasts), rank <= MAX_RANK. The shader takes dims
-/// innermost first.
-fn strided_copy_launch(numel: usize, rank: usize, od: &[usize], os: &[usize]) -> Result<Launch> {
-    let rev =
-        |v: &[usize]| -> Result<Vec<u32>> { v.iter().rev().map(|&x| to_u32(x, "size")).collect() };
+/// Launch of the `permute` shaders: an output of sizes `od` whose element at coordinates
+/// `c` is input element `offset + sum_d c[d] * os[d]` (a stride may be 0 or negative).
+/// Size-1 dims are dropped and runs of dims that step the input contiguously are merged
+/// (so `repeat`'s doubled dims fit), and the shader's rank limit applies to what remains.
+/// Every source index must lie in `[0, in_numel)`, which the callers' plans guarantee.
+fn strided_launch(
+    od: &[usize],
+    os: &[i64],
+    offset: usize,
+    in_numel: usize,
+    dt: DataType,
+) -> Result<Launch> {
+    let numel = crate::graph::checked_numel(od)
+        .ok_or_else(|| invalid_arg(format!("output sizes {od:?} overflow")))?;
+    let mut dims: Vec<(usize, i64)> = Vec::with_capacity(od.len());
+    if numel > 0 {
+        for (&n, &st) in od.iter().zip(os) {
+            if n == 1 {
+                continue;
+            }
+            match dims.last_mut() {
+                Some(last) if last.1 == st.saturating_mul(n as i64) => {
+                    last.0 *= n;
+                    last.1 = st;
+                }
+                _ => dims.push((n, st)),
+            }
+        }
+    }
+    if dims.len() > MAX_RANK {
+        return Err(unsupported(format!(
+            "output sizes {od:?} with input strides {os:?} leave {} dims after merging; the \
+             strided copy takes at most {MAX_RANK}",
+            dims.len()
+        )));
+    }
+    to_u32(in_numel, "input elements")?;
+    let sizes = dims
+        .iter()
+        .rev()
+        .map(|&(n, _)| to_u32(n, "size"))
+        .collect::<Result<Vec<u32>>>()?;
+    // Two's complement: the shader sums mod 2^32, which is exact because every true source
+    // index is below in_numel <= u32::MAX.
+    let strides: Vec<u32> = dims.iter().rev().map(|&(_, st)| st as u32).collect();
     Ok(Launch {
         push: Push::new()
             .u32(to_u32(numel, "numel")?)
-            .u32(rank as u32)
+            .u32(dims.len() as u32)
+            .u32(to_u32(offset, "offset")?)
             .u32(0)
-            .u32(0)
-            .u32_array(&rev(od)?, MAX_RANK, 1)
-            .u32_array(&rev(os)?, MAX_RANK, 0)
+            .u32_array(&sizes, MAX_RANK, 1)
+            .u32_array(&strides, MAX_RANK, 0)
             .finish(),
-        global: Global::Linear(numel as u64),
+        global: move_global(numel, dt),
     })
 }
 
@@ -654,7 +829,7 @@ fn build_expand_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
             "{what}: rank {rank} exceeds {MAX_RANK}"
         )));
     }
-    let shader = data_shader("permute", dt, call)?;
+    let shader = move_shader("permute", dt, call)?;
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let mut want = Vec::with_capacity(items.len());
         for it in &items {
@@ -664,11 +839,444 @@ fn build_expand_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
             });
         }
         let (od, os) = expand_plan(s.dims(x), &want)?;
-        let numel = crate::graph::checked_numel(&od)
-            .ok_or_else(|| invalid_arg(format!("{what}: output sizes {od:?} overflow")))?;
-        let launch = strided_copy_launch(numel, rank, &od, &os)?;
+        let os: Vec<i64> = os.iter().map(|&v| v as i64).collect();
+        let launch = strided_launch(&od, &os, 0, s.numel(x), dt)?;
         s.set_dims(out, od)?;
         Ok(launch)
+    })
+}
+
+/// `[x, out]`: a contiguous copy (the exporter's alias_copy of a view).
+fn build_alias_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(2)?;
+    let x = g.tensor_or_prepack(call, 0)?;
+    let out = g.tensor_arg(call, 1)?;
+    copy_dispatch(g, call, x, out, move |s| Ok(s.dims(x).to_vec()))
+}
+
+/// Fail unless arg `i` is a Bool (or None / a 0-1 Int), the form of `non_blocking`.
+fn expect_bool_like(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize, role: &str) -> Result<()> {
+    let v = call.arg(i)?;
+    match g.value(v)? {
+        GValue::Null | GValue::Bool(_) | GValue::Int(0) | GValue::Int(1) => Ok(()),
+        other => Err(invalid_program(format!(
+            "{} arg {i} (value {v}): {role} must be a Bool, got {}",
+            call.what(),
+            gvalue_kind(other)
+        ))),
+    }
+}
+
+/// `[x, non_blocking, dim_order, out]`: clone into the contiguous dim order (the only
+/// layout of the runtime's tensors; others are refused, as `_to_dim_order_copy` does).
+fn build_clone_dim_order(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    expect_bool_like(g, call, 1, "non_blocking")?;
+    let x = g.tensor_or_prepack(call, 0)?;
+    let out = g.tensor_arg(call, 3)?;
+    let rank = g.shapes().max_dims(x).len();
+    let v = call.arg(2)?;
+    match g.value(v)? {
+        GValue::Null => {}
+        GValue::IntList(order) => {
+            let contiguous =
+                order.len() == rank && order.iter().enumerate().all(|(i, &d)| d == i as i64);
+            if !contiguous {
+                return Err(unsupported(format!(
+                    "{} arg 2 (value {v}): dim_order {order:?} is not supported (only the contiguous order 0..{rank})",
+                    call.what()
+                )));
+            }
+        }
+        other => {
+            return Err(invalid_program(format!(
+                "{} arg 2 (value {v}): expected an IntList dim_order or None, got {}",
+                call.what(),
+                gvalue_kind(other)
+            )))
+        }
+    }
+    copy_dispatch(g, call, x, out, move |s| Ok(s.dims(x).to_vec()))
+}
+
+/// `[self, src, non_blocking, out]`: out has self's (current) sizes, filled with src
+/// broadcast to them (PyTorch's `copy`; dtypes must match, no conversion). Only self's
+/// sizes are read, so a constant self is never uploaded.
+fn build_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let sv = call.arg(0)?;
+    let (this, fixed, self_dt) = match g.value(sv)? {
+        GValue::Tensor(t) => (Some(*t), Vec::new(), g.shapes().dtype(*t)),
+        GValue::TensorRef(c) => (None, c.dims.clone(), c.dtype),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 0 (value {sv}): expected a tensor, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let src = g.tensor_or_prepack(call, 1)?;
+    expect_bool_like(g, call, 2, "non_blocking")?;
+    let out = g.tensor_arg(call, 3)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[self_dt, s.dtype(src), s.dtype(out)])?;
+    let rank = s.max_dims(out).len();
+    let self_rank = this.map_or(fixed.len(), |t| s.max_dims(t).len());
+    if self_rank != rank {
+        return Err(invalid_program(format!(
+            "{what}: self has rank {self_rank} but the output rank {rank}"
+        )));
+    }
+    if s.max_dims(src).len() > rank {
+        return Err(invalid_program(format!(
+            "{what}: src of rank {} cannot broadcast to self of rank {rank}",
+            s.max_dims(src).len()
+        )));
+    }
+    if rank > MAX_RANK {
+        return Err(unsupported(format!(
+            "{what}: rank {rank} exceeds {MAX_RANK}"
+        )));
+    }
+    let shader = move_shader("permute", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, src]), move |s| {
+        let want: Vec<i64> = match this {
+            Some(t) => s.dims(t).iter().map(|&n| n as i64).collect(),
+            None => fixed.iter().map(|&n| n as i64).collect(),
+        };
+        let (od, os) = expand_plan(s.dims(src), &want)?;
+        let os: Vec<i64> = os.iter().map(|&v| v as i64).collect();
+        let launch = strided_launch(&od, &os, 0, s.numel(src), dt)?;
+        s.set_dims(out, od)?;
+        Ok(launch)
+    })
+}
+
+/// `[x, dims, out]`: x reversed along each listed dim (negative dims allowed, none twice).
+fn build_flip(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dims = g.int_list_arg(call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: the output has rank {}, the input rank {rank}",
+            s.max_dims(out).len()
+        )));
+    }
+    if rank > MAX_RANK {
+        return Err(unsupported(format!(
+            "{what}: rank {rank} exceeds {MAX_RANK}"
+        )));
+    }
+    let mut flip = vec![false; rank];
+    let mut seen = Vec::with_capacity(dims.len());
+    for &d in &dims {
+        // A 0-d tensor takes dim 0 / -1 (and stays as it is).
+        let n = norm_dim(d, rank.max(1), &what)?;
+        if seen.contains(&n) {
+            return Err(invalid_program(format!(
+                "{what}: dim {n} appears multiple times in the list of dims {dims:?}"
+            )));
+        }
+        seen.push(n);
+        if rank > 0 {
+            flip[n] = true;
+        }
+    }
+    let shader = move_shader("permute", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let xd = s.dims(x).to_vec();
+        let xs = contiguous_strides(&xd);
+        let mut offset = 0;
+        let mut os = Vec::with_capacity(rank);
+        for d in 0..rank {
+            if flip[d] && xd[d] > 0 {
+                offset += (xd[d] - 1) * xs[d];
+                os.push(-(xs[d] as i64));
+            } else {
+                os.push(xs[d] as i64);
+            }
+        }
+        let launch = strided_launch(&xd, &os, offset, s.numel(x), dt)?;
+        s.set_dims(out, xd)?;
+        Ok(launch)
+    })
+}
+
+/// `[x, repeats, out]`: PyTorch's `repeat` (x padded with leading size-1 dims to the
+/// number of repeats, each dim tiled). Repeats may be SymInts (re-read at every resize).
+/// Each output dim d is the pair (repeat d, x's size d) read with strides (0, x's stride
+/// d), which the strided launch merges back where it can.
+fn build_repeat(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let items = size_items(g, call, 1)?;
+    let out = g.tensor_arg(call, 2)?;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let x_rank = s.max_dims(x).len();
+    let rank = items.len();
+    if rank < x_rank {
+        return Err(invalid_program(format!(
+            "{what}: {rank} repeats for an input of rank {x_rank}: the number of repeat dims \
+             can not be smaller than the number of dims of the tensor"
+        )));
+    }
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: {rank} repeats but the output has rank {}",
+            s.max_dims(out).len()
+        )));
+    }
+    for it in &items {
+        if let SizeItem::Lit(n) = *it {
+            if n < 0 {
+                return Err(invalid_program(format!("{what}: repeat {n} is negative")));
+            }
+        }
+    }
+    let shader = move_shader("permute", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let xd = s.dims(x).to_vec();
+        let xs = contiguous_strides(&xd);
+        let off = rank - xd.len();
+        let mut od = Vec::with_capacity(rank);
+        let mut sizes = Vec::with_capacity(2 * rank);
+        let mut strides = Vec::with_capacity(2 * rank);
+        for (d, it) in items.iter().enumerate() {
+            let r = match *it {
+                SizeItem::Lit(v) => v,
+                SizeItem::Sym(id) => s.scalar(id)? as i64,
+            };
+            let r = usize::try_from(r)
+                .map_err(|_| invalid_arg(format!("repeat {r} at dim {d} is negative")))?;
+            let (n, st) = if d < off {
+                (1, 0)
+            } else {
+                (xd[d - off], xs[d - off])
+            };
+            od.push(r.checked_mul(n).ok_or_else(|| {
+                invalid_arg(format!("repeat {r} of a dim of size {n} overflows"))
+            })?);
+            sizes.extend([r, n]);
+            strides.extend([0, st as i64]);
+        }
+        let launch = strided_launch(&sizes, &strides, 0, s.numel(x), dt)?;
+        s.set_dims(out, od)?;
+        Ok(launch)
+    })
+}
+
+/// `[x, dimension, size, step, out]`: PyTorch's `unfold`: dim `dimension` becomes the
+/// number of windows `(n - size) / step + 1`, and a last dim of `size` walks each window.
+/// A 0-d x is one element: the output is `[size]`, size 0 or 1.
+fn build_unfold_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(5)?;
+    let what = call.what();
+    let x = g.tensor_or_prepack(call, 0)?;
+    let dim = g.int_arg(call, 1)?;
+    let size = g.int_arg(call, 2)?;
+    let step = g.int_arg(call, 3)?;
+    let out = g.tensor_arg(call, 4)?;
+    if step < 1 {
+        return Err(invalid_program(format!(
+            "{what}: step is {step} but must be > 0"
+        )));
+    }
+    let size = usize::try_from(size)
+        .map_err(|_| invalid_program(format!("{what}: size is {size} but must be >= 0")))?;
+    let step = step as usize;
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    let d = norm_dim(dim, rank.max(1), &what)?;
+    let out_rank = if rank == 0 { 1 } else { rank + 1 };
+    if s.max_dims(out).len() != out_rank {
+        return Err(invalid_program(format!(
+            "{what}: the output has rank {}, expected {out_rank} (input rank {rank})",
+            s.max_dims(out).len()
+        )));
+    }
+    let shader = move_shader("permute", dt, call)?;
+    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+        let xd = s.dims(x).to_vec();
+        let n = if rank == 0 { 1 } else { xd[d] };
+        if size > n {
+            return Err(invalid_arg(format!(
+                "maximum size for tensor at dimension {d} is {n} but size is {size} (input \
+                 sizes {xd:?})"
+            )));
+        }
+        let (od, os) = if rank == 0 {
+            (vec![size], vec![0i64])
+        } else {
+            let xs = contiguous_strides(&xd);
+            let mut od = xd.clone();
+            od[d] = (n - size) / step + 1;
+            od.push(size);
+            let mut os: Vec<i64> = xs.iter().map(|&v| v as i64).collect();
+            os[d] = (xs[d] * step) as i64;
+            os.push(xs[d] as i64);
+            (od, os)
+        };
+        let launch = strided_launch(&od, &os, 0, s.numel(x), dt)?;
+        s.set_dims(out, od)?;
+        Ok(launch)
+    })
+}
+
+// ---------------------------------------------------------------- assertions
+
+/// An asserted scalar: a literal, or a SymInt read at every resize.
+#[derive(Debug, Clone, Copy)]
+enum Asserted {
+    Lit(f64),
+    Sym(usize),
+}
+
+impl Asserted {
+    fn get(self, s: &Shapes) -> Result<f64> {
+        match self {
+            Asserted::Lit(x) => Ok(x),
+            Asserted::Sym(id) => s.scalar(id),
+        }
+    }
+}
+
+/// Register assertion `check`. Over literals it is decided now (a failure is a load
+/// error). Over SymInts it is a host step at every resize; its build-time verdict is not
+/// final (a data-dependent SymInt is a placeholder 0 until the first execute), so a
+/// build-time failure only forces a resize pass at the first execute, where it counts.
+fn assertion_step(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    literal: bool,
+    check: impl Fn(&Shapes) -> Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if literal {
+        return check(g.shapes()).map_err(|e| {
+            invalid_program(format!(
+                "{}: the program asserts a false condition: {}",
+                call.what(),
+                e.message
+            ))
+        });
+    }
+    if check(g.shapes()).is_err() {
+        g.deferred_resize = true;
+    }
+    let armed = std::sync::Arc::new(AtomicBool::new(false));
+    let on = armed.clone();
+    g.host_step(call, move |s| {
+        if on.load(Ordering::Relaxed) {
+            check(s)
+        } else {
+            Ok(())
+        }
+    })?;
+    armed.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `[cond, msg]` (`[cond, msg, out]` accepted): fail with `msg` when cond (Bool, Int,
+/// Double or SymInt) is zero / false.
+fn build_assert_scalar(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    if call.args.len() != 2 {
+        call.expect_args(3)?;
+    }
+    let what = call.what();
+    let mv = call.arg(1)?;
+    let msg = match g.value(mv)? {
+        GValue::String(m) => m.clone(),
+        GValue::Null => String::new(),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 1 (value {mv}): assert_msg must be a String, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let cv = call.arg(0)?;
+    let cond = match g.value(cv)? {
+        GValue::Bool(b) => Asserted::Lit(f64::from(u8::from(*b))),
+        GValue::Int(x) => Asserted::Lit(*x as f64),
+        GValue::Double(x) => Asserted::Lit(*x),
+        GValue::SymInt => Asserted::Sym(cv),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 0 (value {cv}): the condition must be a Bool, Int, Double or SymInt, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let literal = matches!(cond, Asserted::Lit(_));
+    assertion_step(g, call, literal, move |s| {
+        if cond.get(s)? == 0.0 {
+            return Err(invalid_arg(format!(
+                "{what}: assertion failed (value {cv} is false): {msg}"
+            )));
+        }
+        Ok(())
+    })
+}
+
+/// `[size, min, max]` (`[size, min, max, out]` accepted): PyTorch's
+/// `sym_constrain_range_for_size`: size (Int or SymInt) must lie in `[min, max]`, min
+/// defaulting to 0 and max to unbounded; a max <= 2 is an error.
+fn build_sym_constrain_range_for_size(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    if call.args.len() != 3 {
+        call.expect_args(4)?;
+    }
+    let what = call.what();
+    let sv = call.arg(0)?;
+    let size = match g.value(sv)? {
+        GValue::Int(x) => Asserted::Lit(*x as f64),
+        GValue::SymInt => Asserted::Sym(sv),
+        other => {
+            return Err(invalid_program(format!(
+                "{what} arg 0 (value {sv}): size must be an Int or SymInt, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let bound = |i: usize| -> Result<Option<i64>> {
+        match g.value(call.arg(i)?)? {
+            GValue::Null => Ok(None),
+            _ => g.int_arg(call, i).map(Some),
+        }
+    };
+    let (min, max) = (bound(1)?, bound(2)?);
+    if let Some(m) = max {
+        if m <= 2 {
+            return Err(invalid_program(format!(
+                "{what}: max value to constrain_range_for_size must be greater than 2, got {m}"
+            )));
+        }
+    }
+    let lo = min.unwrap_or(0);
+    let hi = max.unwrap_or(i64::MAX);
+    if hi < lo {
+        return Err(invalid_program(format!(
+            "{what}: max {hi} must not be below min {lo}"
+        )));
+    }
+    let literal = matches!(size, Asserted::Lit(_));
+    assertion_step(g, call, literal, move |s| {
+        let v = size.get(s)?;
+        if v < lo as f64 || v > hi as f64 {
+            return Err(invalid_arg(format!(
+                "{what}: invalid value range for {v} between [{lo}, {hi}]"
+            )));
+        }
+        Ok(())
     })
 }
 
@@ -699,6 +1307,44 @@ mod tests {
         assert_eq!(norm_dim(-1, 4, "t").unwrap(), 3);
         assert!(norm_dim(4, 4, "t").is_err());
         assert!(norm_dim(-5, 4, "t").is_err());
+    }
+
+    #[test]
+    fn strided_launch_drops_and_merges_dims() {
+        let words = |l: &Launch| -> Vec<u32> {
+            l.push
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        // A contiguous [2, 3, 4] read is one dim of 24.
+        let l = strided_launch(&[2, 3, 4], &[12, 4, 1], 0, 24, DataType::Float32).unwrap();
+        let w = words(&l);
+        assert_eq!((w[0], w[1], w[2]), (24, 1, 0));
+        assert_eq!((w[4], w[12]), (24, 1));
+        // repeat [2, 3] by [2, 2]: pairs (2, 0) (2, 3) (2, 0) (3, 1) stay four dims,
+        // innermost first; one-byte elements launch a word per four.
+        let l = strided_launch(&[2, 2, 2, 3], &[0, 3, 0, 1], 0, 6, DataType::Bool).unwrap();
+        let w = words(&l);
+        assert_eq!((w[0], w[1]), (24, 4));
+        assert_eq!(&w[4..8], &[3, 2, 2, 2]);
+        assert_eq!(&w[12..16], &[1, 0, 3, 0]);
+        assert_eq!(l.global, Global::Linear(6));
+        // flip of both dims of [2, 3]: one dim of stride -1 from offset 5.
+        let l = strided_launch(&[2, 3], &[-3, -1], 5, 6, DataType::Float32).unwrap();
+        let w = words(&l);
+        assert_eq!((w[1], w[2], w[4], w[12]), (1, 5, 6, u32::MAX));
+        // Size-1 dims vanish; an empty output launches nothing.
+        let l = strided_launch(&[1, 5, 1], &[7, 1, 9], 0, 5, DataType::Float32).unwrap();
+        assert_eq!(words(&l)[1], 1);
+        let l = strided_launch(&[3, 0], &[1, 1], 0, 0, DataType::Float32).unwrap();
+        assert_eq!((words(&l)[0], words(&l)[1]), (0, 0));
+        // Nine dims that cannot merge are refused.
+        let od = [2usize; 9];
+        let os: Vec<i64> = (0..9)
+            .map(|i| if i % 2 == 0 { 0 } else { 1 << i })
+            .collect();
+        assert!(strided_launch(&od, &os, 0, 1 << 10, DataType::Float32).is_err());
     }
 
     #[test]

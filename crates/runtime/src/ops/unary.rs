@@ -6,6 +6,9 @@
 //! `aten.hardswish.default` (`[x, out]`; the exporter decomposes hardsigmoid), and the
 //! ReLU gradient `aten.threshold_backward.default` (`[grad_output, self, threshold, out]`).
 //! `aten.silu.default` (`[x, out]`) has its own `silu` shader.
+//! `aten.log10.default`, `aten.round.default` (`[x, out]`; round half to even) and
+//! `aten.hardshrink.default` (`[x, lambd, out]`, `lambd` a Double; the exporter
+//! decomposes hardshrink into abs / le / where, so only a hand-written graph carries it).
 
 use etvk_format::ir::DataType;
 
@@ -20,7 +23,7 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries: [(&'static str, OpBuildFn, &'static str); 15] = [
+    let entries: [(&'static str, OpBuildFn, &'static str); 18] = [
         ("aten.relu.default", build_relu, "max(x, 0)"),
         ("aten.sigmoid.default", build_sigmoid, "1 / (1 + exp(-x))"),
         ("aten.abs.default", build_abs, "|x|"),
@@ -55,6 +58,21 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.hardswish.default",
             build_hardswish,
             "x * min(max(x + 3, 0), 6) / 6 (-inf gives NaN, as PyTorch)",
+        ),
+        (
+            "aten.log10.default",
+            build_log10,
+            "log10(x) as log2(x) * log10(2) (0 -> -inf, x < 0 -> NaN)",
+        ),
+        (
+            "aten.round.default",
+            build_round,
+            "round half to even, as torch.round (2.5 -> 2, -0.5 -> -0)",
+        ),
+        (
+            "aten.hardshrink.default",
+            build_hardshrink,
+            "-lambd <= x <= lambd ? 0 : x (lambd Double or Int, default 0.5; NaN stays NaN)",
         ),
     ];
     r.register_dynamic(FLOATS, &entries)?;
@@ -159,6 +177,20 @@ fn build_tanh(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 }
 fn build_hardswish(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_simple(g, call, "hardswish")
+}
+fn build_log10(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "log10")
+}
+fn build_round(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    build_simple(g, call, "round")
+}
+
+/// `[x, lambd, out]`: the exporter writes `lambd` as a Double (0.5 when left at its
+/// default); `Null` reads as that default.
+fn build_hardshrink(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(3)?;
+    let lambd = g.double_arg_or(call, 1, 0.5)? as f32;
+    build_unary(g, call, "hardshrink", [lambd, 0.0])
 }
 
 /// `[x, out]`: no parameters.
