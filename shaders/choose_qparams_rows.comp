@@ -19,6 +19,9 @@
 // one workgroup over a whole row of x (K = 8192: 32 loads per lane) on the decode path of
 // every 8da4w linear.
 #define LANES 256
+#ifndef UNROLL
+#define UNROLL 16u
+#endif
 
 layout(set = 0, binding = 0) buffer Scale { uint scale_w[]; };
 layout(set = 0, binding = 1) buffer Zp { uint zp_w[]; };
@@ -62,15 +65,16 @@ void main() {
   if (row >= p.R) return;  // whole workgroup
   const uint lane = gl_LocalInvocationID.x, base = row * p.K;
   float lo = uintBitsToFloat(0x7F800000u), hi = -lo;
-  // Eight independent loads per round: at M = 1 this one workgroup is bound by load latency
-  // (one load per round took 7-9 us at K = 8192 and 16-19 us at K = 28672 on an H200).
+  // UNROLL independent loads per round: at M = 1 this one workgroup is bound by load latency
+  // (node time on an H200 at K = 8192 / 28672: one load per round 7.4-9.2 / 15.6-18.7 us,
+  // eight 6.5 / 12.0, sixteen 5.6 / 8.6, thirty-two 5.6 / 10.1).
   uint j = lane;
-  for (; j + 7u * LANES < p.K; j += 8u * LANES) {
-    float v[8];
-    for (uint u = 0u; u < 8u; ++u) {
+  for (; j + (UNROLL - 1u) * LANES < p.K; j += UNROLL * LANES) {
+    float v[UNROLL];
+    for (uint u = 0u; u < UNROLL; ++u) {
       v[u] = float(x_[base + j + u * LANES]);
     }
-    for (uint u = 0u; u < 8u; ++u) {
+    for (uint u = 0u; u < UNROLL; ++u) {
       lo = min(lo, v[u]);
       hi = max(hi, v[u]);
     }
