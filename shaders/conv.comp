@@ -38,6 +38,60 @@ layout(push_constant) uniform Params {
   float out_max;
 } p;
 
+#ifdef SPLIT
+// SPLIT: one workgroup of LANES invocations per output element, the taps (C_in / groups x kH
+// x kW) dealt round-robin to the lanes and summed in a shared-memory tree. For long sums
+// over few outputs (a pointwise convolution with hundreds of input channels at 7 x 7), where
+// one invocation per output leaves most of the GPU idle and walks its sum one load at a time.
+// Forward (not transposed) only.
+#define LANES 64 // must equal the local size (64, 1, 1)
+shared float s_part[LANES];
+
+void main() {
+  uint idx = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (idx >= p.numel) {
+    return; // whole workgroup
+  }
+  uint lane = gl_LocalInvocationID.x;
+  uint ow = idx % p.OW;
+  uint t = idx / p.OW;
+  uint oh = t % p.OH;
+  t /= p.OH;
+  uint co = t % p.C_out;
+  uint n = t / p.C_out;
+  uint cin_g = p.C_in / p.groups;
+  uint c0 = (co / (p.C_out / p.groups)) * cin_g;
+  uint plane = p.H * p.W;
+  uint taps = p.kH * p.kW;
+  int ih0 = int(oh * p.sH) - p.pH;
+  int iw0 = int(ow * p.sW) - p.pW;
+  float acc = 0.0;
+  for (uint tap = lane; tap < cin_g * taps; tap += LANES) {
+    uint ci = tap / taps;
+    uint r = tap % taps;
+    uint kh = r / p.kW;
+    uint kw = r % p.kW;
+    int ih = ih0 + int(kh * p.dH);
+    int iw = iw0 + int(kw * p.dW);
+    if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W)) {
+      acc += float(x_[(n * p.C_in + c0 + ci) * plane + uint(ih) * p.W + uint(iw)]) *
+             float(w_[co * cin_g * taps + tap]);
+    }
+  }
+  s_part[lane] = acc;
+  barrier();
+  for (uint stride = LANES / 2u; stride > 0u; stride >>= 1) {
+    if (lane < stride) {
+      s_part[lane] += s_part[lane + stride];
+    }
+    barrier();
+  }
+  if (lane == 0u) {
+    float y = s_part[0] + ((p.flags & 1u) != 0u ? float(b_[co]) : 0.0);
+    out_[idx] = DTYPE(min(max(y, p.out_min), p.out_max));
+  }
+}
+#else
 void main() {
   uint idx = linear_id();
   if (idx >= p.numel) {
@@ -101,3 +155,4 @@ void main() {
   }
   out_[idx] = DTYPE(min(max(acc, p.out_min), p.out_max));
 }
+#endif

@@ -22,7 +22,44 @@ pub fn cases() -> Vec<OpCase> {
         .collect();
     v.push(dynamic_case());
     v.push(dynamic_transposed_case());
+    v.push(dynamic_split_case());
     v
+}
+
+/// The split kernel (288 taps per output) while batch and spatial sizes change.
+fn dynamic_split_case() -> OpCase {
+    let spec = Spec {
+        dt: F32,
+        x: vec![2, 32, 9, 8],
+        c_out: 5,
+        kernel: vec![3, 3],
+        params: p(&[1, 1], &[1, 1], &[1, 1], false, &[0, 0], 1),
+        bias: Bias::Constant,
+        clamp: None,
+        weight_input: false,
+    };
+    let w = Tensor::rand_range(F32, &spec.weight_sizes(), -0.5, 0.5, 28_971);
+    let b = Tensor::rand_range(F32, &[5], -0.5, 0.5, 28_972);
+    let g = build_graph(&spec, &spec.x, &[2, 5, 9, 8], &w, &b);
+    let mut case = OpCase::new(CONV, "dynamic split x [<=2, 32, <=9, <=8] 3x3 p1", g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    for (i, sizes) in [[2, 32, 9, 8], [1, 32, 1, 1], [2, 32, 4, 7]]
+        .into_iter()
+        .enumerate()
+    {
+        let x = Tensor::rand_range(F32, &sizes, -1.0, 1.0, 28_980 + i as u64);
+        let want = conv(
+            &x,
+            &w,
+            Some(&b),
+            &spec.params,
+            (f64::NEG_INFINITY, f64::INFINITY),
+            F32,
+        );
+        case = case.run(vec![x], vec![want]);
+    }
+    case
 }
 
 /// A 1-D transposed convolution whose length and batch change between runs.
@@ -285,6 +322,45 @@ fn specs() -> Vec<Spec> {
             Some((Some(-0.5), Some(0.25))),
         ),
     ];
+    // At least 256 taps per output: the split kernel (a workgroup per output).
+    v.extend([
+        s(
+            F32,
+            &[1, 300, 3, 4],
+            7,
+            &[1, 1],
+            p(&[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
+            Bias::Constant,
+            None,
+        ),
+        s(
+            F32,
+            &[2, 64, 7, 6],
+            6,
+            &[3, 3],
+            p(&[2, 1], &[1, 2], &[1, 2], false, &[0, 0], 2),
+            Bias::None,
+            Some((Some(0.0), Some(6.0))),
+        ),
+        s(
+            F16,
+            &[1, 32, 5, 5],
+            4,
+            &[3, 3],
+            p(&[1, 1], &[1, 1], &[1, 1], false, &[0, 0], 1),
+            Bias::Constant,
+            None,
+        ),
+        s(
+            F32,
+            &[1, 260, 9],
+            3,
+            &[1],
+            p(&[2], &[0], &[1], false, &[0], 1),
+            Bias::Input,
+            None,
+        ),
+    ]);
     // A weight that is a graph input rather than a constant.
     let mut w_in = s(
         F32,

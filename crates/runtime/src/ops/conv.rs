@@ -6,7 +6,8 @@
 //! 1-D (x `[N, C, L]`) and 2-D (x `[N, C, H, W]`) convolutions, grouped (depthwise
 //! included), strided, dilated, padded, and transposed ones (weight `[C_in, C_out / groups,
 //! k...]`). A 1-D convolution runs as a 2-D one of height 1. The `conv` shader is direct: one
-//! invocation per output element. The spatial sizes may change between executes; channels
+//! invocation per output element; forward convolutions of at least 256 taps per output run
+//! `conv_split`, a workgroup per output element. The spatial sizes may change between executes; channels
 //! come from the weight and are checked against the input at every resize.
 
 use etvk_format::ir::DataType;
@@ -15,10 +16,16 @@ use crate::api::Result;
 use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push};
+use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::Registry;
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
+/// Taps per output (C_in / groups x kH x kW) from which a forward convolution runs on the
+/// `conv_split` kernel.
+const SPLIT_MIN_TAPS: usize = 256;
+/// Local size of `conv_split` (its `LANES`).
+const SPLIT_LANES: u32 = 64;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -217,7 +224,11 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
     };
     // Fail at load when even the largest input cannot be convolved.
     out_dims(&geo, s.max_dims(x), &what)?;
-    let shader = float_shader("conv", dt, call)?;
+    // Long sums go to the split kernel (a workgroup per output): at 7 x 7 a pointwise
+    // convolution over 960 channels has too few outputs to fill a GPU one invocation each.
+    let taps = (c_in / groups) * kernel[0] * kernel[1];
+    let split = !transposed && taps >= SPLIT_MIN_TAPS;
+    let shader = float_shader(if split { "conv_split" } else { "conv" }, dt, call)?;
     let bias = match b {
         Some(t) => t,
         None => g.dummy()?,
@@ -254,7 +265,11 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
                 .f32(clamp[0])
                 .f32(clamp[1])
                 .finish(),
-            global: Global::Linear(numel as u64),
+            global: if split {
+                folded_grid(numel as u64, [SPLIT_LANES, 1, 1], &what)?
+            } else {
+                Global::Linear(numel as u64)
+            },
         })
     })
 }
