@@ -826,6 +826,51 @@ impl<'a> GraphBuilder<'a> {
         Ok(t)
     }
 
+    /// Arg `i` as a ValueList of exactly `N` tensors (an op's several outputs); `names`
+    /// says what they are in the error, e.g. "out, mean, rstd".
+    pub fn output_tensors<const N: usize>(
+        &self,
+        call: &OpCall,
+        i: usize,
+        names: &str,
+    ) -> Result<[TensorId; N]> {
+        let v = call.arg(i)?;
+        let what = call.what();
+        let ids = match self.value(v)? {
+            GValue::ValueList(ids) if ids.len() == N => ids.clone(),
+            other => {
+                return Err(invalid_program(format!(
+                "{what} arg {i} (value {v}): expected a ValueList of {N} tensors ({names}), got {}",
+                match other {
+                    GValue::ValueList(ids) => format!("a ValueList of {}", ids.len()),
+                    o => gvalue_kind(o).to_string(),
+                }
+            )))
+            }
+        };
+        let mut t = [TensorId(0); N];
+        for (k, id) in ids.into_iter().enumerate() {
+            t[k] = match self.value(id)? {
+                GValue::Tensor(x) => *x,
+                other => {
+                    return Err(invalid_program(format!(
+                        "{what} arg {i}: output item {k} (value {id}) is {}, expected a tensor",
+                        gvalue_kind(other)
+                    )))
+                }
+            };
+        }
+        Ok(t)
+    }
+
+    /// `t`, or the placeholder tensor bound where an optional operand is absent.
+    pub fn or_dummy(&mut self, t: Option<TensorId>) -> Result<TensorId> {
+        match t {
+            Some(t) => Ok(t),
+            None => self.dummy(),
+        }
+    }
+
     /// Add a dispatch whose launch (and output sizes) `resize` computes; it runs now with
     /// the serialized sizes and again after every input resize / scalar change.
     pub fn dispatch(

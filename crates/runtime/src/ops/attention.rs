@@ -240,10 +240,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     dts.extend(mask.map(|m| s.dtype(m)));
     let dt = same_dtype(call, &dts)?;
     let sdpa = sdpa_shader(&what, dt)?;
-    let mask_b = match mask {
-        Some(m) => m,
-        None => g.dummy()?,
-    };
+    let mask_b = g.or_dummy(mask)?;
     let bindings = [
         Binding::Tensor(out),
         Binding::Tensor(q),

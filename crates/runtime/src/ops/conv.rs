@@ -229,10 +229,7 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
     let taps = (c_in / groups) * kernel[0] * kernel[1];
     let split = !transposed && taps >= SPLIT_MIN_TAPS;
     let shader = float_shader(if split { "conv_split" } else { "conv" }, dt, call)?;
-    let bias = match b {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
+    let bias = g.or_dummy(b)?;
     let flags = u32::from(b.is_some()) | (u32::from(transposed) << 1);
     let d = Dispatch::new(shader, [out, x, w, bias]);
     g.dispatch(call, d, move |s| {

@@ -13,8 +13,8 @@
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
-use crate::error::{invalid_arg, invalid_program, unsupported};
+use crate::builder::{Dispatch, GraphBuilder, OpCall};
+use crate::error::{invalid_arg, unsupported};
 use crate::graph::{to_u32, Binding, Global, Launch, Push, TensorId};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, norm_dim, same_dtype};
@@ -144,33 +144,6 @@ fn build_softmax(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     })
 }
 
-/// Arg `i`: a `ValueList` of the two output tensors `(xq_out, xk_out)`.
-fn two_outputs(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<[TensorId; 2]> {
-    let what = call.what();
-    let lv = call.arg(i)?;
-    match g.value(lv)? {
-        GValue::ValueList(ids) if ids.len() == 2 => {
-            let mut out = [TensorId(0); 2];
-            for (slot, &id) in out.iter_mut().zip(ids) {
-                *slot = match g.value(id)? {
-                    GValue::Tensor(t) => *t,
-                    other => {
-                        return Err(invalid_program(format!(
-                            "{what} arg {i}: output value {id} is {}, expected a tensor",
-                            gvalue_kind(other)
-                        )))
-                    }
-                };
-            }
-            Ok(out)
-        }
-        other => Err(invalid_program(format!(
-            "{what} arg {i} (value {lv}): expected a ValueList of 2 output tensors, got {}",
-            gvalue_kind(other)
-        ))),
-    }
-}
-
 /// Sizes of a RoPE input, which must be `[B, S, H, D]`.
 fn bshd(what: &str, dims: &[usize]) -> Result<[usize; 4]> {
     <[usize; 4]>::try_from(dims)
@@ -217,7 +190,7 @@ fn rotary_operands(
     let xk = g.tensor_or_prepack(call, 1)?;
     let cos = g.tensor_or_prepack(call, 2)?;
     let sin = g.tensor_or_prepack(call, 3)?;
-    let outs = two_outputs(g, call, outs_arg)?;
+    let outs = g.output_tensors(call, outs_arg, "two outputs")?;
     let s = g.shapes();
     let dt = same_dtype(
         call,

@@ -228,10 +228,7 @@ fn linear_node(
         }
     }
     let shader = float_shader("matmul", dt, call)?;
-    let bias_t = match bias {
-        Some(b) => b,
-        None => g.dummy()?,
-    };
+    let bias_t = g.or_dummy(bias)?;
     let k32 = to_u32(k, "K")?;
     g.dispatch(call, Dispatch::new(shader, [out, x, w, bias_t]), move |s| {
         let xd = s.dims(x).to_vec();
@@ -300,10 +297,7 @@ fn build_mm_common(
     }
     let dt = same_dtype(call, &dts)?;
     let shader = float_shader("matmul", dt, call)?;
-    let bias_t = match bias {
-        Some(c) => c,
-        None => g.dummy()?,
-    };
+    let bias_t = g.or_dummy(bias)?;
     g.dispatch(call, Dispatch::new(shader, [out, a, b, bias_t]), move |s| {
         let (m, k, n) = mm_dims(s.dims(a), s.dims(b))?;
         let bias_strides = match bias {

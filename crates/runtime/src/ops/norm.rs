@@ -22,7 +22,7 @@ use etvk_format::ir::DataType;
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program};
-use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
+use crate::graph::{to_u32, Global, Launch, Push, Shapes};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::Registry;
@@ -80,7 +80,7 @@ fn build_native_group_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let hxw_item = int_item(g, call, 5, "HxW")?;
     let group = g.int_arg(call, 6)?;
     let eps = g.double_arg_or(call, 7, 1e-5)? as f32;
-    let [out, mean, rstd] = outputs(g, call, 8)?;
+    let [out, mean, rstd] = g.output_tensors(call, 8, "out, mean, rstd")?;
     let s = g.shapes();
     let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(rstd)];
     dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
@@ -108,14 +108,8 @@ fn build_native_group_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
         }
     }
     let shader = float_shader("group_norm", dt, call)?;
-    let wb = match w {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
-    let bb = match b {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
+    let wb = g.or_dummy(w)?;
+    let bb = g.or_dummy(b)?;
     let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
     let d = Dispatch::new(shader, [out, mean, rstd, x, wb, bb]);
     g.dispatch(call, d, move |s| {
@@ -161,7 +155,7 @@ fn build_batch_norm_no_training(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> 
     let mean = g.tensor_or_prepack(call, 3)?;
     let var = g.tensor_or_prepack(call, 4)?;
     let eps = g.double_arg_or(call, 6, 1e-5)? as f32;
-    let [out, save_mean, save_rstd] = outputs(g, call, 7)?;
+    let [out, save_mean, save_rstd] = g.output_tensors(call, 7, "out, save_mean, save_rstd")?;
     let s = g.shapes();
     let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(var)];
     dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
@@ -187,14 +181,8 @@ fn build_batch_norm_no_training(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> 
         }
     }
     let shader = float_shader("batch_norm", dt, call)?;
-    let wb = match w {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
-    let bb = match b {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
+    let wb = g.or_dummy(w)?;
+    let bb = g.or_dummy(b)?;
     let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
     let d = Dispatch::new(shader, [out, x, mean, var, wb, bb]);
     g.dispatch(call, d, move |s| {
@@ -253,37 +241,6 @@ fn normalized_shape_arg(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Re
     }
 }
 
-/// The three tensors of the output ValueList.
-fn outputs(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<[TensorId; 3]> {
-    let v = call.arg(i)?;
-    let what = call.what();
-    let ids = match g.value(v)? {
-        GValue::ValueList(ids) if ids.len() == 3 => ids.clone(),
-        other => {
-            return Err(invalid_program(format!(
-                "{what} arg {i} (value {v}): expected a ValueList of 3 tensors (out, mean, rstd), got {}",
-                match other {
-                    GValue::ValueList(ids) => format!("a ValueList of {}", ids.len()),
-                    o => gvalue_kind(o).to_string(),
-                }
-            )))
-        }
-    };
-    let mut t = [TensorId(0); 3];
-    for (k, id) in ids.into_iter().enumerate() {
-        t[k] = match g.value(id)? {
-            GValue::Tensor(x) => *x,
-            other => {
-                return Err(invalid_program(format!(
-                    "{what} arg {i}: output item {k} (value {id}) is {}, expected a tensor",
-                    gvalue_kind(other)
-                )))
-            }
-        };
-    }
-    Ok(t)
-}
-
 fn build_native_layer_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
     let what = call.what();
@@ -292,7 +249,7 @@ fn build_native_layer_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let w = g.opt_tensor_or_prepack(call, 2)?;
     let b = g.opt_tensor_or_prepack(call, 3)?;
     let eps = g.double_arg_or(call, 4, 1e-5)? as f32;
-    let [out, mean, rstd] = outputs(g, call, 5)?;
+    let [out, mean, rstd] = g.output_tensors(call, 5, "out, mean, rstd")?;
     let s = g.shapes();
     let mut dts = vec![s.dtype(x), s.dtype(out), s.dtype(mean), s.dtype(rstd)];
     dts.extend(w.iter().chain(b.iter()).map(|&t| s.dtype(t)));
@@ -306,14 +263,8 @@ fn build_native_layer_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     }
     let axis = rank - k;
     let shader = float_shader("layer_norm", dt, call)?;
-    let wb = match w {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
-    let bb = match b {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
+    let wb = g.or_dummy(w)?;
+    let bb = g.or_dummy(b)?;
     let flags = u32::from(w.is_some()) | (u32::from(b.is_some()) << 1);
     let d = Dispatch::new(shader, [out, mean, rstd, x, wb, bb]);
     g.dispatch(call, d, move |s| {

@@ -204,6 +204,26 @@ fn pool_input(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<TensorId> {
     Ok(x)
 }
 
+/// The common dtype of `x` and the values output `out`, which must have x's rank.
+fn pool_output_dtype(
+    g: &GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    out: TensorId,
+) -> Result<DataType> {
+    let s = g.shapes();
+    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
+    let rank = s.max_dims(x).len();
+    if s.max_dims(out).len() != rank {
+        return Err(invalid_program(format!(
+            "{}: the output has rank {}, the input rank {rank}",
+            call.what(),
+            s.max_dims(out).len()
+        )));
+    }
+    Ok(dt)
+}
+
 /// The dispatch of either mode: `bindings` in the shader's order, `extra` = (divisor
 /// override or 0, count_include_pad).
 fn pool_dispatch(
@@ -260,49 +280,21 @@ fn build_max_pool2d_with_indices(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
         ceil_mode: bool_arg(g, call, 5, "ceil_mode")?,
     };
     check_window(call, &w)?;
-    let ov = call.arg(6)?;
-    let ids = match g.value(ov)? {
-        GValue::ValueList(ids) if ids.len() == 2 => ids.clone(),
-        other => {
-            return Err(invalid_program(format!(
-                "{what} arg 6 (value {ov}): expected a ValueList of 2 tensors (values, indices), got {}",
-                match other {
-                    GValue::ValueList(ids) => format!("a ValueList of {}", ids.len()),
-                    o => gvalue_kind(o).to_string(),
-                }
-            )))
-        }
-    };
-    let mut t = [TensorId(0); 2];
-    for (k, &id) in ids.iter().enumerate() {
-        t[k] = match g.value(id)? {
-            GValue::Tensor(t) => *t,
-            other => {
-                return Err(invalid_program(format!(
-                    "{what} arg 6: output item {k} (value {id}) is {}, expected a tensor",
-                    gvalue_kind(other)
-                )))
-            }
-        };
-    }
-    let [out, idx] = t;
+    let [out, idx] = g.output_tensors(call, 6, "values, indices")?;
+    let dt = pool_output_dtype(g, call, x, out)?;
     let s = g.shapes();
-    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     if s.dtype(idx) != DataType::Int32 {
         return Err(unsupported(format!(
-            "{what} arg 6: the indices tensor (value {}) is {}; only int32 indices are supported (the exporter's dtype for them)",
-            ids[1],
+            "{what} arg 6: the indices tensor is {}; only int32 indices are supported (the exporter's dtype for them)",
             s.dtype(idx).name()
         )));
     }
     let rank = s.max_dims(x).len();
-    for (role, o, v) in [("values", out, ids[0]), ("indices", idx, ids[1])] {
-        if s.max_dims(o).len() != rank {
-            return Err(invalid_program(format!(
-                "{what}: the {role} tensor (value {v}) has rank {}, the input rank {rank}",
-                s.max_dims(o).len()
-            )));
-        }
+    if s.max_dims(idx).len() != rank {
+        return Err(invalid_program(format!(
+            "{what}: the indices tensor has rank {}, the input rank {rank}",
+            s.max_dims(idx).len()
+        )));
     }
     let shader = float_shader("pool2d_max", dt, call)?;
     pool_dispatch(
@@ -319,7 +311,6 @@ fn build_max_pool2d_with_indices(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
 /// `[x, kernel_size, stride, padding, dilation, ceil_mode, out]`.
 fn build_max_pool2d(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(7)?;
-    let what = call.what();
     let x = pool_input(g, call)?;
     let kernel = pair_arg(g, call, 1, "kernel_size", None)?;
     let w = Window {
@@ -331,15 +322,7 @@ fn build_max_pool2d(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     };
     check_window(call, &w)?;
     let out = g.tensor_arg(call, 6)?;
-    let s = g.shapes();
-    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let rank = s.max_dims(x).len();
-    if s.max_dims(out).len() != rank {
-        return Err(invalid_program(format!(
-            "{what}: the output has rank {}, the input rank {rank}",
-            s.max_dims(out).len()
-        )));
-    }
+    let dt = pool_output_dtype(g, call, x, out)?;
     let shader = float_shader("pool2d_max_noidx", dt, call)?;
     pool_dispatch(
         g,
@@ -387,15 +370,7 @@ fn build_avg_pool2d(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         }
     };
     let out = g.tensor_arg(call, 7)?;
-    let s = g.shapes();
-    let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let rank = s.max_dims(x).len();
-    if s.max_dims(out).len() != rank {
-        return Err(invalid_program(format!(
-            "{what}: the output has rank {}, the input rank {rank}",
-            s.max_dims(out).len()
-        )));
-    }
+    let dt = pool_output_dtype(g, call, x, out)?;
     let shader = float_shader("pool2d_avg", dt, call)?;
     pool_dispatch(
         g,

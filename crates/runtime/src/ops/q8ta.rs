@@ -581,10 +581,7 @@ fn quantize_node(
     let (bufs, push_q, flags) = match src {
         Source::Push(q) => ([g.dummy()?, g.dummy()?], Some(q), 0u32),
         Source::Buffers(s, z, raw) => {
-            let z = match z {
-                Some(z) => z,
-                None => g.dummy()?,
-            };
+            let z = g.or_dummy(z)?;
             ([s, z], None, 1 | (u32::from(raw) << 1))
         }
     };
@@ -679,10 +676,7 @@ fn dequantize_node(
         Source::Push(p) => ([g.dummy()?, g.dummy()?], Some(p), 0u32),
         Source::Buffers(sc, z, _) => {
             let flags = 1 | (u32::from(z.is_some()) << 1);
-            let z = match z {
-                Some(z) => z,
-                None => g.dummy()?,
-            };
+            let z = g.or_dummy(z)?;
             ([sc, z], None, flags)
         }
     };
@@ -817,10 +811,7 @@ fn linear(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, q8_out: bool) -> Result<(
             s.max_dims(out)
         )));
     }
-    let b = match bias {
-        Some(b) => b,
-        None => g.dummy()?,
-    };
+    let b = g.or_dummy(bias)?;
     let flags = u32::from(bias.is_some()) | (u32::from(relu) << 1);
     let oq = outq.unwrap_or(QParams {
         scale: 1.0,
@@ -1006,10 +997,7 @@ fn build_q8ta_conv2d(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
         output_padding,
         transposed,
     };
-    let b = match bias {
-        Some(b) => b,
-        None => g.dummy()?,
-    };
+    let b = g.or_dummy(bias)?;
     let flags = u32::from(bias.is_some())
         | (u32::from(relu) << 1)
         | (u32::from(depthwise) << 2)

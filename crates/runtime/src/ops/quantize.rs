@@ -106,10 +106,7 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
         )));
     }
     let shader = float_shader("dequantize_affine", s.dtype(out), call)?;
-    let zp_t = match zp {
-        Some(t) => t,
-        None => g.dummy()?,
-    };
+    let zp_t = g.or_dummy(zp)?;
     let what2 = what.clone();
     g.dispatch(call, Dispatch::new(shader, [out, q, scale, zp_t]), move |s| {
         let dims = s.dims(q).to_vec();

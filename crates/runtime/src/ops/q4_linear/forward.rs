@@ -54,10 +54,7 @@ fn forward(
         _ => partial_floats(kn, m, n, k),
     });
     let partial = scratch(g, call, &plan)?;
-    let bias_t = match bias {
-        Some(b) => b,
-        None => g.dummy()?,
-    };
+    let bias_t = g.or_dummy(bias)?;
     // The int8 GEMV's activation limbs, made once per launch by a node of their own
     // (launching nothing at the M where another kernel runs).
     let is_dp4 = |kn: Kernel| {
