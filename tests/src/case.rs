@@ -392,3 +392,12 @@ pub fn run_cases(cases: &[OpCase]) {
         );
     }
 }
+
+/// The load error of graph `g` (a test of a refused graph; panics when it loads).
+pub fn init_error(g: CaseGraph) -> etvk_runtime::Error {
+    let (blob, named) = g.finish();
+    match etvk_runtime::Delegate::init(&backend(), &blob, &[], &named) {
+        Ok(_) => panic!("init of a graph that should be refused succeeded"),
+        Err(e) => e,
+    }
+}

@@ -698,16 +698,10 @@ fn to_copy_cases() -> Vec<OpCase> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::backend;
-    use etvk_runtime::{Delegate, ErrorKind};
 
-    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
-        let (blob, named) = g.finish();
-        match Delegate::init(&backend(), &blob, &[], &named) {
-            Ok(_) => panic!("init succeeded"),
-            Err(e) => e,
-        }
-    }
+    use etvk_runtime::ErrorKind;
+
+    use crate::case::init_error as init_err;
 
     #[test]
     fn non_contiguous_dim_order_is_unsupported() {

@@ -593,16 +593,10 @@ fn shuffle_cases() -> Vec<OpCase> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::backend;
-    use etvk_runtime::{Delegate, ErrorKind};
 
-    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
-        let (blob, named) = g.finish();
-        match Delegate::init(&backend(), &blob, &[], &named) {
-            Ok(_) => panic!("init succeeded"),
-            Err(e) => e,
-        }
-    }
+    use etvk_runtime::ErrorKind;
+
+    use crate::case::init_error as init_err;
 
     fn close(got: &[f64], want: &[f64]) -> bool {
         got.len() == want.len() && got.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5)

@@ -402,16 +402,10 @@ fn split_cases() -> Vec<OpCase> {
 #[cfg(test)]
 mod split_tests {
     use super::*;
-    use crate::case::backend;
-    use etvk_runtime::{Delegate, ErrorKind};
 
-    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
-        let (blob, named) = g.finish();
-        match Delegate::init(&backend(), &blob, &[], &named) {
-            Ok(_) => panic!("init succeeded"),
-            Err(e) => e,
-        }
-    }
+    use etvk_runtime::ErrorKind;
+
+    use crate::case::init_error as init_err;
 
     #[test]
     fn split_sizes_must_match_the_outputs_and_the_dim() {
@@ -1097,16 +1091,10 @@ fn unfold_cases() -> Vec<OpCase> {
 #[cfg(test)]
 mod new_op_tests {
     use super::*;
-    use crate::case::{backend, run_case};
-    use etvk_runtime::{Delegate, ErrorKind};
+    use crate::case::run_case;
+    use etvk_runtime::ErrorKind;
 
-    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
-        let (blob, named) = g.finish();
-        match Delegate::init(&backend(), &blob, &[], &named) {
-            Ok(_) => panic!("init succeeded"),
-            Err(e) => e,
-        }
-    }
+    use crate::case::init_error as init_err;
 
     #[test]
     fn references_follow_pytorch() {

@@ -331,16 +331,10 @@ fn arith_cases() -> Vec<OpCase> {
 #[cfg(test)]
 mod assert_tests {
     use super::*;
-    use crate::case::{backend, run_case};
-    use etvk_runtime::{Delegate, ErrorKind};
+    use crate::case::run_case;
+    use etvk_runtime::ErrorKind;
 
-    fn init_err(g: CaseGraph) -> etvk_runtime::Error {
-        let (blob, named) = g.finish();
-        match Delegate::init(&backend(), &blob, &[], &named) {
-            Ok(_) => panic!("init succeeded"),
-            Err(e) => e,
-        }
-    }
+    use crate::case::init_error as init_err;
 
     #[test]
     fn a_failed_assertion_fails_the_execute_naming_the_message() {
