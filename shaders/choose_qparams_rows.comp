@@ -13,7 +13,17 @@
 // every later rounding of x / scale follow the quotient). Outputs are written as raw words so
 // that one shader serves each dtype: scale fp32 or fp16, zero point int32, fp32 or int8
 // (sub-word elements by atomic AND / OR on their word, leaving the neighbours' bytes).
+//
+// FAKEQUANT = 1 (`choose_qparams_fq_rows_*`): the workgroup then also writes its row of x
+// quantized and dequantized with the scale and zero point as stored (what
+// q4_act_fakequant.comp computes from them), as fp32, for the 8da4w linears that read this
+// node's outputs (ops/quantize.rs: the fusion's rules). It saves that node's launch (~4-5
+// us of fixed cost at M = 1 on an H200) and, for fp16 x, the conversion node: the row was
+// just read, so the second pass finds it in the cache.
 #include "common.glsl"
+#ifndef FAKEQUANT
+#define FAKEQUANT 0
+#endif
 
 // Must equal the local size (256, 1, 1). 256 lanes, not rms_norm's 64: at M = 1 this node is
 // one workgroup over a whole row of x (K = 8192: 32 loads per lane) on the decode path of
@@ -26,6 +36,9 @@
 layout(set = 0, binding = 0) buffer Scale { uint scale_w[]; };
 layout(set = 0, binding = 1) buffer Zp { uint zp_w[]; };
 layout(set = 0, binding = 2) readonly buffer In { DTYPE x_[]; };
+#if FAKEQUANT
+layout(set = 0, binding = 3) writeonly buffer XQ { float xq[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint R;
@@ -40,6 +53,9 @@ layout(push_constant) uniform Params {
 
 shared float s_lo[LANES];
 shared float s_hi[LANES];
+#if FAKEQUANT
+shared float s_stored[2];  // the scale and zero point as the linear reads them back
+#endif
 
 float div_fixed(float a, float b) {
   precise float q = a / b;
@@ -59,6 +75,16 @@ void store_sub(uint i, uint bits, uint v, bool to_scale) {
     atomicOr(zp_w[i / per], (v << shift) & mask);
   }
 }
+
+#if FAKEQUANT
+// q4_act_fakequant.comp's arithmetic, term for term (invc: 1 / s corrected once).
+float fake_quant(float x, float s, float z, float invc) {
+  precise float t = x * invc;
+  const float q = clamp(roundEven(t) + z, -128.0, 127.0);
+  precise float o = (q - z) * s;
+  return o;
+}
+#endif
 
 void main() {
   const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -94,37 +120,61 @@ void main() {
     }
     barrier();
   }
-  if (lane != 0u) return;
-  lo = min(s_lo[0], 0.0);
-  hi = max(s_hi[0], 0.0);
-  const float qmin = float(p.qmin), qmax = float(p.qmax);
-  float scale;
-  float zp;
-  if (p.mapping == 0u) {
-    precise float range = hi - lo;
-    scale = max(div_fixed(range, qmax - qmin), p.eps);
-    zp = clamp(qmin - roundEven(div_fixed(lo, scale)), qmin, qmax);
-  } else {
-    if (p.mapping == 1u) {
-      scale = div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
+  if (lane == 0u) {
+    lo = min(s_lo[0], 0.0);
+    hi = max(s_hi[0], 0.0);
+    const float qmin = float(p.qmin), qmax = float(p.qmax);
+    float scale;
+    float zp;
+    if (p.mapping == 0u) {
+      precise float range = hi - lo;
+      scale = max(div_fixed(range, qmax - qmin), p.eps);
+      zp = clamp(qmin - roundEven(div_fixed(lo, scale)), qmin, qmax);
     } else {
-      const float smin = div_fixed(lo, qmin), smax = div_fixed(hi, qmax);
-      scale = smin > smax ? smin : smax;
+      if (p.mapping == 1u) {
+        scale = div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
+      } else {
+        const float smin = div_fixed(lo, qmin), smax = div_fixed(hi, qmax);
+        scale = smin > smax ? smin : smax;
+      }
+      scale = max(scale, p.eps);
+      zp = float((p.qmax + p.qmin + 1) / 2);
     }
-    scale = max(scale, p.eps);
-    zp = float((p.qmax + p.qmin + 1) / 2);
+    float scale_stored = scale, zp_stored = zp;
+    if ((p.kinds & 0xFFu) == 0u) {
+      scale_w[row] = floatBitsToUint(scale);
+    } else {
+      const uint h = packHalf2x16(vec2(scale, 0.0)) & 0xFFFFu;
+      store_sub(row, 16u, h, true);
+      scale_stored = unpackHalf2x16(h).x;
+    }
+    const uint zk = (p.kinds >> 8) & 0xFFu;
+    if (zk == 0u) {
+      zp_w[row] = uint(int(zp));
+      zp_stored = float(int(zp));
+    } else if (zk == 1u) {
+      zp_w[row] = floatBitsToUint(zp);
+    } else {
+      store_sub(row, 8u, uint(int(zp)) & 0xFFu, false);
+      zp_stored = float(bitfieldExtract(int(zp), 0, 8));
+    }
+#if FAKEQUANT
+    s_stored[0] = scale_stored;
+    s_stored[1] = zp_stored;
+#endif
   }
-  if ((p.kinds & 0xFFu) == 0u) {
-    scale_w[row] = floatBitsToUint(scale);
-  } else {
-    store_sub(row, 16u, packHalf2x16(vec2(scale, 0.0)) & 0xFFFFu, true);
+#if FAKEQUANT
+  barrier();
+  const float s = s_stored[0], z = s_stored[1];
+  precise float inv = 1.0 / s;
+  precise float e = fma(-inv, s, 1.0);
+  precise float invc = fma(inv, e, inv);
+  uint i = lane;
+  for (; i + (UNROLL - 1u) * LANES < p.K; i += UNROLL * LANES) {
+    float v[UNROLL];
+    for (uint u = 0u; u < UNROLL; ++u) v[u] = float(x_[base + i + u * LANES]);
+    for (uint u = 0u; u < UNROLL; ++u) xq[base + i + u * LANES] = fake_quant(v[u], s, z, invc);
   }
-  const uint zk = (p.kinds >> 8) & 0xFFu;
-  if (zk == 0u) {
-    zp_w[row] = uint(int(zp));
-  } else if (zk == 1u) {
-    zp_w[row] = floatBitsToUint(zp);
-  } else {
-    store_sub(row, 8u, uint(int(zp)) & 0xFFu, false);
-  }
+  for (; i < p.K; i += LANES) xq[base + i] = fake_quant(float(x_[base + i]), s, z, invc);
+#endif
 }

@@ -175,3 +175,52 @@ fn quantize_limits_name_the_op_and_rule() {
         }
     }
 }
+
+/// The 8da4w fusion (ops/quantize.rs) on the three-linears case: the first choose_qparams
+/// node writes x quantized and dequantized, the second is left out (nothing else reads its
+/// outputs), the third writes its scale (a graph output) only, and no linear dispatches a
+/// fake-quant node of its own: the linear with its own (the x-written-between case) has one
+/// plain dispatch more than these. The numbers themselves are checked by the quantize family.
+#[test]
+fn act_quant_fusion_leaves_out_nodes() {
+    let all = (cases::family("quantize").cases)();
+    let find = |part: &str| {
+        all.iter()
+            .find(|c| c.label().contains(part))
+            .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
+    };
+    let dispatches = |case: &etvk_tests::OpCase| -> Vec<(u32, usize)> {
+        let be = etvk_tests::backend();
+        let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
+            .expect("init");
+        d.set_profiling(true).expect("profiling");
+        let run = &case.runs[0];
+        let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
+        args.extend(
+            run.expected
+                .iter()
+                .map(etvk_tests::case::output_placeholder),
+        );
+        d.execute(&mut args).expect("execute");
+        let nodes = d.profile_nodes();
+        assert!(!nodes.is_empty(), "no profile (timestamps unsupported?)");
+        let ids: std::collections::BTreeSet<u32> = nodes.iter().map(|n| n.node_id).collect();
+        ids.into_iter()
+            .map(|id| (id, nodes.iter().filter(|n| n.node_id == id).count()))
+            .collect()
+    };
+    let shared = dispatches(find("float32 three linears on one x"));
+    let written = dispatches(find("x written between"));
+    // Node ids are chain positions: choose 0, linear 1, choose 2, linear 3, choose 4, linear 5.
+    assert_eq!(
+        shared,
+        vec![(0, 1), (1, 1), (3, 1), (4, 1), (5, 1)],
+        "three linears on one x: (node, dispatches)"
+    );
+    // choose 0, update_cache 1, linear 2 with its own fake-quant node.
+    assert_eq!(
+        written,
+        vec![(0, 1), (1, 1), (2, 2)],
+        "x written between: (node, dispatches)"
+    );
+}

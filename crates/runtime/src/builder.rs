@@ -180,6 +180,8 @@ pub struct OpCall<'a> {
     pub node_id: u32,
     /// Value ids; the last is the output.
     pub args: &'a [usize],
+    /// Position in the graph's chain (ops that look ahead at their consumers).
+    pub index: usize,
 }
 
 impl OpCall<'_> {
@@ -281,6 +283,11 @@ pub struct GraphBuilder<'a> {
     pub q4_bwd: Option<String>,
     /// [`Q4_MMA_SPEC`]'s value, when given.
     pub q4_mma: Option<String>,
+    /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
+    /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
+    pub(crate) act_quant: HashMap<(usize, usize, usize), TensorId>,
+    /// The fused choose_qparams nodes so far, for later ones on the same x to reuse.
+    pub(crate) act_quant_sources: Vec<crate::ops::quantize::ActQuantSource>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
     /// until the first execute sets them, so a resize function that fails at build time may
     /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
@@ -326,6 +333,8 @@ impl<'a> GraphBuilder<'a> {
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,
+            act_quant: HashMap::new(),
+            act_quant_sources: Vec::new(),
             q4_bwd: None,
             q4_mma: None,
             symint_inputs: graph
@@ -435,6 +444,11 @@ impl<'a> GraphBuilder<'a> {
         });
         self.tensor_mem.push(mem);
         Ok(t)
+    }
+
+    /// The serialized graph (ops that look ahead at their consumers).
+    pub(crate) fn graph(&self) -> &'a VkGraph {
+        self.graph
     }
 
     /// Shapes (serialized sizes at build time).
@@ -1087,7 +1101,7 @@ impl<'a> GraphBuilder<'a> {
     pub(crate) fn build(mut self) -> Result<ComputeGraph> {
         let reg = registry::registry()?;
         let graph = self.graph;
-        for op in &graph.chain {
+        for (index, op) in graph.chain.iter().enumerate() {
             let entry = reg.get(&op.name).ok_or_else(|| {
                 unsupported(format!(
                     "op {} (node {}) is not supported by etvk",
@@ -1097,6 +1111,7 @@ impl<'a> GraphBuilder<'a> {
             let call = OpCall {
                 name: &op.name,
                 node_id: op.node_id,
+                index,
                 args: &op.args,
             };
             (entry.build)(&mut self, &call)?;

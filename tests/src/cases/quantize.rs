@@ -126,6 +126,11 @@ pub fn cases() -> Vec<OpCase> {
         int8pack(F16, &[4, 33], &[4, 1], 20, F32, 32),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
+        // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
+        // choose_qparams nodes; ops/quantize.rs), and one whose x is written in between.
+        dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),
+        dq8ca_shared_x(F16, &[2, 2, 96], &[2, 1], 16),
+        dq8ca_x_written_between(17),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());
@@ -336,6 +341,138 @@ fn dq8ca(
         let xq = Tensor::f32(&sizes, fake_quant(&x, k, sdt));
         let want = super::q4_linear::forward_ref(&xq, &wd, kp, n, b.as_ref());
         case = case.run(vec![x], vec![Tensor::new(xdt, &want.sizes, want.data)]);
+    }
+    case
+}
+
+/// A q4gsw weight of [n, k] (group size `gs`) as the 8da4w linear's constants: value ids of
+/// (weights, weight_sums, weight_scales), with its f64 values and Kp for the reference.
+fn dq8ca_weight(
+    g: &mut CaseGraph,
+    k: usize,
+    n: usize,
+    gs: usize,
+    seed: u64,
+) -> ([usize; 3], Vec<f64>, usize) {
+    let (w, s, wd, kp) = super::q4_linear::q4gsw_problem(k, n, gs, seed);
+    let n_pad = s.sizes[1];
+    let sums = Tensor::new(
+        I32,
+        &[s.sizes[0], n_pad.div_ceil(8) * 8],
+        vec![0.0; s.sizes[0] * n_pad.div_ceil(8) * 8],
+    );
+    ([g.constant(&w), g.constant(&sums), g.constant(&s)], wd, kp)
+}
+
+/// Three (choose_qparams, 8da4w linear) pairs on one x (N = 24, 40, 16; group size 32), the
+/// third choose's scale also a graph output: the first choose also writes x quantized and
+/// dequantized, the second is left out, the third writes its scale and zero point only; all
+/// three linears read the first one's x (ops/quantize.rs). Built at x sizes `xs`, run at
+/// leading dim 0 = each of `ms`.
+fn dq8ca_shared_x(xdt: DataType, xs: &[usize], ms: &[usize], seed: u64) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
+    let ns = [24usize, 40, 16];
+    let mut g = CaseGraph::new();
+    let xi = g.input(xdt, xs);
+    let mut weights = Vec::new();
+    for (i, &n) in ns.iter().enumerate() {
+        let (sc, zp) = choose_node(
+            &mut g,
+            xi,
+            xs,
+            "ASYMMETRIC",
+            (F32, I8),
+            (false, false),
+            false,
+        );
+        if i == 2 {
+            g.mark_output(sc);
+        }
+        let ([wi, si, wsi], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10 + i as u64);
+        let gi = g.int(32);
+        let bi = g.null();
+        let mut os = xs[..xs.len() - 1].to_vec();
+        os.push(n);
+        let out = g.output(F32, &os);
+        g.op(DQ8CA, &[xi, sc, zp, wi, si, wsi, gi, bi, out]);
+        weights.push((wd, kp, n));
+    }
+    let name = format!("{} three linears on one x{xs:?} M {ms:?}", xdt.name());
+    let tol = if xdt == F16 {
+        Tol::F16
+    } else {
+        Tol::new(1e-5, 1e-5)
+    };
+    let mut case = OpCase::new(DQ8CA, name, g).tol(tol);
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = xs.to_vec();
+        sizes[0] = m;
+        let x = Tensor::rand_range(xdt, &sizes, -2.0, 3.0, seed + 10 * r as u64);
+        let xq = Tensor::f32(&sizes, fake_quant(&x, k, F32));
+        // Output order: out 0, out 1, scale 2 (marked before linear 2 made its output), out 2.
+        let mut expected = Vec::new();
+        for (i, (wd, kp, n)) in weights.iter().enumerate() {
+            if i == 2 {
+                let sv: Vec<f64> = rows_of(&x, k)
+                    .iter()
+                    .map(|row| {
+                        torchao_qparams(row, "ASYMMETRIC", (-128, 127), f32::EPSILON).0 as f64
+                    })
+                    .collect();
+                expected.push(Tensor::new(F32, &sizes[..sizes.len() - 1], sv));
+            }
+            expected.push(super::q4_linear::forward_ref(&xq, wd, *kp, *n, None));
+        }
+        case = case.run(vec![x], expected);
+    }
+    case
+}
+
+/// choose_qparams on x [1, 4, 1, 16], then `update_cache` writes row 0 of x (the cache)
+/// before the 8da4w linear reads it: the linear must quantize what x holds then, with the
+/// scale and zero point chosen before the write, so the fusion may not take x early.
+fn dq8ca_x_written_between(seed: u64) -> OpCase {
+    let (k, n, xs) = (16usize, 8usize, [1usize, 4, 1, 16]);
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &xs);
+    let vi = g.input(F32, &[1, 1, 1, k]);
+    let (sc, zp) = choose_node(
+        &mut g,
+        xi,
+        &xs,
+        "ASYMMETRIC",
+        (F32, I32),
+        (false, false),
+        false,
+    );
+    let start = g.int(0);
+    let dummy = g.tensor(F32, &[1]);
+    g.op("update_cache.default", &[vi, xi, start, dummy]);
+    let ([wi, si, wsi], wd, kp) = dq8ca_weight(&mut g, k, n, 16, seed);
+    let gi = g.int(16);
+    let bi = g.null();
+    let out = g.output(F32, &[1, 4, 1, n]);
+    g.op(DQ8CA, &[xi, sc, zp, wi, si, wsi, gi, bi, out]);
+    let mut case = OpCase::new(DQ8CA, "x written between choose_qparams and the linear", g)
+        .tol(Tol::new(1e-5, 1e-5));
+    for r in 0..2u64 {
+        let x = Tensor::rand_range(F32, &xs, -2.0, 3.0, seed + 10 * r);
+        let v = Tensor::rand_range(F32, &[1, 1, 1, k], -6.0, 1.0, seed + 10 * r + 5);
+        let mut xq = Vec::new();
+        for (i, row) in rows_of(&x, k).iter().enumerate() {
+            let (s, z) = torchao_qparams(row, "ASYMMETRIC", (-128, 127), f32::EPSILON);
+            let now: Vec<f32> = if i == 0 {
+                v.data.iter().map(|&e| e as f32).collect()
+            } else {
+                row.clone()
+            };
+            xq.extend(now.iter().map(|&e| torchao_int8_fake_quant(e, s, z) as f64));
+        }
+        let want = super::q4_linear::forward_ref(&Tensor::f32(&xs, xq), &wd, kp, n, None);
+        case = case.run(vec![x, v], vec![want]);
     }
     case
 }

@@ -320,9 +320,55 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             )));
         }
     }
-    let shader = float_shader("choose_qparams_rows", s.dtype(x), call)?;
+    let params = ActQuantParams {
+        mapping,
+        qmin,
+        qmax,
+        eps_bits: eps.to_bits(),
+        kinds,
+    };
+    let x_val = call.arg(0)?;
+    let [s_val, z_val] = [outs[0], outs[1]];
+    let plan = plan_act_quant(g, call, x, (x_val, s_val, z_val), params);
+    let xq = match plan {
+        ChoosePlan::Plain => None,
+        ChoosePlan::Fused => {
+            let xq = g.new_tensor(
+                DataType::Float32,
+                xd.clone(),
+                None,
+                format!("{what}: x quantized and dequantized"),
+            )?;
+            g.act_quant_sources.push(ActQuantSource {
+                x: x_val,
+                params,
+                xq,
+                index: call.index,
+            });
+            g.act_quant.insert((x_val, s_val, z_val), xq);
+            Some(xq)
+        }
+        ChoosePlan::Reuse { xq, skip } => {
+            g.act_quant.insert((x_val, s_val, z_val), xq);
+            if skip {
+                return Ok(());
+            }
+            None
+        }
+    };
+    let s = g.shapes();
+    let (shader, bindings) = match xq {
+        Some(xq) => (
+            float_shader("choose_qparams_fq_rows", s.dtype(x), call)?,
+            vec![scale, zp, x, xq],
+        ),
+        None => (
+            float_shader("choose_qparams_rows", s.dtype(x), call)?,
+            vec![scale, zp, x],
+        ),
+    };
     let what2 = what.clone();
-    g.dispatch(call, Dispatch::new(shader, [scale, zp, x]), move |s| {
+    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         let dims = s.dims(x).to_vec();
         let Some((&kk, lead)) = dims.split_last() else {
             return Err(invalid_arg(format!("{what2}: input became rank 0")));
@@ -340,6 +386,9 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             }
             s.set_dims(t, d)?;
         }
+        if let Some(xq) = xq {
+            s.set_dims(xq, dims.clone())?;
+        }
         Ok(crate::graph::Launch {
             push: Push::new()
                 .u32(to_u32(rows, "rows")?)
@@ -354,4 +403,126 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             global: folded_grid(rows as u64, [LANES, 1, 1], &what2)?,
         })
     })
+}
+
+const CHOOSE: &str = "torchao.choose_qparams_affine.default";
+const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
+
+/// What decides whether two choose_qparams nodes on one x compute the same outputs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ActQuantParams {
+    mapping: u32,
+    qmin: i64,
+    qmax: i64,
+    eps_bits: u32,
+    /// The outputs' dtypes: the linears read the scale and zero point back as stored.
+    kinds: u32,
+}
+
+/// A choose_qparams node that also wrote x quantized and dequantized (`xq`).
+#[derive(Debug, Clone)]
+pub(crate) struct ActQuantSource {
+    /// x's value id.
+    x: usize,
+    params: ActQuantParams,
+    xq: TensorId,
+    /// Chain position of the node.
+    index: usize,
+}
+
+/// How a choose_qparams node is built.
+enum ChoosePlan {
+    /// Scale and zero point only.
+    Plain,
+    /// Also x quantized and dequantized, for the 8da4w linears that read its outputs.
+    Fused,
+    /// An earlier fused node on the same x with the same parameters made the linears' input
+    /// already; this node is left out when nothing else reads its outputs (`skip`).
+    Reuse { xq: TensorId, skip: bool },
+}
+
+/// Value ids an op refers to: its args and the members of ValueList args.
+fn op_refs<'g>(g: &'g GraphBuilder<'_>, args: &'g [usize]) -> impl Iterator<Item = usize> + 'g {
+    args.iter().flat_map(move |&a| match g.value(a) {
+        Ok(GValue::ValueList(l)) => {
+            let mut v = l.clone();
+            v.push(a);
+            v
+        }
+        _ => vec![a],
+    })
+}
+
+/// Whether `call` (a choose_qparams node on x [.., K] writing scale `s_val` and zero point
+/// `z_val`) can also write the fake-quantized x that `et_vk.linear_dq8ca_q4gsw` computes
+/// from them (q4_act_fakequant.comp, term for term), or can leave that to an earlier node.
+/// The rules, each checked on the serialized chain:
+/// - some later 8da4w linear reads (x, scale, zero point) as its args 0-2;
+/// - x keeps its contents from this node (or the earlier one) to the last such linear: every
+///   op in between that refers to a value held in x's memory is a choose_qparams or 8da4w
+///   linear reading it as arg 0 (no op may write it);
+/// - a node is left out only when its scale and zero point have no other reader and are not
+///   graph outputs.
+fn plan_act_quant(
+    g: &GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    (x_val, s_val, z_val): (usize, usize, usize),
+    params: ActQuantParams,
+) -> ChoosePlan {
+    if !matches!(g.shapes().dtype(x), DataType::Float32 | DataType::Float16) {
+        return ChoosePlan::Plain;
+    }
+    let chain = &g.graph().chain;
+    let mut last_linear = None;
+    let mut other_reader = g
+        .graph()
+        .output_ids
+        .iter()
+        .any(|&v| v == s_val || v == z_val);
+    for (j, op) in chain.iter().enumerate().skip(call.index + 1) {
+        if !op_refs(g, &op.args).any(|v| v == s_val || v == z_val) {
+            continue;
+        }
+        if op.name == DQ8CA && op.args.len() == 9 && op.args[..3] == [x_val, s_val, z_val] {
+            last_linear = Some(j);
+        } else {
+            other_reader = true;
+        }
+    }
+    let Some(last) = last_linear else {
+        return ChoosePlan::Plain;
+    };
+    // Values held in x's memory (x, its aliases, values planned into its mem_obj).
+    let mem = g.tensor_mem[x.0];
+    let in_x_memory = |v: usize| match g.value(v) {
+        Ok(GValue::Tensor(t)) => g.tensor_mem[t.0] == mem,
+        _ => false,
+    };
+    let x_kept = |from: usize| {
+        chain[from + 1..last].iter().all(|op| {
+            let reader = op.name == CHOOSE || op.name == DQ8CA;
+            op.args.iter().enumerate().all(|(pos, &a)| {
+                let direct_ok = !in_x_memory(a) || (reader && pos == 0);
+                let listed_ok = match g.value(a) {
+                    Ok(GValue::ValueList(l)) => !l.iter().any(|&m| in_x_memory(m)),
+                    _ => true,
+                };
+                direct_ok && listed_ok
+            })
+        })
+    };
+    let earlier = g
+        .act_quant_sources
+        .iter()
+        .rev()
+        .find(|src| src.x == x_val && src.params == params && x_kept(src.index));
+    match earlier {
+        Some(src) => ChoosePlan::Reuse {
+            xq: src.xq,
+            skip: !other_reader,
+        },
+        None if x_kept(call.index) => ChoosePlan::Fused,
+        None => ChoosePlan::Plain,
+    }
 }

@@ -427,26 +427,25 @@ fn fwd_f16_launch(
     })
 }
 
-/// x (arg 0) of the q4gsw-format forwards as fp32, its K (at most the weights' Kp and G *
-/// group_size) and its leading dims.
+/// x (arg 0) of the q4gsw-format forwards as fp32 (as given when `!convert`), its K (at most
+/// the weights' Kp and G * group_size) and its leading dims.
 fn q4gsw_activation(
     g: &mut GraphBuilder<'_>,
     call: &OpCall<'_>,
     q: &Q4,
+    convert: bool,
 ) -> Result<(TensorId, usize, Vec<usize>)> {
     let kmax = q.kp.min(q.groups * q.gs);
-    let (x, k) = activation(
-        g,
-        call,
-        0,
-        "x",
-        kmax,
-        &format!(
-            "K may not exceed the weights' Kp = {} nor G * group_size = {}",
-            q.kp,
-            q.groups * q.gs
-        ),
-    )?;
+    let rule = format!(
+        "K may not exceed the weights' Kp = {} nor G * group_size = {}",
+        q.kp,
+        q.groups * q.gs
+    );
+    let (x, k) = if convert {
+        activation(g, call, 0, "x", kmax, &rule)?
+    } else {
+        checked_activation(g, call, 0, "x", kmax, &rule)?
+    };
     let d = g.shapes().max_dims(x);
     let lead = d[..d.len() - 1].to_vec();
     Ok((x, k, lead))
@@ -455,7 +454,7 @@ fn q4gsw_activation(
 pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
     let q = prepack_q4gsw(g, call)?;
-    let (x, k, lead) = q4gsw_activation(g, call, &q)?;
+    let (x, k, lead) = q4gsw_activation(g, call, &q, true)?;
     let (out, _) = output(g, call, 5, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 4, q.n)?;
     let out32 = f32_output(g, call, out)?;
@@ -467,7 +466,8 @@ pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
 
 /// `[x, input_scales, input_zp, weights, weight_sums, weight_scales, group_size, bias, out]`:
 /// x quantized per row with (input_scales, input_zp) as torchao's quantize_affine does (int8
-/// range), dequantized by a node of its own (`q4_act_fakequant`), then the q4gsw forward on
+/// range), dequantized by a node of its own (`q4_act_fakequant`) or, where the rules of
+/// ops/quantize.rs allow, by the choose_qparams node that made them, then the q4gsw forward on
 /// that: the integer kernels' `sum_k (q - zp)(code - 8) * s_in * s_w` with each product
 /// `(q - zp) * s_in` rounded once to fp32. weight_sums (the exporter's per-group code sums
 /// for its int8 kernels) is checked for shape and not read.
@@ -503,7 +503,13 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             )))
         }
     }
-    let (x, k, lead) = q4gsw_activation(g, call, &q)?;
+    // x quantized and dequantized by its choose_qparams node (ops/quantize.rs), when that
+    // node could take the fake-quant over; else a node of this op's own.
+    let fused = g
+        .act_quant
+        .get(&(call.arg(0)?, call.arg(1)?, call.arg(2)?))
+        .copied();
+    let (x, k, lead) = q4gsw_activation(g, call, &q, fused.is_none())?;
     let sc = g.tensor_or_prepack(call, 1)?;
     let zp = g.tensor_or_prepack(call, 2)?;
     let kinds = {
@@ -518,6 +524,37 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         }
         crate::ops::quantize::qparam_kinds(call, s.dtype(sc), s.dtype(zp))?
     };
+    let xq = match fused {
+        Some(xq) => xq,
+        None => act_fake_quant(g, call, (x, k), (sc, zp), kinds)?,
+    };
+    let (out, _) = output(g, call, 8, &lead, Some(q.n))?;
+    let bias = bias_arg(g, call, 7, q.n)?;
+    let out32 = f32_output(g, call, out)?;
+    let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
+    forward(
+        g,
+        call,
+        xq,
+        k,
+        out32,
+        bias,
+        q,
+        (peaks, FWD_F16_MIN_M, false),
+    )?;
+    finish_output(g, call, out32, out, 8)
+}
+
+/// The 8da4w linear's own fake-quant node: x [.., K] quantized per row with (sc, zp) and
+/// dequantized into a new fp32 tensor (q4_act_fakequant.comp).
+fn act_fake_quant(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (x, k): (TensorId, usize),
+    (sc, zp): (TensorId, TensorId),
+    kinds: u32,
+) -> Result<TensorId> {
+    let what = call.what();
     let xq = {
         let dims = g.shapes().max_dims(x).to_vec();
         g.new_tensor(
@@ -557,21 +594,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             })
         },
     )?;
-    let (out, _) = output(g, call, 8, &lead, Some(q.n))?;
-    let bias = bias_arg(g, call, 7, q.n)?;
-    let out32 = f32_output(g, call, out)?;
-    let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
-    forward(
-        g,
-        call,
-        xq,
-        k,
-        out32,
-        bias,
-        q,
-        (peaks, FWD_F16_MIN_M, false),
-    )?;
-    finish_output(g, call, out32, out, 8)
+    Ok(xq)
 }
 
 pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {

@@ -340,6 +340,19 @@ fn activation(
     kmax: usize,
     rule: &str,
 ) -> Result<(TensorId, usize)> {
+    let (x, k) = checked_activation(g, call, i, name, kmax, rule)?;
+    Ok((as_f32(g, call, x, i, name)?, k))
+}
+
+/// [`activation`]'s checks without the conversion: arg `i` itself (fp32 or fp16) and its K.
+fn checked_activation(
+    g: &GraphBuilder<'_>,
+    call: &OpCall,
+    i: usize,
+    name: &str,
+    kmax: usize,
+    rule: &str,
+) -> Result<(TensorId, usize)> {
     let x = g.tensor_arg(call, i)?;
     let s = g.shapes();
     match s.dtype(x) {
@@ -354,7 +367,7 @@ fn activation(
     }
     let dims = s.max_dims(x).to_vec();
     match dims.last() {
-        Some(&k) if k >= 1 && k <= kmax => Ok((as_f32(g, call, x, i, name)?, k)),
+        Some(&k) if k >= 1 && k <= kmax => Ok((x, k)),
         _ => Err(invalid_program(format!(
             "{}: {name} has sizes {dims:?}; its last dim must be in 1..={kmax} ({rule})",
             call.what()
