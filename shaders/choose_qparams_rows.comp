@@ -1,18 +1,10 @@
 #version 450
 // torchao.choose_qparams_affine over rows (block_size [1, ..., 1, K]): one workgroup per row
 // of x [R, K] finds the row's min and max (a shared-memory tree over LANES strided partial
-// results, so any K works and no subgroup size is assumed), then invocation 0 computes in
-// fp32, as torchao does for fp32 input:
-//   lo = min(min_k x, 0), hi = max(max_k x, 0)
-//   ASYMMETRIC (mapping 0): scale = max((hi - lo) / (qmax - qmin), eps),
-//                           zp = clamp(qmin - roundEven(lo / scale), qmin, qmax)
-//   SYMMETRIC (1):          scale = max(max(-lo, hi) / ((qmax - qmin) / 2), eps)
-//   SYMMETRIC_NO_CLIPPING_ERR (2): scale = max(lo / qmin > hi / qmax ? lo / qmin : hi / qmax, eps)
-//   symmetric zero point:   trunc((qmax + qmin + 1) / 2)
-// Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
-// every later rounding of x / scale follow the quotient). Outputs are written as raw words so
-// that one shader serves each dtype: scale fp32 or fp16, zero point int32, fp32 or int8
-// (sub-word elements by atomic AND / OR on their word, leaving the neighbours' bytes).
+// results, so any K works and no subgroup size is assumed), then invocation 0 computes the
+// scale and zero point (act_qparams.glsl). Outputs are written as raw words so that one
+// shader serves each dtype: scale fp32 or fp16, zero point int32, fp32 or int8 (sub-word
+// elements by atomic AND / OR on their word, leaving the neighbours' bytes).
 //
 // FAKEQUANT = 1 (`choose_qparams_fq_rows_*`): the workgroup then also writes its row of x
 // quantized and dequantized with the scale and zero point as stored (what
@@ -21,6 +13,7 @@
 // us of fixed cost at M = 1 on an H200) and, for fp16 x, the conversion node: the row was
 // just read, so the second pass finds it in the cache.
 #include "common.glsl"
+#include "act_qparams.glsl"
 #ifndef FAKEQUANT
 #define FAKEQUANT 0
 #endif
@@ -57,13 +50,6 @@ shared float s_hi[LANES];
 shared float s_stored[2];  // the scale and zero point as the linear reads them back
 #endif
 
-float div_fixed(float a, float b) {
-  precise float q = a / b;
-  precise float r = fma(-q, b, a);
-  precise float qc = q + r / b;
-  return qc;
-}
-
 // Element `i` of a buffer of 2^(5 - log2(bits)) elements per word: `v`'s low `bits` bits.
 void store_sub(uint i, uint bits, uint v, bool to_scale) {
   const uint per = 32u / bits, shift = (i % per) * bits, mask = ((1u << bits) - 1u) << shift;
@@ -75,16 +61,6 @@ void store_sub(uint i, uint bits, uint v, bool to_scale) {
     atomicOr(zp_w[i / per], (v << shift) & mask);
   }
 }
-
-#if FAKEQUANT
-// q4_act_fakequant.comp's arithmetic, term for term (invc: 1 / s corrected once).
-float fake_quant(float x, float s, float z, float invc) {
-  precise float t = x * invc;
-  const float q = clamp(roundEven(t) + z, -128.0, 127.0);
-  precise float o = (q - z) * s;
-  return o;
-}
-#endif
 
 void main() {
   const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -121,60 +97,35 @@ void main() {
     barrier();
   }
   if (lane == 0u) {
-    lo = min(s_lo[0], 0.0);
-    hi = max(s_hi[0], 0.0);
-    const float qmin = float(p.qmin), qmax = float(p.qmax);
-    float scale;
-    float zp;
-    if (p.mapping == 0u) {
-      precise float range = hi - lo;
-      scale = max(div_fixed(range, qmax - qmin), p.eps);
-      zp = clamp(qmin - roundEven(div_fixed(lo, scale)), qmin, qmax);
-    } else {
-      if (p.mapping == 1u) {
-        scale = div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
-      } else {
-        const float smin = div_fixed(lo, qmin), smax = div_fixed(hi, qmax);
-        scale = smin > smax ? smin : smax;
-      }
-      scale = max(scale, p.eps);
-      zp = float((p.qmax + p.qmin + 1) / 2);
-    }
-    float scale_stored = scale, zp_stored = zp;
+    const vec4 qp =
+        act_qparams(s_lo[0], s_hi[0], p.mapping, p.qmin, p.qmax, p.eps, p.kinds);
     if ((p.kinds & 0xFFu) == 0u) {
-      scale_w[row] = floatBitsToUint(scale);
+      scale_w[row] = floatBitsToUint(qp.x);
     } else {
-      const uint h = packHalf2x16(vec2(scale, 0.0)) & 0xFFFFu;
-      store_sub(row, 16u, h, true);
-      scale_stored = unpackHalf2x16(h).x;
+      store_sub(row, 16u, packHalf2x16(vec2(qp.x, 0.0)) & 0xFFFFu, true);
     }
     const uint zk = (p.kinds >> 8) & 0xFFu;
     if (zk == 0u) {
-      zp_w[row] = uint(int(zp));
-      zp_stored = float(int(zp));
+      zp_w[row] = uint(int(qp.y));
     } else if (zk == 1u) {
-      zp_w[row] = floatBitsToUint(zp);
+      zp_w[row] = floatBitsToUint(qp.y);
     } else {
-      store_sub(row, 8u, uint(int(zp)) & 0xFFu, false);
-      zp_stored = float(bitfieldExtract(int(zp), 0, 8));
+      store_sub(row, 8u, uint(int(qp.y)) & 0xFFu, false);
     }
 #if FAKEQUANT
-    s_stored[0] = scale_stored;
-    s_stored[1] = zp_stored;
+    s_stored[0] = qp.z;
+    s_stored[1] = qp.w;
 #endif
   }
 #if FAKEQUANT
   barrier();
-  const float s = s_stored[0], z = s_stored[1];
-  precise float inv = 1.0 / s;
-  precise float e = fma(-inv, s, 1.0);
-  precise float invc = fma(inv, e, inv);
+  const float s = s_stored[0], z = s_stored[1], invc = act_inv_scale(s);
   uint i = lane;
   for (; i + (UNROLL - 1u) * LANES < p.K; i += UNROLL * LANES) {
     float v[UNROLL];
     for (uint u = 0u; u < UNROLL; ++u) v[u] = float(x_[base + i + u * LANES]);
-    for (uint u = 0u; u < UNROLL; ++u) xq[base + i + u * LANES] = fake_quant(v[u], s, z, invc);
+    for (uint u = 0u; u < UNROLL; ++u) xq[base + i + u * LANES] = act_fake_quant(v[u], s, z, invc);
   }
-  for (; i < p.K; i += LANES) xq[base + i] = fake_quant(float(x_[base + i]), s, z, invc);
+  for (; i < p.K; i += LANES) xq[base + i] = act_fake_quant(float(x_[base + i]), s, z, invc);
 #endif
 }

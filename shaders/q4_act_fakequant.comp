@@ -3,12 +3,13 @@
 // given scale and zero point, as torchao's quantize_affine / dequantize_affine pair does,
 //   q = clamp(roundEven(x * (1 / scale[r])) + zp[r], -128, 127),
 //   out = float(q - zp[r]) * scale[r],
-// in fp32 (the reciprocal with one residual correction, so it is the correctly rounded one
-// in all but rare cases). The 4-bit linear then runs on `out`: (q - zp) * scale is the
+// in fp32 (act_qparams.glsl; the reciprocal with one residual correction, so it is the
+// correctly rounded one in all but rare cases). The 4-bit linear then runs on `out`: (q - zp) * scale is the
 // integer kernel's sum_k (q - zp)(code - 8) * s_in * s_w with the product rounded once.
 // Scale and zero point come as raw words (see choose_qparams_rows.comp): scale fp32 or fp16,
 // zero point int32, fp32 or int8.
 #include "common.glsl"
+#include "act_qparams.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { float x_[]; };
@@ -41,11 +42,5 @@ void main() {
   } else {
     zp = float(bitfieldExtract(int(zp_w[r >> 2]), int((r & 3u) * 8u), 8));
   }
-  precise float inv = 1.0 / s;
-  precise float e = fma(-inv, s, 1.0);
-  precise float invc = fma(inv, e, inv);
-  precise float t = x_[i] * invc;
-  const float q = clamp(roundEven(t) + zp, -128.0, 127.0);
-  precise float o = (q - zp) * s;
-  out_[i] = o;
+  out_[i] = act_fake_quant(x_[i], s, zp, act_inv_scale(s));
 }

@@ -37,10 +37,19 @@
 // 8.3, N = 1024, K = 4096 6.4 -> 6.1; with workgroups of 512 it lost 0.1-0.2 us, and where
 // workgroups walk several blocks the loop's extra branch cost 0.6 us at 8192^2 and 1.6 at
 // N = 28672.
+//
+// DQ = 1 (`q4_linear_gemv_half_dq`, `_early_dq`; unsliced): x is the raw activation row of an
+// 8da4w linear (et_vk.linear_dq8ca_q4gsw), quantized per row to int8 and dequantized here
+// (act_qparams.glsl, the choose_qparams node's arithmetic; its parameters as specialization
+// constants 3-7) instead of by a node before: every workgroup holds the whole row, finds
+// its min and max (two barriers, while the first weights are in flight) and fake-quantizes
+// its 16 activations in registers. At M = 1 the choose_qparams node then launches nothing
+// (ops/quantize.rs).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
 #include "q4_scales.glsl"
+#include "act_qparams.glsl"
 // OpSDotKHR over two words of 4 signed 8-bit lanes (see q4_linear_gemv_wide.comp).
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
 int sdot4x8(uint a, uint b, spirv_literal uint fmt);
@@ -56,6 +65,16 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define SEGS (NT / RW)
 #ifndef EARLY
 #define EARLY 0
+#endif
+#ifndef DQ
+#define DQ 0
+#endif
+#if DQ
+layout(constant_id = 3) const uint DQ_MAPPING = 0u;
+layout(constant_id = 4) const int DQ_QMIN = -128;
+layout(constant_id = 5) const int DQ_QMAX = 127;
+layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
+layout(constant_id = 7) const uint DQ_KINDS = 0u;
 #endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
@@ -92,6 +111,9 @@ layout(push_constant) uniform Params {
 
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
+#if DQ
+shared float dq_part[64];  // 32 partial minima, then 32 maxima
+#endif
 #if SLICED
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
 #endif
@@ -197,6 +219,48 @@ void main() {
                    k + 2u < p.K ? x[k + 2u] : 0.0, k + 3u < p.K ? x[k + 3u] : 0.0);
     }
   }
+#if DQ
+  {
+    // The row's min and max: the invocations past the row hold copies of its last half
+    // chunk and zeros past K, neither of which moves them (act_qparams takes min(lo, 0) and
+    // max(hi, 0)).
+    float l = min(min(min(xv[0].x, xv[0].y), min(xv[0].z, xv[0].w)),
+                  min(min(xv[1].x, xv[1].y), min(xv[1].z, xv[1].w)));
+    l = min(l, min(min(min(xv[2].x, xv[2].y), min(xv[2].z, xv[2].w)),
+                   min(min(xv[3].x, xv[3].y), min(xv[3].z, xv[3].w))));
+    float u = max(max(max(xv[0].x, xv[0].y), max(xv[0].z, xv[0].w)),
+                  max(max(xv[1].x, xv[1].y), max(xv[1].z, xv[1].w)));
+    u = max(u, max(max(max(xv[2].x, xv[2].y), max(xv[2].z, xv[2].w)),
+                   max(max(xv[3].x, xv[3].y), max(xv[3].z, xv[3].w))));
+    red[t] = l;
+    red[NT + t] = u;
+    barrier();
+    if (t < 32u) {
+      for (uint i = t + 32u; i < NT; i += 32u) {
+        l = min(l, red[i]);
+        u = max(u, red[NT + i]);
+      }
+      dq_part[t] = l;
+      dq_part[32u + t] = u;
+    }
+    barrier();
+    l = dq_part[0];
+    u = dq_part[32];
+    for (uint i = 1u; i < min(32u, NT); ++i) {
+      l = min(l, dq_part[i]);
+      u = max(u, dq_part[32u + i]);
+    }
+    const vec4 qp = act_qparams(l, u, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
+                                DQ_KINDS);
+    const float invc = act_inv_scale(qp.z);
+    // Past K the row stays zero (a zero point off the int8 range would move it).
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        if (k0 + 4u * i + c < p.K) xv[i][c] = act_fake_quant(xv[i][c], qp.z, qp.w, invc);
+      }
+    }
+  }
+#endif
   uint le[3][2], lo[3][2];
   int lsum[3];
   float unit;

@@ -180,7 +180,9 @@ fn quantize_limits_name_the_op_and_rule() {
 /// node writes x quantized and dequantized, the second is left out (nothing else reads its
 /// outputs), the third writes its scale (a graph output) only, and no linear dispatches a
 /// fake-quant node of its own: the linear with its own (the x-written-between case) has one
-/// plain dispatch more than these. The numbers themselves are checked by the quantize family.
+/// dispatch more than these. At M = 1, where the linears run the half GEMV, they take its DQ
+/// form and the first choose_qparams node launches nothing. The numbers themselves are
+/// checked by the quantize family.
 #[test]
 fn act_quant_fusion_leaves_out_nodes() {
     let all = (cases::family("quantize").cases)();
@@ -189,12 +191,12 @@ fn act_quant_fusion_leaves_out_nodes() {
             .find(|c| c.label().contains(part))
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
-    let dispatches = |case: &etvk_tests::OpCase| -> Vec<(u32, usize)> {
+    let profile = |case: &etvk_tests::OpCase, run_index: usize| {
         let be = etvk_tests::backend();
         let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
             .expect("init");
         d.set_profiling(true).expect("profiling");
-        let run = &case.runs[0];
+        let run = &case.runs[run_index];
         let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
         args.extend(
             run.expected
@@ -202,25 +204,48 @@ fn act_quant_fusion_leaves_out_nodes() {
                 .map(etvk_tests::case::output_placeholder),
         );
         d.execute(&mut args).expect("execute");
-        let nodes = d.profile_nodes();
+        let nodes = d.profile_nodes().to_vec();
         assert!(!nodes.is_empty(), "no profile (timestamps unsupported?)");
+        nodes
+    };
+    // (node id, dispatches) in node order.
+    let dispatches = |nodes: &[etvk_runtime::NodeTime]| -> Vec<(u32, usize)> {
         let ids: std::collections::BTreeSet<u32> = nodes.iter().map(|n| n.node_id).collect();
         ids.into_iter()
             .map(|id| (id, nodes.iter().filter(|n| n.node_id == id).count()))
             .collect()
     };
-    let shared = dispatches(find("float32 three linears on one x"));
-    let written = dispatches(find("x written between"));
+    let shared = find("float32 three linears on one x");
     // Node ids are chain positions: choose 0, linear 1, choose 2, linear 3, choose 4, linear 5.
     assert_eq!(
-        shared,
+        dispatches(&profile(shared, 0)),
         vec![(0, 1), (1, 1), (3, 1), (4, 1), (5, 1)],
-        "three linears on one x: (node, dispatches)"
+        "three linears on one x at M = 3: (node, dispatches)"
     );
     // choose 0, update_cache 1, linear 2 with its own fake-quant node.
     assert_eq!(
-        written,
+        dispatches(&profile(find("x written between"), 0)),
         vec![(0, 1), (1, 1), (2, 2)],
         "x written between: (node, dispatches)"
     );
+    // Run 1 is at M = 1.
+    let m1 = profile(shared, 1);
+    let kernel = |id: u32| m1.iter().find(|n| n.node_id == id).expect("node");
+    let choose_ran = |id: u32| kernel(id).launched;
+    if kernel(1).op.contains("gemv_half") {
+        for id in [1, 3, 5] {
+            assert!(
+                kernel(id).op.ends_with("_dq"),
+                "linear {id} at M = 1: {}",
+                kernel(id).op
+            );
+        }
+        assert!(!choose_ran(0), "choose 0 launched at M = 1");
+        assert!(
+            choose_ran(4),
+            "choose 4 (its scale is an output) idle at M = 1"
+        );
+    } else {
+        assert!(choose_ran(0), "choose 0 idle at M = 1 without the DQ GEMV");
+    }
 }

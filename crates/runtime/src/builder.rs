@@ -285,7 +285,7 @@ pub struct GraphBuilder<'a> {
     pub q4_mma: Option<String>,
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
-    pub(crate) act_quant: HashMap<(usize, usize, usize), TensorId>,
+    pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
     /// The fused choose_qparams nodes so far, for later ones on the same x to reuse.
     pub(crate) act_quant_sources: Vec<crate::ops::quantize::ActQuantSource>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder

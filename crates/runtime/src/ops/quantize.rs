@@ -9,6 +9,9 @@
 //! (block-wise `(q - zero_point) * scale`), which the exporter leaves in front of
 //! `aten.linear` for int8 (and per-channel int4 without a fused pattern) weight-only linears.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
@@ -330,32 +333,45 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let x_val = call.arg(0)?;
     let [s_val, z_val] = [outs[0], outs[1]];
     let plan = plan_act_quant(g, call, x, (x_val, s_val, z_val), params);
-    let xq = match plan {
+    // (xq, how many of its linears read it at M = 1) when this node writes it.
+    let fq = match plan {
         ChoosePlan::Plain => None,
-        ChoosePlan::Fused => {
+        ChoosePlan::Fused { other_reader } => {
             let xq = g.new_tensor(
                 DataType::Float32,
                 xd.clone(),
                 None,
                 format!("{what}: x quantized and dequantized"),
             )?;
+            let used = ActQuantUse {
+                xq,
+                spec: params.spec(),
+                readers_at_m1: Arc::new(AtomicUsize::new(0)),
+            };
             g.act_quant_sources.push(ActQuantSource {
                 x: x_val,
                 params,
-                xq,
+                used: used.clone(),
                 index: call.index,
             });
-            g.act_quant.insert((x_val, s_val, z_val), xq);
-            Some(xq)
+            g.act_quant.insert((x_val, s_val, z_val), used.clone());
+            // Other readers of the scale and zero point need this node at every M.
+            let readers = used.readers_at_m1;
+            if other_reader {
+                readers.fetch_add(1, Ordering::Relaxed);
+            }
+            Some((xq, readers))
         }
-        ChoosePlan::Reuse { xq, skip } => {
-            g.act_quant.insert((x_val, s_val, z_val), xq);
+        ChoosePlan::Reuse { used, skip } => {
+            g.act_quant.insert((x_val, s_val, z_val), used);
             if skip {
                 return Ok(());
             }
             None
         }
     };
+    let xq = fq.as_ref().map(|f| f.0);
+    let readers_at_m1 = fq.map(|f| f.1);
     let s = g.shapes();
     let (shader, bindings) = match xq {
         Some(xq) => (
@@ -389,6 +405,12 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         if let Some(xq) = xq {
             s.set_dims(xq, dims.clone())?;
         }
+        // At M = 1 every linear may quantize x itself (the DQ half GEMV): nothing to launch.
+        let idle = rows == 1
+            && readers_at_m1
+                .as_ref()
+                .is_some_and(|r| r.load(Ordering::Relaxed) == 0);
+        let rows = if idle { 0 } else { rows };
         Ok(crate::graph::Launch {
             push: Push::new()
                 .u32(to_u32(rows, "rows")?)
@@ -410,7 +432,7 @@ const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
 
 /// What decides whether two choose_qparams nodes on one x compute the same outputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct ActQuantParams {
+struct ActQuantParams {
     mapping: u32,
     qmin: i64,
     qmax: i64,
@@ -419,13 +441,38 @@ pub(crate) struct ActQuantParams {
     kinds: u32,
 }
 
+impl ActQuantParams {
+    /// As the DQ half GEMV's specialization constants 3-7 (q4_linear_gemv_half.comp).
+    fn spec(&self) -> [u32; 5] {
+        [
+            self.mapping,
+            self.qmin as i32 as u32,
+            self.qmax as i32 as u32,
+            self.eps_bits,
+            self.kinds,
+        ]
+    }
+}
+
+/// x quantized and dequantized by a choose_qparams node, as an 8da4w linear finds it.
+#[derive(Debug, Clone)]
+pub(crate) struct ActQuantUse {
+    /// The fake-quantized x (fp32, x's sizes).
+    pub(crate) xq: TensorId,
+    /// The node's parameters for a DQ half GEMV that quantizes x itself instead.
+    pub(crate) spec: [u32; 5],
+    /// Readers of `xq` (or of the node's outputs) at M = 1; at 0 the node launches nothing
+    /// there. Counted while the graph is built, read by the node's resize.
+    pub(crate) readers_at_m1: Arc<AtomicUsize>,
+}
+
 /// A choose_qparams node that also wrote x quantized and dequantized (`xq`).
 #[derive(Debug, Clone)]
 pub(crate) struct ActQuantSource {
     /// x's value id.
     x: usize,
     params: ActQuantParams,
-    xq: TensorId,
+    used: ActQuantUse,
     /// Chain position of the node.
     index: usize,
 }
@@ -434,11 +481,12 @@ pub(crate) struct ActQuantSource {
 enum ChoosePlan {
     /// Scale and zero point only.
     Plain,
-    /// Also x quantized and dequantized, for the 8da4w linears that read its outputs.
-    Fused,
+    /// Also x quantized and dequantized, for the 8da4w linears that read its outputs (and
+    /// whether anything else reads them).
+    Fused { other_reader: bool },
     /// An earlier fused node on the same x with the same parameters made the linears' input
     /// already; this node is left out when nothing else reads its outputs (`skip`).
-    Reuse { xq: TensorId, skip: bool },
+    Reuse { used: ActQuantUse, skip: bool },
 }
 
 /// Value ids an op refers to: its args and the members of ValueList args.
@@ -519,10 +567,10 @@ fn plan_act_quant(
         .find(|src| src.x == x_val && src.params == params && x_kept(src.index));
     match earlier {
         Some(src) => ChoosePlan::Reuse {
-            xq: src.xq,
+            used: src.used.clone(),
             skip: !other_reader,
         },
-        None if x_kept(call.index) => ChoosePlan::Fused,
+        None if x_kept(call.index) => ChoosePlan::Fused { other_reader },
         None => ChoosePlan::Plain,
     }
 }

@@ -7,7 +7,9 @@ use super::*;
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
 /// per-32-row scale peaks from the op's scales constant (`q.scales_arg`), from which the f16
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
-/// came in as fp16 (arg 0; `x` is then its fp32 copy).
+/// came in as fp16 (arg 0; `x` is then its fp32 copy). `dq`: an 8da4w linear's raw x and
+/// quantization parameters, which the unsliced half GEMV can take instead of `x` (its DQ
+/// form); the result says whether the M = 1 kernel does (then `x` is not read at M = 1).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -18,7 +20,8 @@ fn forward(
     bias: Option<TensorId>,
     q: Q4,
     (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
-) -> Result<()> {
+    dq: Option<DqGemv>,
+) -> Result<bool> {
     let big = big_tiles_ok(g);
     let max_m: usize = {
         let d = g.shapes().max_dims(x);
@@ -189,7 +192,24 @@ fn forward(
                         [out, x, q.w, q.s, bias_t, part, counters],
                     )
                 }
-                _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
+                _ => match (kn, dq) {
+                    (
+                        Kernel::GemvHalf {
+                            slices: 1, early, ..
+                        },
+                        Some(dq),
+                    ) => {
+                        let shader = if early {
+                            ShaderId::Q4LinearGemvHalfEarlyDq
+                        } else {
+                            ShaderId::Q4LinearGemvHalfDq
+                        };
+                        let mut d = Dispatch::new(shader, [out, dq.x, q.w, q.s, bias_t]);
+                        d.spec = dq.spec.to_vec();
+                        d
+                    }
+                    _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
+                },
             };
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
@@ -204,6 +224,7 @@ fn forward(
             Ok(d)
         })
         .collect::<Result<Vec<_>>>()?;
+    let dq_at_m1 = dq.is_some() && matches!(choose(1), Kernel::GemvHalf { slices: 1, .. });
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, x, k, "x")?;
@@ -239,7 +260,7 @@ fn forward(
     })?;
     let Some(partial) = partial else {
         // No reachable M splits: the first node writes `out` at every M.
-        return Ok(());
+        return Ok(dq_at_m1);
     };
     // A one-variant dispatch_select so that profiles name it `op/kernel` like the first
     // node; it launches no workgroups when the current M's kernel wrote `out` itself.
@@ -257,7 +278,17 @@ fn forward(
             idle_reduce(n)?
         };
         Ok((0, launch))
-    })
+    })?;
+    Ok(dq_at_m1)
+}
+
+/// An 8da4w linear's raw fp32 x and its choose_qparams parameters as the DQ half GEMV's
+/// specialization constants 3-7: mapping, quant_min, quant_max, eps (fp32 bits), the
+/// scale / zero point dtypes' kinds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DqGemv {
+    pub(crate) x: TensorId,
+    pub(crate) spec: [u32; 5],
 }
 
 /// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
@@ -460,7 +491,17 @@ pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
     let x16 = x_is_f16(g, call)?;
-    forward(g, call, x, k, out32, bias, q, (peaks, FWD_F16_MIN_M, x16))?;
+    forward(
+        g,
+        call,
+        x,
+        k,
+        out32,
+        bias,
+        q,
+        (peaks, FWD_F16_MIN_M, x16),
+        None,
+    )?;
     finish_output(g, call, out32, out, 5)
 }
 
@@ -508,7 +549,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
     let fused = g
         .act_quant
         .get(&(call.arg(0)?, call.arg(1)?, call.arg(2)?))
-        .copied();
+        .cloned();
     let (x, k, lead) = q4gsw_activation(g, call, &q, fused.is_none())?;
     let sc = g.tensor_or_prepack(call, 1)?;
     let zp = g.tensor_or_prepack(call, 2)?;
@@ -524,15 +565,20 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         }
         crate::ops::quantize::qparam_kinds(call, s.dtype(sc), s.dtype(zp))?
     };
-    let xq = match fused {
-        Some(xq) => xq,
+    let xq = match &fused {
+        Some(f) => f.xq,
         None => act_fake_quant(g, call, (x, k), (sc, zp), kinds)?,
+    };
+    // With a fused node, the half GEMV can quantize fp32 x itself at M = 1.
+    let dq = match &fused {
+        Some(f) if g.shapes().dtype(x) == DataType::Float32 => Some(DqGemv { x, spec: f.spec }),
+        _ => None,
     };
     let (out, _) = output(g, call, 8, &lead, Some(q.n))?;
     let bias = bias_arg(g, call, 7, q.n)?;
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
-    forward(
+    let dq_at_m1 = forward(
         g,
         call,
         xq,
@@ -541,7 +587,14 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         bias,
         q,
         (peaks, FWD_F16_MIN_M, false),
+        dq,
     )?;
+    if let Some(f) = fused {
+        if !dq_at_m1 {
+            f.readers_at_m1
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     finish_output(g, call, out32, out, 8)
 }
 
@@ -638,6 +691,16 @@ pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::channel_scale_peaks_layout(n);
     let x16 = x_is_f16(g, call)?;
-    forward(g, call, x, k, out32, None, q, (peaks, QCS4W_F16_MIN_M, x16))?;
+    forward(
+        g,
+        call,
+        x,
+        k,
+        out32,
+        None,
+        q,
+        (peaks, QCS4W_F16_MIN_M, x16),
+        None,
+    )?;
     finish_output(g, call, out32, out, 3)
 }

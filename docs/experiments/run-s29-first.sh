@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 29, run 1: the 8da4w linear with its fake-quant done by the choose_qparams node
+# (e3f0879, `.gl/bin`) against the separate fake-quant node (40d7dfc, `.gl/bin_prev`),
+# interleaved twice, the weight-only linear beside it; then the per-node profile at M = 1.
+# Here:   cp .gl/bin/etvk .gl/bin_prev/ (before) && scripts/device-bench.sh prepare &&
+#         bash docs/experiments/run-s29-first.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s29-first.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_begin "$0" "$@"
+{
+    .gl/bin/etvk bench read --ceiling-mib 1024 2>&1 | grep -E 'ceiling' || true
+    for c in "1 8192 8192" "1 28672 8192" "1 8192 28672" "1 4096 4096" "8 8192 8192" \
+        "32 8192 8192"; do
+        set -- $c
+        for v in bin_prev bin bin_prev bin; do
+            echo -n "$v dq8ca M=$1 N=$2 K=$3: "
+            exp_row ".gl/$v/etvk" bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
+        done
+        echo -n "bin q4gsw M=$1 N=$2 K=$3: "
+        exp_row .gl/bin/etvk bench linear_q4gsw --m "$1" --n "$2" --k "$3"
+    done
+    for k in 8192 28672; do
+        echo "== profile K=$k"
+        ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n 8192 --k $k \
+            --iters 20 2>&1 | grep node | tail -3
+    done
+} 2>&1 | tee "$OUT/s29-first.txt"

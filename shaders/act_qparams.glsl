@@ -1,0 +1,72 @@
+// torchao's per-row int8 activation quantization, shared by choose_qparams_rows.comp (the
+// choose_qparams node) and the half GEMV's DQ form (q4_linear_gemv_half.comp), which must
+// agree bit for bit: the 8da4w linear takes either (ops/quantize.rs).
+//
+// From the row's min `lo` and max `hi`, in fp32 as torchao does for fp32 input:
+//   lo = min(lo, 0), hi = max(hi, 0)
+//   ASYMMETRIC (mapping 0): scale = max((hi - lo) / (qmax - qmin), eps),
+//                           zp = clamp(qmin - roundEven(lo / scale), qmin, qmax)
+//   SYMMETRIC (1):          scale = max(max(-lo, hi) / ((qmax - qmin) / 2), eps)
+//   SYMMETRIC_NO_CLIPPING_ERR (2): scale = max(lo / qmin > hi / qmax ? lo / qmin : hi / qmax, eps)
+//   symmetric zero point:   trunc((qmax + qmin + 1) / 2)
+// Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
+// every later rounding of x / scale follow the quotient).
+
+float act_div_fixed(float a, float b) {
+  precise float q = a / b;
+  precise float r = fma(-q, b, a);
+  precise float qc = q + r / b;
+  return qc;
+}
+
+// The row's scale and zero point (`qp.x`, `qp.y`) and the same as stored in the outputs'
+// dtypes and read back (`qp.z`, `qp.w`): kinds bits 0-7 scale 0 fp32 / 1 fp16, bits 8-15
+// zero point 0 int32 / 1 fp32 / 2 int8.
+vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float eps, uint kinds) {
+  lo = min(lo, 0.0);
+  hi = max(hi, 0.0);
+  const float qmin = float(iqmin), qmax = float(iqmax);
+  float scale;
+  float zp;
+  if (mapping == 0u) {
+    precise float range = hi - lo;
+    scale = max(act_div_fixed(range, qmax - qmin), eps);
+    zp = clamp(qmin - roundEven(act_div_fixed(lo, scale)), qmin, qmax);
+  } else {
+    if (mapping == 1u) {
+      scale = act_div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
+    } else {
+      const float smin = act_div_fixed(lo, qmin), smax = act_div_fixed(hi, qmax);
+      scale = smin > smax ? smin : smax;
+    }
+    scale = max(scale, eps);
+    zp = float((iqmax + iqmin + 1) / 2);
+  }
+  float scale_stored = scale, zp_stored = zp;
+  if ((kinds & 0xFFu) == 1u) scale_stored = unpackHalf2x16(packHalf2x16(vec2(scale, 0.0))).x;
+  const uint zk = (kinds >> 8) & 0xFFu;
+  if (zk == 0u) {
+    zp_stored = float(int(zp));
+  } else if (zk == 2u) {
+    zp_stored = float(bitfieldExtract(int(zp), 0, 8));
+  }
+  return vec4(scale, zp, scale_stored, zp_stored);
+}
+
+// 1 / s with one residual correction (the correctly rounded reciprocal in all but rare
+// cases), as q4_act_fakequant.comp computes it.
+float act_inv_scale(float s) {
+  precise float inv = 1.0 / s;
+  precise float e = fma(-inv, s, 1.0);
+  precise float invc = fma(inv, e, inv);
+  return invc;
+}
+
+// x quantized to int8 with (s, z) and dequantized: q4_act_fakequant.comp's arithmetic, term
+// for term (invc = act_inv_scale(s)).
+float act_fake_quant(float x, float s, float z, float invc) {
+  precise float t = x * invc;
+  const float q = clamp(roundEven(t) + z, -128.0, 127.0);
+  precise float o = (q - z) * s;
+  return o;
+}
