@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Session 29, run 1: the 8da4w linear with its fake-quant done by the choose_qparams node
-# (e3f0879, `.gl/bin`) against the separate fake-quant node (40d7dfc, `.gl/bin_prev`),
-# interleaved twice, the weight-only linear beside it; then the per-node profile at M = 1.
-# Here:   cp .gl/bin/etvk .gl/bin_prev/ (before) && scripts/device-bench.sh prepare &&
-#         bash docs/experiments/run-s29-first.sh prepare
+# Session 29, run 1: the 8da4w linear three ways, interleaved twice: the separate fake-quant
+# node (40d7dfc, `.gl/bin_prev`), the fake-quant done by the choose_qparams node (e3f0879,
+# `.gl/bin_fused`), and at M = 1 the half GEMV's _dq forms with the choose node idle
+# (255533d, `.gl/bin`); the weight-only linear beside them; then the per-node profile at
+# M = 1.
+# Here:   copy each commit's release etvk into .gl/bin_prev/, .gl/bin_fused/, then
+#         scripts/device-bench.sh prepare && bash docs/experiments/run-s29-first.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s29-first.sh
 set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -15,7 +17,7 @@ exp_begin "$0" "$@"
     for c in "1 8192 8192" "1 28672 8192" "1 8192 28672" "1 4096 4096" "8 8192 8192" \
         "32 8192 8192"; do
         set -- $c
-        for v in bin_prev bin bin_prev bin; do
+        for v in bin_prev bin_fused bin bin_prev bin_fused bin; do
             echo -n "$v dq8ca M=$1 N=$2 K=$3: "
             exp_row ".gl/$v/etvk" bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
         done
@@ -25,6 +27,6 @@ exp_begin "$0" "$@"
     for k in 8192 28672; do
         echo "== profile K=$k"
         ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n 8192 --k $k \
-            --iters 20 2>&1 | grep node | tail -3
+            --iters 20 2>&1 | grep node | tail -4
     done
 } 2>&1 | tee "$OUT/s29-first.txt"

@@ -376,6 +376,16 @@ fn bench_linear(
                 if backward {
                     g.add_op(plan.name, &[x, w, s, gsv, out]);
                 } else if dq8ca {
+                    // Each instance quantizes an x of its own (a copy made by an untimed
+                    // clone node, as a norm writes x before it in a model): on one shared x
+                    // the runtime would leave out every choose_qparams node but the first
+                    // (ops/quantize.rs), and the bench would time less than one linear.
+                    let x = {
+                        let xc = g.add_tensor(x_dtype, &[m, in_feat]);
+                        let fmt = g.add_null();
+                        g.add_op("aten.clone.default", &[x, fmt, xc]);
+                        xc
+                    };
                     // As the exporter writes it: choose_qparams_affine (11 args) into per-row
                     // scale / zero-point tensors, then the linear with code sums it ignores.
                     let (sc, zp) = (
