@@ -118,6 +118,7 @@ pub const SUPPORTED: &[&str] = &[
     "et_vk.sdpa.default",
     "et_vk.select_as_symint.default",
     "sdpa_with_kv_cache.default",
+    "update_cache.default",
     "sym_size.int",
     "add",
     "sub",
@@ -314,6 +315,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "et_vk.apply_rotary_emb_hf.default" => rotary_hf(g, a, &w),
         "et_vk.sdpa.default" => sdpa(g, a, &w),
         "sdpa_with_kv_cache.default" => sdpa_kv_cache(g, a, &w),
+        "update_cache.default" => update_cache(g, a, &w),
         "et_vk.linear_q4gsw.default" | "et_vk.q4gsw_linear.default" => q4gsw(g, a, &w),
         "et_vk.linear_q4gsw_backward.default" => q4gsw_backward(g, a, &w),
         "et_vk.linear_qcs4w.default" => qcs4w(g, a, &w),
@@ -1384,6 +1386,37 @@ fn sdpa(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     }
     let sizes = q.sizes.clone();
     g.put(a[5], sizes, data, w)
+}
+
+/// `[value, cache, start_pos, out]`: value `[B, S, H, D]` written into cache `[B, max_seq, H,
+/// D]` at rows `[start_pos, start_pos + S)`, in place; `out` is a placeholder nobody reads.
+fn update_cache(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let v = g.tensor(a[0], w)?.clone();
+    let start = g.int(a[2], w)?;
+    let [b, s, h, d] = rank4(&v, w, "value", "[B, S, H, D]")?;
+    let c = g.tensor_mut(a[1], w)?;
+    let [cb, max_seq, ch, cd] = <[usize; 4]>::try_from(c.sizes.as_slice())
+        .map_err(|_| format!("{w}: cache sizes {:?} must be [B, max_seq, H, D]", c.sizes))?;
+    if cb != b || ch != h || cd != d {
+        return Err(format!(
+            "{w}: cache {:?} does not match value {:?}",
+            c.sizes, v.sizes
+        ));
+    }
+    let start = usize::try_from(start)
+        .ok()
+        .filter(|&p| p + s <= max_seq)
+        .ok_or_else(|| format!("{w}: start_pos {start} + S {s} exceeds max_seq {max_seq}"))?;
+    let row = h * d;
+    for bi in 0..b {
+        for si in 0..s {
+            let from = (bi * s + si) * row;
+            let to = (bi * max_seq + start + si) * row;
+            c.data[to..to + row].copy_from_slice(&v.data[from..from + row]);
+        }
+    }
+    Ok(())
 }
 
 /// `[q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask?, dropout_p, is_causal,
