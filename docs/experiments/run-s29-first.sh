@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Session 29, run 1: the 8da4w linear three ways, interleaved twice: the separate fake-quant
-# node (40d7dfc, `.gl/bin_prev`), the fake-quant done by the choose_qparams node (e3f0879,
-# `.gl/bin_fused`), and at M = 1 the half GEMV's _dq forms with the choose node idle
-# (255533d, `.gl/bin`); the weight-only linear beside them; then the per-node profile at
-# M = 1.
-# Here:   copy each commit's release etvk into .gl/bin_prev/, .gl/bin_fused/, then
+# Session 29, run 1: the 8da4w linear with the separate fake-quant node (40d7dfc,
+# `.gl/bin_prev`) against HEAD (`.gl/bin`): the fake-quant done by the choose_qparams node
+# (e3f0879) and, at M = 1 with K <= 8192, the half GEMV's _dq forms with the choose node idle
+# (255533d), interleaved twice; the weight-only linear beside them; then the per-node profile
+# at M = 1. (e3f0879's own bench timed one choose node for all instances: its dedupe; fixed
+# in the next commit by a copy of x per instance.)
+# Here:   copy 40d7dfc's release etvk into .gl/bin_prev/, then
 #         scripts/device-bench.sh prepare && bash docs/experiments/run-s29-first.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s29-first.sh
 set -euo pipefail
@@ -17,7 +18,7 @@ exp_begin "$0" "$@"
     for c in "1 8192 8192" "1 28672 8192" "1 8192 28672" "1 4096 4096" "8 8192 8192" \
         "32 8192 8192"; do
         set -- $c
-        for v in bin_prev bin_fused bin bin_prev bin_fused bin; do
+        for v in bin_prev bin bin_prev bin; do
             echo -n "$v dq8ca M=$1 N=$2 K=$3: "
             exp_row ".gl/$v/etvk" bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
         done

@@ -5,7 +5,7 @@
 //! (keyword args materialized: `Int 1` when left at their default, `Double` otherwise),
 //! `mm(self, mat2, out)`, `bmm(self, mat2, out)`.
 
-use etvk_format::ir::DataType::Float32 as F32;
+use etvk_format::ir::DataType::{Float16 as F16, Float32 as F32};
 
 use crate::case::{CaseGraph, OpCase};
 use crate::compare::Tol;
@@ -86,6 +86,15 @@ fn linear_cases() -> Vec<OpCase> {
         linear_static(&[5, 1], 3, true, Weight::Constant, 60),
         // Weight and bias as plain graph inputs.
         linear_static(&[3, 13], 7, false, Weight::Input, 70),
+        // The GEMV's four-load rounds and their tail (K = 300 = 2 * 128 + 44), M = 1, 2, 7.
+        linear_static(&[1, 300], 40, true, Weight::Constant, 71),
+        linear_static(&[2, 260], 9, false, Weight::Constant, 72),
+        linear_static(&[7, 129], 5, true, Weight::Constant, 73),
+        // The tiled kernel: partial 64 x 64 tiles and a K that is no multiple of 16.
+        linear_static(&[70, 150], 67, true, Weight::Constant, 74),
+        linear_static(&[2, 65, 33], 130, false, Weight::Input, 75),
+        linear_f16(&[3, 140], 20, 76),
+        linear_f16(&[40, 70], 33, 77),
     ];
 
     // Dynamic: 3-D input with both leading dims changing, down then up again.
@@ -110,7 +119,46 @@ fn linear_cases() -> Vec<OpCase> {
         case = case.run(vec![x], vec![want]);
     }
     v.push(case);
+
+    // Dynamic M across the kernels: GEMV rows 1 / 2 / 4 / 8 and the tiled kernel.
+    let (k, n) = (140usize, 70usize);
+    let w = Tensor::rand(&[n, k], 95);
+    let b = Tensor::rand(&[n], 96);
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &[80, k]);
+    let wi = g.constant(&w);
+    let bi = g.constant(&b);
+    let out = g.output(F32, &[80, n]);
+    g.op(LINEAR, &[xi, wi, bi, out]);
+    let mut case = OpCase::new(LINEAR, "dynamic x[<=80, 140] W[70, 140] bias", g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    for (i, m) in [1usize, 9, 80, 2, 65, 3, 8].into_iter().enumerate() {
+        let x = Tensor::rand(&[m, k], 97 + i as u64);
+        let want = reference::linear(&x, &w, Some(&b));
+        case = case.run(vec![x], vec![want]);
+    }
+    v.push(case);
     v
+}
+
+/// fp16 x, weight and bias (fp32 accumulation), x sizes `xs`, N outputs.
+fn linear_f16(xs: &[usize], n: usize, seed: u64) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
+    let x = Tensor::rand_range(F16, xs, -1.0, 1.0, seed);
+    let w = Tensor::rand_range(F16, &[n, k], -1.0, 1.0, seed + 1);
+    let b = Tensor::rand_range(F16, &[n], -1.0, 1.0, seed + 2);
+    let want = reference::linear(&x, &w, Some(&b));
+    let want = Tensor::new(F16, &want.sizes, want.data);
+    let mut g = CaseGraph::new();
+    let xi = g.input_like(&x);
+    let wi = g.constant(&w);
+    let bi = g.constant(&b);
+    let out = g.output(F16, &want.sizes);
+    g.op(LINEAR, &[xi, wi, bi, out]);
+    OpCase::new(LINEAR, format!("float16 x{xs:?} W[{n}, {k}] bias"), g)
+        .tol(Tol::F16)
+        .run(vec![x], vec![want])
 }
 
 /// How `addmm`'s keyword args are serialized.

@@ -227,10 +227,27 @@ fn linear_node(
             )));
         }
     }
-    let shader = float_shader("matmul", dt, call)?;
+    let max_m: usize = {
+        let xd = s.max_dims(x);
+        xd[..xd.len().saturating_sub(1)].iter().product()
+    };
     let bias_t = g.or_dummy(bias)?;
-    let k32 = to_u32(k, "K")?;
-    g.dispatch(call, Dispatch::new(shader, [out, x, w, bias_t]), move |s| {
+    // The kernels of every M up to the serialized one: a GEMV per row count up to 8, the
+    // tiled kernel above.
+    let kernels: Vec<LinearKernel> = [1, 2, 4, 8, 9]
+        .into_iter()
+        .map(LinearKernel::of)
+        .filter(|kn| kn.smallest_m() <= max_m.max(1))
+        .collect();
+    let variants = kernels
+        .iter()
+        .map(|kn| {
+            kn.shader(dt, call)
+                .map(|sh| Dispatch::new(sh, [out, x, w, bias_t]))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let has_bias = bias.is_some() as u32;
+    g.dispatch_select(call, variants, move |s| {
         let xd = s.dims(x).to_vec();
         if xd.last() != Some(&k) {
             return Err(invalid_program(format!(
@@ -243,19 +260,74 @@ fn linear_node(
             *l = n;
         }
         s.set_dims(out, od)?;
-        matmul_launch(
-            m,
-            n,
-            k,
-            1,
-            MatStrides { b: 0, r: k32, c: 1 },
-            // B[k][n] = W[n][k]: k is contiguous, n strides by K.
-            MatStrides { b: 0, r: 1, c: k32 },
-            bias.map(|_| MatStrides { b: 0, r: 0, c: 1 }),
-            1.0,
-            1.0,
-        )
+        let kn = LinearKernel::of(m);
+        let idx = kernels.iter().position(|&c| c == kn).ok_or_else(|| {
+            invalid_arg(format!(
+                "M = {m} rows exceed the {max_m} the graph was built for"
+            ))
+        })?;
+        let push = Push::new()
+            .u32(to_u32(m, "M")?)
+            .u32(to_u32(n, "N")?)
+            .u32(to_u32(k, "K")?)
+            .u32(has_bias)
+            .finish();
+        let global = if m == 0 || n == 0 {
+            Global::Linear(0)
+        } else {
+            match kn {
+                LinearKernel::Gemv(_) => {
+                    Global::Linear(n.div_ceil(GEMV_ROWS) as u64 * u64::from(GEMV_LOCAL))
+                }
+                LinearKernel::Tiled => Global::Grid([
+                    to_u32(n.div_ceil(64), "column tiles")?.saturating_mul(256),
+                    to_u32(m.div_ceil(64), "row tiles")?,
+                    1,
+                ]),
+            }
+        };
+        Ok((idx, Launch { push, global }))
     })
+}
+
+/// Weight rows per workgroup of `linear_gemv` (its local size / 32).
+const GEMV_ROWS: usize = 4;
+/// Local size of `linear_gemv` (manifest).
+const GEMV_LOCAL: u32 = 128;
+
+/// The kernel of [`linear_node`] at M activation rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinearKernel {
+    /// `linear_gemv_m{MT}`: MT >= M rows, each weight element read once for all of them.
+    Gemv(usize),
+    /// `linear_tiled`: 64 x 64 output tiles.
+    Tiled,
+}
+
+impl LinearKernel {
+    fn of(m: usize) -> LinearKernel {
+        match m {
+            0..=1 => LinearKernel::Gemv(1),
+            2 => LinearKernel::Gemv(2),
+            3..=4 => LinearKernel::Gemv(4),
+            5..=8 => LinearKernel::Gemv(8),
+            _ => LinearKernel::Tiled,
+        }
+    }
+    /// The fewest rows that take this kernel.
+    fn smallest_m(self) -> usize {
+        match self {
+            LinearKernel::Gemv(1) => 0,
+            LinearKernel::Gemv(mt) => mt / 2 + 1,
+            LinearKernel::Tiled => 9,
+        }
+    }
+    fn shader(self, dt: DataType, call: &OpCall<'_>) -> Result<etvk_shaders::ShaderId> {
+        match self {
+            LinearKernel::Gemv(mt) => float_shader(&format!("linear_gemv_m{mt}"), dt, call),
+            LinearKernel::Tiled => float_shader("linear_tiled", dt, call),
+        }
+    }
 }
 
 /// Current `(M, K)` of a 2-D operand and `(K, N)` of the other, checked against each other.

@@ -1,0 +1,78 @@
+#version 450
+// aten.linear for few activation rows (M <= MT): out[m][n] = sum_k x[m][k] * w[n][k] (+ bias[n])
+// with x [M, K], w [N, K] (k contiguous in both), accumulated in fp32.
+//
+// The generic `matmul` shader gives each output its own invocation walking its weight row:
+// neighbouring invocations then read addresses K apart and every load is its own memory
+// transaction. Here ROWS groups of 32 lanes each take one weight row, the lanes striding k
+// by one, so each load instruction of a group reads 32 consecutive elements; each lane keeps
+// MT partial sums (the weight element is read once for every activation row), and a group's
+// 32 partials meet in shared memory in a fixed order (the same result every run). Four
+// loads per lane are in flight per round.
+#extension GL_EXT_control_flow_attributes : enable
+#include "common.glsl"
+
+#ifndef MT
+#define MT 1
+#endif
+#define LANES 32u
+// Weight rows per workgroup: the local size is LANES * ROWS (specialization constant 0).
+#define ROWS (gl_WorkGroupSize.x / LANES)
+#define MAX_ROWS 8u
+
+layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
+layout(set = 0, binding = 1) readonly buffer X { DTYPE x_[]; };
+layout(set = 0, binding = 2) readonly buffer W { DTYPE w_[]; };
+layout(set = 0, binding = 3) readonly buffer Bias { DTYPE bias_[]; };
+
+layout(push_constant) uniform Params {
+  uint M;  // activation rows (<= MT)
+  uint N;
+  uint K;
+  uint has_bias;
+} p;
+
+shared float red[MT * MAX_ROWS * LANES];
+
+void main() {
+  const uint lane = gl_LocalInvocationID.x % LANES, r = gl_LocalInvocationID.x / LANES;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint n = wg * ROWS + r;
+  // Groups past N walk row 0 and write nothing: every invocation reaches the barriers.
+  const uint wb = (n < p.N ? n : 0u) * p.K;
+  float acc[MT];
+  [[unroll]] for (uint m = 0u; m < MT; ++m) acc[m] = 0.0;
+  uint k = lane;
+  for (; k + 3u * LANES < p.K; k += 4u * LANES) {
+    float w[4];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) w[u] = float(w_[wb + k + u * LANES]);
+    [[unroll]] for (uint m = 0u; m < MT; ++m) {
+      if (m < p.M) {
+        const uint xb = m * p.K + k;
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[m] += float(x_[xb + u * LANES]) * w[u];
+      }
+    }
+  }
+  for (; k < p.K; k += LANES) {
+    const float w = float(w_[wb + k]);
+    [[unroll]] for (uint m = 0u; m < MT; ++m) {
+      if (m < p.M) acc[m] += float(x_[m * p.K + k]) * w;
+    }
+  }
+  [[unroll]] for (uint m = 0u; m < MT; ++m) red[(m * MAX_ROWS + r) * LANES + lane] = acc[m];
+  barrier();
+  for (uint s = LANES / 2u; s > 0u; s >>= 1) {
+    if (lane < s) {
+      [[unroll]] for (uint m = 0u; m < MT; ++m) {
+        const uint i = (m * MAX_ROWS + r) * LANES + lane;
+        red[i] += red[i + s];
+      }
+    }
+    barrier();
+  }
+  if (lane < p.M && lane < MT && n < p.N) {
+    float v = red[(lane * MAX_ROWS + r) * LANES];
+    if (p.has_bias != 0u) v += float(bias_[n]);
+    out_[lane * p.N + n] = DTYPE(v);
+  }
+}
