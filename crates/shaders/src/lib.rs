@@ -96,10 +96,10 @@ mod tests {
         assert!(add.features.is_empty());
         let bin = ShaderId::BinaryAddF32.info();
         assert_eq!((bin.num_bindings, bin.push_constant_bytes), (3, 112));
-        let mm = ShaderId::MatmulF32.info();
+        let mm = ShaderId::MatmulTiledF32.info();
         assert_eq!((mm.num_bindings, mm.push_constant_bytes), (4, 64));
-        assert_eq!(mm.local_size, [8, 8, 1]);
-        let f16 = ShaderId::MatmulF16.info();
+        assert_eq!(mm.local_size, [256, 1, 1]);
+        let f16 = ShaderId::MatmulTiledF16.info();
         assert!(
             f16.features.contains(&Feature::Storage16Bit),
             "{:?}",

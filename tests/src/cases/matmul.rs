@@ -206,6 +206,8 @@ fn addmm_cases() -> Vec<OpCase> {
         addmm_case(&[3], 1, 65, 3, Scalars::Double(0.5, 2.0), 110),
         addmm_case(&[5, 7], 5, 13, 7, Scalars::Int(2, 3), 120),
         addmm_case(&[1, 7], 3, 1, 7, Scalars::Double(-1.0, 0.25), 130),
+        // Partial 64 x 64 tiles, K no multiple of 16, a 2-D bias.
+        addmm_case(&[70, 90], 70, 37, 90, Scalars::Double(0.5, 2.0), 140),
     ];
 
     // Dynamic: M goes down and back up; self [N] broadcasts over rows.
@@ -262,6 +264,8 @@ fn mm_cases() -> Vec<OpCase> {
         mm_case(13, 1, 5, false, 220),
         mm_case(7, 13, 1, false, 230),
         mm_case(3, 13, 7, true, 240),
+        mm_case(130, 70, 65, false, 250),
+        mm_case(65, 33, 129, true, 260),
     ];
 
     // Dynamic: M and K change together (both operands resize), down then up.
@@ -307,6 +311,7 @@ fn bmm_cases() -> Vec<OpCase> {
         bmm_case(1, 1, 13, 1, 310),
         bmm_case(3, 13, 65, 3, 320),
         bmm_case(5, 1, 3, 7, 330),
+        bmm_case(3, 70, 20, 66, 340),
     ];
 
     // Dynamic: batch and M change (attention-style), down then up.

@@ -1,7 +1,8 @@
-//! Matrix-multiply family on the strided `matmul` shader: `aten.linear.default`,
-//! `aten.mm.default` (`[a, b, out]`), `aten.addmm.default`
-//! (`[bias, mat1, mat2, beta, alpha, out]`), `aten.bmm.default` (`[a, b, out]`); each is a
-//! choice of [`MatStrides`] for [`matmul_launch`].
+//! Matrix-multiply family: `aten.linear.default` (and `_weight_int8pack_mm`'s prepacked
+//! float weight) on `linear_gemv` (M <= 8) / `linear_tiled`; `aten.mm.default` (`[a, b,
+//! out]`), `aten.addmm.default` (`[bias, mat1, mat2, beta, alpha, out]`) and
+//! `aten.bmm.default` (`[a, b, out]`) on the strided `matmul_tiled` shader, each a choice of
+//! [`MatStrides`] for [`matmul_launch`].
 
 use etvk_format::ir::DataType;
 
@@ -53,7 +54,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     })
 }
 
-/// Element strides of one operand of the `matmul` shader: (batch, row, col).
+/// Element strides of one operand of the `matmul_tiled` shader: (batch, row, col).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatStrides {
     /// Batch stride.
@@ -64,8 +65,8 @@ pub struct MatStrides {
     pub c: u32,
 }
 
-/// The `matmul` shader's launch: `out[b][m][n] = alpha * sum_k A[b,m,k] B[b,k,n] + beta *
-/// bias[b,m,n]` (bias only when `bias` is Some), for `batch` batches.
+/// The `matmul_tiled` shader's launch: `out[b][m][n] = alpha * sum_k A[b,m,k] B[b,k,n] + beta
+/// * bias[b,m,n]` (bias only when `bias` is Some), for `batch` batches.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_launch(
     m: usize,
@@ -97,9 +98,14 @@ pub fn matmul_launch(
         .f32(beta)
         .u32(0)
         .finish();
+    // 64 x 64 output tiles, a workgroup of 256 each (matmul_tiled.comp).
     Ok(Launch {
         push,
-        global: Global::Grid([to_u32(n, "N")?, to_u32(m, "M")?, to_u32(batch, "batch")?]),
+        global: Global::Grid([
+            to_u32(n.div_ceil(64), "column tiles")?.saturating_mul(256),
+            to_u32(m.div_ceil(64), "row tiles")?,
+            to_u32(batch, "batch")?,
+        ]),
     })
 }
 
@@ -368,7 +374,7 @@ fn build_mm_common(
         }
     }
     let dt = same_dtype(call, &dts)?;
-    let shader = float_shader("matmul", dt, call)?;
+    let shader = float_shader("matmul_tiled", dt, call)?;
     let bias_t = g.or_dummy(bias)?;
     g.dispatch(call, Dispatch::new(shader, [out, a, b, bias_t]), move |s| {
         let (m, k, n) = mm_dims(s.dims(a), s.dims(b))?;
@@ -446,7 +452,7 @@ fn build_bmm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let out = g.tensor_arg(call, 2)?;
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(a), s.dtype(b), s.dtype(out)])?;
-    let shader = float_shader("matmul", dt, call)?;
+    let shader = float_shader("matmul_tiled", dt, call)?;
     let dummy = g.dummy()?;
     g.dispatch(call, Dispatch::new(shader, [out, a, b, dummy]), move |s| {
         let (ad, bd) = (s.dims(a).to_vec(), s.dims(b).to_vec());
