@@ -111,7 +111,10 @@ fn a_linear_fp32_matches_eager_pytorch() {
     );
     let prof = d.profile();
     assert_eq!(prof.len(), 1);
-    assert_eq!(prof[0].0, "aten.linear.default");
+    assert!(
+        prof[0].0.starts_with("aten.linear.default/linear_"),
+        "{prof:?}"
+    );
     assert!(prof[0].1 >= 0.0);
     // The dispatch alone is inside the node's time (which adds the barrier after it).
     let node = &d.profile_nodes()[0];
@@ -148,7 +151,10 @@ fn profiling_is_off_by_default_and_switchable() {
     let on = run(&mut d);
     let prof = d.profile();
     assert_eq!(prof.len(), 1, "{prof:?}");
-    assert_eq!(prof[0].0, "aten.linear.default");
+    assert!(
+        prof[0].0.starts_with("aten.linear.default/linear_"),
+        "{prof:?}"
+    );
     assert!(prof[0].1 >= 0.0);
     assert_eq!(off, on);
     d.set_profiling(false).unwrap();
