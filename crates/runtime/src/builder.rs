@@ -292,9 +292,11 @@ pub struct GraphBuilder<'a> {
     /// until the first execute sets them, so a resize function that fails at build time may
     /// only be seeing that placeholder (e.g. a view to `[seq, 64]` with seq = 0).
     symint_inputs: bool,
-    /// A resize failed at build time in a graph with SymInt inputs: the node got an empty
-    /// launch and every resize runs again at the first execute, with the real values (an
-    /// error then is reported as usual).
+    /// Every resize runs again at the first execute: a resize failed at build time in a
+    /// graph with SymInt inputs (the node got an empty launch; the real values come with
+    /// the first execute, and an error then is reported as usual), or a node's launch
+    /// depends on ops built after it (a fused choose_qparams node counts the readers of
+    /// its output that the later linears register).
     pub(crate) deferred_resize: bool,
 }
 

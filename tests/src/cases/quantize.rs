@@ -131,6 +131,11 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),
         dq8ca_shared_x(F16, &[2, 2, 96], &[2, 1], 16),
         dq8ca_x_written_between(17),
+        // Static graphs at M = 1: the half GEMV's DQ form (K <= 8192), and the sliced form
+        // (K > 8192), which reads the choose node's fake-quantized x; whether that node
+        // idles at M = 1 is decided after the linears are built.
+        dq8ca(F32, &[1, 256], &[1], 256, 24, 32, true, (F32, I8), 18),
+        dq8ca(F32, &[1, 8448], &[1], 8448, 16, 32, false, (F32, I8), 19),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());

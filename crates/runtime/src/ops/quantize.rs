@@ -357,6 +357,9 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             g.act_quant.insert((x_val, s_val, z_val), used.clone());
             // Other readers of the scale and zero point need this node at every M.
             let readers = used.readers_at_m1;
+            // Whether the node idles at M = 1 depends on the linears built after it: its
+            // launch is made again at the first execute, when they have all counted.
+            g.deferred_resize = true;
             if other_reader {
                 readers.fetch_add(1, Ordering::Relaxed);
             }
