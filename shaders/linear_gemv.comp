@@ -7,13 +7,18 @@
 // transaction. Here ROWS groups of 32 lanes each take one weight row, the lanes striding k
 // by one, so each load instruction of a group reads 32 consecutive elements; each lane keeps
 // MT partial sums (the weight element is read once for every activation row), and a group's
-// 32 partials meet in shared memory in a fixed order (the same result every run). Four
-// loads per lane are in flight per round.
+// 32 partials meet in shared memory in a fixed order (the same result every run). Where K is
+// a multiple of 4 the lanes load four consecutive elements at a time (w and each x row as
+// vec4s: one x load per four weights and row instead of four), two vec4s of w per lane in
+// flight per round; otherwise scalars, four per round.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
 #ifndef MT
 #define MT 1
+#endif
+#ifndef VEC4
+#define VEC4 vec4
 #endif
 #define LANES 32u
 // Weight rows per workgroup: the local size is LANES * ROWS (specialization constant 0).
@@ -22,7 +27,9 @@
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer X { DTYPE x_[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { VEC4 x4_[]; };
 layout(set = 0, binding = 2) readonly buffer W { DTYPE w_[]; };
+layout(set = 0, binding = 2) readonly buffer W4 { VEC4 w4_[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { DTYPE bias_[]; };
 
 layout(push_constant) uniform Params {
@@ -43,6 +50,26 @@ void main() {
   float acc[MT];
   [[unroll]] for (uint m = 0u; m < MT; ++m) acc[m] = 0.0;
   uint k = lane;
+  if ((p.K & 3u) == 0u) {
+    const uint k4 = p.K >> 2, wb4 = wb >> 2;
+    uint j = lane;
+    for (; j + LANES < k4; j += 2u * LANES) {
+      const vec4 w0 = vec4(w4_[wb4 + j]), w1 = vec4(w4_[wb4 + j + LANES]);
+      [[unroll]] for (uint m = 0u; m < MT; ++m) {
+        if (m < p.M) {
+          const uint xb = m * k4 + j;
+          acc[m] += dot(vec4(x4_[xb]), w0) + dot(vec4(x4_[xb + LANES]), w1);
+        }
+      }
+    }
+    for (; j < k4; j += LANES) {
+      const vec4 w0 = vec4(w4_[wb4 + j]);
+      [[unroll]] for (uint m = 0u; m < MT; ++m) {
+        if (m < p.M) acc[m] += dot(vec4(x4_[m * k4 + j]), w0);
+      }
+    }
+    k = p.K;  // the scalar loops below have nothing left
+  }
   for (; k + 3u * LANES < p.K; k += 4u * LANES) {
     float w[4];
     [[unroll]] for (uint u = 0u; u < 4u; ++u) w[u] = float(w_[wb + k + u * LANES]);
