@@ -8,9 +8,15 @@
 // operands the ops pass; other strides are right, only slower); rows padded to 65 words
 // spread the transposing stores over the banks.
 // Outside M, N or K the tiles hold zeros. fp32 accumulation.
+//
+// CLAMP = 1 (`matmul_tiled_clamp_*`): the result is then clamped to [out_min, out_max]
+// (pointwise convolutions run here as W [C_out, C_in] @ x [C_in, H * W] per batch; conv.rs).
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
+#ifndef CLAMP
+#define CLAMP 0
+#endif
 #define TM 64u
 #define TN 64u
 #define TK 16u
@@ -30,7 +36,12 @@ layout(push_constant) uniform Params {
   uint c_sb, c_sm, c_sn;
   float alpha;
   float beta;
+#if CLAMP
+  float out_min;
+  float out_max;
+#else
   uint pad_;
+#endif
 } p;
 
 shared float as_[TK][TM + 1u];
@@ -80,6 +91,9 @@ void main() {
       if (n >= p.N) continue;
       float r = p.alpha * acc[i][j];
       if (p.has_bias != 0u) r += p.beta * float(bias_[bt * p.c_sb + m * p.c_sm + n * p.c_sn]);
+#if CLAMP
+      r = min(max(r, p.out_min), p.out_max);
+#endif
       out_[(bt * p.M + m) * p.N + n] = DTYPE(r);
     }
   }

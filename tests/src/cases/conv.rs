@@ -22,33 +22,44 @@ pub fn cases() -> Vec<OpCase> {
         .collect();
     v.push(dynamic_case());
     v.push(dynamic_transposed_case());
-    v.push(dynamic_split_case());
+    v.push(dynamic_2d_case(false));
+    v.push(dynamic_2d_case(true));
     v
 }
 
 /// The split kernel (288 taps per output) while batch and spatial sizes change.
-fn dynamic_split_case() -> OpCase {
+/// A 2-D convolution over 32 channels whose batch and spatial sizes change between runs:
+/// 3 x 3 with padding 1 (`conv_split`) or pointwise (the tiled matmul).
+fn dynamic_2d_case(pointwise: bool) -> OpCase {
+    let (kernel, pad, seed) = if pointwise {
+        (vec![1, 1], 0, 29_100)
+    } else {
+        (vec![3, 3], 1, 28_970)
+    };
     let spec = Spec {
         dt: F32,
         x: vec![2, 32, 9, 8],
         c_out: 5,
-        kernel: vec![3, 3],
-        params: p(&[1, 1], &[1, 1], &[1, 1], false, &[0, 0], 1),
+        kernel,
+        params: p(&[1, 1], &[pad, pad], &[1, 1], false, &[0, 0], 1),
         bias: Bias::Constant,
         clamp: None,
         weight_input: false,
     };
-    let w = Tensor::rand_range(F32, &spec.weight_sizes(), -0.5, 0.5, 28_971);
-    let b = Tensor::rand_range(F32, &[5], -0.5, 0.5, 28_972);
+    let w = Tensor::rand_range(F32, &spec.weight_sizes(), -0.5, 0.5, seed + 1);
+    let b = Tensor::rand_range(F32, &[5], -0.5, 0.5, seed + 2);
     let g = build_graph(&spec, &spec.x, &[2, 5, 9, 8], &w, &b);
-    let mut case = OpCase::new(CONV, "dynamic split x [<=2, 32, <=9, <=8] 3x3 p1", g)
-        .tol(Tol::F32_SUM)
-        .dynamic();
+    let name = if pointwise {
+        "dynamic pointwise x [<=2, 32, <=9, <=8]"
+    } else {
+        "dynamic split x [<=2, 32, <=9, <=8] 3x3 p1"
+    };
+    let mut case = OpCase::new(CONV, name, g).tol(Tol::F32_SUM).dynamic();
     for (i, sizes) in [[2, 32, 9, 8], [1, 32, 1, 1], [2, 32, 4, 7]]
         .into_iter()
         .enumerate()
     {
-        let x = Tensor::rand_range(F32, &sizes, -1.0, 1.0, 28_980 + i as u64);
+        let x = Tensor::rand_range(F32, &sizes, -1.0, 1.0, seed + 10 + i as u64);
         let want = conv(
             &x,
             &w,
@@ -224,6 +235,35 @@ fn specs() -> Vec<Spec> {
             &[1, 1],
             p(&[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
             Bias::None,
+            None,
+        ),
+        // Pointwise on the tiled matmul: batch 2, partial 64 x 64 tiles, C_in no multiple of
+        // 16, bias and clamp; fp16; 1-D.
+        s(
+            F32,
+            &[2, 70, 9, 8],
+            90,
+            &[1, 1],
+            p(&[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
+            Bias::Constant,
+            Some((Some(-0.3), Some(0.4))),
+        ),
+        s(
+            F16,
+            &[1, 20, 7, 10],
+            33,
+            &[1, 1],
+            p(&[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
+            Bias::Constant,
+            None,
+        ),
+        s(
+            F32,
+            &[2, 9, 70],
+            5,
+            &[1],
+            p(&[1], &[0], &[1], false, &[0], 1),
+            Bias::Input,
             None,
         ),
         // Single-entry lists apply to both dims.

@@ -7,7 +7,8 @@
 //! included), strided, dilated, padded, and transposed ones (weight `[C_in, C_out / groups,
 //! k...]`). A 1-D convolution runs as a 2-D one of height 1. The `conv` shader is direct: one
 //! invocation per output element; forward convolutions of at least 256 taps per output run
-//! `conv_split`, a workgroup per output element. The spatial sizes may change between executes; channels
+//! `conv_split`, a workgroup per output element; pointwise ones (1 x 1, stride 1, no padding,
+//! one group) run as a matmul per batch on `matmul_tiled_clamp`. The spatial sizes may change between executes; channels
 //! come from the weight and are checked against the input at every resize.
 
 use etvk_format::ir::DataType;
@@ -15,7 +16,8 @@ use etvk_format::ir::DataType;
 use crate::api::Result;
 use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program, unsupported};
-use crate::graph::{to_u32, Global, Launch, Push};
+use crate::graph::{to_u32, Global, Launch, Push, TensorId};
+use crate::ops::matmul::{matmul_launch, MatStrides};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, same_dtype};
 use crate::registry::Registry;
@@ -224,6 +226,11 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
     };
     // Fail at load when even the largest input cannot be convolved.
     out_dims(&geo, s.max_dims(x), &what)?;
+    let pointwise =
+        !transposed && groups == 1 && kernel == [1, 1] && stride == [1, 1] && padding == [0, 0];
+    if pointwise {
+        return pointwise_node(g, call, (x, w, b, out), (c_in, c_out), dt, clamp);
+    }
     // Long sums go to the split kernel (a workgroup per output): at 7 x 7 a pointwise
     // convolution over 960 channels has too few outputs to fill a GPU one invocation each.
     let taps = (c_in / groups) * kernel[0] * kernel[1];
@@ -268,6 +275,61 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
                 Global::Linear(numel as u64)
             },
         })
+    })
+}
+
+/// A pointwise convolution (1 x 1 kernel, stride 1, no padding, one group) as a matmul per
+/// batch: out[n] [C_out, H * W] = W [C_out, C_in] @ x[n] [C_in, H * W] + bias (broadcast
+/// along H * W), clamped, on the tiled matmul kernel.
+fn pointwise_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (x, w, b, out): (TensorId, TensorId, Option<TensorId>, TensorId),
+    (c_in, c_out): (usize, usize),
+    dt: DataType,
+    clamp: [f32; 2],
+) -> Result<()> {
+    let what = call.what();
+    let shader = float_shader("matmul_tiled_clamp", dt, call)?;
+    let bias = g.or_dummy(b)?;
+    let has_bias = b.is_some();
+    let geo_check = move |dims: &[usize]| -> Result<Vec<usize>> {
+        if dims[1] != c_in {
+            return Err(invalid_arg(format!(
+                "{what}: input sizes {dims:?} have {} channels; the weight expects C_in = {c_in}",
+                dims[1]
+            )));
+        }
+        let mut od = dims.to_vec();
+        od[1] = c_out;
+        Ok(od)
+    };
+    g.dispatch(call, Dispatch::new(shader, [out, w, x, bias]), move |s| {
+        let dims = s.dims(x).to_vec();
+        let od = geo_check(&dims)?;
+        let hw: usize = dims[2..].iter().product();
+        s.set_dims(out, od)?;
+        let u = |v: usize, name: &str| to_u32(v, name);
+        matmul_launch(
+            c_out,
+            hw,
+            c_in,
+            dims[0],
+            MatStrides {
+                b: 0,
+                r: u(c_in, "C_in")?,
+                c: 1,
+            },
+            MatStrides {
+                b: u(c_in * hw, "input batch stride")?,
+                r: u(hw, "H * W")?,
+                c: 1,
+            },
+            has_bias.then_some(MatStrides { b: 0, r: 1, c: 0 }),
+            1.0,
+            1.0,
+            Some(clamp),
+        )
     })
 }
 

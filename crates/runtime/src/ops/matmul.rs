@@ -66,7 +66,8 @@ pub struct MatStrides {
 }
 
 /// The `matmul_tiled` shader's launch: `out[b][m][n] = alpha * sum_k A[b,m,k] B[b,k,n] + beta
-/// * bias[b,m,n]` (bias only when `bias` is Some), for `batch` batches.
+/// * bias[b,m,n]` (bias only when `bias` is Some), for `batch` batches; `clamp`: the
+/// `matmul_tiled_clamp` variant's [out_min, out_max].
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_launch(
     m: usize,
@@ -78,6 +79,7 @@ pub fn matmul_launch(
     bias: Option<MatStrides>,
     alpha: f32,
     beta: f32,
+    clamp: Option<[f32; 2]>,
 ) -> Result<Launch> {
     let c = bias.unwrap_or(MatStrides { b: 0, r: 0, c: 0 });
     let push = Push::new()
@@ -95,9 +97,12 @@ pub fn matmul_launch(
         .u32(c.r)
         .u32(c.c)
         .f32(alpha)
-        .f32(beta)
-        .u32(0)
-        .finish();
+        .f32(beta);
+    let push = match clamp {
+        Some([lo, hi]) => push.f32(lo).f32(hi),
+        None => push.u32(0),
+    }
+    .finish();
     // 64 x 64 output tiles, a workgroup of 256 each (matmul_tiled.comp).
     Ok(Launch {
         push,
@@ -414,6 +419,7 @@ fn build_mm_common(
             bias_strides,
             alpha,
             beta,
+            None,
         )
     })
 }
@@ -482,6 +488,7 @@ fn build_bmm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             None,
             1.0,
             1.0,
+            None,
         )
     })
 }
