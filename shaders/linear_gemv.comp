@@ -11,6 +11,10 @@
 // a multiple of 4 the lanes load four consecutive elements at a time (w and each x row as
 // vec4s: one x load per four weights and row instead of four), two vec4s of w per lane in
 // flight per round; otherwise scalars, four per round.
+//
+// WQ8 = 1 (`linear_q8_gemv_m*`): int8 weights with a scale and zero point per row
+// (linear_q8.glsl): w = (q - zp[n]) * s[n], the (q - zp) in the sums (exact in fp32) and s
+// applied to the row's total.
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
@@ -20,17 +24,13 @@
 #ifndef VEC4
 #define VEC4 vec4
 #endif
+#ifndef WQ8
+#define WQ8 0
+#endif
 #define LANES 32u
 // Weight rows per workgroup: the local size is LANES * ROWS (specialization constant 0).
 #define ROWS (gl_WorkGroupSize.x / LANES)
 #define MAX_ROWS 8u
-
-layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
-layout(set = 0, binding = 1) readonly buffer X { DTYPE x_[]; };
-layout(set = 0, binding = 1) readonly buffer X4 { VEC4 x4_[]; };
-layout(set = 0, binding = 2) readonly buffer W { DTYPE w_[]; };
-layout(set = 0, binding = 2) readonly buffer W4 { VEC4 w4_[]; };
-layout(set = 0, binding = 3) readonly buffer Bias { DTYPE bias_[]; };
 
 layout(push_constant) uniform Params {
   uint M;  // activation rows (<= MT)
@@ -39,6 +39,21 @@ layout(push_constant) uniform Params {
   uint has_bias;
 } p;
 
+layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
+layout(set = 0, binding = 1) readonly buffer X { DTYPE x_[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { VEC4 x4_[]; };
+#if WQ8
+#include "linear_q8.glsl"
+#else
+layout(set = 0, binding = 2) readonly buffer W { DTYPE w_[]; };
+layout(set = 0, binding = 2) readonly buffer W4 { VEC4 w4_[]; };
+// Weights k = 4j .. 4j + 3 of row `row` (K % 4 == 0), and weight k.
+vec4 w_vec(uint row, uint j, float z) { return vec4(w4_[row * (p.K >> 2) + j]); }
+float w_one(uint row, uint k, float z) { return float(w_[row * p.K + k]); }
+#endif
+layout(set = 0, binding = 3) readonly buffer Bias { DTYPE bias_[]; };
+
+
 shared float red[MT * MAX_ROWS * LANES];
 
 void main() {
@@ -46,15 +61,20 @@ void main() {
   const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   const uint n = wg * ROWS + r;
   // Groups past N walk row 0 and write nothing: every invocation reaches the barriers.
-  const uint wb = (n < p.N ? n : 0u) * p.K;
+  const uint row = n < p.N ? n : 0u;
+#if WQ8
+  const float z = wzp[row];
+#else
+  const float z = 0.0;
+#endif
   float acc[MT];
   [[unroll]] for (uint m = 0u; m < MT; ++m) acc[m] = 0.0;
   uint k = lane;
   if ((p.K & 3u) == 0u) {
-    const uint k4 = p.K >> 2, wb4 = wb >> 2;
+    const uint k4 = p.K >> 2;
     uint j = lane;
     for (; j + LANES < k4; j += 2u * LANES) {
-      const vec4 w0 = vec4(w4_[wb4 + j]), w1 = vec4(w4_[wb4 + j + LANES]);
+      const vec4 w0 = w_vec(row, j, z), w1 = w_vec(row, j + LANES, z);
       [[unroll]] for (uint m = 0u; m < MT; ++m) {
         if (m < p.M) {
           const uint xb = m * k4 + j;
@@ -63,7 +83,7 @@ void main() {
       }
     }
     for (; j < k4; j += LANES) {
-      const vec4 w0 = vec4(w4_[wb4 + j]);
+      const vec4 w0 = w_vec(row, j, z);
       [[unroll]] for (uint m = 0u; m < MT; ++m) {
         if (m < p.M) acc[m] += dot(vec4(x4_[m * k4 + j]), w0);
       }
@@ -72,7 +92,7 @@ void main() {
   }
   for (; k + 3u * LANES < p.K; k += 4u * LANES) {
     float w[4];
-    [[unroll]] for (uint u = 0u; u < 4u; ++u) w[u] = float(w_[wb + k + u * LANES]);
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) w[u] = w_one(row, k + u * LANES, z);
     [[unroll]] for (uint m = 0u; m < MT; ++m) {
       if (m < p.M) {
         const uint xb = m * p.K + k;
@@ -81,7 +101,7 @@ void main() {
     }
   }
   for (; k < p.K; k += LANES) {
-    const float w = float(w_[wb + k]);
+    const float w = w_one(row, k, z);
     [[unroll]] for (uint m = 0u; m < MT; ++m) {
       if (m < p.M) acc[m] += float(x_[m * p.K + k]) * w;
     }
@@ -99,6 +119,9 @@ void main() {
   }
   if (lane < p.M && lane < MT && n < p.N) {
     float v = red[(lane * MAX_ROWS + r) * LANES];
+#if WQ8
+    v *= wscale[n];
+#endif
     if (p.has_bias != 0u) v += float(bias_[n]);
     out_[lane * p.N + n] = DTYPE(v);
   }

@@ -249,3 +249,37 @@ fn act_quant_fusion_leaves_out_nodes() {
         assert!(choose_ran(0), "choose 0 idle at M = 1 without the DQ GEMV");
     }
 }
+
+/// torchao's int8 weight-only linear (ops/q8_linear.rs): a dequantize_affine node whose
+/// output only aten.linear reads is left out and the linear runs its int8 kernel; with the
+/// dequantized weight also a graph output the node runs and the linear takes the fp32 one.
+#[test]
+fn dequant_into_linear_runs_the_int8_kernel() {
+    let all = (cases::family("quantize").cases)();
+    let ops_of = |part: &str| -> Vec<String> {
+        let case = all
+            .iter()
+            .find(|c| c.label().contains(part))
+            .unwrap_or_else(|| panic!("no quantize case named like {part:?}"));
+        let be = etvk_tests::backend();
+        let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
+            .expect("init");
+        d.set_profiling(true).expect("profiling");
+        let run = &case.runs[0];
+        let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
+        args.extend(
+            run.expected
+                .iter()
+                .map(etvk_tests::case::output_placeholder),
+        );
+        d.execute(&mut args).expect("execute");
+        d.profile().into_iter().map(|(op, _)| op).collect()
+    };
+    let fused = ops_of("int8 weight [24, 40] zp int8 into aten.linear");
+    assert_eq!(fused.len(), 1, "{fused:?}");
+    assert!(fused[0].contains("/linear_q8_"), "{fused:?}");
+    let kept = ops_of("weight output true");
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept[0].starts_with("torchao.dequantize_affine"), "{kept:?}");
+    assert!(kept[1].contains("/linear_gemv_"), "{kept:?}");
+}

@@ -26,9 +26,10 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// `read` (memory ceilings), `linear_q4gsw`, `linear_q4gsw_backward`, `linear_qcs4w`,
-    /// `linear_dq8ca_q4gsw` (8da4w: x's per-row int8 quantization, a choose_qparams node and
-    /// one elementwise node, timed with the q4gsw kernels; checked against torchao's
-    /// quantization in fp32 and an f64 linear), `linear` (fp32 reference GEMM), `adamw_step`, `lora_step` (one LoRA training step
+    /// `linear_dq8ca_q4gsw` (8da4w: x's per-row int8 quantization by a choose_qparams node,
+    /// timed with the q4gsw kernels; checked against torchao's quantization in fp32 and an
+    /// f64 linear), `linear` (fp32 weights), `linear_q8` (int8 weights with a scale per row,
+    /// `aten._weight_int8pack_mm`), `adamw_step`, `lora_step` (one LoRA training step
     /// vs its forward pass), `coopmat` (fp16 GEMM through NV cooperative matrices: M x K
     /// times K x N, checked against f64), `alu` (instruction rates: fp32 FMA, 3-input logic,
     /// int8 dot product, the backward's 4-bit decode; on devices with NV int8 cooperative
@@ -250,12 +251,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     }
     match args.op.as_str() {
         "linear_q4gsw" | "linear_q4gsw_backward" | "linear_qcs4w" | "linear"
-        | "linear_dq8ca_q4gsw" => {
+        | "linear_dq8ca_q4gsw" | "linear_q8" => {
             bench_linear(&backend, args, &read)
         }
         "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
         other => Err(CliError(format!(
-            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, adamw_step, lora_step, coopmat, alu)"
+            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, linear_q8, adamw_step, lora_step, coopmat, alu)"
         ))),
     }
 }
@@ -269,13 +270,17 @@ fn bench_linear(
     if m == 0 || k == 0 || n == 0 {
         return Err(CliError("bench: --m, --k, --n must be positive".into()));
     }
-    let q4gsw = args.op != "linear_qcs4w" && args.op != "linear";
+    // int8 weights with a scale per row (aten._weight_int8pack_mm).
+    let q8 = args.op == "linear_q8";
+    let q4gsw = args.op != "linear_qcs4w" && args.op != "linear" && !q8;
     let backward = args.op == "linear_q4gsw_backward";
     // 8da4w: x quantized per row to int8 by a choose_qparams node, then the q4gsw weights.
     let dq8ca = args.op == "linear_dq8ca_q4gsw";
     let fp32 = args.op == "linear";
     let kp = if q4gsw {
         k.div_ceil(8) * 8
+    } else if q8 {
+        k
     } else {
         k.div_ceil(2) * 2
     };
@@ -285,7 +290,13 @@ fn bench_linear(
         )));
     }
     let groups = if q4gsw { kp / gs } else { 1 };
-    let w_bytes = if fp32 { n * k * 4 } else { n * kp / 2 };
+    let w_bytes = if fp32 {
+        n * k * 4
+    } else if q8 {
+        n * k
+    } else {
+        n * kp / 2
+    };
     let s_count = if fp32 {
         0
     } else if q4gsw {
@@ -312,6 +323,7 @@ fn bench_linear(
             "linear_q4gsw_backward" => "et_vk.linear_q4gsw_backward.default",
             "linear_qcs4w" => "et_vk.linear_qcs4w.default",
             "linear_dq8ca_q4gsw" => "et_vk.linear_dq8ca_q4gsw.default",
+            "linear_q8" => "aten._weight_int8pack_mm.default",
             _ => "aten.linear.default",
         },
         helpers: if dq8ca {
@@ -354,6 +366,8 @@ fn bench_linear(
         let wkey = named_key(&weights);
         let w = if fp32 {
             g.add_constant_named(DataType::Float32, &[n, k], &wkey)
+        } else if q8 {
+            g.add_constant_named(DataType::Int8, &[n, k], &wkey)
         } else {
             g.add_constant_named(DataType::Uint8, &[n, kp / 2], &wkey)
         };
@@ -476,6 +490,8 @@ fn bench_linear(
                 inst.weights[o + 2],
                 inst.weights[o + 3],
             ]))
+        } else if q8 {
+            f64::from(inst.weights[row * k + col] as i8) * f64::from(inst.scales[row])
         } else {
             let b = inst.weights[row * (kp / 2) + col / 2];
             let code = if q4gsw == col.is_multiple_of(2) {

@@ -286,6 +286,9 @@ pub struct GraphBuilder<'a> {
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
     pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
+    /// int8 weights of left-out dequantize_affine nodes, keyed by the node's output value:
+    /// the aten.linear ops that read it run on the int8 weight (ops/q8_linear.rs).
+    pub(crate) q8_weights: HashMap<usize, crate::ops::q8_linear::Q8Weight>,
     /// The fused choose_qparams nodes so far, for later ones on the same x to reuse.
     pub(crate) act_quant_sources: Vec<crate::ops::quantize::ActQuantSource>,
     /// The graph takes SymInt inputs. The exporter serializes them as 0, a placeholder
@@ -337,6 +340,7 @@ impl<'a> GraphBuilder<'a> {
             q4_gemv: None,
             act_quant: HashMap::new(),
             act_quant_sources: Vec::new(),
+            q8_weights: HashMap::new(),
             q4_bwd: None,
             q4_mma: None,
             symint_inputs: graph

@@ -124,6 +124,14 @@ pub fn cases() -> Vec<OpCase> {
         int8pack(F32, &[3, 40], &[3], 24, F32, 30),
         int8pack(F32, &[2, 5, 64], &[2, 1, 2], 36, F16, 31),
         int8pack(F16, &[4, 33], &[4, 1], 20, F32, 32),
+        // The tiled kernel (M > 8) on rows of 37 codes (padded to whole words).
+        int8pack(F32, &[20, 37], &[20, 3], 70, F32, 33),
+        // torchao's int8 weight-only linear: dequantize_affine (left out) + aten.linear on the
+        // int8 weight, with and without zero points, M across the GEMVs and the tiled kernel;
+        // and a dequantized weight that is also a graph output (the node then runs).
+        dequant_linear(&[12, 40], &[12, 1, 5], 24, Some(I8), true, false, 34),
+        dequant_linear(&[2, 3, 37], &[2, 1], 9, None, false, false, 35),
+        dequant_linear(&[3, 40], &[3], 16, Some(I32), true, true, 36),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
@@ -478,6 +486,75 @@ fn dq8ca_x_written_between(seed: u64) -> OpCase {
         }
         let want = super::q4_linear::forward_ref(&Tensor::f32(&xs, xq), &wd, kp, n, None);
         case = case.run(vec![x, v], vec![want]);
+    }
+    case
+}
+
+/// dequantize_affine of an int8 weight [n, K] (per-row blocks, constants; zero points of
+/// `zdt` or none) feeding aten.linear (fp32 x built at `xs`, run at leading dim 0 = each of
+/// `ms`), with a bias when `bias`; the dequantized weight is also a graph output when
+/// `weight_out` (after the linear's output).
+fn dequant_linear(
+    xs: &[usize],
+    ms: &[usize],
+    n: usize,
+    zdt: Option<DataType>,
+    bias: bool,
+    weight_out: bool,
+    seed: u64,
+) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
+    let q = Tensor::rand_int(I8, &[n, k], -128, 127, seed);
+    let sc = Tensor::rand_range(F32, &[n, 1], 0.001, 0.02, seed + 1);
+    let zp = zdt.map(|z| Tensor::rand_int(z, &[n, 1], -20, 20, seed + 2));
+    let b = bias.then(|| Tensor::rand(&[n], seed + 3));
+    // The weight as dequantize_affine computes it in fp32: (q - zp) * scale.
+    let wv: Vec<f64> = (0..n * k)
+        .map(|i| {
+            let z = zp.as_ref().map_or(0.0, |z| z.data[i / k]);
+            ((q.data[i] - z) as f32 * sc.data[i / k] as f32) as f64
+        })
+        .collect();
+    let w = Tensor::new(F32, &[n, k], wv);
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, xs);
+    let (qi, si) = (g.constant(&q), g.constant(&sc));
+    let zi = match &zp {
+        Some(z) => g.constant(z),
+        None => g.null(),
+    };
+    let bs = g.int_list(&[1, k as i64]);
+    let (in_dt, qmin, qmax, out_dt) = (g.null(), g.int(-128), g.int(127), g.int(6));
+    let wi = g.tensor(F32, &[n, k]);
+    g.op(DEQUANT, &[qi, bs, si, zi, in_dt, qmin, qmax, out_dt, wi]);
+    let bi = match &b {
+        Some(b) => g.constant(b),
+        None => g.null(),
+    };
+    let mut os = xs.to_vec();
+    *os.last_mut().expect("rank >= 1") = n;
+    let out = g.output(F32, &os);
+    g.op("aten.linear.default", &[xi, wi, bi, out]);
+    if weight_out {
+        g.mark_output(wi);
+    }
+    let name = format!(
+        "int8 weight [{n}, {k}] zp {} into aten.linear x{xs:?} bias {bias} weight output {weight_out} M {ms:?}",
+        zdt.map_or("none", |z| z.name())
+    );
+    let mut case = OpCase::new(DEQUANT, name, g).tol(Tol::F32_SUM);
+    if ms.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, &m) in ms.iter().enumerate() {
+        let mut sizes = xs.to_vec();
+        sizes[0] = m;
+        let x = Tensor::rand_range(F32, &sizes, -1.0, 1.0, seed + 10 + r as u64);
+        let mut expected = vec![crate::reference::linear(&x, &w, b.as_ref())];
+        if weight_out {
+            expected.push(w.clone());
+        }
+        case = case.run(vec![x], expected);
     }
     case
 }

@@ -7,10 +7,10 @@
 use etvk_format::ir::DataType;
 
 use crate::api::Result;
-use crate::builder::{Dispatch, GraphBuilder, Layout, OpCall, Packed};
+use crate::builder::{Dispatch, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::{broadcast_strides, to_u32, Global, Launch, Push, TensorId};
-use crate::ops::{constant_arg, float_shader, same_dtype};
+use crate::ops::{float_shader, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
@@ -26,10 +26,10 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     })?;
     r.register(OpEntry {
         name: "aten._weight_int8pack_mm.default",
-        build: build_weight_int8pack_mm,
+        build: crate::ops::q8_linear::build_weight_int8pack_mm,
         dtypes: FLOATS,
         dynamic_shapes: true,
-        note: "x[..., K] @ (int8 W[N, K] * scales[N])^T; weight and scales constants, prepacked once as a float weight (8-bit per-channel weight-only linears)",
+        note: "x[..., K] @ (int8 W[N, K] * scales[N])^T; weight and scales constants, read as int8 by the kernels (8-bit per-channel weight-only linears)",
     })?;
     r.register(OpEntry {
         name: "aten.mm.default",
@@ -117,93 +117,16 @@ pub fn matmul_launch(
 fn build_linear(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(4)?;
     let x = g.tensor_arg(call, 0)?;
+    // The weight of a dequantize_affine node left out for this linear (ops/q8_linear.rs).
+    if let Some(q8) = g.q8_weights.get(&call.arg(1)?).copied() {
+        let bias = g.opt_tensor_or_prepack(call, 2)?;
+        let out = g.tensor_arg(call, 3)?;
+        return crate::ops::q8_linear::q8_linear_node(g, call, x, q8, bias, out);
+    }
     let w = g.tensor_or_prepack(call, 1)?;
     let bias = g.opt_tensor_or_prepack(call, 2)?;
     let out = g.tensor_arg(call, 3)?;
     linear_node(g, call, x, w, bias, out)
-}
-
-/// `aten._weight_int8pack_mm.default` `[x [.., K], weight int8 [N, K], scales [N], out]`:
-/// `out[m][n] = scales[n] * sum_k weight[n][k] * x[m][k]` (the exporter's 8-bit per-channel
-/// weight-only linear). Weight and scales are constants: the weight is prepacked once as
-/// `weight[n][k] * scales[n]` in x's float dtype (the product of an int8 and the scale, one
-/// rounding) and runs as `aten.linear`.
-fn build_weight_int8pack_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    call.expect_args(4)?;
-    let what = call.what();
-    let x = g.tensor_arg(call, 0)?;
-    let out = g.tensor_arg(call, 3)?;
-    let wc = constant_arg(g, call, 1, "int8 weight")?;
-    let sc = constant_arg(g, call, 2, "scales")?;
-    let (n, k) = match (wc.dtype, wc.dims.as_slice()) {
-        (DataType::Int8, &[n, k]) => (n, k),
-        _ => {
-            return Err(invalid_program(format!(
-                "{what}: weight must be int8 [N, K], got {} {:?}",
-                wc.dtype.name(),
-                wc.dims
-            )))
-        }
-    };
-    if crate::graph::checked_numel(&sc.dims) != Some(n) {
-        return Err(invalid_program(format!(
-            "{what}: scales {:?} must hold one value per output channel (N = {n})",
-            sc.dims
-        )));
-    }
-    let raw = g.constant_bytes(sc.constant_id)?;
-    let scales: Vec<f32> = match sc.dtype {
-        DataType::Float32 => raw
-            .chunks_exact(4)
-            .take(n)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        DataType::Float16 => raw
-            .chunks_exact(2)
-            .take(n)
-            .map(|b| crate::dtype::f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
-            .collect(),
-        d => {
-            return Err(invalid_program(format!(
-                "{what}: scales must be float32 or float16, got {}",
-                d.name()
-            )))
-        }
-    };
-    if scales.len() != n {
-        return Err(invalid_program(format!(
-            "{what}: scales constant holds {} of its N = {n} values",
-            scales.len()
-        )));
-    }
-    let dt = g.shapes().dtype(x);
-    if !matches!(dt, DataType::Float32 | DataType::Float16) {
-        return Err(invalid_program(format!(
-            "{what}: x must be float32 or float16, got {}",
-            dt.name()
-        )));
-    }
-    let layout = Layout {
-        name: format!("int8pack_scaled_by_c{}_{}", sc.constant_id, dt.name()),
-        pack: Box::new(move |c, bytes| {
-            let mut out = Vec::with_capacity(n * k * dt.size_bytes());
-            for (i, &b) in bytes.iter().take(n * k).enumerate() {
-                let v = f32::from(b as i8) * scales[i / k];
-                if dt == DataType::Float16 {
-                    out.extend_from_slice(&crate::dtype::f32_to_f16(v).to_le_bytes());
-                } else {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-            }
-            Ok(Packed {
-                dtype: dt,
-                dims: c.dims.clone(),
-                bytes: out,
-            })
-        }),
-    };
-    let w = g.prepack(wc.value, &layout)?;
-    linear_node(g, call, x, w, None, out)
 }
 
 /// `out = x @ w^T (+ bias)` for x [.., K], w [N, K] (both already GPU tensors).
@@ -243,13 +166,7 @@ fn linear_node(
         xd[..xd.len().saturating_sub(1)].iter().product()
     };
     let bias_t = g.or_dummy(bias)?;
-    // The kernels of every M up to the serialized one: a GEMV per row count up to 8, the
-    // tiled kernel above.
-    let kernels: Vec<LinearKernel> = [1, 2, 4, 8, 9]
-        .into_iter()
-        .map(LinearKernel::of)
-        .filter(|kn| kn.smallest_m() <= max_m.max(1))
-        .collect();
+    let kernels = LinearKernel::up_to(max_m);
     let variants = kernels
         .iter()
         .map(|kn| {
@@ -257,48 +174,62 @@ fn linear_node(
                 .map(|sh| Dispatch::new(sh, [out, x, w, bias_t]))
         })
         .collect::<Result<Vec<_>>>()?;
-    let has_bias = bias.is_some() as u32;
+    let has_bias = bias.is_some();
     g.dispatch_select(call, variants, move |s| {
-        let xd = s.dims(x).to_vec();
-        if xd.last() != Some(&k) {
-            return Err(invalid_program(format!(
-                "input sizes {xd:?} do not end in K = {k}"
-            )));
-        }
-        let m: usize = xd[..xd.len() - 1].iter().product();
-        let mut od = xd;
-        if let Some(l) = od.last_mut() {
-            *l = n;
-        }
-        s.set_dims(out, od)?;
-        let kn = LinearKernel::of(m);
-        let idx = kernels.iter().position(|&c| c == kn).ok_or_else(|| {
-            invalid_arg(format!(
-                "M = {m} rows exceed the {max_m} the graph was built for"
-            ))
-        })?;
-        let push = Push::new()
-            .u32(to_u32(m, "M")?)
-            .u32(to_u32(n, "N")?)
-            .u32(to_u32(k, "K")?)
-            .u32(has_bias)
-            .finish();
-        let global = if m == 0 || n == 0 {
-            Global::Linear(0)
-        } else {
-            match kn {
-                LinearKernel::Gemv(_) => {
-                    Global::Linear(n.div_ceil(GEMV_ROWS) as u64 * u64::from(GEMV_LOCAL))
-                }
-                LinearKernel::Tiled => Global::Grid([
-                    to_u32(n.div_ceil(64), "column tiles")?.saturating_mul(256),
-                    to_u32(m.div_ceil(64), "row tiles")?,
-                    1,
-                ]),
-            }
-        };
-        Ok((idx, Launch { push, global }))
+        linear_launch(s, (x, out), (n, k), has_bias, &kernels, max_m)
     })
+}
+
+/// The resize of a linear over [`LinearKernel`] variants (`kernels`, in variant order): out's
+/// sizes from x's, the kernel of the current M and its launch (push constants M, N, K,
+/// has_bias).
+pub(crate) fn linear_launch(
+    s: &mut crate::graph::Shapes,
+    (x, out): (TensorId, TensorId),
+    (n, k): (usize, usize),
+    has_bias: bool,
+    kernels: &[LinearKernel],
+    max_m: usize,
+) -> Result<(usize, Launch)> {
+    let xd = s.dims(x).to_vec();
+    if xd.last() != Some(&k) {
+        return Err(invalid_program(format!(
+            "input sizes {xd:?} do not end in K = {k}"
+        )));
+    }
+    let m: usize = xd[..xd.len() - 1].iter().product();
+    let mut od = xd;
+    if let Some(l) = od.last_mut() {
+        *l = n;
+    }
+    s.set_dims(out, od)?;
+    let kn = LinearKernel::of(m);
+    let idx = kernels.iter().position(|&c| c == kn).ok_or_else(|| {
+        invalid_arg(format!(
+            "M = {m} rows exceed the {max_m} the graph was built for"
+        ))
+    })?;
+    let push = Push::new()
+        .u32(to_u32(m, "M")?)
+        .u32(to_u32(n, "N")?)
+        .u32(to_u32(k, "K")?)
+        .u32(has_bias as u32)
+        .finish();
+    let global = if m == 0 || n == 0 {
+        Global::Linear(0)
+    } else {
+        match kn {
+            LinearKernel::Gemv(_) => {
+                Global::Linear(n.div_ceil(GEMV_ROWS) as u64 * u64::from(GEMV_LOCAL))
+            }
+            LinearKernel::Tiled => Global::Grid([
+                to_u32(n.div_ceil(64), "column tiles")?.saturating_mul(256),
+                to_u32(m.div_ceil(64), "row tiles")?,
+                1,
+            ]),
+        }
+    };
+    Ok((idx, Launch { push, global }))
 }
 
 /// Weight rows per workgroup of `linear_gemv` (its local size / 32).
@@ -306,9 +237,9 @@ const GEMV_ROWS: usize = 4;
 /// Local size of `linear_gemv` (manifest).
 const GEMV_LOCAL: u32 = 128;
 
-/// The kernel of [`linear_node`] at M activation rows.
+/// The kernel of [`linear_node`] (and the int8-weight linears) at M activation rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LinearKernel {
+pub(crate) enum LinearKernel {
     /// `linear_gemv_m{MT}`: MT >= M rows, each weight element read once for all of them.
     Gemv(usize),
     /// `linear_tiled`: 64 x 64 output tiles.
@@ -316,6 +247,15 @@ enum LinearKernel {
 }
 
 impl LinearKernel {
+    /// The kernels of every M up to `max_m`: a GEMV per row count up to 8, the tiled kernel
+    /// above.
+    pub(crate) fn up_to(max_m: usize) -> Vec<LinearKernel> {
+        [1, 2, 4, 8, 9]
+            .into_iter()
+            .map(LinearKernel::of)
+            .filter(|kn| kn.smallest_m() <= max_m.max(1))
+            .collect()
+    }
     fn of(m: usize) -> LinearKernel {
         match m {
             0..=1 => LinearKernel::Gemv(1),

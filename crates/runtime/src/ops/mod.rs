@@ -23,6 +23,7 @@ pub mod prepack;
 pub mod q4_linear;
 pub(crate) mod q4_mma_check;
 pub(crate) mod q4_wide_check;
+pub mod q8_linear;
 pub mod q8ta;
 pub mod quantize;
 pub mod reduce;

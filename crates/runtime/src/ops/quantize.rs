@@ -73,8 +73,13 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
             "{what}: expected 9 args (10 with zero_point_domain), got {n}"
         )));
     }
-    let q = g.tensor_or_prepack(call, 0)?;
     let block = g.int_list_arg(call, 1)?;
+    // An int8 weight that only aten.linear ops read: they take it as int8 (ops/q8_linear.rs)
+    // and this node is left out.
+    if crate::ops::q8_linear::plan_dequant_linear(g, call, (&block, n - 1, Some(3)))? {
+        return Ok(());
+    }
+    let q = g.tensor_or_prepack(call, 0)?;
     let scale = g.tensor_or_prepack(call, 2)?;
     let zp = g.opt_tensor_or_prepack(call, 3)?;
     let out = g.tensor_arg(call, n - 1)?;

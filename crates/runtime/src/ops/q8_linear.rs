@@ -1,0 +1,291 @@
+//! Linears on int8 weights with a scale and zero point per output row, read as int8 by the
+//! kernels (`linear_q8_gemv_m{1,2,4,8}` up to M = 8, `linear_q8_tiled` above; the shaders'
+//! `WQ8` forms, `shaders/linear_q8.glsl`):
+//! - `aten._weight_int8pack_mm.default` `[x [.., K], weight int8 [N, K], scales [N], out]`
+//!   (PT2E 8-bit weight-only linears), zero points 0;
+//! - `torchao.dequantize_affine` of an int8 weight with per-row blocks `[1, K]` whose only
+//!   readers are `aten.linear` ops (torchao's int8 weight-only linears): the dequantize node is
+//!   left out and the linears read the int8 weight (`plan_dequant_linear`).
+//!
+//! A float weight of the same values would be 4x the bytes, rewritten every execute in the
+//! second case.
+
+use etvk_format::ir::DataType;
+
+use crate::api::Result;
+use crate::builder::{ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCall, Packed};
+use crate::error::{invalid_arg, invalid_program};
+use crate::graph::TensorId;
+use crate::ops::matmul::{linear_launch, LinearKernel};
+use crate::ops::{constant_arg, float_shader, same_dtype};
+
+/// An int8 weight on the GPU as the WQ8 kernels read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Q8Weight {
+    /// Rows of ceil(K / 4) words (int8 codes, zero padding).
+    w: TensorId,
+    /// fp32 scale per row.
+    s: TensorId,
+    /// fp32 zero point per row.
+    z: TensorId,
+    n: usize,
+    k: usize,
+}
+
+/// Row-wise fp32 values of a constant of `n` elements (f32, f16, int8 or int32).
+fn row_values(c: &ConstantInfo, bytes: &[u8], n: usize, what: &str) -> Result<Vec<f32>> {
+    let v: Vec<f32> = match c.dtype {
+        DataType::Float32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        DataType::Float16 => bytes
+            .chunks_exact(2)
+            .map(|b| crate::dtype::f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+            .collect(),
+        DataType::Int8 => bytes.iter().map(|&b| f32::from(b as i8)).collect(),
+        DataType::Int32 => bytes
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32)
+            .collect(),
+        d => {
+            return Err(invalid_program(format!(
+                "{what}: dtype {} is not supported (float32, float16, int8, int32 are)",
+                d.name()
+            )))
+        }
+    };
+    if v.len() < n || crate::graph::checked_numel(&c.dims) != Some(n) {
+        return Err(invalid_program(format!(
+            "{what}: sizes {:?} must hold one value per output row (N = {n})",
+            c.dims
+        )));
+    }
+    Ok(v[..n].to_vec())
+}
+
+/// Packs int8 weight `wc` [N, K] with per-row scales `sc` and zero points `zc` (None: 0).
+pub(crate) fn pack_q8(
+    g: &mut GraphBuilder<'_>,
+    wc: &ConstantInfo,
+    sc: &ConstantInfo,
+    zc: Option<&ConstantInfo>,
+    what: &str,
+) -> Result<Q8Weight> {
+    let (n, k) = match (wc.dtype, wc.dims.as_slice()) {
+        (DataType::Int8, &[n, k]) if n > 0 && k > 0 => (n, k),
+        _ => {
+            return Err(invalid_program(format!(
+                "{what}: weight must be int8 [N, K], got {} {:?}",
+                wc.dtype.name(),
+                wc.dims
+            )))
+        }
+    };
+    let kw = k.div_ceil(4);
+    // Rows of whole words are the constant's own bytes (shared with an et_vk.prepack copy).
+    let words = if k % 4 == 0 {
+        Layout::contiguous()
+    } else {
+        Layout {
+            name: "q8_rows_in_words".to_string(),
+            pack: Box::new(move |_, bytes| {
+                let mut out = vec![0u8; n * kw * 4];
+                for (row, src) in bytes.chunks(k).take(n).enumerate() {
+                    out[row * kw * 4..row * kw * 4 + src.len()].copy_from_slice(src);
+                }
+                Ok(Packed {
+                    dtype: DataType::Int32,
+                    dims: vec![n, kw],
+                    bytes: out,
+                })
+            }),
+        }
+    };
+    let w = g.prepack(wc.value, &words)?;
+    let floats = |name: &str, values: Vec<f32>| Layout {
+        name: name.to_string(),
+        pack: Box::new(move |_, _| {
+            Ok(Packed {
+                dtype: DataType::Float32,
+                dims: vec![values.len()],
+                bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            })
+        }),
+    };
+    let scales = row_values(
+        sc,
+        g.constant_bytes(sc.constant_id)?,
+        n,
+        &format!("{what}: scales"),
+    )?;
+    let s = g.prepack(sc.value, &floats("q8_row_scales", scales))?;
+    let z = match zc {
+        Some(zc) => {
+            let zps = row_values(
+                zc,
+                g.constant_bytes(zc.constant_id)?,
+                n,
+                &format!("{what}: zero points"),
+            )?;
+            g.prepack(zc.value, &floats("q8_row_zero_points", zps))?
+        }
+        // Zeros, keyed on the scales constant (one upload per weight).
+        None => g.prepack(sc.value, &floats("q8_row_zero_points_none", vec![0.0; n]))?,
+    };
+    Ok(Q8Weight { w, s, z, n, k })
+}
+
+/// `out = x @ ((q - zp) * s)^T (+ bias)` for x [.., K] (fp32 or fp16, as out and bias).
+pub(crate) fn q8_linear_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    x: TensorId,
+    q8: Q8Weight,
+    bias: Option<TensorId>,
+    out: TensorId,
+) -> Result<()> {
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x), s.dtype(out)];
+    dts.extend(bias.iter().map(|&b| s.dtype(b)));
+    let dt = same_dtype(call, &dts)?;
+    let Q8Weight { n, k, .. } = q8;
+    if let Some(b) = bias {
+        if s.numel(b) != n {
+            return Err(invalid_program(format!(
+                "{}: bias has sizes {:?}, expected [{n}]",
+                call.what(),
+                s.max_dims(b)
+            )));
+        }
+    }
+    let xd = s.max_dims(x).to_vec();
+    if xd.last() != Some(&k) {
+        return Err(invalid_program(format!(
+            "{}: input sizes {xd:?} do not end in the weight's K = {k}",
+            call.what()
+        )));
+    }
+    let max_m: usize = xd[..xd.len() - 1].iter().product();
+    let bias_t = g.or_dummy(bias)?;
+    let kernels = LinearKernel::up_to(max_m);
+    let variants = kernels
+        .iter()
+        .map(|kn| {
+            let prefix = match kn {
+                LinearKernel::Gemv(mt) => format!("linear_q8_gemv_m{mt}"),
+                LinearKernel::Tiled => "linear_q8_tiled".to_string(),
+            };
+            float_shader(&prefix, dt, call)
+                .map(|sh| Dispatch::new(sh, [out, x, q8.w, bias_t, q8.s, q8.z]))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let has_bias = bias.is_some();
+    g.dispatch_select(call, variants, move |s| {
+        linear_launch(s, (x, out), (n, k), has_bias, &kernels, max_m)
+    })
+}
+
+/// `aten._weight_int8pack_mm.default` `[x [.., K], weight int8 [N, K], scales [N], out]`.
+pub(crate) fn build_weight_int8pack_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(4)?;
+    let what = call.what();
+    let x = g.tensor_arg(call, 0)?;
+    let out = g.tensor_arg(call, 3)?;
+    let wc = constant_arg(g, call, 1, "int8 weight")?;
+    let sc = constant_arg(g, call, 2, "scales")?;
+    if !matches!(sc.dtype, DataType::Float32 | DataType::Float16) {
+        return Err(invalid_program(format!(
+            "{what}: scales must be float32 or float16, got {}",
+            sc.dtype.name()
+        )));
+    }
+    let q8 = pack_q8(g, &wc, &sc, None, &what)?;
+    q8_linear_node(g, call, x, q8, None, out)
+}
+
+/// Whether a `torchao.dequantize_affine` node (`call`) of a constant int8 weight [N, K] with
+/// per-row blocks `[1, K]`, constant scales and zero points (or none) and an fp32 output can be
+/// left out: every reader of its output is an `aten.linear` taking it as the weight (arg 1)
+/// with fp32 x, and the output is no graph output. Then the packed weight is recorded for
+/// those linears ([`GraphBuilder::q8_weights`]) and true returned.
+pub(crate) fn plan_dequant_linear(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (block, out_arg, zp_arg): (&[i64], usize, Option<usize>),
+) -> Result<bool> {
+    // A constant, or the output of an et_vk.prepack of one (the exporter's form).
+    let value_of = |i: usize| {
+        let v = call.arg(i).ok()?;
+        match g.value(v).ok()? {
+            GValue::Tensor(_) => g
+                .graph()
+                .chain
+                .iter()
+                .take(call.index)
+                .find(|op| op.name == "et_vk.prepack.default" && op.args.get(1) == Some(&v))
+                .and_then(|op| g.value(op.args[0]).ok().cloned()),
+            other => Some(other.clone()),
+        }
+    };
+    let Some(GValue::TensorRef(wc)) = value_of(0) else {
+        return Ok(false);
+    };
+    let Some(GValue::TensorRef(sc)) = value_of(2) else {
+        return Ok(false);
+    };
+    let zc = match zp_arg.and_then(value_of) {
+        None | Some(GValue::Null) => None,
+        Some(GValue::TensorRef(zc)) => Some(zc),
+        Some(_) => return Ok(false),
+    };
+    let [n, k] = match wc.dims.as_slice() {
+        &[n, k] if wc.dtype == DataType::Int8 => [n, k],
+        _ => return Ok(false),
+    };
+    if block != [1, k as i64] || !matches!(sc.dtype, DataType::Float32 | DataType::Float16) {
+        return Ok(false);
+    }
+    let out_v = call.arg(out_arg)?;
+    match g.value(out_v)? {
+        GValue::Tensor(t) if g.shapes().dtype(*t) == DataType::Float32 => {}
+        _ => return Ok(false),
+    }
+    let graph = g.graph();
+    if graph.output_ids.contains(&out_v) {
+        return Ok(false);
+    }
+    let mut readers = 0;
+    for op in graph.chain.iter().skip(call.index + 1) {
+        let refs = op.args.iter().any(|&a| {
+            a == out_v || matches!(g.value(a), Ok(GValue::ValueList(l)) if l.contains(&out_v))
+        });
+        if !refs {
+            continue;
+        }
+        let x_f32 = op.args.first().is_some_and(|&xv| {
+            matches!(g.value(xv), Ok(GValue::Tensor(t)) if g.shapes().dtype(*t) == DataType::Float32)
+        });
+        let as_weight = op.name == "aten.linear.default"
+            && op.args.len() == 4
+            && op.args[1] == out_v
+            && op.args.iter().filter(|&&a| a == out_v).count() == 1
+            && x_f32;
+        if !as_weight {
+            return Ok(false);
+        }
+        readers += 1;
+    }
+    if readers == 0 {
+        return Ok(false);
+    }
+    let what = call.what();
+    let q8 = pack_q8(g, &wc, &sc, zc.as_ref(), &what)?;
+    if q8.n != n {
+        return Err(invalid_arg(format!(
+            "{what}: packed rows differ from N = {n}"
+        )));
+    }
+    g.q8_weights.insert(out_v, q8);
+    Ok(true)
+}
