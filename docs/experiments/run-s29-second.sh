@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Session 29, run 2 (HEAD 92440f0): torchvision mobilenet_v2 at 224 x 224 (random weights,
+# Session 29, run 2 (HEAD 45db025): torchvision mobilenet_v2 at 224 x 224 (random weights,
 # the program of session 28's timing; `.gl/models/`, not in the repository: 14 MB) with the
 # pointwise convolutions on the tiled matmul, 20 calls with the per-op profile (session 28:
 # 1.65 ms of GPU time per forward with conv_split); the 8da4w linear at K = 28672 after the
 # fix of 91cf866 (its first timing in run 1 had an unwritten x); aten.linear at M = 8 with
-# the vec4 GEMV (run 1: 108.5 us at 4096^2).
+# the vec4 GEMV (run 1: 108.5 us at 4096^2); int8-weight linears (`linear_q8`, 45db025)
+# beside the fp32 ones.
 # Here:   scripts/device-bench.sh prepare && rm -f .gl/bin/q4_linear-* && mkdir -p
 #         .gl/models && cp <mobilenet_v2_224.pte, x224.npy> .gl/models/ &&
 #         bash docs/experiments/run-s29-second.sh prepare
@@ -32,9 +33,12 @@ exp_begin "$0" "$@"
         echo -n "dq8ca M=$1 N=$2 K=$3: "
         exp_row .gl/bin/etvk bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
     done
-    for c in "8 4096 4096" "4 4096 4096" "1 4096 4096" "2048 4096 4096"; do
+    for c in "8 4096 4096" "4 4096 4096" "1 4096 4096" "2048 4096 4096" "1 8192 8192" \
+        "8 8192 8192" "512 8192 8192"; do
         set -- $c
-        echo -n "linear M=$1 N=$2 K=$3: "
-        exp_row .gl/bin/etvk bench linear --m "$1" --n "$2" --k "$3"
+        for op in linear linear_q8; do
+            echo -n "$op M=$1 N=$2 K=$3: "
+            exp_row .gl/bin/etvk bench $op --m "$1" --n "$2" --k "$3"
+        done
     done
 } 2>&1 | tee "$OUT/s29-second.txt"
