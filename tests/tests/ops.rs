@@ -191,23 +191,6 @@ fn act_quant_fusion_leaves_out_nodes() {
             .find(|c| c.label().contains(part))
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
-    let profile = |case: &etvk_tests::OpCase, run_index: usize| {
-        let be = etvk_tests::backend();
-        let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
-            .expect("init");
-        d.set_profiling(true).expect("profiling");
-        let run = &case.runs[run_index];
-        let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
-        args.extend(
-            run.expected
-                .iter()
-                .map(etvk_tests::case::output_placeholder),
-        );
-        d.execute(&mut args).expect("execute");
-        let nodes = d.profile_nodes().to_vec();
-        assert!(!nodes.is_empty(), "no profile (timestamps unsupported?)");
-        nodes
-    };
     // (node id, dispatches) in node order.
     let dispatches = |nodes: &[etvk_runtime::NodeTime]| -> Vec<(u32, usize)> {
         let ids: std::collections::BTreeSet<u32> = nodes.iter().map(|n| n.node_id).collect();
@@ -218,18 +201,18 @@ fn act_quant_fusion_leaves_out_nodes() {
     let shared = find("float32 three linears on one x");
     // Node ids are chain positions: choose 0, linear 1, choose 2, linear 3, choose 4, linear 5.
     assert_eq!(
-        dispatches(&profile(shared, 0)),
+        dispatches(&profile_run(shared, 0)),
         vec![(0, 1), (1, 1), (3, 1), (4, 1), (5, 1)],
         "three linears on one x at M = 3: (node, dispatches)"
     );
     // choose 0, update_cache 1, linear 2 with its own fake-quant node.
     assert_eq!(
-        dispatches(&profile(find("x written between"), 0)),
+        dispatches(&profile_run(find("x written between"), 0)),
         vec![(0, 1), (1, 1), (2, 2)],
         "x written between: (node, dispatches)"
     );
     // Run 1 is at M = 1.
-    let m1 = profile(shared, 1);
+    let m1 = profile_run(shared, 1);
     let kernel = |id: u32| m1.iter().find(|n| n.node_id == id).expect("node");
     let choose_ran = |id: u32| kernel(id).launched;
     if kernel(1).op.contains("gemv_half") {
@@ -261,19 +244,7 @@ fn dequant_into_linear_runs_the_int8_kernel() {
             .iter()
             .find(|c| c.label().contains(part))
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"));
-        let be = etvk_tests::backend();
-        let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
-            .expect("init");
-        d.set_profiling(true).expect("profiling");
-        let run = &case.runs[0];
-        let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
-        args.extend(
-            run.expected
-                .iter()
-                .map(etvk_tests::case::output_placeholder),
-        );
-        d.execute(&mut args).expect("execute");
-        d.profile().into_iter().map(|(op, _)| op).collect()
+        profile_run(case, 0).into_iter().map(|n| n.op).collect()
     };
     let fused = ops_of("int8 weight [24, 40] zp int8 into aten.linear");
     assert_eq!(fused.len(), 1, "{fused:?}");
@@ -282,4 +253,23 @@ fn dequant_into_linear_runs_the_int8_kernel() {
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert!(kept[0].starts_with("torchao.dequantize_affine"), "{kept:?}");
     assert!(kept[1].contains("/linear_gemv_"), "{kept:?}");
+}
+
+/// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
+fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime::NodeTime> {
+    let be = etvk_tests::backend();
+    let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)
+        .expect("init");
+    d.set_profiling(true).expect("profiling");
+    let run = &case.runs[run_index];
+    let mut args: Vec<_> = run.inputs.iter().map(etvk_tests::case::to_arg).collect();
+    args.extend(
+        run.expected
+            .iter()
+            .map(etvk_tests::case::output_placeholder),
+    );
+    d.execute(&mut args).expect("execute");
+    let nodes = d.profile_nodes().to_vec();
+    assert!(!nodes.is_empty(), "no profile (timestamps unsupported?)");
+    nodes
 }

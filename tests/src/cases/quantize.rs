@@ -299,15 +299,6 @@ fn dq8ca(
     (sdt, zdt): (DataType, DataType),
     seed: u64,
 ) -> OpCase {
-    let (w, s, wd, kp) = super::q4_linear::q4gsw_problem(k, n, gs, seed);
-    let groups = s.sizes[0];
-    let n_pad = s.sizes[1];
-    // The exporter's per-group code sums (not read by etvk; shape-checked).
-    let sums = Tensor::new(
-        I32,
-        &[groups, n_pad.div_ceil(8) * 8],
-        vec![0.0; groups * n_pad.div_ceil(8) * 8],
-    );
     let b = bias.then(|| Tensor::rand(&[n], seed + 2000));
     let mut os = xs[..xs.len() - 1].to_vec();
     os.push(n);
@@ -322,9 +313,7 @@ fn dq8ca(
         (false, false),
         false,
     );
-    let wi = g.constant(&w);
-    let si = g.constant(&sums);
-    let wsi = g.constant(&s);
+    let ([wi, si, wsi], wd, kp) = dq8ca_weight(&mut g, k, n, gs, seed);
     let gi = g.int(gs as i64);
     let bi = match &b {
         Some(b) => g.constant(b),
@@ -359,7 +348,8 @@ fn dq8ca(
 }
 
 /// A q4gsw weight of [n, k] (group size `gs`) as the 8da4w linear's constants: value ids of
-/// (weights, weight_sums, weight_scales), with its f64 values and Kp for the reference.
+/// (weights, weight_sums (the exporter's per-group code sums, not read by etvk; shape-checked),
+/// weight_scales), with its f64 values and Kp for the reference.
 fn dq8ca_weight(
     g: &mut CaseGraph,
     k: usize,
