@@ -5,7 +5,7 @@
 # 1.65 ms of GPU time per forward with conv_split); the 8da4w linear at K = 28672 after the
 # fix of 91cf866 (its first timing in run 1 had an unwritten x); aten.linear at M = 8 with
 # the vec4 GEMV (run 1: 108.5 us at 4096^2); int8-weight linears (`linear_q8`, 45db025)
-# beside the fp32 ones.
+# beside the fp32 ones; the 64 / 128 tiles (ETVK_LINEAR_TILE, commit after 45db025) at M >= 512.
 # Here:   scripts/device-bench.sh prepare && rm -f .gl/bin/q4_linear-* && mkdir -p
 #         .gl/models && cp <mobilenet_v2_224.pte, x224.npy> .gl/models/ &&
 #         bash docs/experiments/run-s29-second.sh prepare
@@ -32,6 +32,13 @@ exp_begin "$0" "$@"
         exp_row .gl/bin/etvk bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
         echo -n "dq8ca M=$1 N=$2 K=$3: "
         exp_row .gl/bin/etvk bench linear_dq8ca_q4gsw --m "$1" --n "$2" --k "$3"
+    done
+    for c in "512 4096 4096" "2048 4096 4096" "512 8192 8192"; do
+        set -- $c
+        for t in 64 128; do
+            echo -n "tile $t linear M=$1 N=$2 K=$3: "
+            ETVK_LINEAR_TILE=$t exp_row .gl/bin/etvk bench linear --m "$1" --n "$2" --k "$3"
+        done
     done
     for c in "8 4096 4096" "4 4096 4096" "1 4096 4096" "2048 4096 4096" "1 8192 8192" \
         "8 8192 8192" "512 8192 8192"; do
