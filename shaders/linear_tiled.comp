@@ -10,13 +10,8 @@
 #extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 
-// RT x RT outputs per invocation (RT = 8, `linear_tiled_big_*`: 128 x 128 tiles, four FMAs
-// per shared-memory load instead of two, for problems with enough tiles to fill the GPU).
-#ifndef RT
-#define RT 4u
-#endif
-#define TM (16u * RT)
-#define TN (16u * RT)
+#define TM 64u
+#define TN 64u
 #define TK 16u
 
 layout(push_constant) uniform Params {
@@ -47,12 +42,12 @@ void main() {
   const uint t = gl_LocalInvocationID.x;  // local size 256
   const uint tx = t % 16u, ty = t / 16u;
   const uint n0 = gl_WorkGroupID.x * TN, m0 = gl_WorkGroupID.y * TM;
-  float acc[RT][RT];
-  [[unroll]] for (uint i = 0u; i < RT; ++i) {
-    [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0;
+  float acc[4][4];
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
   }
   for (uint k0 = 0u; k0 < p.K; k0 += TK) {
-    [[unroll]] for (uint u = 0u; u < RT; ++u) {
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) {
       const uint e = t + 256u * u, row = e / TK, kk = e % TK, k = k0 + kk;
       const uint m = m0 + row, n = n0 + row;
       xs[kk][row] = (m < p.M && k < p.K) ? float(x_[m * p.K + k]) : 0.0;
@@ -64,19 +59,19 @@ void main() {
     }
     barrier();
     [[unroll]] for (uint kk = 0u; kk < TK; ++kk) {
-      float a[RT], b[RT];
-      [[unroll]] for (uint i = 0u; i < RT; ++i) a[i] = xs[kk][ty + 16u * i];
-      [[unroll]] for (uint j = 0u; j < RT; ++j) b[j] = ws[kk][tx + 16u * j];
-      [[unroll]] for (uint i = 0u; i < RT; ++i) {
-        [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += a[i] * b[j];
+      float a[4], b[4];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = xs[kk][ty + 16u * i];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) b[j] = ws[kk][tx + 16u * j];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] += a[i] * b[j];
       }
     }
     barrier();
   }
-  [[unroll]] for (uint i = 0u; i < RT; ++i) {
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     const uint m = m0 + ty + 16u * i;
     if (m >= p.M) continue;
-    [[unroll]] for (uint j = 0u; j < RT; ++j) {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
       const uint n = n0 + tx + 16u * j;
       if (n >= p.N) continue;
       float v = acc[i][j];

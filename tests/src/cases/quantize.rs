@@ -126,8 +126,6 @@ pub fn cases() -> Vec<OpCase> {
         int8pack(F16, &[4, 33], &[4, 1], 20, F32, 32),
         // The tiled kernel (M > 8) on rows of 37 codes (padded to whole words).
         int8pack(F32, &[20, 37], &[20, 3], 70, F32, 33),
-        // The big-tile kernel (17 x 17 tiles of 128).
-        int8pack(F32, &[2100, 6], &[2100], 2070, F16, 37),
         // torchao's int8 weight-only linear: dequantize_affine (left out) + aten.linear on the
         // int8 weight, with and without zero points, M across the GEMVs and the tiled kernel;
         // and a dequantized weight that is also a graph output (the node then runs).

@@ -166,11 +166,11 @@ fn linear_node(
         xd[..xd.len().saturating_sub(1)].iter().product()
     };
     let bias_t = g.or_dummy(bias)?;
-    let kernels = LinearKernel::up_to(max_m, n);
+    let kernels = LinearKernel::up_to(max_m);
     let variants = kernels
         .iter()
         .map(|kn| {
-            kn.shader(false, dt, call)
+            kn.shader(dt, call)
                 .map(|sh| Dispatch::new(sh, [out, x, w, bias_t]))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -203,7 +203,7 @@ pub(crate) fn linear_launch(
         *l = n;
     }
     s.set_dims(out, od)?;
-    let kn = LinearKernel::of(m, n);
+    let kn = LinearKernel::of(m);
     let idx = kernels.iter().position(|&c| c == kn).ok_or_else(|| {
         invalid_arg(format!(
             "M = {m} rows exceed the {max_m} the graph was built for"
@@ -222,14 +222,11 @@ pub(crate) fn linear_launch(
             LinearKernel::Gemv(_) => {
                 Global::Linear(n.div_ceil(GEMV_ROWS) as u64 * u64::from(GEMV_LOCAL))
             }
-            LinearKernel::Tiled | LinearKernel::TiledBig => {
-                let tile = kn.tile();
-                Global::Grid([
-                    to_u32(n.div_ceil(tile), "column tiles")?.saturating_mul(256),
-                    to_u32(m.div_ceil(tile), "row tiles")?,
-                    1,
-                ])
-            }
+            LinearKernel::Tiled => Global::Grid([
+                to_u32(n.div_ceil(64), "column tiles")?.saturating_mul(256),
+                to_u32(m.div_ceil(64), "row tiles")?,
+                1,
+            ]),
         }
     };
     Ok((idx, Launch { push, global }))
@@ -245,69 +242,41 @@ const GEMV_LOCAL: u32 = 128;
 pub(crate) enum LinearKernel {
     /// `linear_gemv_m{MT}`: MT >= M rows, each weight element read once for all of them.
     Gemv(usize),
-    /// `linear_tiled`: 64 x 64 output tiles, 4 x 4 per invocation.
+    /// `linear_tiled`: 64 x 64 output tiles.
     Tiled,
-    /// `linear_tiled_big`: 128 x 128 tiles, 8 x 8 per invocation, where there are enough of
-    /// them ([`BIG_TILES_MIN`]).
-    TiledBig,
 }
 
-/// 128 x 128 output tiles from which the big-tile kernel runs: below, its fewer workgroups
-/// leave SMs idle (an H200 has 132). `ETVK_LINEAR_TILE=64` / `128` forces one form for
-/// comparisons.
-const BIG_TILES_MIN: usize = 256;
-
 impl LinearKernel {
-    /// The kernels of every M up to `max_m` for N outputs: a GEMV per row count up to 8, a
-    /// tiled kernel above (more tiles as M grows, so the big one from some M on).
-    pub(crate) fn up_to(max_m: usize, n: usize) -> Vec<LinearKernel> {
-        let mut v: Vec<LinearKernel> = [1, 2, 4, 8, 9, max_m]
+    /// The kernels of every M up to `max_m`: a GEMV per row count up to 8, the tiled kernel
+    /// above.
+    pub(crate) fn up_to(max_m: usize) -> Vec<LinearKernel> {
+        [1, 2, 4, 8, 9]
             .into_iter()
-            .filter(|&m| m <= max_m.max(1))
-            .map(|m| LinearKernel::of(m, n))
-            .collect();
-        v.dedup();
-        v
+            .map(LinearKernel::of)
+            .filter(|kn| kn.smallest_m() <= max_m.max(1))
+            .collect()
     }
-    pub(crate) fn of(m: usize, n: usize) -> LinearKernel {
+    fn of(m: usize) -> LinearKernel {
         match m {
             0..=1 => LinearKernel::Gemv(1),
             2 => LinearKernel::Gemv(2),
             3..=4 => LinearKernel::Gemv(4),
             5..=8 => LinearKernel::Gemv(8),
-            _ => {
-                let big = match std::env::var("ETVK_LINEAR_TILE").as_deref() {
-                    Ok("64") => false,
-                    Ok("128") => true,
-                    _ => m.div_ceil(128) * n.div_ceil(128) >= BIG_TILES_MIN,
-                };
-                if big {
-                    LinearKernel::TiledBig
-                } else {
-                    LinearKernel::Tiled
-                }
-            }
+            _ => LinearKernel::Tiled,
         }
     }
-    /// Output tile edge of the tiled kernels.
-    fn tile(self) -> usize {
+    /// The fewest rows that take this kernel.
+    fn smallest_m(self) -> usize {
         match self {
-            LinearKernel::TiledBig => 128,
-            _ => 64,
+            LinearKernel::Gemv(1) => 0,
+            LinearKernel::Gemv(mt) => mt / 2 + 1,
+            LinearKernel::Tiled => 9,
         }
     }
-    /// The shader of this kernel: `linear{_q8 when q8}_...`.
-    pub(crate) fn shader(
-        self,
-        q8: bool,
-        dt: DataType,
-        call: &OpCall<'_>,
-    ) -> Result<etvk_shaders::ShaderId> {
-        let base = if q8 { "linear_q8" } else { "linear" };
+    fn shader(self, dt: DataType, call: &OpCall<'_>) -> Result<etvk_shaders::ShaderId> {
         match self {
-            LinearKernel::Gemv(mt) => float_shader(&format!("{base}_gemv_m{mt}"), dt, call),
-            LinearKernel::Tiled => float_shader(&format!("{base}_tiled"), dt, call),
-            LinearKernel::TiledBig => float_shader(&format!("{base}_tiled_big"), dt, call),
+            LinearKernel::Gemv(mt) => float_shader(&format!("linear_gemv_m{mt}"), dt, call),
+            LinearKernel::Tiled => float_shader("linear_tiled", dt, call),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::builder::{ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCal
 use crate::error::{invalid_arg, invalid_program};
 use crate::graph::TensorId;
 use crate::ops::matmul::{linear_launch, LinearKernel};
-use crate::ops::{constant_arg, same_dtype};
+use crate::ops::{constant_arg, float_shader, same_dtype};
 
 /// An int8 weight on the GPU as the WQ8 kernels read it.
 #[derive(Debug, Clone, Copy)]
@@ -168,11 +168,15 @@ pub(crate) fn q8_linear_node(
     }
     let max_m: usize = xd[..xd.len() - 1].iter().product();
     let bias_t = g.or_dummy(bias)?;
-    let kernels = LinearKernel::up_to(max_m, n);
+    let kernels = LinearKernel::up_to(max_m);
     let variants = kernels
         .iter()
         .map(|kn| {
-            kn.shader(true, dt, call)
+            let prefix = match kn {
+                LinearKernel::Gemv(mt) => format!("linear_q8_gemv_m{mt}"),
+                LinearKernel::Tiled => "linear_q8_tiled".to_string(),
+            };
+            float_shader(&prefix, dt, call)
                 .map(|sh| Dispatch::new(sh, [out, x, q8.w, bias_t, q8.s, q8.z]))
         })
         .collect::<Result<Vec<_>>>()?;
