@@ -257,6 +257,16 @@ fn specs() -> Vec<Spec> {
             Bias::Constant,
             None,
         ),
+        // A long pointwise sum over few outputs stays on conv_split.
+        s(
+            F32,
+            &[1, 300, 3, 3],
+            10,
+            &[1, 1],
+            p(&[1, 1], &[0, 0], &[1, 1], false, &[0, 0], 1),
+            Bias::Constant,
+            Some((Some(0.0), Some(6.0))),
+        ),
         s(
             F32,
             &[2, 9, 70],

@@ -26,6 +26,9 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Taps per output (C_in / groups x kH x kW) from which a forward convolution runs on the
 /// `conv_split` kernel.
 const SPLIT_MIN_TAPS: usize = 256;
+/// 64 x 64 output tiles (at the largest input) from which a pointwise convolution of at
+/// least [`SPLIT_MIN_TAPS`] input channels runs as a matmul rather than on `conv_split`.
+const POINTWISE_MIN_TILES: usize = 64;
 /// Local size of `conv_split` (its `LANES`).
 const SPLIT_LANES: u32 = 64;
 
@@ -226,15 +229,27 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
     };
     // Fail at load when even the largest input cannot be convolved.
     out_dims(&geo, s.max_dims(x), &what)?;
-    let pointwise =
-        !transposed && groups == 1 && kernel == [1, 1] && stride == [1, 1] && padding == [0, 0];
-    if pointwise {
-        return pointwise_node(g, call, (x, w, b, out), (c_in, c_out), dt, clamp);
-    }
     // Long sums go to the split kernel (a workgroup per output): at 7 x 7 a pointwise
     // convolution over 960 channels has too few outputs to fill a GPU one invocation each.
     let taps = (c_in / groups) * kernel[0] * kernel[1];
     let split = !transposed && taps >= SPLIT_MIN_TAPS;
+    // Pointwise convolutions as a matmul, unless a long sum meets too few output tiles to
+    // fill the GPU (the split kernel is faster there: H200, mobilenet_v2's 960 -> 160 at
+    // 7 x 7 took 69 us on three 64 x 64 tiles).
+    let (n_max, hw_max) = {
+        let d = s.max_dims(x);
+        (d[0], d[2..].iter().product::<usize>())
+    };
+    let gemm_tiles = n_max * c_out.div_ceil(64) * hw_max.div_ceil(64);
+    let pointwise = !transposed
+        && groups == 1
+        && kernel == [1, 1]
+        && stride == [1, 1]
+        && padding == [0, 0]
+        && (!split || gemm_tiles >= POINTWISE_MIN_TILES);
+    if pointwise {
+        return pointwise_node(g, call, (x, w, b, out), (c_in, c_out), dt, clamp);
+    }
     let shader = float_shader(if split { "conv_split" } else { "conv" }, dt, call)?;
     let bias = g.or_dummy(b)?;
     let flags = u32::from(b.is_some()) | (u32::from(transposed) << 1);
