@@ -28,7 +28,7 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 const SPLIT_MIN_TAPS: usize = 256;
 /// 64 x 64 output tiles (at the largest input) from which a pointwise convolution of at
 /// least [`SPLIT_MIN_TAPS`] input channels runs as a matmul rather than on `conv_split`.
-const POINTWISE_MIN_TILES: usize = 64;
+const POINTWISE_MIN_TILES: usize = 8;
 /// Local size of `conv_split` (its `LANES`).
 const SPLIT_LANES: u32 = 64;
 
@@ -233,9 +233,10 @@ fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, clamp: [f32; 2]) -> Result
     // convolution over 960 channels has too few outputs to fill a GPU one invocation each.
     let taps = (c_in / groups) * kernel[0] * kernel[1];
     let split = !transposed && taps >= SPLIT_MIN_TAPS;
-    // Pointwise convolutions as a matmul, unless a long sum meets too few output tiles to
-    // fill the GPU (the split kernel is faster there: H200, mobilenet_v2's 960 -> 160 at
-    // 7 x 7 took 69 us on three 64 x 64 tiles).
+    // Pointwise convolutions as a matmul, unless a long sum meets too few output tiles
+    // (H200, mobilenet_v2, matmul against conv_split: 960 -> 160 at 7 x 7, 3 tiles, 69 against
+    // 30 us; 576 -> 96 at 14 x 14, 8 tiles, 45 against 55; 320 -> 1280 at 7 x 7, 20 tiles, 27
+    // against 81).
     let (n_max, hw_max) = {
         let d = s.max_dims(x);
         (d[0], d[2..].iter().product::<usize>())
