@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 29, runs 3-4 (run 4 after the pointwise rule of the commit after 461c495): run 2's mobilenet_v2 profile again, with the head of the table (run 2
+# Session 29, runs 3-5 (runs 4 and 5 after the pointwise rules of the commits after 461c495): run 2's mobilenet_v2 profile again, with the head of the table (run 2
 # printed its tail only, without the GPU total). Same binary and program as run 2.
 # Here:   as run-s29-second.sh, then bash docs/experiments/run-s29-third.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s29-third.sh
