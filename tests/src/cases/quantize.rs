@@ -327,15 +327,7 @@ fn dq8ca(
         sdt.name(),
         zdt.name()
     );
-    let tol = if xdt == F16 {
-        Tol::F16
-    } else {
-        Tol::new(1e-5, 1e-5)
-    };
-    let mut case = OpCase::new(DQ8CA, name, g).tol(tol);
-    if ms.len() > 1 {
-        case = case.dynamic();
-    }
+    let mut case = dq8ca_case(name, g, xdt, ms);
     for (r, &m) in ms.iter().enumerate() {
         let mut sizes = xs.to_vec();
         sizes[0] = m;
@@ -345,6 +337,21 @@ fn dq8ca(
         case = case.run(vec![x], vec![Tensor::new(xdt, &want.sizes, want.data)]);
     }
     case
+}
+
+/// An 8da4w case on graph `g`: fp16 tolerances for fp16 x, dynamic when it runs at several M.
+fn dq8ca_case(name: String, g: CaseGraph, xdt: DataType, ms: &[usize]) -> OpCase {
+    let tol = if xdt == F16 {
+        Tol::F16
+    } else {
+        Tol::new(1e-5, 1e-5)
+    };
+    let case = OpCase::new(DQ8CA, name, g).tol(tol);
+    if ms.len() > 1 {
+        case.dynamic()
+    } else {
+        case
+    }
 }
 
 /// A q4gsw weight of [n, k] (group size `gs`) as the 8da4w linear's constants: value ids of
@@ -401,15 +408,7 @@ fn dq8ca_shared_x(xdt: DataType, xs: &[usize], ms: &[usize], seed: u64) -> OpCas
         weights.push((wd, kp, n));
     }
     let name = format!("{} three linears on one x{xs:?} M {ms:?}", xdt.name());
-    let tol = if xdt == F16 {
-        Tol::F16
-    } else {
-        Tol::new(1e-5, 1e-5)
-    };
-    let mut case = OpCase::new(DQ8CA, name, g).tol(tol);
-    if ms.len() > 1 {
-        case = case.dynamic();
-    }
+    let mut case = dq8ca_case(name, g, xdt, ms);
     for (r, &m) in ms.iter().enumerate() {
         let mut sizes = xs.to_vec();
         sizes[0] = m;
