@@ -239,16 +239,18 @@ pub(crate) fn plan_dequant_linear(
         Some(GValue::TensorRef(zc)) => Some(zc),
         Some(_) => return Ok(false),
     };
-    let k = match wc.dims.as_slice() {
-        &[_, k] if wc.dtype == DataType::Int8 => k,
+    let (n, k) = match wc.dims.as_slice() {
+        &[n, k] if wc.dtype == DataType::Int8 => (n, k),
         _ => return Ok(false),
     };
     if block != [1, k as i64] || !matches!(sc.dtype, DataType::Float32 | DataType::Float16) {
         return Ok(false);
     }
     let out_v = call.arg(out_arg)?;
+    // (Anything else takes the node's own path, which reports what is wrong.)
     match g.value(out_v)? {
-        GValue::Tensor(t) if g.shapes().dtype(*t) == DataType::Float32 => {}
+        GValue::Tensor(t)
+            if g.shapes().dtype(*t) == DataType::Float32 && g.shapes().max_dims(*t) == [n, k] => {}
         _ => return Ok(false),
     }
     let graph = g.graph();
