@@ -70,7 +70,29 @@ void main() {
   float acc[MT];
   [[unroll]] for (uint m = 0u; m < MT; ++m) acc[m] = 0.0;
   uint k = lane;
-  if ((p.K & 3u) == 0u) {
+#if WQ8
+  // Rows of whole uvec4s (K % 16 == 0): 16 codes per lane and load, the int8 row's 512
+  // bytes per subgroup and load instruction (one word per lane read 0.49 of the ceiling).
+  if ((p.K & 15u) == 0u) {
+    const uint k4 = p.K >> 2, k16 = p.K >> 4;
+    for (uint j = lane; j < k16; j += LANES) {
+      const ivec4 v = ivec4(wq4[row * k16 + j]);
+      vec4 wv[4];
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        wv[c] = vec4(bitfieldExtract(v[c], 0, 8), bitfieldExtract(v[c], 8, 8),
+                     bitfieldExtract(v[c], 16, 8), bitfieldExtract(v[c], 24, 8)) - z;
+      }
+      [[unroll]] for (uint m = 0u; m < MT; ++m) {
+        if (m < p.M) {
+          const uint xb = m * k4 + 4u * j;
+          [[unroll]] for (uint c = 0u; c < 4u; ++c) acc[m] += dot(vec4(x4_[xb + c]), wv[c]);
+        }
+      }
+    }
+    k = p.K;  // nothing left for the loops below
+  }
+#endif
+  if (k < p.K && (p.K & 3u) == 0u) {
     const uint k4 = p.K >> 2;
     uint j = lane;
     for (; j + LANES < k4; j += 2u * LANES) {

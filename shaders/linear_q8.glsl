@@ -5,6 +5,7 @@
 // The kernels add up x * (q - zp) (an exact integer in fp32) and multiply the row's total
 // by s[n] (etvk_runtime's ops/q8_linear.rs packs the three).
 layout(set = 0, binding = 2) readonly buffer WQ { uint wq[]; };
+layout(set = 0, binding = 2) readonly buffer WQ4 { uvec4 wq4[]; };
 layout(set = 0, binding = 4) readonly buffer WS { float wscale[]; };
 layout(set = 0, binding = 5) readonly buffer WZ { float wzp[]; };
 

@@ -132,6 +132,8 @@ pub fn cases() -> Vec<OpCase> {
         dequant_linear(&[12, 40], &[12, 1, 5], 24, Some(I8), true, false, 34),
         dequant_linear(&[2, 3, 37], &[2, 1], 9, None, false, false, 35),
         dequant_linear(&[3, 40], &[3], 16, Some(I32), true, true, 36),
+        // Rows of whole uvec4s (K % 16 == 0): the GEMVs' 16-code loads.
+        dequant_linear(&[5, 48], &[5, 1, 2], 10, Some(I8), true, false, 38),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
