@@ -259,10 +259,7 @@ pub(crate) fn plan_dequant_linear(
     }
     let mut readers = 0;
     for op in graph.chain.iter().skip(call.index + 1) {
-        let refs = op.args.iter().any(|&a| {
-            a == out_v || matches!(g.value(a), Ok(GValue::ValueList(l)) if l.contains(&out_v))
-        });
-        if !refs {
+        if !crate::ops::quantize::op_refs(g, &op.args).any(|v| v == out_v) {
             continue;
         }
         let x_f32 = op.args.first().is_some_and(|&xv| {

@@ -497,15 +497,18 @@ enum ChoosePlan {
     Reuse { used: ActQuantUse, skip: bool },
 }
 
-/// Value ids an op refers to: its args and the members of ValueList args.
-fn op_refs<'g>(g: &'g GraphBuilder<'_>, args: &'g [usize]) -> impl Iterator<Item = usize> + 'g {
-    args.iter().flat_map(move |&a| match g.value(a) {
-        Ok(GValue::ValueList(l)) => {
-            let mut v = l.clone();
-            v.push(a);
-            v
-        }
-        _ => vec![a],
+/// Value ids an op refers to: its args and the members of ValueList args (no allocation:
+/// the plans below walk the chain once per node at load).
+pub(crate) fn op_refs<'g>(
+    g: &'g GraphBuilder<'_>,
+    args: &'g [usize],
+) -> impl Iterator<Item = usize> + 'g {
+    args.iter().flat_map(move |&a| {
+        let listed: &[usize] = match g.value(a) {
+            Ok(GValue::ValueList(l)) => l,
+            _ => &[],
+        };
+        std::iter::once(a).chain(listed.iter().copied())
     })
 }
 
