@@ -9,6 +9,10 @@
 //   SYMMETRIC (1):          scale = max(max(-lo, hi) / ((qmax - qmin) / 2), eps)
 //   SYMMETRIC_NO_CLIPPING_ERR (2): scale = max(lo / qmin > hi / qmax ? lo / qmin : hi / qmax, eps)
 //   symmetric zero point:   trunc((qmax + qmin + 1) / 2)
+//   PER_TOKEN_ASYMMETRIC (3, quantized_decomposed.choose_qparams_per_token_asymmetric, after
+//   XNNPACK): the ASYMMETRIC scale; zp from whichever end's rounding error is smaller:
+//     zp = roundEven(clamp(qmin + lo / scale + qmax + hi / scale > 0 ? qmin - lo / scale
+//                                                                 : qmax - hi / scale, qmin, qmax))
 // Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
 // every later rounding of x / scale follow the quotient).
 
@@ -32,6 +36,16 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
     precise float range = hi - lo;
     scale = max(act_div_fixed(range, qmax - qmin), eps);
     zp = clamp(qmin - roundEven(act_div_fixed(lo, scale)), qmin, qmax);
+  } else if (mapping == 3u) {
+    precise float range = hi - lo;
+    scale = max(act_div_fixed(range, qmax - qmin), eps);
+    const float dmin = act_div_fixed(lo, scale), dmax = act_div_fixed(hi, scale);
+    precise float err_min = qmin + dmin;
+    precise float err_max = qmax + dmax;
+    precise float from_min = qmin - dmin;
+    precise float from_max = qmax - dmax;
+    precise float both = err_min + err_max;
+    zp = roundEven(clamp(both > 0.0 ? from_min : from_max, qmin, qmax));
   } else {
     if (mapping == 1u) {
       scale = act_div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);

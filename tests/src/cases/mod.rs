@@ -21,6 +21,7 @@ pub mod pool;
 pub mod prepack;
 pub mod q4_linear;
 pub mod q8ta;
+pub mod quant_blocks;
 pub mod quantize;
 pub mod reduce;
 pub mod resize;

@@ -149,6 +149,8 @@ pub fn cases() -> Vec<OpCase> {
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());
+    // Block-wise and per-token quantize / choose_qparams (ops/quant_blocks.rs).
+    cases.extend(super::quant_blocks::cases());
     cases
 }
 

@@ -132,6 +132,11 @@ pub const SUPPORTED: &[&str] = &[
     "quantized_decomposed.quantize_per_tensor.tensor",
     "torchao.choose_qparams_affine.default",
     "torchao.dequantize_affine.default",
+    "torchao.quantize_affine.default",
+    "quantized_decomposed.quantize_per_token.default",
+    "quantized_decomposed.dequantize_per_token.default",
+    "quantized_decomposed.choose_qparams_per_token_asymmetric.default",
+    "quantized_decomposed.choose_qparams.tensor",
 ];
 
 /// Whether [`run`] knows op `name`.
@@ -322,6 +327,17 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "et_vk.linear_dq8ca_q4gsw.default" => dq8ca_q4gsw(g, a, &w),
         "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
         "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
+        "torchao.quantize_affine.default" => super::quant_ops::quantize_affine(g, a, &w),
+        "quantized_decomposed.quantize_per_token.default" => {
+            super::quant_ops::quantize_per_token(g, a, &w)
+        }
+        "quantized_decomposed.dequantize_per_token.default" => {
+            super::quant_ops::dequantize_per_token(g, a, &w)
+        }
+        "quantized_decomposed.choose_qparams_per_token_asymmetric.default" => {
+            super::quant_ops::choose_per_token(g, a, &w)
+        }
+        "quantized_decomposed.choose_qparams.tensor" => super::quant_ops::choose_tensor(g, a, &w),
         "et_vk.linear_dW.default" => linear_dw(g, a, &w),
         "aten._weight_int8pack_mm.default" => weight_int8pack_mm(g, a, &w),
         "quantized_decomposed.quantize_per_tensor.default"
@@ -964,18 +980,22 @@ fn choose_qparams_affine(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     };
     let (lead, _, k) = split_last(x, w, "x")?;
     let block = g.int_list(a[2], w)?;
+    let qmin = g.opt_int(a[4], w)?.unwrap_or(-128);
+    let qmax = g.opt_int(a[5], w)?.unwrap_or(127);
+    // torchao's default eps: the smallest normal number of x's dtype.
+    let smallest_normal = if x.dtype == DataType::Float16 {
+        6.103_515_6e-5
+    } else {
+        f64::from(f32::MIN_POSITIVE)
+    };
+    let eps = g.opt_double(a[6], w)?.unwrap_or(smallest_normal) as f32;
     if block.len() != x.sizes.len()
         || block[..block.len() - 1].iter().any(|&b| b != 1)
         || block.last() != Some(&(k as i64))
     {
-        return Err(format!(
-            "{w}: block_size {block:?} is not per-row for x {:?}",
-            x.sizes
-        ));
+        let block: Vec<usize> = block.iter().map(|&b| b.max(0) as usize).collect();
+        return super::quant_ops::choose_blocks(g, a, (&mapping, (qmin, qmax), eps), &block, w);
     }
-    let qmin = g.opt_int(a[4], w)?.unwrap_or(-128);
-    let qmax = g.opt_int(a[5], w)?.unwrap_or(127);
-    let eps = g.opt_double(a[6], w)?.unwrap_or(f64::from(f32::EPSILON)) as f32;
     let (mut sv, mut zv) = (Vec::new(), Vec::new());
     for row in x.data.chunks(k.max(1)) {
         let row: Vec<f32> = row.iter().map(|&v| v as f32).collect();

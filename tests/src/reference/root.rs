@@ -18,6 +18,7 @@
 pub mod graph;
 pub mod method;
 pub mod ops;
+pub mod quant_ops;
 pub mod sweep;
 
 pub use graph::{RefGraph, RefValue};

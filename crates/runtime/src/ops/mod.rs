@@ -25,6 +25,7 @@ pub(crate) mod q4_mma_check;
 pub(crate) mod q4_wide_check;
 pub mod q8_linear;
 pub mod q8ta;
+pub mod quant_blocks;
 pub mod quantize;
 pub mod reduce;
 pub mod resize;
@@ -47,6 +48,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     prepack::register_all(r)?;
     q4_linear::register_all(r)?;
     q8ta::register_all(r)?;
+    quant_blocks::register_all(r)?;
     quantize::register_all(r)?;
     reduce::register_all(r)?;
     resize::register_all(r)?;

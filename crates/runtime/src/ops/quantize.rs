@@ -25,9 +25,6 @@ use crate::registry::{OpEntry, Registry};
 /// Local size of `choose_qparams_rows` (its `LANES`).
 const LANES: u32 = 256;
 
-/// torch.finfo(torch.float32).eps, torchao's default.
-const F32_EPS: f64 = f32::EPSILON as f64;
-
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
     r.register(OpEntry {
@@ -200,6 +197,37 @@ pub(crate) fn per_row_dims(dims: &[usize], lead: &[usize]) -> bool {
         || (dims.len() == lead.len() + 1 && dims[..lead.len()] == *lead && dims[lead.len()] == 1)
 }
 
+/// The `(scale, zero_point)` outputs in ValueList arg `i`: their tensors and value ids.
+pub(crate) fn output_pair(
+    g: &GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    i: usize,
+) -> Result<([TensorId; 2], [usize; 2])> {
+    let what = call.what();
+    let ids = match g.value(call.arg(i)?)? {
+        GValue::ValueList(ids) if ids.len() == 2 => [ids[0], ids[1]],
+        other => {
+            return Err(invalid_program(format!(
+                "{what}: arg {i} must be a ValueList of the (scale, zero_point) outputs, got {}",
+                gvalue_kind(other)
+            )))
+        }
+    };
+    let mut ts = [TensorId(0); 2];
+    for (slot, &id) in ts.iter_mut().zip(&ids) {
+        *slot = match g.value(id)? {
+            GValue::Tensor(t) => *t,
+            other => {
+                return Err(invalid_program(format!(
+                    "{what}: output value {id} is {}, expected a tensor",
+                    gvalue_kind(other)
+                )))
+            }
+        };
+    }
+    Ok((ts, ids))
+}
+
 /// The quant range of ScalarType code `t` (schema/scalar_type.fbs).
 fn dtype_range(t: i64) -> Option<(i64, i64)> {
     match t {
@@ -257,11 +285,6 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let per_row = block.len() == xd.len()
         && block[..block.len() - 1].iter().all(|&b| b == 1)
         && block.last() == Some(&(k as i64));
-    if !per_row {
-        return Err(unsupported(format!(
-            "{what}: block_size {block:?} on input {xd:?} is not supported; only per-row blocks [1, ..., 1, K = {k}] are"
-        )));
-    }
     // target_dtype: a ScalarType code, or Null (the exporter drops torch.dtype arguments).
     let target = match g.value(call.arg(3)?)? {
         GValue::Int(t) => Some(*t),
@@ -293,29 +316,31 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             "{what}: SYMMETRIC_NO_CLIPPING_ERR needs quant_min < 0 < quant_max, got [{qmin}, {qmax}]"
         )));
     }
-    let eps = g.double_arg_or(call, 6, F32_EPS)? as f32;
-    let outs = match g.value(call.arg(outs_arg)?)? {
-        GValue::ValueList(ids) if ids.len() == 2 => ids.clone(),
-        other => {
-            return Err(invalid_program(format!(
-            "{what}: arg {outs_arg} must be a ValueList of the (scale, zero_point) outputs, got {}",
-            gvalue_kind(other)
-        )))
-        }
+    // torchao's default eps is the smallest normal number of x's dtype.
+    let smallest_normal = match g.shapes().dtype(x) {
+        DataType::Float16 => 6.103_515_6e-5,
+        _ => f64::from(f32::MIN_POSITIVE),
     };
-    let mut ts = [TensorId(0); 2];
-    for (slot, &id) in ts.iter_mut().zip(&outs) {
-        *slot = match g.value(id)? {
-            GValue::Tensor(t) => *t,
-            other => {
-                return Err(invalid_program(format!(
-                    "{what}: output value {id} is {}, expected a tensor",
-                    gvalue_kind(other)
-                )))
-            }
-        };
+    let eps = g.double_arg_or(call, 6, smallest_normal)? as f32;
+    let ([scale, zp], outs) = output_pair(g, call, outs_arg)?;
+    if !per_row {
+        if block.len() != xd.len() || block.iter().any(|&b| b < 1) {
+            return Err(invalid_program(format!(
+                "{what}: block_size {block:?} needs one positive size per dim of input {xd:?}"
+            )));
+        }
+        let keepdim = outs_arg == 10 && matches!(g.value(call.arg(9)?)?, GValue::Bool(true));
+        let block = block.iter().map(|&b| b as usize).collect();
+        return crate::ops::quant_blocks::build_choose_blocks(
+            g,
+            call,
+            x,
+            block,
+            (mapping, qmin, qmax, eps),
+            keepdim,
+            [scale, zp],
+        );
     }
-    let [scale, zp] = ts;
     let s = g.shapes();
     let kinds = qparam_kinds(call, s.dtype(scale), s.dtype(zp))?;
     let lead = xd[..xd.len() - 1].to_vec();
