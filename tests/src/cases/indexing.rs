@@ -25,6 +25,7 @@ const INDEX: &str = "aten.index.Tensor";
 const SELECT: &str = "aten.select_copy.int";
 const SELECT_SYM: &str = "et_vk.select_as_symint.default";
 const EMB_Q4: &str = "et_vk.embedding_q4gsw.default";
+const EMB_4BIT: &str = "quantized_decomposed.embedding_4bit.dtype";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
@@ -33,6 +34,7 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(select_cases());
     v.extend(select_sym_cases());
     v.extend(embedding_q4_cases());
+    v.extend(embedding_4bit_cases());
     v.extend(index_select_cases());
     v.extend(gather_cases());
     v
@@ -565,6 +567,97 @@ fn embedding_q4_cases() -> Vec<OpCase> {
     }
     v.push(case);
     v
+}
+
+// ---------------------------------------------------------------- embedding_4bit
+
+/// PyTorch's embedding_4bit value: `(q - zp) * scale`, each step rounded to the scales'
+/// dtype (dequantize_per_channel_group computes in it), then to the output dtype.
+pub fn embedding_4bit_value(q: i64, zp: f64, scale: f64, scale_dt: DataType) -> f64 {
+    let diff = crate::tensor::round_to(scale_dt, q as f64 - zp);
+    crate::tensor::round_to(scale_dt, diff * scale)
+}
+
+/// embedding_4bit: table `v x d` (high-nibble order), scales `[V]` (`per_row`) or `[V, G]`,
+/// zero points of the scales' dtype or None; indices sizes from `idx_runs` (the first the
+/// serialized bound; several runs make the case dynamic).
+fn embedding_4bit_case(
+    (v, d, gs): (usize, usize, usize),
+    per_row: bool,
+    with_zp: bool,
+    (scale_dt, out_dt): (DataType, DataType),
+    idx_runs: &[Vec<usize>],
+    seed: u64,
+) -> OpCase {
+    let gs = if per_row { d } else { gs };
+    let t = Q4Table::new(v, d, gs, scale_dt, false, seed);
+    let groups = d / gs;
+    let ss = if per_row { vec![v] } else { vec![v, groups] };
+    let scales = t.scales.reshaped(&ss);
+    let zp = Tensor::rand_int(I32, &ss, -3, 3, seed + 2);
+    let zp = Tensor::new(scale_dt, &ss, zp.data);
+    let mut g = CaseGraph::new();
+    let wi = g.constant(&t.packed);
+    let si = g.constant(&scales);
+    let zi = if with_zp { g.constant(&zp) } else { g.null() };
+    let (lo, hi) = (g.int(-8), g.int(7));
+    let ii = g.input(I32, &idx_runs[0]);
+    let dt = g.null();
+    let mut out_sizes = idx_runs[0].clone();
+    out_sizes.push(d);
+    let out = g.output(out_dt, &out_sizes);
+    g.op(EMB_4BIT, &[wi, si, zi, lo, hi, ii, dt, out]);
+    let name = format!(
+        "V {v} D {d} scales {ss:?} {} zp {with_zp} -> {}, indices {idx_runs:?}",
+        scale_dt.name(),
+        out_dt.name()
+    );
+    let tol = if out_dt == F16 { Tol::F16 } else { Tol::F32 };
+    let mut case = OpCase::new(EMB_4BIT, name, g).tol(tol);
+    if idx_runs.len() > 1 {
+        case = case.dynamic();
+    }
+    for (r, sizes) in idx_runs.iter().enumerate() {
+        let mut idx = Tensor::rand_int(I32, sizes, 0, v as i64 - 1, seed * 10 + r as u64);
+        if let Some(first) = idx.data.first_mut() {
+            *first = v as f64; // out of range: a zero row
+        }
+        let mut out = Vec::with_capacity(idx.numel() * d);
+        for &row in &idx.data {
+            let row = row as usize;
+            for j in 0..d {
+                out.push(if row < v {
+                    let gi = row * groups + j / gs;
+                    let z = if with_zp { zp.data[gi] } else { 0.0 };
+                    embedding_4bit_value(t.q[row * d + j], z, scales.data[gi], scale_dt)
+                } else {
+                    0.0
+                });
+            }
+        }
+        let mut os = sizes.clone();
+        os.push(d);
+        case = case.run(vec![idx], vec![Tensor::new(out_dt, &os, out)]);
+    }
+    case
+}
+
+fn embedding_4bit_cases() -> Vec<OpCase> {
+    vec![
+        // The shapes ExecuTorch's pattern leaves alone (D not a multiple of 32), with zero
+        // points; per-row scales; fp16 scales (math in fp16) into fp32 and fp16 outputs.
+        embedding_4bit_case((11, 20, 4), false, true, (F32, F32), &[vec![2, 3]], 13001),
+        embedding_4bit_case((9, 12, 12), true, false, (F32, F32), &[vec![5]], 13002),
+        embedding_4bit_case((6, 16, 8), false, true, (F16, F32), &[vec![4]], 13003),
+        embedding_4bit_case(
+            (7, 8, 2),
+            false,
+            true,
+            (F16, F16),
+            &[vec![1, 6], vec![1, 2], vec![1, 5]],
+            13004,
+        ),
+    ]
 }
 
 // ---------------------------------------------------------------- index_select

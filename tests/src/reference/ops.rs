@@ -133,6 +133,7 @@ pub const SUPPORTED: &[&str] = &[
     "torchao.choose_qparams_affine.default",
     "torchao.dequantize_affine.default",
     "torchao.quantize_affine.default",
+    "quantized_decomposed.embedding_4bit.dtype",
     "quantized_decomposed.quantize_per_token.default",
     "quantized_decomposed.dequantize_per_token.default",
     "quantized_decomposed.choose_qparams_per_token_asymmetric.default",
@@ -327,6 +328,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "et_vk.linear_dq8ca_q4gsw.default" => dq8ca_q4gsw(g, a, &w),
         "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
         "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
+        "quantized_decomposed.embedding_4bit.dtype" => embedding_4bit(g, a, &w),
         "torchao.quantize_affine.default" => super::quant_ops::quantize_affine(g, a, &w),
         "quantized_decomposed.quantize_per_token.default" => {
             super::quant_ops::quantize_per_token(g, a, &w)
@@ -1752,6 +1754,49 @@ fn embedding_q4gsw(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let mut sizes = idx.sizes.clone();
     sizes.push(d);
     g.put(a[5], sizes, data, w)
+}
+
+/// `[weight u8 [V, D/2], scales [V] | [V, G], zero_points?, qmin, qmax, indices, dtype, out]`:
+/// high nibble = even dim, value nibble - 8, `(q - zp) * scale` in the scales' dtype.
+fn embedding_4bit(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 8, w)?;
+    let (wt, sc) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    let zp = g.opt_tensor(a[2], w)?;
+    if (g.int(a[3], w)?, g.int(a[4], w)?) != (-8, 7) {
+        return Err(format!("{w}: quant range must be [-8, 7]"));
+    }
+    let idx = g.tensor(a[5], w)?;
+    if wt.sizes.len() != 2 || sc.sizes.first() != wt.sizes.first() || sc.sizes.len() > 2 {
+        return Err(format!(
+            "{w}: weight {:?} / scales {:?}",
+            wt.sizes, sc.sizes
+        ));
+    }
+    let (vocab, d) = (wt.sizes[0], 2 * wt.sizes[1]);
+    let groups = sc.sizes.get(1).copied().unwrap_or(1);
+    if groups == 0 || d % groups != 0 {
+        return Err(format!("{w}: {groups} groups do not divide D = {d}"));
+    }
+    let gs = d / groups;
+    let mut data = Vec::with_capacity(idx.numel() * d);
+    for &t in &idx.data {
+        let r = table_row(t, vocab, w)?;
+        for c in 0..d {
+            let byte = wt.data[r * (d / 2) + c / 2] as i64;
+            let q = if c % 2 == 0 { byte >> 4 } else { byte & 0xF } - 8;
+            let gi = r * groups + c / gs;
+            let z = zp.map_or(0.0, |z| z.data[gi]);
+            data.push(crate::cases::indexing::embedding_4bit_value(
+                q,
+                z,
+                sc.data[gi],
+                sc.dtype,
+            ));
+        }
+    }
+    let mut sizes = idx.sizes.clone();
+    sizes.push(d);
+    g.put(a[7], sizes, data, w)
 }
 
 /// `[x, ValueList(index tensors or Null), out]`: advanced indexing. The index tensors

@@ -94,14 +94,24 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     )?;
     r.register_dynamic(
         &[DataType::Float32, DataType::Float16],
-        &[(
-            "et_vk.embedding_q4gsw.default",
-            build_embedding_q4gsw,
-            "constant uint8 weight [V, D/2] (two 4-bit codes per byte, value code - 8; \
+        &[
+            (
+                "et_vk.embedding_q4gsw.default",
+                build_embedding_q4gsw,
+                "constant uint8 weight [V, D/2] (two 4-bit codes per byte, value code - 8; \
              is_linear_weight: even d in the low nibble, else the high one), scales [V, D / \
              group_size] fp32 or fp16, int32 indices; out = indices.shape + [D], fp32 or fp16; \
              out-of-range index -> zero row",
-        )],
+            ),
+            (
+                "quantized_decomposed.embedding_4bit.dtype",
+                build_embedding_4bit,
+                "constant uint8 weight [V, D/2] (even d in the high nibble), value (nibble - 8 - \
+             zero_point) * scale per group (scales [V] or [V, G] fp32 / fp16, zero points the \
+             same or None), computed in the scales' dtype as PyTorch; quant range [-8, 7]; int32 \
+             indices; out = indices.shape + [D]; out-of-range index -> zero row",
+            ),
+        ],
     )?;
     Ok(())
 }
@@ -501,6 +511,75 @@ fn byte_words() -> Layout {
 /// bool is_linear_weight=False) -> Tensor`).
 fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
+    let gs = g.int_arg(call, 2)?;
+    let linear = g.int_arg(call, 4)? != 0;
+    quantized_embedding(
+        g,
+        call,
+        QuantEmbedding {
+            scales: 1,
+            zero_points: None,
+            indices: 3,
+            out: 5,
+            group_size: Some(gs),
+            linear,
+            scale_dtype_math: false,
+        },
+    )
+}
+
+/// `[weight, weight_scales, weight_zero_points | Null, quant_min, quant_max, indices, dtype,
+/// out]` (`quantized_decomposed.embedding_4bit.dtype`): uint8 `[V, D/2]` with the even dim
+/// in the high nibble, value = nibble - 8 - zero point, times the scale of its group
+/// (scales `[V]` or `[V, G]`, zero points the same sizes and dtype), computed in the scales'
+/// dtype as PyTorch's dequantize_per_channel_group.
+fn build_embedding_4bit(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    call.expect_args(8)?;
+    let (qmin, qmax) = (g.int_arg(call, 3)?, g.int_arg(call, 4)?);
+    if (qmin, qmax) != (-8, 7) {
+        return Err(unsupported(format!(
+            "{}: weight quant range [{qmin}, {qmax}] is not supported; 4-bit embeddings are [-8, 7]",
+            call.what()
+        )));
+    }
+    let zero_points = match g.value(call.arg(2)?)? {
+        GValue::Null => None,
+        _ => Some(2),
+    };
+    quantized_embedding(
+        g,
+        call,
+        QuantEmbedding {
+            scales: 1,
+            zero_points,
+            indices: 5,
+            out: 7,
+            group_size: None,
+            linear: false,
+            scale_dtype_math: true,
+        },
+    )
+}
+
+/// Where a 4-bit embedding op's operands are (arg indices; the packed weight is arg 0).
+struct QuantEmbedding {
+    scales: usize,
+    zero_points: Option<usize>,
+    indices: usize,
+    out: usize,
+    /// The group size (None: D / the scales' second dim, or D for per-row scales).
+    group_size: Option<i64>,
+    /// Even dims in the low nibble (the q4gsw linear layout) instead of the high one.
+    linear: bool,
+    /// Subtract and multiply in the scales' dtype (embedding_4bit's PyTorch reference).
+    scale_dtype_math: bool,
+}
+
+fn quantized_embedding(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    q: QuantEmbedding,
+) -> Result<()> {
     let what = call.what();
     let wv = call.arg(0)?;
     let info = match g.value(wv)? {
@@ -525,7 +604,18 @@ fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<
         )));
     }
     let d = half * 2;
-    let gs = g.int_arg(call, 2)?;
+    let scales = g.tensor_or_prepack(call, q.scales)?;
+    let sd = g.shapes().max_dims(scales).to_vec();
+    let gs = match (q.group_size, sd.as_slice()) {
+        (Some(gs), _) => gs,
+        (None, [v]) if *v == vocab => d as i64,
+        (None, [v, groups]) if *v == vocab && *groups > 0 => (d / groups) as i64,
+        (None, _) => {
+            return Err(invalid_program(format!(
+                "{what}: scales sizes {sd:?} must be [V] or [V, G] with V = {vocab}"
+            )))
+        }
+    };
     if gs <= 0 || d % gs as usize != 0 {
         return Err(invalid_program(format!(
             "{what}: group_size {gs} must be positive and divide the embedding dim {d}"
@@ -533,17 +623,28 @@ fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<
     }
     let gs = gs as usize;
     let groups = d / gs;
-    let scales = g.tensor_or_prepack(call, 1)?;
-    let idx = g.tensor_or_prepack(call, 3)?;
-    let linear = g.int_arg(call, 4)? != 0;
-    let out = g.tensor_arg(call, 5)?;
-    expect_int32(g, call, idx, 3)?;
-    let s = g.shapes();
-    if s.max_dims(scales) != [vocab, groups] {
+    if sd.iter().product::<usize>() != vocab * groups || sd.first() != Some(&vocab) {
         return Err(invalid_program(format!(
-            "{what}: scales sizes {:?} must be [V, D / group_size] = [{vocab}, {groups}]",
-            s.max_dims(scales)
+            "{what}: scales sizes {sd:?} must hold [V, D / group_size] = [{vocab}, {groups}]"
         )));
+    }
+    let zp = match q.zero_points {
+        Some(i) => Some(g.tensor_or_prepack(call, i)?),
+        None => None,
+    };
+    let idx = g.tensor_or_prepack(call, q.indices)?;
+    let out = g.tensor_arg(call, q.out)?;
+    expect_int32(g, call, idx, q.indices)?;
+    let s = g.shapes();
+    if let Some(z) = zp {
+        if s.max_dims(z) != sd.as_slice() || s.dtype(z) != s.dtype(scales) {
+            return Err(invalid_program(format!(
+                "{what}: zero points ({} {:?}) must have the scales' sizes and dtype ({} {sd:?})",
+                s.dtype(z).name(),
+                s.max_dims(z),
+                s.dtype(scales).name()
+            )));
+        }
     }
     if s.max_dims(out).len() != s.max_dims(idx).len() + 1 {
         return Err(invalid_program(format!(
@@ -570,10 +671,13 @@ fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<
             "{what}: shader variant {name} missing from the manifest"
         ))
     })?;
+    let flags = u32::from(zp.is_some()) | (u32::from(q.scale_dtype_math) << 1);
     let w = g.prepack(wv, &byte_words())?;
+    let zp_t = g.or_dummy(zp)?;
+    let linear = q.linear;
     g.dispatch(
         call,
-        Dispatch::new(shader, [out, w, scales, idx]),
+        Dispatch::new(shader, [out, w, scales, idx, zp_t]),
         move |s| {
             let mut od = s.dims(idx).to_vec();
             od.push(d);
@@ -587,7 +691,8 @@ fn build_embedding_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<
                     .u32(to_u32(gs, "group_size")?)
                     .u32(to_u32(groups, "groups")?)
                     .u32(linear as u32)
-                    .u32_array(&[], 2, 0)
+                    .u32(flags)
+                    .u32(0)
                     .finish(),
                 global: Global::Linear(numel as u64),
             })
