@@ -21,6 +21,7 @@ from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPart
 from executorch.exir import to_edge_transform_and_lower
 from torchvision.models.resnet import BasicBlock
 
+import executorch.backends.vulkan.custom_ops_lib  # noqa: F401 (registers et_vk ops)
 from fixture_io import tensor_entry, write_io
 
 
@@ -146,6 +147,28 @@ class SegTiny(torch.nn.Module):
         return f.interpolate(y, scale_factor=0.75, mode="bilinear", align_corners=True)
 
 
+class WarpTiny(torch.nn.Module):
+    """RIFE-style warp: a predicted flow added to the identity grid, grid_sample (bilinear,
+    border, align_corners: the configuration ExecuTorch's partitioner delegates), then
+    et_vk.grid_priors on the warped map."""
+
+    def __init__(self):
+        super().__init__()
+        self.flow = torch.nn.Conv2d(3, 2, 3, padding=1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        _, _, h, w = x.shape
+        ys = torch.linspace(-1.0, 1.0, h)
+        xs = torch.linspace(-1.0, 1.0, w)
+        gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+        base = torch.stack((gx, gy), dim=-1).unsqueeze(0)
+        grid = base + torch.tanh(self.flow(x)).permute(0, 2, 3, 1) * 0.3
+        warped = f.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=True)
+        priors = torch.ops.et_vk.grid_priors(warped, 8, 0.5)
+        return torch.cat([warped.flatten(), priors.flatten() * 0.01])
+
+
 MODELS = {
     "v1_conv_zoo": (
         "ConvZoo: strided conv + BN + ReLU6 (conv_with_clamp), depthwise, dilated, grouped "
@@ -205,6 +228,14 @@ MODELS = {
         "[1, 3, 48, 60]",
         SegTiny,
         [[1, 3, 32, 40], [1, 3, 32, 40]],
+        None,
+    ),
+    "v8_warp_grid_priors": (
+        "WarpTiny: conv flow + tanh added to the identity grid, F.grid_sample (bilinear, "
+        "border, align_corners True), et_vk.grid_priors(stride 8, offset 0.5) on the warped "
+        "map; output the flattened warp and 0.01 * priors; input [1, 3, 12, 10]",
+        WarpTiny,
+        [[1, 3, 12, 10], [1, 3, 12, 10]],
         None,
     ),
 }

@@ -3,7 +3,13 @@
 // Dims are given innermost first; a broadcast input has stride 0 on that dim.
 // ADD: a + alpha * b, SUB: a - alpha * b, MUL: a * b, DIV: a / b (true division).
 // MINIMUM / MAXIMUM: NaN-propagating min / max. POW: a ** b. POW_SCALAR: a ** alpha (b unused).
+// IS_INT = 1 (int32; ADD, SUB, MUL, MINIMUM, MAXIMUM): two's-complement int arithmetic,
+// alpha an integer.
 #include "common.glsl"
+
+#ifndef IS_INT
+#define IS_INT 0
+#endif
 
 // Values of the OP define (the manifest passes -DOP=ADD etc.).
 #define ADD 1
@@ -66,6 +72,22 @@ void main() {
     ia += c * p.a_strides[d >> 2][d & 3];
     ib += c * p.b_strides[d >> 2][d & 3];
   }
+#if IS_INT
+  const int ai = a_[ia], bi = b_[ib], al = int(p.alpha);
+#if OP == ADD
+  out_[i] = ai + al * bi;
+#elif OP == SUB
+  out_[i] = ai - al * bi;
+#elif OP == MUL
+  out_[i] = ai * bi;
+#elif OP == MINIMUM
+  out_[i] = min(ai, bi);
+#elif OP == MAXIMUM
+  out_[i] = max(ai, bi);
+#else
+#error "binary.comp: OP has no int32 form"
+#endif
+#else
   float a = float(a_[ia]);
 #if OP != POW_SCALAR
   float b = float(b_[ib]);
@@ -91,4 +113,5 @@ void main() {
 #error "binary.comp: unknown OP"
 #endif
   out_[i] = DTYPE(r);
+#endif
 }

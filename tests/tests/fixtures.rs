@@ -60,6 +60,7 @@ fixtures! {
     v5_shufflenet_tiny => [cli],
     v6_conv_zoo_batch2 => [cli],
     v7_segmentation_tiny => [delegate, cli],
+    v8_warp_grid_priors => [delegate, cli],
     i1_host_only_no_constants => [cli],
 }
 

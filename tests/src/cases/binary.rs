@@ -7,7 +7,7 @@
 //! `aten.bitwise_not.default` (`(x, out)`) on int32 and bool; `aten.div.Tensor_mode`
 //! (`(a, b, rounding_mode String|Null, out)`, broadcasting) on float32, float16 and int32.
 
-use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32};
+use etvk_format::ir::DataType::{self, Float16 as F16, Float32 as F32, Int32 as I32};
 
 use crate::case::{CaseGraph, OpCase};
 use crate::compare::Tol;
@@ -143,6 +143,39 @@ fn static_case(
     OpCase::new(op, name, g).tol(tol).run(inputs, vec![want])
 }
 
+/// An int32 case (the index arithmetic of exported linspace / arange): values of both signs,
+/// alpha 3 for add / sub; `b` a constant when `b_const`.
+fn int_case(
+    op: &'static str,
+    a_sizes: &[usize],
+    b_sizes: &[usize],
+    b_const: bool,
+    seed: u64,
+) -> OpCase {
+    let a = Tensor::rand_int(I32, a_sizes, -1000, 1000, seed);
+    let b = Tensor::rand_int(I32, b_sizes, -1000, 1000, seed + 1);
+    let alpha = if op == ADD || op == SUB {
+        Alpha::Int(3)
+    } else {
+        Alpha::None
+    };
+    let want = reference(op, &a, &b, alpha.value());
+    let mut g = CaseGraph::new();
+    let ai = g.input_like(&a);
+    let bi = if b_const {
+        g.constant(&b)
+    } else {
+        g.input_like(&b)
+    };
+    let out = g.output(I32, &want.sizes);
+    call(&mut g, op, ai, bi, alpha, out);
+    let name = format!("int32 {a_sizes:?} vs {b_sizes:?} alpha {alpha:?} b const {b_const}");
+    let inputs = if b_const { vec![a] } else { vec![a, b] };
+    OpCase::new(op, name, g)
+        .tol(Tol::EXACT)
+        .run(inputs, vec![want])
+}
+
 /// Shapes every binary op is checked on: same shape, the broadcasts of the brief
 /// (`[3,1,5]` vs `[4,1]`, scalar-shaped `[1]`, rank-0 tensors), both-side broadcasts and
 /// leading batch dims, with odd and prime sizes.
@@ -221,6 +254,10 @@ fn op_cases(op: &'static str, seed: u64) -> Vec<OpCase> {
     ));
     v.push(dynamic_same_shape(op, seed + 600));
     v.push(dynamic_broadcast(op, seed + 700));
+    if matches!(op, ADD | SUB | MUL | MINIMUM | MAXIMUM) {
+        v.push(int_case(op, &[3, 1, 5], &[4, 1], false, seed + 800));
+        v.push(int_case(op, &[2, 6], &[6], true, seed + 810));
+    }
     v
 }
 

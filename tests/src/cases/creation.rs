@@ -232,7 +232,7 @@ fn full_like_cases() -> Vec<OpCase> {
 // ---------------------------------------------------------------- arange
 
 /// PyTorch's arange: int outputs truncate the scalars first; length ceil((end-start)/step).
-fn arange_ref(dt: DataType, start: f64, end: f64, step: f64) -> Tensor {
+pub(crate) fn arange_ref(dt: DataType, start: f64, end: f64, step: f64) -> Tensor {
     let (start, end, step) = if dt == I32 {
         (start.trunc(), end.trunc(), step.trunc())
     } else {

@@ -12,6 +12,7 @@ pub mod attention;
 pub mod binary;
 pub mod conv;
 pub mod creation;
+pub mod grid;
 pub mod indexing;
 pub mod llama;
 pub mod logic;

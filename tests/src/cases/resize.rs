@@ -244,6 +244,8 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(bilinear_cases());
     v.extend(pad_cases());
     v.extend(shuffle_cases());
+    // grid_sampler_2d and grid_priors (ops/grid.rs).
+    v.extend(super::grid::cases());
     v
 }
 

@@ -40,6 +40,12 @@ pub const SUPPORTED: &[&str] = &[
     "aten.div.Tensor_mode",
     "aten.embedding.default",
     "aten.eq.Scalar",
+    "aten.ne.Scalar",
+    "aten.lt.Scalar",
+    "aten.le.Scalar",
+    "aten.gt.Scalar",
+    "aten.ge.Scalar",
+    "aten.arange.start_step",
     "aten.exp.default",
     "aten.expand_copy.default",
     "aten.flip.default",
@@ -134,6 +140,8 @@ pub const SUPPORTED: &[&str] = &[
     "torchao.dequantize_affine.default",
     "torchao.quantize_affine.default",
     "quantized_decomposed.embedding_4bit.dtype",
+    "aten.grid_sampler_2d.default",
+    "et_vk.grid_priors.default",
     "quantized_decomposed.quantize_per_token.default",
     "quantized_decomposed.dequantize_per_token.default",
     "quantized_decomposed.choose_qparams_per_token_asymmetric.default",
@@ -199,6 +207,25 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.sub.Tensor" => binary_alpha(g, a, &w, -1.0),
         "aten.mul.Tensor" => binary(g, a, &w, |x, y| x * y),
         "aten.eq.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x == y))),
+        "aten.ne.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x != y))),
+        "aten.lt.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x < y))),
+        "aten.le.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x <= y))),
+        "aten.gt.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x > y))),
+        "aten.ge.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x >= y))),
+        "aten.arange.start_step" => {
+            nargs(a, 8, &w)?;
+            let (start, end, step) = (
+                g.double(a[0], &w)?,
+                g.double(a[1], &w)?,
+                g.double(a[2], &w)?,
+            );
+            let dt = g.tensor_info(a[7], &w)?.0;
+            if step == 0.0 {
+                return Err(format!("{w}: step 0"));
+            }
+            let t = crate::cases::creation::arange_ref(dt, start, end, step);
+            g.put(a[7], t.sizes, t.data, &w)
+        }
         "aten.logical_not.default" => unary(g, |x| f64::from(u8::from(x == 0.0))),
         "aten.where.self" => where_self(g, a, &w),
         "aten.cat.default" => cat(g, a, &w),
@@ -329,6 +356,8 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "torchao.choose_qparams_affine.default" => choose_qparams_affine(g, a, &w),
         "torchao.dequantize_affine.default" => dequantize_affine(g, a, &w),
         "quantized_decomposed.embedding_4bit.dtype" => embedding_4bit(g, a, &w),
+        "aten.grid_sampler_2d.default" => grid_sampler_2d(g, a, &w),
+        "et_vk.grid_priors.default" => grid_priors(g, a, &w),
         "torchao.quantize_affine.default" => super::quant_ops::quantize_affine(g, a, &w),
         "quantized_decomposed.quantize_per_token.default" => {
             super::quant_ops::quantize_per_token(g, a, &w)
@@ -1797,6 +1826,40 @@ fn embedding_4bit(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     let mut sizes = idx.sizes.clone();
     sizes.push(d);
     g.put(a[7], sizes, data, w)
+}
+
+/// `[x [N, C, H, W], grid [N, Ho, Wo, 2], mode, padding_mode, align_corners, out]`.
+fn grid_sampler_2d(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 6, w)?;
+    let (x, grid) = (g.tensor(a[0], w)?, g.tensor(a[1], w)?);
+    if x.sizes.len() != 4
+        || grid.sizes.len() != 4
+        || grid.sizes[3] != 2
+        || grid.sizes[0] != x.sizes[0]
+    {
+        return Err(format!("{w}: input {:?} / grid {:?}", x.sizes, grid.sizes));
+    }
+    let (mode, pad) = (g.int(a[2], w)?, g.int(a[3], w)?);
+    let align = g.int(a[4], w)? != 0;
+    if !(0..3).contains(&mode) || !(0..3).contains(&pad) {
+        return Err(format!("{w}: mode {mode} / padding {pad}"));
+    }
+    let out = crate::cases::grid::grid_sample(x, grid, mode, pad, align);
+    g.put(a[5], out.sizes, out.data, w)
+}
+
+/// `[x [.., H, W], stride, offset, out [H W, 2]]`.
+fn grid_priors(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+    nargs(a, 4, w)?;
+    let x = g.tensor(a[0], w)?;
+    let r = x.sizes.len();
+    if r < 2 {
+        return Err(format!("{w}: input {:?} needs rank >= 2", x.sizes));
+    }
+    let (h, wd) = (x.sizes[r - 2], x.sizes[r - 1]);
+    let (stride, offset) = (g.int(a[1], w)?, g.double(a[2], w)?);
+    let data = crate::cases::grid::grid_priors(h, wd, stride, offset);
+    g.put(a[3], vec![h * wd, 2], data, w)
 }
 
 /// `[x, ValueList(index tensors or Null), out]`: advanced indexing. The index tensors

@@ -20,13 +20,15 @@ use crate::builder::{gvalue_kind, GValue};
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
 use crate::error::{internal, invalid_program, unsupported};
 use crate::graph::{broadcast_shapes, broadcast_strides, to_u32, Global, Launch, Push, TensorId};
-use crate::ops::{float_shader, same_dtype};
+use crate::ops::{data_shader, float_shader, same_dtype};
 use crate::registry::{OpBuildFn, Registry};
 use etvk_shaders::ShaderId;
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Dtypes of the bitwise ops.
 const BITWISE_DTYPES: &[DataType] = &[DataType::Int32, DataType::Bool];
+/// Dtypes of add / sub / mul / minimum / maximum.
+const INT_CAPABLE_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
 /// Dtypes of `div.Tensor_mode`.
 const DIV_MODE_DTYPES: &[DataType] = &[DataType::Float32, DataType::Float16, DataType::Int32];
 /// Rank limit of the shader's push constants.
@@ -34,19 +36,19 @@ const MAX_RANK: usize = 8;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries = [
+    // Int32 too: the integer arithmetic of exported index math (linspace / arange).
+    let int_capable = [
         (
             "aten.add.Tensor",
             build_add as crate::registry::OpBuildFn,
-            "a + alpha * b, broadcasting",
+            "a + alpha * b, broadcasting (int32: integer arithmetic, alpha an Int)",
         ),
-        ("aten.sub.Tensor", build_sub, "a - alpha * b, broadcasting"),
-        ("aten.mul.Tensor", build_mul, "a * b, broadcasting"),
         (
-            "aten.div.Tensor",
-            build_div,
-            "a / b (true division), broadcasting",
+            "aten.sub.Tensor",
+            build_sub,
+            "a - alpha * b, broadcasting (int32: integer arithmetic, alpha an Int)",
         ),
+        ("aten.mul.Tensor", build_mul, "a * b, broadcasting"),
         (
             "aten.minimum.default",
             build_minimum,
@@ -56,6 +58,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.maximum.default",
             build_maximum,
             "max(a, b), NaN-propagating, broadcasting",
+        ),
+    ];
+    r.register_dynamic(INT_CAPABLE_DTYPES, &int_capable)?;
+    let entries = [
+        (
+            "aten.div.Tensor",
+            build_div as crate::registry::OpBuildFn,
+            "a / b (true division), broadcasting",
         ),
         (
             "aten.pow.Tensor_Tensor",
@@ -272,7 +282,18 @@ fn binary_dispatch(
         Some(b) => same_dtype(call, &[s.dtype(a), s.dtype(b), s.dtype(out)])?,
         None => same_dtype(call, &[s.dtype(a), s.dtype(out)])?,
     };
-    let shader = float_shader(&format!("binary_{op}"), dt, call)?;
+    let int_op = matches!(op, "add" | "sub" | "mul" | "minimum" | "maximum");
+    let shader = if dt == DataType::Int32 && int_op {
+        if alpha.fract() != 0.0 {
+            return Err(invalid_program(format!(
+                "{}: alpha {alpha} must be an integer for int32 operands",
+                call.what()
+            )));
+        }
+        data_shader(&format!("binary_{op}"), dt, call)?
+    } else {
+        float_shader(&format!("binary_{op}"), dt, call)?
+    };
     broadcast_dispatch(g, call, shader, a, b, alpha, 1)
 }
 

@@ -13,6 +13,7 @@ pub mod attention;
 pub mod binary;
 pub mod conv;
 pub mod creation;
+pub mod grid;
 pub mod indexing;
 pub mod llama;
 pub mod logic;
@@ -39,6 +40,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     binary::register_all(r)?;
     conv::register_all(r)?;
     creation::register_all(r)?;
+    grid::register_all(r)?;
     indexing::register_all(r)?;
     llama::register_all(r)?;
     logic::register_all(r)?;
