@@ -84,8 +84,9 @@ int quantize_one(uint i) {
   } else {
     q = round_exact(x, s, zp);
   }
-  // In float, so huge values saturate instead of overflowing the conversion; NaN -> qmin.
-  q = clamp(q, float(p.qmin), float(p.qmax));
+  // In float, so huge values saturate instead of overflowing the conversion (2^31 - 128 is
+  // the largest fp32 below 2^31); NaN -> qmin.
+  q = clamp(q, float(p.qmin), min(float(p.qmax), 2147483520.0));
   return isnan(q) ? p.qmin : int(q);
 }
 

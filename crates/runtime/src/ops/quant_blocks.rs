@@ -24,7 +24,7 @@ use crate::builder::{Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, invalid_program, unsupported};
 use crate::graph::{to_u32, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::float_shader;
-use crate::ops::quantize::{output_pair, qparam_kinds};
+use crate::ops::quantize::{int_input_kind, output_pair, qparam_kinds};
 use crate::ops::training::folded_grid;
 use crate::registry::{OpEntry, Registry};
 
@@ -310,17 +310,7 @@ fn build_dequantize_per_token(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Re
     let zp = g.tensor_or_prepack(call, 2)?;
     let out = g.tensor_arg(call, 7)?;
     let s = g.shapes();
-    let q_kind = match s.dtype(q) {
-        DataType::Int8 => 0u32,
-        DataType::Uint8 => 1,
-        DataType::Int32 => 2,
-        d => {
-            return Err(unsupported(format!(
-                "{what}: input dtype {} is not supported (int8, uint8, int32 are)",
-                d.name()
-            )))
-        }
-    };
+    let q_kind = int_input_kind(call, s.dtype(q))?;
     if s.max_dims(out) != s.max_dims(q) {
         return Err(invalid_program(format!(
             "{what}: output sizes {:?} differ from the input's {:?}",
@@ -495,7 +485,7 @@ pub(crate) fn build_choose_blocks(
     let want = choose_out_dims(&xd, &block, keepdim);
     for (t, name) in [(scale, "scale"), (zp, "zero_point")] {
         let got = s.max_dims(t);
-        if got.iter().product::<usize>() != want.iter().product::<usize>() {
+        if got != want.as_slice() {
             return Err(invalid_program(format!(
                 "{what}: {name} output has sizes {got:?}; block_size {block:?} on input {xd:?} gives {want:?}"
             )));

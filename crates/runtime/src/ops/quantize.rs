@@ -82,17 +82,7 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let out = g.tensor_arg(call, n - 1)?;
     let s = g.shapes();
     let qd = s.max_dims(q).to_vec();
-    let q_kind = match s.dtype(q) {
-        DataType::Int8 => 0u32,
-        DataType::Uint8 => 1,
-        DataType::Int32 => 2,
-        d => {
-            return Err(unsupported(format!(
-                "{what}: input dtype {} is not supported (int8, uint8, int32 are)",
-                d.name()
-            )))
-        }
-    };
+    let q_kind = int_input_kind(call, s.dtype(q))?;
     let zdt = zp.map(|t| s.dtype(t));
     let kinds = match zdt {
         Some(z) => qparam_kinds(call, s.dtype(scale), z)?,
@@ -148,6 +138,20 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
             global: crate::graph::Global::Linear(total as u64),
         })
     })
+}
+
+/// dequantize_affine.comp's code of an integer input dtype: 0 int8, 1 uint8, 2 int32.
+pub(crate) fn int_input_kind(call: &OpCall, dt: DataType) -> Result<u32> {
+    match dt {
+        DataType::Int8 => Ok(0),
+        DataType::Uint8 => Ok(1),
+        DataType::Int32 => Ok(2),
+        d => Err(unsupported(format!(
+            "{}: input dtype {} is not supported (int8, uint8, int32 are)",
+            call.what(),
+            d.name()
+        ))),
+    }
 }
 
 /// How a scale tensor of dtype `dt` is stored as raw words: 0 fp32, 1 fp16 pairs.
