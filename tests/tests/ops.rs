@@ -238,8 +238,9 @@ fn act_quant_fusion_leaves_out_nodes() {
 }
 
 /// torchao's int8 weight-only linear (ops/q8_linear.rs): a dequantize_affine node whose
-/// output only aten.linear reads is left out and the linear runs its int8 kernel; with the
-/// dequantized weight also a graph output the node runs and the linear takes the fp32 one.
+/// output only aten.linear reads is left out and the linear runs its int8 kernel; with
+/// group-wise scales the node is folded into a constant at load; with the dequantized weight
+/// also a graph output the node runs and the linear takes the fp32 one.
 #[test]
 fn dequant_into_linear_runs_the_int8_kernel() {
     let all = (cases::family("quantize").cases)();
@@ -250,9 +251,13 @@ fn dequant_into_linear_runs_the_int8_kernel() {
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"));
         profile_run(case, 0).into_iter().map(|n| n.op).collect()
     };
-    let fused = ops_of("int8 weight [24, 40] zp int8 into aten.linear");
+    let fused = ops_of("int8 weight [24, 40] groups of 40 zp int8 into aten.linear");
     assert_eq!(fused.len(), 1, "{fused:?}");
     assert!(fused[0].contains("/linear_q8_"), "{fused:?}");
+    // Group-wise scales: the dequantize is folded into a constant at load.
+    let folded = ops_of("int8 weight [12, 40] groups of 8");
+    assert_eq!(folded.len(), 1, "{folded:?}");
+    assert!(folded[0].starts_with("aten.linear"), "{folded:?}");
     let kept = ops_of("weight output true");
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert!(kept[0].starts_with("torchao.dequantize_affine"), "{kept:?}");

@@ -129,11 +129,24 @@ pub fn cases() -> Vec<OpCase> {
         // torchao's int8 weight-only linear: dequantize_affine (left out) + aten.linear on the
         // int8 weight, with and without zero points, M across the GEMVs and the tiled kernel;
         // and a dequantized weight that is also a graph output (the node then runs).
-        dequant_linear(&[12, 40], &[12, 1, 5], 24, Some(I8), true, false, 34),
-        dequant_linear(&[2, 3, 37], &[2, 1], 9, None, false, false, 35),
-        dequant_linear(&[3, 40], &[3], 16, Some(I32), true, true, 36),
+        dequant_linear(&[12, 40], &[12, 1, 5], 24, None, Some(I8), true, false, 34),
+        dequant_linear(&[2, 3, 37], &[2, 1], 9, None, None, false, false, 35),
+        dequant_linear(&[3, 40], &[3], 16, None, Some(I32), true, true, 36),
         // Rows of whole uvec4s (K % 16 == 0): the GEMVs' 16-code loads.
-        dequant_linear(&[5, 48], &[5, 1, 2], 10, Some(I8), true, false, 38),
+        dequant_linear(&[5, 48], &[5, 1, 2], 10, None, Some(I8), true, false, 38),
+        // Group-wise int8 weights (blocks [1, 8]; a partial last group at K = 36): the
+        // dequantize node is folded into a constant at load, the linear reads fp32.
+        dequant_linear(
+            &[4, 40],
+            &[4, 1, 3],
+            12,
+            Some(8),
+            Some(I32),
+            true,
+            false,
+            39,
+        ),
+        dequant_linear(&[3, 36], &[3], 7, Some(8), None, false, false, 40),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
@@ -487,25 +500,31 @@ fn dq8ca_x_written_between(seed: u64) -> OpCase {
 /// `zdt` or none) feeding aten.linear (fp32 x built at `xs`, run at leading dim 0 = each of
 /// `ms`), with a bias when `bias`; the dequantized weight is also a graph output when
 /// `weight_out` (after the linear's output).
+#[allow(clippy::too_many_arguments)]
 fn dequant_linear(
     xs: &[usize],
     ms: &[usize],
     n: usize,
+    group: Option<usize>,
     zdt: Option<DataType>,
     bias: bool,
     weight_out: bool,
     seed: u64,
 ) -> OpCase {
     let k = *xs.last().expect("rank >= 1");
+    // Per-row blocks [1, K] (the int8 kernels), or groups [1, g] (folded at load).
+    let gs = group.unwrap_or(k);
+    let groups = k.div_ceil(gs);
     let q = Tensor::rand_int(I8, &[n, k], -128, 127, seed);
-    let sc = Tensor::rand_range(F32, &[n, 1], 0.001, 0.02, seed + 1);
-    let zp = zdt.map(|z| Tensor::rand_int(z, &[n, 1], -20, 20, seed + 2));
+    let sc = Tensor::rand_range(F32, &[n, groups], 0.001, 0.02, seed + 1);
+    let zp = zdt.map(|z| Tensor::rand_int(z, &[n, groups], -20, 20, seed + 2));
     let b = bias.then(|| Tensor::rand(&[n], seed + 3));
     // The weight as dequantize_affine computes it in fp32: (q - zp) * scale.
     let wv: Vec<f64> = (0..n * k)
         .map(|i| {
-            let z = zp.as_ref().map_or(0.0, |z| z.data[i / k]);
-            ((q.data[i] - z) as f32 * sc.data[i / k] as f32) as f64
+            let blk = (i / k) * groups + (i % k) / gs;
+            let z = zp.as_ref().map_or(0.0, |z| z.data[blk]);
+            ((q.data[i] - z) as f32 * sc.data[blk] as f32) as f64
         })
         .collect();
     let w = Tensor::new(F32, &[n, k], wv);
@@ -516,7 +535,7 @@ fn dequant_linear(
         Some(z) => g.constant(z),
         None => g.null(),
     };
-    let bs = g.int_list(&[1, k as i64]);
+    let bs = g.int_list(&[1, gs as i64]);
     let (in_dt, qmin, qmax, out_dt) = (g.null(), g.int(-128), g.int(127), g.int(6));
     let wi = g.tensor(F32, &[n, k]);
     g.op(DEQUANT, &[qi, bs, si, zi, in_dt, qmin, qmax, out_dt, wi]);
@@ -532,7 +551,7 @@ fn dequant_linear(
         g.mark_output(wi);
     }
     let name = format!(
-        "int8 weight [{n}, {k}] zp {} into aten.linear x{xs:?} bias {bias} weight output {weight_out} M {ms:?}",
+        "int8 weight [{n}, {k}] groups of {gs} zp {} into aten.linear x{xs:?} bias {bias} weight output {weight_out} M {ms:?}",
         zdt.map_or("none", |z| z.name())
     );
     let mut case = OpCase::new(DEQUANT, name, g).tol(Tol::F32_SUM);

@@ -204,6 +204,23 @@ pub(crate) fn build_weight_int8pack_mm(g: &mut GraphBuilder<'_>, call: &OpCall<'
     q8_linear_node(g, call, x, q8, None, out)
 }
 
+/// Arg `i` of `call` as a constant (`TensorRef`) when it is one, or the output of an
+/// `et_vk.prepack` of one earlier in the chain (the exporter's form); other values as they
+/// are; None for a bad id.
+pub(crate) fn constant_source(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Option<GValue> {
+    let v = call.arg(i).ok()?;
+    match g.value(v).ok()? {
+        GValue::Tensor(_) => g
+            .graph()
+            .chain
+            .iter()
+            .take(call.index)
+            .find(|op| op.name == "et_vk.prepack.default" && op.args.get(1) == Some(&v))
+            .and_then(|op| g.value(op.args[0]).ok().cloned()),
+        other => Some(other.clone()),
+    }
+}
+
 /// Whether a `torchao.dequantize_affine` node (`call`) of a constant int8 weight [N, K] with
 /// per-row blocks `[1, K]`, constant scales and zero points (or none) and an fp32 output can be
 /// left out: every reader of its output is an `aten.linear` taking it as the weight (arg 1)
@@ -214,20 +231,7 @@ pub(crate) fn plan_dequant_linear(
     call: &OpCall<'_>,
     (block, out_arg, zp_arg): (&[i64], usize, Option<usize>),
 ) -> Result<bool> {
-    // A constant, or the output of an et_vk.prepack of one (the exporter's form).
-    let value_of = |i: usize| {
-        let v = call.arg(i).ok()?;
-        match g.value(v).ok()? {
-            GValue::Tensor(_) => g
-                .graph()
-                .chain
-                .iter()
-                .take(call.index)
-                .find(|op| op.name == "et_vk.prepack.default" && op.args.get(1) == Some(&v))
-                .and_then(|op| g.value(op.args[0]).ok().cloned()),
-            other => Some(other.clone()),
-        }
-    };
+    let value_of = |i: usize| constant_source(g, call, i);
     let Some(GValue::TensorRef(wc)) = value_of(0) else {
         return Ok(false);
     };

@@ -76,6 +76,10 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     if crate::ops::q8_linear::plan_dequant_linear(g, call, (&block, n - 1, Some(3)))? {
         return Ok(());
     }
+    // Constant operands (a group-wise or int4 weight): the result is a constant too.
+    if fold_constant_dequant(g, call, &block, n - 1)? {
+        return Ok(());
+    }
     let q = g.tensor_or_prepack(call, 0)?;
     let scale = g.tensor_or_prepack(call, 2)?;
     let zp = g.opt_tensor_or_prepack(call, 3)?;
@@ -138,6 +142,153 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
             global: crate::graph::Global::Linear(total as u64),
         })
     })
+}
+
+/// A `dequantize_affine` whose input, scale and zero point are constants (a weight with
+/// group-wise scales, which the int8 kernels do not read, or a 4-bit one held as int8) gives
+/// the same tensor at every execute: it is computed once at load, on the CPU with the
+/// shader's arithmetic (`float(q - int(zero_point)) * scale` in fp32, then the output dtype),
+/// and the output value becomes that constant tensor. Not for graph outputs; anything the
+/// fold does not cover (shapes, dtypes, counts) takes the node's own path, which reports it.
+fn fold_constant_dequant(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    block: &[i64],
+    out_arg: usize,
+) -> Result<bool> {
+    use crate::ops::q8_linear::constant_source;
+    let (Some(GValue::TensorRef(qc)), Some(GValue::TensorRef(sc))) =
+        (constant_source(g, call, 0), constant_source(g, call, 2))
+    else {
+        return Ok(false);
+    };
+    let zc = match constant_source(g, call, 3) {
+        None | Some(GValue::Null) => None,
+        Some(GValue::TensorRef(z)) => Some(z),
+        Some(_) => return Ok(false),
+    };
+    let out_v = call.arg(out_arg)?;
+    let out = match g.value(out_v)? {
+        GValue::Tensor(t) => *t,
+        _ => return Ok(false),
+    };
+    let odt = g.shapes().dtype(out);
+    let dims = qc.dims.clone();
+    if !matches!(odt, DataType::Float32 | DataType::Float16)
+        || g.shapes().max_dims(out) != dims.as_slice()
+        || g.graph().output_ids.contains(&out_v)
+        || block.len() != dims.len()
+        || block.iter().any(|&b| b < 1)
+    {
+        return Ok(false);
+    }
+    let grid: Vec<usize> = dims
+        .iter()
+        .zip(block)
+        .map(|(&n, &b)| n.div_ceil(b as usize))
+        .collect();
+    let groups: usize = grid.iter().product();
+    let decode = |c: &crate::builder::ConstantInfo, bytes: &[u8]| -> Option<Vec<f32>> {
+        let v: Vec<f32> = match c.dtype {
+            DataType::Float32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            DataType::Float16 => bytes
+                .chunks_exact(2)
+                .map(|b| etvk_format::f16::f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
+            _ => return None,
+        };
+        Some(v)
+    };
+    let Some(scales) = decode(&sc, g.constant_bytes(sc.constant_id)?) else {
+        return Ok(false);
+    };
+    // Zero points as the shader takes them: integers (a float one truncated).
+    let zps: Option<Vec<i64>> = match &zc {
+        None => None,
+        Some(z) => {
+            let bytes = g.constant_bytes(z.constant_id)?;
+            let v: Vec<i64> = match z.dtype {
+                DataType::Int8 => bytes.iter().map(|&b| i64::from(b as i8)).collect(),
+                DataType::Int32 => bytes
+                    .chunks_exact(4)
+                    .map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                    .collect(),
+                DataType::Float32 => bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64)
+                    .collect(),
+                _ => return Ok(false),
+            };
+            Some(v)
+        }
+    };
+    if scales.len() != groups || zps.as_ref().is_some_and(|z| z.len() != groups) {
+        return Ok(false);
+    }
+    let q_dtype = qc.dtype;
+    if !matches!(q_dtype, DataType::Int8 | DataType::Uint8 | DataType::Int32) {
+        return Ok(false);
+    }
+    let name = format!(
+        "dequantize_affine_folded_s{}_z{:?}_b{block:?}_{}",
+        sc.constant_id,
+        zc.as_ref().map(|z| z.constant_id),
+        odt.name()
+    );
+    let block: Vec<usize> = block.iter().map(|&b| b as usize).collect();
+    let layout = crate::builder::Layout {
+        name,
+        pack: Box::new(move |c, bytes| {
+            let numel: usize = c.dims.iter().product();
+            let q = |i: usize| -> i64 {
+                match q_dtype {
+                    DataType::Int8 => i64::from(bytes[i] as i8),
+                    DataType::Uint8 => i64::from(bytes[i]),
+                    _ => i64::from(i32::from_le_bytes([
+                        bytes[4 * i],
+                        bytes[4 * i + 1],
+                        bytes[4 * i + 2],
+                        bytes[4 * i + 3],
+                    ])),
+                }
+            };
+            let width = if q_dtype == DataType::Int32 { 4 } else { 1 };
+            if bytes.len() < numel * width {
+                return Err(invalid_program(format!(
+                    "dequantize_affine: constant holds {} bytes for {numel} elements",
+                    bytes.len()
+                )));
+            }
+            let strides: Vec<usize> = (0..c.dims.len())
+                .map(|d| c.dims[d + 1..].iter().product())
+                .collect();
+            let mut out = Vec::with_capacity(numel * if odt == DataType::Float16 { 2 } else { 4 });
+            for i in 0..numel {
+                let mut blk = 0;
+                for d in 0..c.dims.len() {
+                    blk = blk * grid[d] + (i / strides[d]) % c.dims[d] / block[d];
+                }
+                let z = zps.as_ref().map_or(0, |z| z[blk]);
+                let v = ((q(i) - z) as i32 as f32) * scales[blk];
+                if odt == DataType::Float16 {
+                    out.extend(etvk_format::f16::f32_to_f16(v).to_le_bytes());
+                } else {
+                    out.extend(v.to_le_bytes());
+                }
+            }
+            Ok(crate::builder::Packed {
+                dtype: odt,
+                dims: c.dims.clone(),
+                bytes: out,
+            })
+        }),
+    };
+    let t = g.prepack(qc.value, &layout)?;
+    g.alias_value(out_v, t)?;
+    Ok(true)
 }
 
 /// dequantize_affine.comp's code of an integer input dtype: 0 int8, 1 uint8, 2 int32.
