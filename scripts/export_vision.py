@@ -230,6 +230,22 @@ MODELS = {
         [[1, 3, 32, 40], [1, 3, 32, 40]],
         None,
     ),
+    "v9_swin_tiny": (
+        "torchvision SwinTransformer(patch [4, 4], embed_dim 16, depths [2, 2], heads [2, 4], "
+        "window [4, 4]): shifted windows (the attention masks built by slice_scatter / fmod "
+        "on the CPU between delegates that return constant counters), relative position "
+        "bias (index.Tensor), patch merging, layer norms, GELU; input [1, 3, 32, 32]",
+        lambda: torchvision.models.swin_transformer.SwinTransformer(
+            patch_size=[4, 4],
+            embed_dim=16,
+            depths=[2, 2],
+            num_heads=[2, 4],
+            window_size=[4, 4],
+            num_classes=10,
+        ),
+        [[1, 3, 32, 32], [1, 3, 32, 32]],
+        None,
+    ),
     "v8_warp_grid_priors": (
         "WarpTiny: conv flow + tanh added to the identity grid, F.grid_sample (bilinear, "
         "border, align_corners True), et_vk.grid_priors(stride 8, offset 0.5) on the warped "

@@ -61,6 +61,7 @@ fixtures! {
     v6_conv_zoo_batch2 => [cli],
     v7_segmentation_tiny => [delegate, cli],
     v8_warp_grid_priors => [delegate, cli],
+    v9_swin_tiny => [cli],
     i1_host_only_no_constants => [cli],
 }
 

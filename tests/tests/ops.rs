@@ -282,3 +282,25 @@ fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime:
     assert!(!nodes.is_empty(), "no profile (timestamps unsupported?)");
     nodes
 }
+
+/// A graph output that is a constant (the exporter returns e.g. a counter a partition only
+/// reads) comes back with the constant's values, not empty.
+#[test]
+fn constant_graph_outputs_are_returned() {
+    use etvk_format::ir::DataType::Float32 as F32;
+    use etvk_tests::{run_case, CaseGraph, OpCase, Tensor};
+    let c = Tensor::new(F32, &[3], vec![1.5, -2.0, 4.0]);
+    let mut g = CaseGraph::new();
+    let x = g.input(F32, &[3]);
+    let ci = g.constant(&c);
+    let one = g.int(1);
+    let out = g.output(F32, &[3]);
+    g.op("aten.add.Tensor", &[x, ci, one, out]);
+    g.mark_output(ci);
+    let x = Tensor::new(F32, &[3], vec![1.0, 2.0, 3.0]);
+    let case = OpCase::new("aten.add.Tensor", "constant output", g).run(
+        vec![x],
+        vec![Tensor::new(F32, &[3], vec![2.5, 0.0, 7.0]), c],
+    );
+    run_case(&case).unwrap();
+}

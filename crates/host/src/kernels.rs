@@ -26,6 +26,8 @@ pub const SUPPORTED_KERNELS: &[&str] = &[
     "aten::as_strided_copy.out",
     "aten::mean.out",
     "aten::convolution.out",
+    "aten::slice_scatter.out",
+    "aten::fmod.Scalar_out",
     "quantized_decomposed::embedding_byte.out",
     "quantized_decomposed::embedding_byte.dtype_out",
 ];
@@ -193,6 +195,8 @@ enum Kernel {
     AsStridedCopy,
     Mean,
     Convolution,
+    SliceScatter,
+    FmodScalar,
     /// `.dtype_out` when true (a `ScalarType? dtype` before the out tensor).
     EmbeddingByte(bool),
 }
@@ -212,6 +216,8 @@ impl Kernel {
             "aten::as_strided_copy.out" => Kernel::AsStridedCopy,
             "aten::mean.out" => Kernel::Mean,
             "aten::convolution.out" => Kernel::Convolution,
+            "aten::slice_scatter.out" => Kernel::SliceScatter,
+            "aten::fmod.Scalar_out" => Kernel::FmodScalar,
             "quantized_decomposed::embedding_byte.out" => Kernel::EmbeddingByte(false),
             "quantized_decomposed::embedding_byte.dtype_out" => Kernel::EmbeddingByte(true),
             _ => return None,
@@ -227,7 +233,8 @@ impl Kernel {
             | Kernel::AnyDim
             | Kernel::AnyDims
             | Kernel::FullLike => (4, 3),
-            Kernel::MulScalar => (3, 2),
+            Kernel::MulScalar | Kernel::FmodScalar => (3, 2),
+            Kernel::SliceScatter => (7, 6),
             Kernel::AsStridedCopy | Kernel::Mean => (5, 4),
             Kernel::AnyAll | Kernel::ScalarTensor => (2, 1),
             Kernel::Convolution => (10, 9),
@@ -277,6 +284,8 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
             }
             Kernel::ExpandCopy => expand_copy(&c, out_dtype)?,
             Kernel::MulScalar => mul_scalar(&c, out_dtype)?,
+            Kernel::FmodScalar => fmod_scalar(&c, out_dtype)?,
+            Kernel::SliceScatter => slice_scatter(&c, out_dtype)?,
             Kernel::AnyDim => {
                 let src = c.tensor(0)?;
                 let dim = c.wrap_dim(c.int(1)?, src.sizes.len())?;
@@ -584,6 +593,91 @@ fn mul_scalar(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
     }
     Ok(Out {
         sizes: src.sizes.clone(),
+        data,
+    })
+}
+
+/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out)`: C's fmod (the remainder
+/// with the dividend's sign), in floats when either side is a float (exact, so f64 gives the
+/// fp32 result too), else in integers (a zero divisor is an error, as in PyTorch).
+fn fmod_scalar(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+    let src = c.tensor(0)?;
+    let other = c.scalar(1)?;
+    let bytes = src.bytes();
+    let n = src.numel();
+    let mut data = vec![0u8; n * out_dtype.size_bytes()];
+    let float = src.dtype.is_float() || out_dtype.is_float() || matches!(other, Scalar::Float(_));
+    if !float && other.as_i64() == 0 {
+        return Err(c.err("integer fmod by zero"));
+    }
+    for i in 0..n {
+        let a = read_scalar(src.dtype, bytes, i)?;
+        let r = if float {
+            Scalar::Float(a.as_f64() % other.as_f64())
+        } else {
+            Scalar::Int(a.as_i64().wrapping_rem(other.as_i64()))
+        };
+        write_scalar(out_dtype, &mut data, i, r)?;
+    }
+    Ok(Out {
+        sizes: src.sizes.clone(),
+        data,
+    })
+}
+
+/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt?
+/// end=None, SymInt step=1, *, Tensor(a!) out)`: a copy of `self` whose slice
+/// `start:end:step` along `dim` (Python's clamping of negative and out-of-range bounds) is
+/// replaced by `src`, which must have the slice's sizes.
+fn slice_scatter(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+    let base = c.tensor(0)?;
+    let src = c.tensor(1)?;
+    let rank = base.sizes.len();
+    if rank == 0 {
+        return Err(c.err("slice_scatter of a rank-0 tensor"));
+    }
+    let dim = c.wrap_dim(c.int(2)?, rank)?;
+    let size = base.sizes[dim] as i64;
+    let step = c.int(5)?;
+    if step <= 0 {
+        return Err(c.err(format!("step {step} must be positive")));
+    }
+    let clamp = |v: i64| {
+        let v = if v < 0 { v + size } else { v };
+        v.clamp(0, size)
+    };
+    let start = clamp(c.opt_int(3)?.unwrap_or(0));
+    let end = clamp(c.opt_int(4)?.unwrap_or(size)).max(start);
+    let len = ((end - start) + step - 1) / step;
+    let mut want = base.sizes.clone();
+    want[dim] = len as usize;
+    if src.sizes != want {
+        return Err(c.err(format!(
+            "src sizes {:?} do not match the slice {start}:{end}:{step} of dim {dim} of {:?} ({want:?})",
+            src.sizes, base.sizes
+        )));
+    }
+    let n = base.numel();
+    let mut data = vec![0u8; n * out_dtype.size_bytes()];
+    let (bb, sb) = (base.bytes(), src.bytes());
+    for i in 0..n {
+        write_scalar(out_dtype, &mut data, i, read_scalar(base.dtype, bb, i)?)?;
+    }
+    let inner: usize = base.sizes[dim + 1..].iter().product();
+    let outer: usize = base.sizes[..dim].iter().product();
+    let len = len as usize;
+    for o in 0..outer {
+        for j in 0..len {
+            let d = start as usize + j * step as usize;
+            for k in 0..inner {
+                let si = (o * len + j) * inner + k;
+                let di = (o * size as usize + d) * inner + k;
+                write_scalar(out_dtype, &mut data, di, read_scalar(src.dtype, sb, si)?)?;
+            }
+        }
+    }
+    Ok(Out {
+        sizes: base.sizes.clone(),
         data,
     })
 }

@@ -224,7 +224,7 @@ fn unknown_operators_and_bad_args_are_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("1 arguments, the schema needs 2"), "{err}");
-    assert_eq!(SUPPORTED_KERNELS.len(), 14);
+    assert_eq!(SUPPORTED_KERNELS.len(), 16);
 }
 
 #[test]
@@ -1473,4 +1473,73 @@ fn convolution_resizes_a_bound_dynamic_output() {
             && e.contains("exceed the out tensor's bound [2, 4, 16]"),
         "{e}"
     );
+}
+
+#[test]
+fn fmod_scalar_keeps_the_dividend_sign() {
+    let mut v = vec![
+        slot(
+            Tensor::from_f32(vec![4], &[5.5, -5.5, 7.0, -0.25]).unwrap(),
+            0,
+        ),
+        Value::Double(2.0),
+        out(DType::F32, &[4]),
+        slot(Tensor::from_i64(vec![3], &[7, -7, 6]).unwrap(), 0),
+        Value::Int(4),
+        out(DType::I64, &[3]),
+        Value::Int(0),
+    ];
+    run_kernel("aten::fmod.Scalar_out", &mut v, &[0, 1, 2]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 2)), vec![1.5, -1.5, 1.0, -0.25]);
+    run_kernel("aten::fmod.Scalar_out", &mut v, &[3, 4, 5]).unwrap();
+    assert_eq!(tensor(&v, 5).to_i64_vec().unwrap(), vec![3, -3, 2]);
+    let e = run_kernel("aten::fmod.Scalar_out", &mut v, &[3, 6, 5]).unwrap_err();
+    assert!(e.to_string().contains("fmod by zero"), "{e}");
+}
+
+#[test]
+fn slice_scatter_replaces_a_strided_slice() {
+    // self [2, 5] = 0..10; src [2, 2] into columns 1 and 3 (start 1, end -1, step 2).
+    let base: Vec<f32> = (0..10).map(|x| x as f32).collect();
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 5], &base).unwrap(), 0),
+        slot(
+            Tensor::from_f32(vec![2, 2], &[-1.0, -2.0, -3.0, -4.0]).unwrap(),
+            0,
+        ),
+        Value::Int(1),
+        Value::Int(1),
+        Value::Int(-1),
+        Value::Int(2),
+        out(DType::F32, &[2, 5]),
+        Value::Null,
+        Value::Int(0),
+    ];
+    run_kernel("aten::slice_scatter.out", &mut v, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    assert_eq!(
+        f32s(&tensor(&v, 6)),
+        vec![0.0, -1.0, 2.0, -2.0, 4.0, 5.0, -3.0, 7.0, -4.0, 9.0]
+    );
+    // start / end None along dim 0: src replaces every row (a whole-tensor copy).
+    let mut w = vec![
+        slot(
+            Tensor::from_f32(vec![2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap(),
+            0,
+        ),
+        slot(
+            Tensor::from_f32(vec![2, 2], &[5.0, 6.0, 7.0, 8.0]).unwrap(),
+            0,
+        ),
+        Value::Int(0),
+        Value::Null,
+        Value::Null,
+        Value::Int(1),
+        out(DType::F32, &[2, 2]),
+    ];
+    run_kernel("aten::slice_scatter.out", &mut w, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    assert_eq!(f32s(&tensor(&w, 6)), vec![5.0, 6.0, 7.0, 8.0]);
+    // A src that does not match the slice is refused, naming both.
+    v[1] = slot(Tensor::from_f32(vec![2, 3], &[0.0; 6]).unwrap(), 0);
+    let e = run_kernel("aten::slice_scatter.out", &mut v, &[0, 1, 2, 3, 4, 5, 6]).unwrap_err();
+    assert!(e.to_string().contains("do not match the slice"), "{e}");
 }

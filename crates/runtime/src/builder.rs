@@ -1137,6 +1137,12 @@ impl<'a> GraphBuilder<'a> {
         }
         let mut outputs = Vec::new();
         for &v in &graph.output_ids {
+            // A constant returned as an output (the exporter leaves e.g. a counter the
+            // partition only reads): uploaded once, then read back like any tensor.
+            if let GValue::TensorRef(_) = self.value(v)? {
+                let t = self.prepack(v, &Layout::contiguous())?;
+                self.alias_value(v, t)?;
+            }
             outputs.push(match self.value(v)? {
                 GValue::Tensor(t) => OutputSlot::Tensor {
                     tensor: *t,

@@ -46,6 +46,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.gt.Scalar",
     "aten.ge.Scalar",
     "aten.arange.start_step",
+    "aten.full.default",
     "aten.exp.default",
     "aten.expand_copy.default",
     "aten.flip.default",
@@ -212,6 +213,16 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         "aten.le.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x <= y))),
         "aten.gt.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x > y))),
         "aten.ge.Scalar" => binary(g, a, &w, |x, y| f64::from(u8::from(x >= y))),
+        "aten.full.default" => {
+            nargs(a, 7, &w)?;
+            let sizes: Vec<usize> = g
+                .int_list(a[0], &w)?
+                .iter()
+                .map(|&d| d.max(0) as usize)
+                .collect();
+            let v = g.double(a[1], &w)?;
+            g.put(a[6], sizes.clone(), vec![v; numel(&sizes)], &w)
+        }
         "aten.arange.start_step" => {
             nargs(a, 8, &w)?;
             let (start, end, step) = (
