@@ -8,6 +8,10 @@
 // HARDSHRINK: -p0 <= x <= p0 ? 0 : x (p0 = lambd; NaN stays NaN).
 #include "common.glsl"
 
+#ifndef IS_INT
+#define IS_INT 0
+#endif
+
 // Values of the OP define (the manifest passes -DOP=RELU etc.).
 #define RELU 1
 #define SIGMOID 2
@@ -58,6 +62,14 @@ void main() {
   if (i >= p.numel) {
     return;
   }
+#if IS_INT
+  // int32 (CLAMP): integer arithmetic, the bounds' int bits in p0 / p1.
+#if OP == CLAMP
+  out_[i] = clamp(in_[i], floatBitsToInt(p.p0), floatBitsToInt(p.p1));
+#else
+#error "unary.comp: OP has no int32 form"
+#endif
+#else
   float x = float(in_[i]);
 #if OP == RELU
   float r = max(x, 0.0);
@@ -117,4 +129,5 @@ void main() {
 #error "unary.comp: unknown OP"
 #endif
   out_[i] = DTYPE(r);
+#endif
 }

@@ -136,7 +136,52 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(more_cases());
     v.extend(silu_cases());
     v.extend(log10_round_hardshrink_cases());
+    v.extend(int_clamp_cases());
     v
+}
+
+/// clamp on int32 tensors with Int bounds (or one None): integer comparisons, values past
+/// 2^24 kept exactly.
+fn int_clamp_cases() -> Vec<OpCase> {
+    use etvk_format::ir::DataType::Int32 as I32;
+    let run = |lo: Option<i64>, hi: Option<i64>, seed: u64| {
+        let mut x = Tensor::rand_int(I32, &[3, 7], -300, 300, seed);
+        x.data[0] = 16_777_217.0;
+        x.data[1] = -2_000_000_001.0;
+        let mut g = CaseGraph::new();
+        let xi = g.input(I32, &[3, 7]);
+        let li = match lo {
+            Some(v) => g.int(v),
+            None => g.null(),
+        };
+        let hi_i = match hi {
+            Some(v) => g.int(v),
+            None => g.null(),
+        };
+        let out = g.output(I32, &[3, 7]);
+        g.op("aten.clamp.default", &[xi, li, hi_i, out]);
+        let want = x
+            .data
+            .iter()
+            .map(|&v| {
+                let v = lo.map_or(v, |l| v.max(l as f64));
+                hi.map_or(v, |h| v.min(h as f64))
+            })
+            .collect();
+        let want = Tensor::new(I32, &[3, 7], want);
+        OpCase::new(
+            "aten.clamp.default",
+            format!("int32 [3, 7] min {lo:?} max {hi:?}"),
+            g,
+        )
+        .tol(Tol::EXACT)
+        .run(vec![x], vec![want])
+    };
+    vec![
+        run(Some(0), Some(99), 31),
+        run(None, Some(-5), 32),
+        run(Some(-100), None, 33),
+    ]
 }
 
 /// torch.round: ties to even (2.5 -> 2, -0.5 -> -0).

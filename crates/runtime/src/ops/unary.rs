@@ -23,7 +23,7 @@ const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
-    let entries: [(&'static str, OpBuildFn, &'static str); 18] = [
+    let entries: [(&'static str, OpBuildFn, &'static str); 17] = [
         ("aten.relu.default", build_relu, "max(x, 0)"),
         ("aten.sigmoid.default", build_sigmoid, "1 / (1 + exp(-x))"),
         ("aten.abs.default", build_abs, "|x|"),
@@ -43,11 +43,6 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.hardtanh.default",
             build_hardtanh,
             "min(max(x, min_val), max_val)",
-        ),
-        (
-            "aten.clamp.default",
-            build_clamp,
-            "min(max(x, min), max); min / max Double, Int or None (not both None)",
         ),
         (
             "aten.leaky_relu.default",
@@ -76,6 +71,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         ),
     ];
     r.register_dynamic(FLOATS, &entries)?;
+    r.register_dynamic(
+        &[DataType::Float32, DataType::Float16, DataType::Int32],
+        &[(
+            "aten.clamp.default",
+            build_clamp as OpBuildFn,
+            "min(max(x, min), max); min / max Double, Int or None (not both None); int32 x takes Int bounds, compared as integers",
+        )],
+    )?;
     r.register(OpEntry {
         name: "aten.threshold_backward.default",
         build: build_threshold_backward,
@@ -243,6 +246,27 @@ fn build_clamp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             call.what()
         )));
     }
+    let x = g.tensor_or_prepack(call, 0)?;
+    if g.shapes().dtype(x) == DataType::Int32 {
+        // Int bounds only: a Double bound would promote the result to float in PyTorch.
+        let bound = |i: usize, none: i32| -> Result<i32> {
+            match g.value(call.arg(i)?)? {
+                GValue::Null => Ok(none),
+                GValue::Int(v) => Ok((*v).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32),
+                _ => Err(unsupported(format!(
+                    "{}: arg {i}: an int32 clamp takes Int bounds (or None)",
+                    call.what()
+                ))),
+            }
+        };
+        let (lo, hi) = (bound(1, i32::MIN)?, bound(2, i32::MAX)?);
+        return build_unary(
+            g,
+            call,
+            "clamp",
+            [f32::from_bits(lo as u32), f32::from_bits(hi as u32)],
+        );
+    }
     let lo = g.double_arg_or(call, 1, f64::NEG_INFINITY)? as f32;
     let hi = g.double_arg_or(call, 2, f64::INFINITY)? as f32;
     build_unary(g, call, "clamp", [lo, hi])
@@ -271,7 +295,11 @@ fn build_unary(
     let out = g.tensor_arg(call, call.args.len() - 1)?;
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
-    let shader = float_shader(&format!("unary_{op}"), dt, call)?;
+    let shader = if dt == DataType::Int32 && op == "clamp" {
+        crate::ops::data_shader(&format!("unary_{op}"), dt, call)?
+    } else {
+        float_shader(&format!("unary_{op}"), dt, call)?
+    };
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let dims = s.dims(x).to_vec();
         let numel: usize = dims.iter().product();
