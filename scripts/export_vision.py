@@ -147,6 +147,27 @@ class SegTiny(torch.nn.Module):
         return f.interpolate(y, scale_factor=0.75, mode="bilinear", align_corners=True)
 
 
+class CpuOpsMix(torch.nn.Module):
+    """Delegated convolutions around the ops ExecuTorch's Vulkan partitioner leaves on the
+    CPU: instance norm (a stats-free batch norm), topk, sort, cumsum, max over a dim, var,
+    erf, sign, elu."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm2d(3, affine=True)
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        y = self.conv(self.norm(x)).flatten(2)
+        top = torch.topk(y, 5, dim=-1)[0]
+        s = torch.sort(y, dim=-1, descending=True)[0][..., :5]
+        c = torch.cumsum(top - s + torch.erf(top), dim=-1)
+        m = torch.max(y, dim=-1, keepdim=True)[0]
+        v = torch.var(y, dim=-1, keepdim=True)
+        return f.elu(c * torch.sign(m) + v)
+
+
 class WarpTiny(torch.nn.Module):
     """RIFE-style warp: a predicted flow added to the identity grid, grid_sample (bilinear,
     border, align_corners: the configuration ExecuTorch's partitioner delegates), then
@@ -244,6 +265,14 @@ MODELS = {
             num_classes=10,
         ),
         [[1, 3, 32, 32], [1, 3, 32, 32]],
+        None,
+    ),
+    "i2_cpu_ops_mix": (
+        "CpuOpsMix: InstanceNorm2d (the partitioner leaves aten._native_batch_norm_legit "
+        "no_stats on the CPU), conv, then topk / sort / cumsum / max.dim / var / erf / sign / "
+        "elu, which stay on the CPU between delegates; input [1, 3, 6, 6], output [1, 4, 5]",
+        CpuOpsMix,
+        [[1, 3, 6, 6], [1, 3, 6, 6]],
         None,
     ),
     "v8_warp_grid_priors": (

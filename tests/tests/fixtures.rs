@@ -63,6 +63,7 @@ fixtures! {
     v8_warp_grid_priors => [delegate, cli],
     v9_swin_tiny => [cli],
     i1_host_only_no_constants => [cli],
+    i2_cpu_ops_mix => [cli],
 }
 
 fn delegate(name: &str) {

@@ -244,13 +244,17 @@ impl Kernel {
     }
 }
 
-/// Whether `op` (as [`qualified_name`] spells it) has a CPU kernel here.
+/// Whether `op` (as [`qualified_name`] spells it) has a CPU kernel here (this module's or
+/// [`crate::portable`]'s).
 pub fn is_supported(op: &str) -> bool {
-    Kernel::from_name(op).is_some()
+    Kernel::from_name(op).is_some() || crate::portable::is_supported(op)
 }
 
 /// Run kernel `op` (as [`qualified_name`] spells it) on `values` with plan arg indices `args`.
 pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> {
+    if let Some(done) = crate::portable::run(op, values, args) {
+        return done;
+    }
     let kernel = Kernel::from_name(op).ok_or_else(|| {
         HostError::Unsupported(format!(
             "operator {op} has no portable CPU kernel in etvk-host"

@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod method;
 pub mod npy;
 pub mod plugin;
+pub mod portable;
 pub mod tensor;
 pub mod values;
 

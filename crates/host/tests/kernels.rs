@@ -1543,3 +1543,141 @@ fn slice_scatter_replaces_a_strided_slice() {
     let e = run_kernel("aten::slice_scatter.out", &mut v, &[0, 1, 2, 3, 4, 5, 6]).unwrap_err();
     assert!(e.to_string().contains("do not match the slice"), "{e}");
 }
+
+/// The selection kernels write values and int64 indices (the return value is a TensorList
+/// of the two, which is skipped).
+#[test]
+fn topk_sort_and_max_dim_return_values_and_indices() {
+    let x = [3.0f32, -1.0, 7.0, 7.5, 0.0, 2.0];
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 3], &x).unwrap(), 0),
+        Value::Int(2),
+        Value::Int(-1),
+        Value::Bool(true),
+        Value::Bool(true),
+        out(DType::F32, &[2, 2]),
+        out(DType::I64, &[2, 2]),
+        Value::Null,
+    ];
+    run_kernel("aten::topk.values", &mut v, &[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 5)), vec![7.0, 3.0, 7.5, 2.0]);
+    assert_eq!(tensor(&v, 6).to_i64_vec().unwrap(), vec![2, 0, 0, 2]);
+    // smallest along dim 0
+    v[3] = Value::Bool(false);
+    v[2] = Value::Int(0);
+    v[1] = Value::Int(1);
+    v[5] = out(DType::F32, &[1, 3]);
+    v[6] = out(DType::I64, &[1, 3]);
+    run_kernel("aten::topk.values", &mut v, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 5)), vec![3.0, -1.0, 2.0]);
+    assert_eq!(tensor(&v, 6).to_i64_vec().unwrap(), vec![0, 0, 1]);
+    // sort descending along the last dim, with a NaN (sorts first, as the largest)
+    let mut s = vec![
+        slot(
+            Tensor::from_f32(vec![4], &[1.0, f32::NAN, -2.0, 1.0]).unwrap(),
+            0,
+        ),
+        Value::Int(0),
+        Value::Bool(true),
+        out(DType::F32, &[4]),
+        out(DType::I64, &[4]),
+    ];
+    run_kernel("aten::sort.values", &mut s, &[0, 1, 2, 3, 4]).unwrap();
+    let sv = f32s(&tensor(&s, 3));
+    assert!(sv[0].is_nan() && sv[1..] == [1.0, 1.0, -2.0], "{sv:?}");
+    assert_eq!(tensor(&s, 4).to_i64_vec().unwrap(), vec![1, 0, 3, 2]);
+    // max / min over dim 1 with keepdim: first index on ties
+    let mut m = vec![
+        slot(
+            Tensor::from_f32(vec![2, 3], &[1.0, 5.0, 5.0, -4.0, -4.0, 0.0]).unwrap(),
+            0,
+        ),
+        Value::Int(1),
+        Value::Bool(true),
+        out(DType::F32, &[2, 1]),
+        out(DType::I64, &[2, 1]),
+    ];
+    run_kernel("aten::max.dim_max", &mut m, &[0, 1, 2, 3, 4]).unwrap();
+    assert_eq!(f32s(&tensor(&m, 3)), vec![5.0, 0.0]);
+    assert_eq!(tensor(&m, 4).to_i64_vec().unwrap(), vec![1, 2]);
+    run_kernel("aten::min.dim_min", &mut m, &[0, 1, 2, 3, 4]).unwrap();
+    assert_eq!(f32s(&tensor(&m, 3)), vec![1.0, -4.0]);
+    assert_eq!(tensor(&m, 4).to_i64_vec().unwrap(), vec![0, 0]);
+}
+
+#[test]
+fn scans_reductions_and_elementwise_math() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 3], &x).unwrap(), 0),
+        Value::Int(1),
+        Value::Null,
+        out(DType::F32, &[2, 3]),
+        Value::Bool(false),
+        out(DType::F32, &[2]),
+        Value::IntList(vec![1]),
+        Value::Int(1),
+    ];
+    run_kernel("aten::cumsum.out", &mut v, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 3)), vec![1.0, 3.0, 6.0, 4.0, 9.0, 15.0]);
+    run_kernel("aten::prod.int_out", &mut v, &[0, 1, 4, 2, 5]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 5)), vec![6.0, 120.0]);
+    // var over dim 1 (value 6 boxes the list [value 1 = Int 1]), correction 1
+    run_kernel("aten::var.correction_out", &mut v, &[0, 6, 7, 4, 5]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 5)), vec![1.0, 1.0]);
+    // erf, sign, elu against known values
+    let mut e = vec![
+        slot(
+            Tensor::from_f32(vec![4], &[0.5, -1.0, 0.0, 5.0]).unwrap(),
+            0,
+        ),
+        out(DType::F32, &[4]),
+        Value::Double(1.0),
+        Value::Int(1),
+        Value::Int(1),
+    ];
+    run_kernel("aten::erf.out", &mut e, &[0, 1]).unwrap();
+    let erf = f32s(&tensor(&e, 1));
+    let want = [0.520_499_9f32, -0.842_700_8, 0.0, 1.0];
+    for (g, w) in erf.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-7, "erf {erf:?}");
+    }
+    run_kernel("aten::sign.out", &mut e, &[0, 1]).unwrap();
+    assert_eq!(f32s(&tensor(&e, 1)), vec![1.0, -1.0, 0.0, 1.0]);
+    run_kernel("aten::elu.out", &mut e, &[0, 2, 3, 4, 1]).unwrap();
+    let elu = f32s(&tensor(&e, 1));
+    assert_eq!(elu[0], 0.5);
+    assert!((elu[1] - (-0.632_120_6)).abs() < 1e-7, "{elu:?}");
+}
+
+/// nn.InstanceNorm2d's export: per-channel statistics over the other dims, biased variance.
+#[test]
+fn batch_norm_without_running_stats() {
+    // [1, 2, 2]: channel 0 = [1, 3], channel 1 = [2, 2]
+    let mut v = vec![
+        slot(
+            Tensor::from_f32(vec![1, 2, 2], &[1.0, 3.0, 2.0, 2.0]).unwrap(),
+            0,
+        ),
+        slot(Tensor::from_f32(vec![2], &[2.0, 1.0]).unwrap(), 0),
+        slot(Tensor::from_f32(vec![2], &[0.5, -1.0]).unwrap(), 0),
+        Value::Bool(true),
+        Value::Double(0.1),
+        Value::Double(0.0),
+        out(DType::F32, &[1, 2, 2]),
+        out(DType::F32, &[2]),
+        out(DType::F32, &[2]),
+    ];
+    run_kernel(
+        "aten::_native_batch_norm_legit.no_stats_out",
+        &mut v,
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+    )
+    .unwrap();
+    // channel 0: mean 2, var 1 -> (x - 2) * 2 + 0.5. Channel 1 has no variance and eps is 0
+    // (NaN there, as in PyTorch): only its mean is compared.
+    let o = f32s(&tensor(&v, 6));
+    assert_eq!(&o[..2], &[-1.5, 2.5]);
+    assert_eq!(f32s(&tensor(&v, 7)), vec![2.0, 2.0]);
+    assert_eq!(f32s(&tensor(&v, 8))[0], 1.0);
+}

@@ -1,0 +1,772 @@
+//! More portable CPU kernels, for ops the Vulkan partitioner leaves on the CPU in real
+//! exports: elementwise math (`log.out`, `log1p.out`, `expm1.out`, `elu.out`, ...), scans
+//! (`cumsum.out`), selection and sorting with an index output (`topk.values`, `sort.values`,
+//! `max.dim_max`, `min.dim_min`) and the statistics-free batch norm that
+//! `nn.InstanceNorm2d` exports as (`_native_batch_norm_legit.no_stats_out`).
+//!
+//! Math runs in f64 and is rounded once to the out dtype (PyTorch's CPU kernels use fp32
+//! libm for fp32 tensors: within an ulp of this). Index outputs are int64 as PyTorch's.
+//! Orderings follow PyTorch: NaN sorts above every number; ties keep the input order.
+
+use std::cmp::Ordering;
+
+use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
+use crate::error::{HostError, Result};
+use crate::values::{TensorSlot, Value};
+
+/// An elementwise function.
+type Elementwise = fn(f64) -> f64;
+
+/// A lane along the sorted dim: (value, its index in the lane).
+type Lane = Vec<(f64, usize)>;
+
+/// (outer, size, inner) of a tensor around one dim.
+type Split = (usize, usize, usize);
+
+/// Elementwise ops of `(self, out)`: name and function.
+const UNARY: &[(&str, Elementwise)] = &[
+    ("aten::log.out", f64::ln),
+    ("aten::log1p.out", f64::ln_1p),
+    ("aten::log2.out", f64::log2),
+    ("aten::log10.out", f64::log10),
+    ("aten::exp.out", f64::exp),
+    ("aten::expm1.out", f64::exp_m1),
+    ("aten::sqrt.out", f64::sqrt),
+    ("aten::rsqrt.out", rsqrt),
+    ("aten::sin.out", f64::sin),
+    ("aten::cos.out", f64::cos),
+    ("aten::tan.out", f64::tan),
+    ("aten::tanh.out", f64::tanh),
+    ("aten::atan.out", f64::atan),
+    ("aten::asin.out", f64::asin),
+    ("aten::acos.out", f64::acos),
+    ("aten::sigmoid.out", sigmoid),
+    ("aten::reciprocal.out", reciprocal),
+    ("aten::floor.out", f64::floor),
+    ("aten::ceil.out", f64::ceil),
+    ("aten::trunc.out", f64::trunc),
+    ("aten::round.out", f64::round_ties_even),
+    ("aten::erf.out", erf),
+    ("aten::sign.out", sign),
+    ("aten::frac.out", frac),
+];
+
+/// Other kernels here: (name, number of schema args including the outs).
+const OTHERS: &[(&str, usize)] = &[
+    ("aten::elu.out", 5),
+    ("aten::cumsum.out", 4),
+    ("aten::topk.values", 7),
+    ("aten::sort.values", 5),
+    ("aten::max.dim_max", 5),
+    ("aten::min.dim_min", 5),
+    ("aten::_native_batch_norm_legit.no_stats_out", 9),
+    ("aten::var.correction_out", 5),
+    ("aten::prod.int_out", 5),
+];
+
+fn rsqrt(x: f64) -> f64 {
+    1.0 / x.sqrt()
+}
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+fn reciprocal(x: f64) -> f64 {
+    1.0 / x
+}
+
+/// torch.sign: -1, 0 or 1 (NaN stays NaN).
+fn sign(x: f64) -> f64 {
+    if x == 0.0 || x.is_nan() {
+        x
+    } else {
+        x.signum()
+    }
+}
+
+/// torch.frac: x - trunc(x).
+fn frac(x: f64) -> f64 {
+    x - x.trunc()
+}
+
+/// erf by its Maclaurin series up to |x| = 4 (cancellation costs at most ~7 of f64's 16
+/// digits there); beyond, erfc < 2e-8 and fp32's erf is +-1.
+fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x.abs() > 4.0 {
+        return x.signum();
+    }
+    let x2 = x * x;
+    let (mut term, mut sum) = (x, x);
+    for n in 1..200 {
+        term *= -x2 / n as f64;
+        let t = term / (2 * n + 1) as f64;
+        sum += t;
+        if t.abs() < 1e-17 * sum.abs() {
+            break;
+        }
+    }
+    sum * std::f64::consts::FRAC_2_SQRT_PI
+}
+
+/// Every operator this module runs.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    UNARY
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(OTHERS.iter().map(|(n, _)| *n))
+}
+
+/// Whether `op` is one of [`names`].
+pub fn is_supported(op: &str) -> bool {
+    names().any(|n| n == op)
+}
+
+/// Argument access for one call.
+struct Call<'a> {
+    op: &'a str,
+    values: &'a [Value],
+    args: &'a [usize],
+}
+
+impl Call<'_> {
+    fn err(&self, message: impl Into<String>) -> HostError {
+        HostError::Kernel {
+            op: self.op.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn value(&self, pos: usize) -> Result<&Value> {
+        let idx = *self
+            .args
+            .get(pos)
+            .ok_or_else(|| self.err(format!("argument {pos} is missing")))?;
+        self.values
+            .get(idx)
+            .ok_or_else(|| self.err(format!("argument {pos} (value {idx}) out of range")))
+    }
+
+    fn tensor(&self, pos: usize) -> Result<&TensorSlot> {
+        match self.value(pos)? {
+            Value::Tensor(t) => Ok(t),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected a Tensor",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    fn opt_tensor(&self, pos: usize) -> Result<Option<&TensorSlot>> {
+        match self.value(pos)? {
+            Value::Null => Ok(None),
+            _ => self.tensor(pos).map(Some),
+        }
+    }
+
+    fn int(&self, pos: usize) -> Result<i64> {
+        match self.value(pos)? {
+            Value::Int(i) => Ok(*i),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected an Int",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    fn bool(&self, pos: usize) -> Result<bool> {
+        match self.value(pos)? {
+            Value::Bool(b) => Ok(*b),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected a Bool",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    fn number(&self, pos: usize) -> Result<f64> {
+        match self.value(pos)? {
+            Value::Int(i) => Ok(*i as f64),
+            Value::Double(d) => Ok(*d),
+            Value::Bool(b) => Ok(f64::from(u8::from(*b))),
+            v => Err(self.err(format!(
+                "argument {pos} is a {}, expected a number",
+                v.kind_name()
+            ))),
+        }
+    }
+
+    fn dim(&self, pos: usize, rank: usize) -> Result<usize> {
+        let d = self.int(pos)?;
+        let r = rank.max(1) as i64;
+        let w = if d < 0 { d + r } else { d };
+        if !(0..r).contains(&w) {
+            return Err(self.err(format!("dim {d} out of range for rank {rank}")));
+        }
+        Ok(w as usize)
+    }
+
+    /// The out tensor at `pos`: its value index and dtype.
+    fn out(&self, pos: usize) -> Result<(usize, DType)> {
+        let t = self.tensor(pos)?;
+        Ok((self.args[pos], t.dtype))
+    }
+}
+
+/// A tensor's elements as f64.
+fn floats(c: &Call<'_>, t: &TensorSlot) -> Result<Vec<f64>> {
+    let bytes = t.bytes();
+    (0..t.numel())
+        .map(|i| read_scalar(t.dtype, bytes, i).map(|s| s.as_f64()))
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| c.err(e.to_string()))
+}
+
+/// Values as `dtype` bytes (integers from floats truncate, as a cast).
+fn encode(dtype: DType, data: &[f64]) -> Result<Vec<u8>> {
+    let mut bytes = vec![0u8; data.len() * dtype.size_bytes()];
+    for (i, &v) in data.iter().enumerate() {
+        let s = if dtype.is_float() {
+            Scalar::Float(v)
+        } else if dtype == DType::Bool {
+            Scalar::Bool(v != 0.0)
+        } else {
+            Scalar::Int(v as i64)
+        };
+        write_scalar(dtype, &mut bytes, i, s)?;
+    }
+    Ok(bytes)
+}
+
+/// A result for the value at `idx`.
+struct Result1 {
+    idx: usize,
+    dtype: DType,
+    sizes: Vec<usize>,
+    data: Vec<f64>,
+}
+
+/// Run `op` when this module has it: `None` when it does not.
+pub fn run(op: &str, values: &mut [Value], args: &[usize]) -> Option<Result<()>> {
+    let unary = UNARY.iter().find(|(n, _)| *n == op).map(|(_, f)| *f);
+    let schema = match unary {
+        Some(_) => 2,
+        None => OTHERS.iter().find(|(n, _)| *n == op)?.1,
+    };
+    Some(run_known(op, values, args, unary, schema))
+}
+
+fn run_known(
+    op: &str,
+    values: &mut [Value],
+    args: &[usize],
+    unary: Option<Elementwise>,
+    schema: usize,
+) -> Result<()> {
+    let results = {
+        let c = Call { op, values, args };
+        if args.len() < schema {
+            return Err(c.err(format!(
+                "{} arguments, the schema needs {schema}",
+                args.len()
+            )));
+        }
+        match unary {
+            Some(f) => vec![map_unary(&c, f)?],
+            None => match op {
+                "aten::elu.out" => vec![elu(&c)?],
+                "aten::cumsum.out" => vec![cumsum(&c)?],
+                "aten::topk.values" => topk(&c)?,
+                "aten::sort.values" => sort(&c)?,
+                "aten::max.dim_max" => reduce_index(&c, true)?,
+                "aten::min.dim_min" => reduce_index(&c, false)?,
+                "aten::var.correction_out" => vec![var(&c)?],
+                "aten::prod.int_out" => vec![prod(&c)?],
+                _ => batch_norm_no_stats(&c)?,
+            },
+        }
+    };
+    for r in &results {
+        store(op, values, r)?;
+    }
+    // A single out tensor may be named again as the return value (a distinct value gets
+    // the same result); several outputs come back as a TensorList of the outs themselves.
+    if let [first] = results.as_slice() {
+        let first = first.idx;
+        for &a in &args[schema..] {
+            if a != first && matches!(values.get(a), Some(Value::Tensor(_))) {
+                let r = &results[0];
+                store(
+                    op,
+                    values,
+                    &Result1 {
+                        idx: a,
+                        dtype: r.dtype,
+                        sizes: r.sizes.clone(),
+                        data: r.data.clone(),
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn store(op: &str, values: &mut [Value], r: &Result1) -> Result<()> {
+    let bytes = encode(r.dtype, &r.data)?;
+    match values.get_mut(r.idx) {
+        Some(Value::Tensor(t)) if t.dtype == r.dtype => {
+            t.store(&r.sizes, &bytes, &format!("{op} output (value {})", r.idx))
+        }
+        _ => Err(HostError::Kernel {
+            op: op.to_string(),
+            message: format!("output value {} is not a {} tensor", r.idx, r.dtype),
+        }),
+    }
+}
+
+fn map_unary(c: &Call<'_>, f: Elementwise) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let (idx, dtype) = c.out(1)?;
+    let data = floats(c, x)?.into_iter().map(f).collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: x.sizes.clone(),
+        data,
+    })
+}
+
+/// `elu.out(self, alpha, scale, input_scale, out)`.
+fn elu(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let (alpha, scale, input_scale) = (c.number(1)?, c.number(2)?, c.number(3)?);
+    let (idx, dtype) = c.out(4)?;
+    let data = floats(c, x)?
+        .into_iter()
+        .map(|v| {
+            if v > 0.0 {
+                scale * v
+            } else {
+                scale * alpha * (v * input_scale).exp_m1()
+            }
+        })
+        .collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: x.sizes.clone(),
+        data,
+    })
+}
+
+/// (outer, size, inner) of `sizes` around `dim`.
+fn split(sizes: &[usize], dim: usize) -> Split {
+    if sizes.is_empty() {
+        return (1, 1, 1);
+    }
+    (
+        sizes[..dim].iter().product(),
+        sizes[dim],
+        sizes[dim + 1..].iter().product(),
+    )
+}
+
+/// `cumsum.out(self, dim, dtype?, out)`: accumulated in f64 (PyTorch's CPU accumulates
+/// floats in double).
+fn cumsum(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let dim = c.dim(1, x.sizes.len())?;
+    let (idx, dtype) = c.out(3)?;
+    let v = floats(c, x)?;
+    let (outer, n, inner) = split(&x.sizes, dim);
+    let mut data = v.clone();
+    for o in 0..outer {
+        for k in 0..inner {
+            let mut acc = 0.0;
+            for j in 0..n {
+                let i = (o * n + j) * inner + k;
+                acc += v[i];
+                data[i] = acc;
+            }
+        }
+    }
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: x.sizes.clone(),
+        data,
+    })
+}
+
+/// PyTorch's order for sorting: NaN above every number.
+fn total(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Each lane along `dim` of x as (value, index) pairs sorted (stable) descending or not;
+/// returns the lanes and the (outer, n, inner) split.
+fn sorted_lanes(v: &[f64], sizes: &[usize], dim: usize, descending: bool) -> (Vec<Lane>, Split) {
+    let (outer, n, inner) = split(sizes, dim);
+    let mut lanes = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for k in 0..inner {
+            let mut lane: Vec<(f64, usize)> =
+                (0..n).map(|j| (v[(o * n + j) * inner + k], j)).collect();
+            lane.sort_by(|a, b| {
+                let ord = total(a.0, b.0);
+                if descending {
+                    ord.reverse()
+                } else {
+                    ord
+                }
+            });
+            lanes.push(lane);
+        }
+    }
+    (lanes, (outer, n, inner))
+}
+
+/// The first `take` entries of each lane written back along `dim` (sizes with `dim` =
+/// `take`): (values, indices).
+fn gather_lanes(lanes: &[Lane], (outer, _, inner): Split, take: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut vals = vec![0.0; outer * take * inner];
+    let mut inds = vec![0.0; outer * take * inner];
+    for o in 0..outer {
+        for k in 0..inner {
+            let lane = &lanes[o * inner + k];
+            for (j, &(v, i)) in lane.iter().take(take).enumerate() {
+                vals[(o * take + j) * inner + k] = v;
+                inds[(o * take + j) * inner + k] = i as f64;
+            }
+        }
+    }
+    (vals, inds)
+}
+
+/// `topk.values(self, k, dim, largest, sorted, values, indices)` (always sorted).
+fn topk(c: &Call<'_>) -> Result<Vec<Result1>> {
+    let x = c.tensor(0)?;
+    let k = c.int(1)?;
+    let rank = x.sizes.len();
+    let dim = c.dim(2, rank)?;
+    let largest = c.bool(3)?;
+    let n = x.sizes.get(dim).copied().unwrap_or(1);
+    if k < 0 || k as usize > n {
+        return Err(c.err(format!("k = {k} out of range for a dim of size {n}")));
+    }
+    let (vi, vd) = c.out(5)?;
+    let (ii, id) = c.out(6)?;
+    let v = floats(c, x)?;
+    let (lanes, split3) = sorted_lanes(&v, &x.sizes, dim, largest);
+    let (vals, inds) = gather_lanes(&lanes, split3, k as usize);
+    let mut sizes = x.sizes.clone();
+    if !sizes.is_empty() {
+        sizes[dim] = k as usize;
+    }
+    Ok(vec![
+        Result1 {
+            idx: vi,
+            dtype: vd,
+            sizes: sizes.clone(),
+            data: vals,
+        },
+        Result1 {
+            idx: ii,
+            dtype: id,
+            sizes,
+            data: inds,
+        },
+    ])
+}
+
+/// `sort.values(self, dim, descending, values, indices)`.
+fn sort(c: &Call<'_>) -> Result<Vec<Result1>> {
+    let x = c.tensor(0)?;
+    let dim = c.dim(1, x.sizes.len())?;
+    let descending = c.bool(2)?;
+    let (vi, vd) = c.out(3)?;
+    let (ii, id) = c.out(4)?;
+    let v = floats(c, x)?;
+    let (lanes, split3) = sorted_lanes(&v, &x.sizes, dim, descending);
+    let (vals, inds) = gather_lanes(&lanes, split3, split3.1);
+    Ok(vec![
+        Result1 {
+            idx: vi,
+            dtype: vd,
+            sizes: x.sizes.clone(),
+            data: vals,
+        },
+        Result1 {
+            idx: ii,
+            dtype: id,
+            sizes: x.sizes.clone(),
+            data: inds,
+        },
+    ])
+}
+
+/// `max.dim_max(self, dim, keepdim, max, max_values)` / `min.dim_min`: the extreme value
+/// along `dim` and its first index (NaN wins, as in PyTorch).
+fn reduce_index(c: &Call<'_>, is_max: bool) -> Result<Vec<Result1>> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let dim = c.dim(1, rank)?;
+    let keepdim = c.bool(2)?;
+    let (vi, vd) = c.out(3)?;
+    let (ii, id) = c.out(4)?;
+    let v = floats(c, x)?;
+    let (outer, n, inner) = split(&x.sizes, dim);
+    if n == 0 {
+        return Err(c.err("reduction over an empty dim"));
+    }
+    let mut vals = Vec::with_capacity(outer * inner);
+    let mut inds = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for k in 0..inner {
+            let (mut best, mut at) = (v[o * n * inner + k], 0);
+            for j in 1..n {
+                let cur = v[(o * n + j) * inner + k];
+                if best.is_nan() {
+                    break;
+                }
+                let better = cur.is_nan() || if is_max { cur > best } else { cur < best };
+                if better {
+                    best = cur;
+                    at = j;
+                }
+            }
+            vals.push(best);
+            inds.push(at as f64);
+        }
+    }
+    let mut sizes = x.sizes.clone();
+    if !sizes.is_empty() {
+        if keepdim {
+            sizes[dim] = 1;
+        } else {
+            sizes.remove(dim);
+        }
+    }
+    Ok(vec![
+        Result1 {
+            idx: vi,
+            dtype: vd,
+            sizes: sizes.clone(),
+            data: vals,
+        },
+        Result1 {
+            idx: ii,
+            dtype: id,
+            sizes,
+            data: inds,
+        },
+    ])
+}
+
+/// `prod.int_out(self, dim, keepdim, dtype?, out)`: the product along `dim` (f64).
+fn prod(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let dim = c.dim(1, rank)?;
+    let keepdim = c.bool(2)?;
+    let (idx, dtype) = c.out(4)?;
+    let v = floats(c, x)?;
+    let (outer, n, inner) = split(&x.sizes, dim);
+    let mut data = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for k in 0..inner {
+            data.push((0..n).map(|j| v[(o * n + j) * inner + k]).product());
+        }
+    }
+    let mut sizes = x.sizes.clone();
+    if !sizes.is_empty() {
+        if keepdim {
+            sizes[dim] = 1;
+        } else {
+            sizes.remove(dim);
+        }
+    }
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `var.correction_out(self, dim?, correction?, keepdim, out)`: the variance over `dim` (all
+/// dims when None or empty) with `correction` (default 1) subtracted from the count.
+fn var(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let dims: Vec<usize> = match c.value(1)? {
+        Value::Null => (0..rank).collect(),
+        Value::IntList(items) => {
+            let list = crate::values::resolve_int_list(c.values, items, "var dim")?;
+            if list.is_empty() {
+                (0..rank).collect()
+            } else {
+                let r = rank.max(1) as i64;
+                list.iter()
+                    .map(|&d| {
+                        let w = if d < 0 { d + r } else { d };
+                        if (0..r).contains(&w) {
+                            Ok(w as usize)
+                        } else {
+                            Err(c.err(format!("dim {d} out of range for rank {rank}")))
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?
+            }
+        }
+        v => {
+            return Err(c.err(format!(
+                "argument 1 is a {}, expected an int list",
+                v.kind_name()
+            )))
+        }
+    };
+    let correction = match c.value(2)? {
+        Value::Null => 1.0,
+        _ => c.number(2)?,
+    };
+    let keepdim = c.bool(3)?;
+    let (idx, dtype) = c.out(4)?;
+    let v = floats(c, x)?;
+    let reduced: Vec<bool> = (0..rank).map(|d| dims.contains(&d)).collect();
+    let kept: Vec<usize> = (0..rank)
+        .map(|d| if reduced[d] { 1 } else { x.sizes[d] })
+        .collect();
+    let groups: usize = kept.iter().product();
+    let strides = |sizes: &[usize]| -> Vec<usize> {
+        (0..sizes.len())
+            .map(|d| sizes[d + 1..].iter().product())
+            .collect()
+    };
+    let (xs, ks) = (strides(&x.sizes), strides(&kept));
+    let group_of = |i: usize| -> usize {
+        (0..rank)
+            .map(|d| {
+                if reduced[d] {
+                    0
+                } else {
+                    (i / xs[d]) % x.sizes[d] * ks[d]
+                }
+            })
+            .sum()
+    };
+    let mut sums = vec![0.0; groups];
+    let mut counts = vec![0usize; groups];
+    for (i, &e) in v.iter().enumerate() {
+        sums[group_of(i)] += e;
+        counts[group_of(i)] += 1;
+    }
+    let mut sq = vec![0.0; groups];
+    for (i, &e) in v.iter().enumerate() {
+        let g = group_of(i);
+        sq[g] += (e - sums[g] / counts[g].max(1) as f64).powi(2);
+    }
+    let data = sq
+        .iter()
+        .zip(&counts)
+        .map(|(&s, &n)| s / (n as f64 - correction).max(0.0))
+        .collect();
+    let sizes = if keepdim {
+        kept
+    } else {
+        (0..rank)
+            .filter(|&d| !reduced[d])
+            .map(|d| x.sizes[d])
+            .collect()
+    };
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `_native_batch_norm_legit.no_stats_out(input, weight?, bias?, training, momentum, eps,
+/// out, save_mean, save_invstd)`: batch statistics per channel (dim 1) over every other
+/// dim, biased variance; `out = (x - mean) * invstd * weight + bias`.
+fn batch_norm_no_stats(c: &Call<'_>) -> Result<Vec<Result1>> {
+    let x = c.tensor(0)?;
+    if x.sizes.len() < 2 {
+        return Err(c.err(format!("input {:?} needs a channel dim", x.sizes)));
+    }
+    let w = c.opt_tensor(1)?.map(|t| floats(c, t)).transpose()?;
+    let b = c.opt_tensor(2)?.map(|t| floats(c, t)).transpose()?;
+    let eps = c.number(5)?;
+    let (oi, od) = c.out(6)?;
+    let (mi, md) = c.out(7)?;
+    let (si, sd) = c.out(8)?;
+    let v = floats(c, x)?;
+    let (outer, ch, inner) = split(&x.sizes, 1);
+    for p in [&w, &b].into_iter().flatten() {
+        if p.len() != ch {
+            return Err(c.err(format!("{} affine parameters for {ch} channels", p.len())));
+        }
+    }
+    let count = (outer * inner) as f64;
+    if count == 0.0 {
+        return Err(c.err("batch norm over no elements"));
+    }
+    let mut out = vec![0.0; v.len()];
+    let (mut means, mut invstds) = (Vec::with_capacity(ch), Vec::with_capacity(ch));
+    for cc in 0..ch {
+        let idx = |o: usize, k: usize| (o * ch + cc) * inner + k;
+        let mut sum = 0.0;
+        for o in 0..outer {
+            for k in 0..inner {
+                sum += v[idx(o, k)];
+            }
+        }
+        let mean = sum / count;
+        let mut sq = 0.0;
+        for o in 0..outer {
+            for k in 0..inner {
+                sq += (v[idx(o, k)] - mean).powi(2);
+            }
+        }
+        let invstd = 1.0 / (sq / count + eps).sqrt();
+        let (wc, bc) = (
+            w.as_ref().map_or(1.0, |w| w[cc]),
+            b.as_ref().map_or(0.0, |b| b[cc]),
+        );
+        for o in 0..outer {
+            for k in 0..inner {
+                out[idx(o, k)] = (v[idx(o, k)] - mean) * invstd * wc + bc;
+            }
+        }
+        means.push(mean);
+        invstds.push(invstd);
+    }
+    Ok(vec![
+        Result1 {
+            idx: oi,
+            dtype: od,
+            sizes: x.sizes.clone(),
+            data: out,
+        },
+        Result1 {
+            idx: mi,
+            dtype: md,
+            sizes: vec![ch],
+            data: means,
+        },
+        Result1 {
+            idx: si,
+            dtype: sd,
+            sizes: vec![ch],
+            data: invstds,
+        },
+    ])
+}
