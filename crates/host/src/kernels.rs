@@ -47,21 +47,22 @@ struct Out {
     data: Vec<u8>,
 }
 
-struct Ctx<'a> {
-    op: &'a str,
-    values: &'a [Value],
-    args: &'a [usize],
+/// One kernel call's arguments (value indices into `values`), read with the schema's types.
+pub(crate) struct Ctx<'a> {
+    pub(crate) op: &'a str,
+    pub(crate) values: &'a [Value],
+    pub(crate) args: &'a [usize],
 }
 
 impl<'a> Ctx<'a> {
-    fn err(&self, message: impl Into<String>) -> HostError {
+    pub(crate) fn err(&self, message: impl Into<String>) -> HostError {
         HostError::Kernel {
             op: self.op.to_string(),
             message: message.into(),
         }
     }
 
-    fn value(&self, pos: usize) -> Result<&'a Value> {
+    pub(crate) fn value(&self, pos: usize) -> Result<&'a Value> {
         let idx = *self
             .args
             .get(pos)
@@ -71,7 +72,7 @@ impl<'a> Ctx<'a> {
             .ok_or_else(|| self.err(format!("argument {pos}: value {idx} out of range")))
     }
 
-    fn tensor(&self, pos: usize) -> Result<&'a TensorSlot> {
+    pub(crate) fn tensor(&self, pos: usize) -> Result<&'a TensorSlot> {
         match self.value(pos)? {
             Value::Tensor(t) => Ok(t),
             v => Err(self.err(format!(
@@ -81,7 +82,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn int(&self, pos: usize) -> Result<i64> {
+    pub(crate) fn int(&self, pos: usize) -> Result<i64> {
         match self.value(pos)? {
             Value::Int(i) => Ok(*i),
             v => Err(self.err(format!(
@@ -92,7 +93,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// An `int?` argument: `None` for a Null value.
-    fn opt_int(&self, pos: usize) -> Result<Option<i64>> {
+    pub(crate) fn opt_int(&self, pos: usize) -> Result<Option<i64>> {
         match self.value(pos)? {
             Value::Int(i) => Ok(Some(*i)),
             Value::Null => Ok(None),
@@ -104,7 +105,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A `ScalarType?` argument (an Int holding the ScalarType code): `None` for Null.
-    fn opt_dtype(&self, pos: usize) -> Result<Option<DType>> {
+    pub(crate) fn opt_dtype(&self, pos: usize) -> Result<Option<DType>> {
         match self.opt_int(pos)? {
             None => Ok(None),
             Some(code) => i32::try_from(code)
@@ -120,7 +121,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A required `bool` argument.
-    fn bool(&self, pos: usize) -> Result<bool> {
+    pub(crate) fn bool(&self, pos: usize) -> Result<bool> {
         match self.value(pos)? {
             Value::Bool(b) => Ok(*b),
             v => Err(self.err(format!(
@@ -130,7 +131,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn bool_or(&self, pos: usize, default: bool) -> Result<bool> {
+    pub(crate) fn bool_or(&self, pos: usize, default: bool) -> Result<bool> {
         match self.value(pos)? {
             Value::Bool(b) => Ok(*b),
             Value::Null => Ok(default),
@@ -141,7 +142,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn scalar(&self, pos: usize) -> Result<Scalar> {
+    pub(crate) fn scalar(&self, pos: usize) -> Result<Scalar> {
         match self.value(pos)? {
             Value::Int(i) => Ok(Scalar::Int(*i)),
             Value::Double(d) => Ok(Scalar::Float(*d)),
@@ -154,7 +155,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// An `int[]?` argument: `None` for a Null value.
-    fn opt_int_list(&self, pos: usize) -> Result<Option<Vec<i64>>> {
+    pub(crate) fn opt_int_list(&self, pos: usize) -> Result<Option<Vec<i64>>> {
         match self.value(pos)? {
             Value::IntList(items) => Ok(Some(resolve_int_list(
                 self.values,
@@ -170,7 +171,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Wrap a possibly negative dim for a tensor of rank `rank` (rank 0 accepts 0 / -1).
-    fn wrap_dim(&self, dim: i64, rank: usize) -> Result<usize> {
+    pub(crate) fn wrap_dim(&self, dim: i64, rank: usize) -> Result<usize> {
         let r = rank.max(1) as i64;
         let d = if dim < 0 { dim + r } else { dim };
         if d < 0 || d >= r {
@@ -578,26 +579,14 @@ fn expand_copy(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out)`.
 fn mul_scalar(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
-    let src = c.tensor(0)?;
-    let other = c.scalar(1)?;
-    let bytes = src.bytes();
-    let n = src.numel();
-    let mut data = vec![0u8; n * out_dtype.size_bytes()];
-    let float = src.dtype.is_float() || out_dtype.is_float() || matches!(other, Scalar::Float(_));
-    for i in 0..n {
-        let a = read_scalar(src.dtype, bytes, i)?;
-        let r = if float {
+    map_with_scalar(c, out_dtype, |a, other, float| {
+        Ok(if float {
             Scalar::Float(a.as_f64() * other.as_f64())
         } else if let (Scalar::Bool(x), Scalar::Bool(y)) = (a, other) {
             Scalar::Bool(x && y)
         } else {
             Scalar::Int(a.as_i64().wrapping_mul(other.as_i64()))
-        };
-        write_scalar(out_dtype, &mut data, i, r)?;
-    }
-    Ok(Out {
-        sizes: src.sizes.clone(),
-        data,
+        })
     })
 }
 
@@ -605,22 +594,32 @@ fn mul_scalar(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
 /// with the dividend's sign), in floats when either side is a float (exact, so f64 gives the
 /// fp32 result too), else in integers (a zero divisor is an error, as in PyTorch).
 fn fmod_scalar(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+    map_with_scalar(c, out_dtype, |a, other, float| {
+        if float {
+            Ok(Scalar::Float(a.as_f64() % other.as_f64()))
+        } else if other.as_i64() == 0 {
+            Err(c.err("integer fmod by zero"))
+        } else {
+            Ok(Scalar::Int(a.as_i64().wrapping_rem(other.as_i64())))
+        }
+    })
+}
+
+/// `op(self, Scalar other, out)` elementwise: `f(element, other, in floats)`, floats when the
+/// tensor, the out tensor or the scalar is one.
+fn map_with_scalar(
+    c: &Ctx<'_>,
+    out_dtype: DType,
+    f: impl Fn(Scalar, Scalar, bool) -> Result<Scalar>,
+) -> Result<Out> {
     let src = c.tensor(0)?;
     let other = c.scalar(1)?;
     let bytes = src.bytes();
     let n = src.numel();
     let mut data = vec![0u8; n * out_dtype.size_bytes()];
     let float = src.dtype.is_float() || out_dtype.is_float() || matches!(other, Scalar::Float(_));
-    if !float && other.as_i64() == 0 {
-        return Err(c.err("integer fmod by zero"));
-    }
     for i in 0..n {
-        let a = read_scalar(src.dtype, bytes, i)?;
-        let r = if float {
-            Scalar::Float(a.as_f64() % other.as_f64())
-        } else {
-            Scalar::Int(a.as_i64().wrapping_rem(other.as_i64()))
-        };
+        let r = f(read_scalar(src.dtype, bytes, i)?, other, float)?;
         write_scalar(out_dtype, &mut data, i, r)?;
     }
     Ok(Out {

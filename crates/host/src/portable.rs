@@ -123,41 +123,10 @@ pub fn is_supported(op: &str) -> bool {
     names().any(|n| n == op)
 }
 
-/// Argument access for one call.
-struct Call<'a> {
-    op: &'a str,
-    values: &'a [Value],
-    args: &'a [usize],
-}
+/// The argument reader shared with `kernels.rs`, with the accessors only these kernels use.
+type Call<'a> = crate::kernels::Ctx<'a>;
 
 impl Call<'_> {
-    fn err(&self, message: impl Into<String>) -> HostError {
-        HostError::Kernel {
-            op: self.op.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn value(&self, pos: usize) -> Result<&Value> {
-        let idx = *self
-            .args
-            .get(pos)
-            .ok_or_else(|| self.err(format!("argument {pos} is missing")))?;
-        self.values
-            .get(idx)
-            .ok_or_else(|| self.err(format!("argument {pos} (value {idx}) out of range")))
-    }
-
-    fn tensor(&self, pos: usize) -> Result<&TensorSlot> {
-        match self.value(pos)? {
-            Value::Tensor(t) => Ok(t),
-            v => Err(self.err(format!(
-                "argument {pos} is a {}, expected a Tensor",
-                v.kind_name()
-            ))),
-        }
-    }
-
     fn opt_tensor(&self, pos: usize) -> Result<Option<&TensorSlot>> {
         match self.value(pos)? {
             Value::Null => Ok(None),
@@ -165,46 +134,12 @@ impl Call<'_> {
         }
     }
 
-    fn int(&self, pos: usize) -> Result<i64> {
-        match self.value(pos)? {
-            Value::Int(i) => Ok(*i),
-            v => Err(self.err(format!(
-                "argument {pos} is a {}, expected an Int",
-                v.kind_name()
-            ))),
-        }
-    }
-
-    fn bool(&self, pos: usize) -> Result<bool> {
-        match self.value(pos)? {
-            Value::Bool(b) => Ok(*b),
-            v => Err(self.err(format!(
-                "argument {pos} is a {}, expected a Bool",
-                v.kind_name()
-            ))),
-        }
-    }
-
     fn number(&self, pos: usize) -> Result<f64> {
-        match self.value(pos)? {
-            Value::Int(i) => Ok(*i as f64),
-            Value::Double(d) => Ok(*d),
-            Value::Bool(b) => Ok(f64::from(u8::from(*b))),
-            v => Err(self.err(format!(
-                "argument {pos} is a {}, expected a number",
-                v.kind_name()
-            ))),
-        }
+        Ok(self.scalar(pos)?.as_f64())
     }
 
     fn dim(&self, pos: usize, rank: usize) -> Result<usize> {
-        let d = self.int(pos)?;
-        let r = rank.max(1) as i64;
-        let w = if d < 0 { d + r } else { d };
-        if !(0..r).contains(&w) {
-            return Err(self.err(format!("dim {d} out of range for rank {rank}")));
-        }
-        Ok(w as usize)
+        self.wrap_dim(self.int(pos)?, rank)
     }
 
     /// The out tensor at `pos`: its value index and dtype.

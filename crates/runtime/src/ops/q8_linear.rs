@@ -32,9 +32,9 @@ pub(crate) struct Q8Weight {
     k: usize,
 }
 
-/// Row-wise fp32 values of a constant of `n` elements (f32, f16, int8 or int32).
-fn row_values(c: &ConstantInfo, bytes: &[u8], n: usize, what: &str) -> Result<Vec<f32>> {
-    let v: Vec<f32> = match c.dtype {
+/// A constant's values as fp32 (f32, f16, int8 or int32 bytes), None for other dtypes.
+pub(crate) fn constant_f32s(dtype: DataType, bytes: &[u8]) -> Option<Vec<f32>> {
+    Some(match dtype {
         DataType::Float32 => bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -48,13 +48,18 @@ fn row_values(c: &ConstantInfo, bytes: &[u8], n: usize, what: &str) -> Result<Ve
             .chunks_exact(4)
             .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32)
             .collect(),
-        d => {
-            return Err(invalid_program(format!(
-                "{what}: dtype {} is not supported (float32, float16, int8, int32 are)",
-                d.name()
-            )))
-        }
-    };
+        _ => return None,
+    })
+}
+
+/// Row-wise fp32 values of a constant of `n` elements (f32, f16, int8 or int32).
+fn row_values(c: &ConstantInfo, bytes: &[u8], n: usize, what: &str) -> Result<Vec<f32>> {
+    let v = constant_f32s(c.dtype, bytes).ok_or_else(|| {
+        invalid_program(format!(
+            "{what}: dtype {} is not supported (float32, float16, int8, int32 are)",
+            c.dtype.name()
+        ))
+    })?;
     if v.len() < n || crate::graph::checked_numel(&c.dims) != Some(n) {
         return Err(invalid_program(format!(
             "{what}: sizes {:?} must hold one value per output row (N = {n})",

@@ -188,21 +188,12 @@ fn fold_constant_dequant(
         .map(|(&n, &b)| n.div_ceil(b as usize))
         .collect();
     let groups: usize = grid.iter().product();
-    let decode = |c: &crate::builder::ConstantInfo, bytes: &[u8]| -> Option<Vec<f32>> {
-        let v: Vec<f32> = match c.dtype {
-            DataType::Float32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            DataType::Float16 => bytes
-                .chunks_exact(2)
-                .map(|b| etvk_format::f16::f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
-                .collect(),
-            _ => return None,
-        };
-        Some(v)
-    };
-    let Some(scales) = decode(&sc, g.constant_bytes(sc.constant_id)?) else {
+    if !matches!(sc.dtype, DataType::Float32 | DataType::Float16) {
+        return Ok(false);
+    }
+    let Some(scales) =
+        crate::ops::q8_linear::constant_f32s(sc.dtype, g.constant_bytes(sc.constant_id)?)
+    else {
         return Ok(false);
     };
     // Zero points as the shader takes them: integers (a float one truncated).
