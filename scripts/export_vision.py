@@ -168,6 +168,24 @@ class CpuOpsMix(torch.nn.Module):
         return f.elu(c * torch.sign(m) + v)
 
 
+class MaskIndexMix(torch.nn.Module):
+    """Attention with a boolean mask built from ones / triu / eye (exported as CPU arange,
+    clamp.Tensor, eq.Tensor, unsqueeze, any), F.unfold (index.Tensor on the CPU), a scatter
+    of a value and a gather, around delegated matmuls and softmax."""
+
+    def forward(self, x):
+        f = torch.nn.functional
+        n = x.shape[2]
+        keep = torch.triu(torch.ones(n, n, dtype=torch.bool)).logical_not() | torch.eye(
+            n, dtype=torch.bool
+        )
+        a = f.scaled_dot_product_attention(x, x * 0.5, x + 1.0, attn_mask=keep)
+        patches = f.unfold(a[:, :1], kernel_size=2, stride=2)
+        marks = torch.zeros(2, 4).scatter(1, torch.tensor([[1], [3]]), 1.5)
+        picked = torch.gather(x[0, 0, :2, :4], 1, torch.tensor([[0, 3], [2, 1]]))
+        return patches.sum() + (marks[:, :2] * picked).sum() + a.mean()
+
+
 class WarpTiny(torch.nn.Module):
     """RIFE-style warp: a predicted flow added to the identity grid, grid_sample (bilinear,
     border, align_corners: the configuration ExecuTorch's partitioner delegates), then
@@ -273,6 +291,14 @@ MODELS = {
         "elu, which stay on the CPU between delegates; input [1, 3, 6, 6], output [1, 4, 5]",
         CpuOpsMix,
         [[1, 3, 6, 6], [1, 3, 6, 6]],
+        None,
+    ),
+    "i3_mask_index_mix": (
+        "MaskIndexMix: scaled_dot_product_attention with a boolean mask built from ones / "
+        "triu / eye (CPU arange, clamp.Tensor, eq.Tensor, unsqueeze_copy, any), F.unfold "
+        "(CPU index.Tensor), scatter of a value and gather; input [1, 2, 6, 8], output []",
+        MaskIndexMix,
+        [[1, 2, 6, 8], [1, 2, 6, 8]],
         None,
     ),
     "v8_warp_grid_priors": (

@@ -64,6 +64,7 @@ fixtures! {
     v9_swin_tiny => [cli],
     i1_host_only_no_constants => [cli],
     i2_cpu_ops_mix => [cli],
+    i3_mask_index_mix => [cli],
 }
 
 fn delegate(name: &str) {

@@ -396,7 +396,11 @@ fn strides(sizes: &[usize]) -> Vec<usize> {
 
 /// For each element of an `out_sizes` tensor, the index of the `in_sizes` element it reads
 /// under numpy broadcasting (right-aligned; input dims of 1 repeat).
-fn broadcast_indices(c: &Ctx<'_>, in_sizes: &[usize], out_sizes: &[usize]) -> Result<Vec<usize>> {
+pub(crate) fn broadcast_indices(
+    c: &Ctx<'_>,
+    in_sizes: &[usize],
+    out_sizes: &[usize],
+) -> Result<Vec<usize>> {
     if in_sizes.len() > out_sizes.len() {
         return Err(c.err(format!(
             "cannot broadcast sizes {in_sizes:?} to {out_sizes:?}"

@@ -17,6 +17,9 @@ use crate::values::{TensorSlot, Value};
 /// An elementwise function.
 type Elementwise = fn(f64) -> f64;
 
+/// A binary elementwise function of (a, b, alpha).
+type Binary = fn(f64, f64, f64) -> f64;
+
 /// A lane along the sorted dim: (value, its index in the lane).
 type Lane = Vec<(f64, usize)>;
 
@@ -62,6 +65,50 @@ const OTHERS: &[(&str, usize)] = &[
     ("aten::_native_batch_norm_legit.no_stats_out", 9),
     ("aten::var.correction_out", 5),
     ("aten::prod.int_out", 5),
+    // Broadcasting binary ops, comparisons (bool out), where, clamp with tensor bounds.
+    ("aten::add.out", 4),
+    ("aten::sub.out", 4),
+    ("aten::mul.out", 3),
+    ("aten::div.out", 3),
+    ("aten::maximum.out", 3),
+    ("aten::minimum.out", 3),
+    ("aten::pow.Tensor_Tensor_out", 3),
+    ("aten::eq.Tensor_out", 3),
+    ("aten::ne.Tensor_out", 3),
+    ("aten::lt.Tensor_out", 3),
+    ("aten::le.Tensor_out", 3),
+    ("aten::gt.Tensor_out", 3),
+    ("aten::ge.Tensor_out", 3),
+    ("aten::eq.Scalar_out", 3),
+    ("aten::ne.Scalar_out", 3),
+    ("aten::lt.Scalar_out", 3),
+    ("aten::le.Scalar_out", 3),
+    ("aten::gt.Scalar_out", 3),
+    ("aten::ge.Scalar_out", 3),
+    ("aten::logical_and.out", 3),
+    ("aten::logical_or.out", 3),
+    ("aten::logical_xor.out", 3),
+    ("aten::logical_not.out", 2),
+    ("aten::where.self_out", 4),
+    ("aten::clamp.Tensor_out", 4),
+    ("aten::clamp.out", 4),
+    // Data movement: views as copies, dtype copies, arange.
+    ("aten::view_copy.out", 3),
+    ("aten::unsqueeze_copy.out", 3),
+    ("aten::squeeze_copy.dims_out", 3),
+    ("aten::permute_copy.out", 3),
+    ("aten::clone.out", 3),
+    ("aten::_to_copy.out", 4),
+    ("aten::arange.start_out", 4),
+    ("aten::arange.out", 2),
+    ("aten::add.Scalar_out", 4),
+    ("aten::sub.Scalar_out", 4),
+    ("aten::div.Scalar_out", 3),
+    ("aten::rsub.Scalar_out", 4),
+    ("aten::scatter.value_out", 5),
+    ("aten::index.Tensor_out", 3),
+    ("aten::sum.IntList_out", 5),
+    ("aten::mean.dtype_out", 3),
 ];
 
 fn rsqrt(x: f64) -> f64 {
@@ -149,6 +196,496 @@ impl Call<'_> {
     }
 }
 
+/// The broadcasting binary ops of `OTHERS`: `f(a, b, alpha)` in f64 (comparisons give 0 / 1
+/// for a bool out tensor).
+const BINARY: &[(&str, Binary)] = &[
+    ("aten::add.out", |a, b, al| a + al * b),
+    ("aten::add.Scalar_out", |a, b, al| a + al * b),
+    ("aten::sub.Scalar_out", |a, b, al| a - al * b),
+    ("aten::rsub.Scalar_out", |a, b, al| b - al * a),
+    ("aten::div.Scalar_out", |a, b, _| a / b),
+    ("aten::sub.out", |a, b, al| a - al * b),
+    ("aten::mul.out", |a, b, _| a * b),
+    ("aten::div.out", |a, b, _| a / b),
+    ("aten::maximum.out", |a, b, _| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    }),
+    ("aten::minimum.out", |a, b, _| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.min(b)
+        }
+    }),
+    ("aten::pow.Tensor_Tensor_out", |a, b, _| a.powf(b)),
+    ("aten::eq.Tensor_out", |a, b, _| f64::from(u8::from(a == b))),
+    ("aten::ne.Tensor_out", |a, b, _| f64::from(u8::from(a != b))),
+    ("aten::lt.Tensor_out", |a, b, _| f64::from(u8::from(a < b))),
+    ("aten::le.Tensor_out", |a, b, _| f64::from(u8::from(a <= b))),
+    ("aten::gt.Tensor_out", |a, b, _| f64::from(u8::from(a > b))),
+    ("aten::ge.Tensor_out", |a, b, _| f64::from(u8::from(a >= b))),
+    ("aten::eq.Scalar_out", |a, b, _| f64::from(u8::from(a == b))),
+    ("aten::ne.Scalar_out", |a, b, _| f64::from(u8::from(a != b))),
+    ("aten::lt.Scalar_out", |a, b, _| f64::from(u8::from(a < b))),
+    ("aten::le.Scalar_out", |a, b, _| f64::from(u8::from(a <= b))),
+    ("aten::gt.Scalar_out", |a, b, _| f64::from(u8::from(a > b))),
+    ("aten::ge.Scalar_out", |a, b, _| f64::from(u8::from(a >= b))),
+    ("aten::logical_and.out", |a, b, _| {
+        f64::from(u8::from(a != 0.0 && b != 0.0))
+    }),
+    ("aten::logical_or.out", |a, b, _| {
+        f64::from(u8::from(a != 0.0 || b != 0.0))
+    }),
+    ("aten::logical_xor.out", |a, b, _| {
+        f64::from(u8::from((a != 0.0) != (b != 0.0)))
+    }),
+];
+
+/// An operand: a tensor's values and sizes, or a scalar (sizes []).
+fn operand(c: &Call<'_>, pos: usize) -> Result<(Vec<f64>, Vec<usize>)> {
+    match c.value(pos)? {
+        Value::Tensor(t) => Ok((floats(c, t)?, t.sizes.clone())),
+        _ => Ok((vec![c.number(pos)?], Vec::new())),
+    }
+}
+
+/// PyTorch's broadcast of two shapes.
+fn broadcast_shape(c: &Call<'_>, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    (0..n)
+        .map(|i| {
+            let x = if i + a.len() >= n {
+                a[i + a.len() - n]
+            } else {
+                1
+            };
+            let y = if i + b.len() >= n {
+                b[i + b.len() - n]
+            } else {
+                1
+            };
+            match (x, y) {
+                (x, y) if x == y => Ok(x),
+                (1, y) => Ok(y),
+                (x, 1) => Ok(x),
+                _ => Err(c.err(format!("sizes {a:?} and {b:?} do not broadcast"))),
+            }
+        })
+        .collect()
+}
+
+/// Operands at `positions` broadcast to one shape: their values at each output element.
+fn broadcast_all(
+    c: &Call<'_>,
+    ops: &[(Vec<f64>, Vec<usize>)],
+) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
+    let mut shape: Vec<usize> = Vec::new();
+    for (_, s) in ops {
+        shape = broadcast_shape(c, &shape, s)?;
+    }
+    let mut out = Vec::with_capacity(ops.len());
+    for (v, s) in ops {
+        let idx = crate::kernels::broadcast_indices(c, s, &shape)?;
+        out.push(idx.into_iter().map(|i| v[i]).collect());
+    }
+    Ok((shape, out))
+}
+
+/// `op(self, other, (alpha,) out)` with broadcasting.
+fn binary(c: &Call<'_>) -> Result<Result1> {
+    let f = BINARY
+        .iter()
+        .find(|(n, _)| *n == c.op)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| c.err("not a binary op"))?;
+    let has_alpha = matches!(
+        c.op,
+        "aten::add.out"
+            | "aten::sub.out"
+            | "aten::add.Scalar_out"
+            | "aten::sub.Scalar_out"
+            | "aten::rsub.Scalar_out"
+    );
+    let alpha = if has_alpha { c.number(2)? } else { 1.0 };
+    let (idx, dtype) = c.out(if has_alpha { 3 } else { 2 })?;
+    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?])?;
+    let data = vals[0]
+        .iter()
+        .zip(&vals[1])
+        .map(|(&a, &b)| f(a, b, alpha))
+        .collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `where.self_out(condition, self, other, out)`.
+fn where_self(c: &Call<'_>) -> Result<Result1> {
+    let (idx, dtype) = c.out(3)?;
+    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?, operand(c, 2)?])?;
+    let data = (0..vals[0].len())
+        .map(|i| {
+            if vals[0][i] != 0.0 {
+                vals[1][i]
+            } else {
+                vals[2][i]
+            }
+        })
+        .collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `clamp.Tensor_out(self, min?, max?, out)` / `clamp.out` (Scalar bounds): NaN stays.
+fn clamp(c: &Call<'_>) -> Result<Result1> {
+    let (idx, dtype) = c.out(3)?;
+    let bound = |pos: usize, none: f64| -> Result<(Vec<f64>, Vec<usize>)> {
+        match c.value(pos)? {
+            Value::Null => Ok((vec![none], Vec::new())),
+            _ => operand(c, pos),
+        }
+    };
+    let (sizes, vals) = broadcast_all(
+        c,
+        &[
+            operand(c, 0)?,
+            bound(1, f64::NEG_INFINITY)?,
+            bound(2, f64::INFINITY)?,
+        ],
+    )?;
+    let data = (0..vals[0].len())
+        .map(|i| {
+            let x = vals[0][i];
+            if x.is_nan() {
+                x
+            } else {
+                x.max(vals[1][i]).min(vals[2][i])
+            }
+        })
+        .collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+fn logical_not(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let (idx, dtype) = c.out(1)?;
+    let data = floats(c, x)?
+        .into_iter()
+        .map(|v| f64::from(u8::from(v == 0.0)))
+        .collect();
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: x.sizes.clone(),
+        data,
+    })
+}
+
+/// The view copies (`view_copy`, `unsqueeze_copy`, `squeeze_copy.dims`) and the plain copies
+/// (`clone`, `_to_copy`): the elements in order, the new sizes from the op's arguments.
+fn reshape_copy(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let numel = x.numel();
+    let out_pos = if c.op == "aten::_to_copy.out" { 3 } else { 2 };
+    let (idx, dtype) = c.out(out_pos)?;
+    let sizes = match c.op {
+        "aten::view_copy.out" => {
+            let Value::IntList(items) = c.value(1)? else {
+                return Err(c.err("argument 1 (size) must be an int list"));
+            };
+            let want = crate::values::resolve_int_list(c.values, items, "view_copy size")?;
+            let known: usize = want
+                .iter()
+                .filter(|&&d| d >= 0)
+                .map(|&d| d as usize)
+                .product();
+            let infer = want.iter().filter(|&&d| d < 0).count();
+            if infer > 1
+                || (infer == 0 && known != numel)
+                || (infer == 1 && (known == 0 || numel % known != 0))
+            {
+                return Err(c.err(format!("cannot view {:?} as {want:?}", x.sizes)));
+            }
+            want.iter()
+                .map(|&d| if d < 0 { numel / known } else { d as usize })
+                .collect()
+        }
+        "aten::unsqueeze_copy.out" => {
+            let rank = x.sizes.len() + 1;
+            let d = c.dim(1, rank)?;
+            let mut s = x.sizes.clone();
+            s.insert(d, 1);
+            s
+        }
+        "aten::squeeze_copy.dims_out" => {
+            let Value::IntList(items) = c.value(1)? else {
+                return Err(c.err("argument 1 (dims) must be an int list"));
+            };
+            let dims = crate::values::resolve_int_list(c.values, items, "squeeze dims")?;
+            let rank = x.sizes.len();
+            let mut drop = vec![false; rank];
+            for d in dims {
+                let w = c.wrap_dim(d, rank)?;
+                if rank > 0 && x.sizes[w] == 1 {
+                    drop[w] = true;
+                }
+            }
+            (0..rank)
+                .filter(|&d| !drop[d])
+                .map(|d| x.sizes[d])
+                .collect()
+        }
+        _ => x.sizes.clone(),
+    };
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data: floats(c, x)?,
+    })
+}
+
+/// `permute_copy.out(self, dims, out)`.
+fn permute_copy(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let Value::IntList(items) = c.value(1)? else {
+        return Err(c.err("argument 1 (dims) must be an int list"));
+    };
+    let perm = crate::values::resolve_int_list(c.values, items, "permute dims")?
+        .into_iter()
+        .map(|d| c.wrap_dim(d, rank))
+        .collect::<Result<Vec<_>>>()?;
+    let mut seen = vec![false; rank];
+    if perm.len() != rank || perm.iter().any(|&d| std::mem::replace(&mut seen[d], true)) {
+        return Err(c.err(format!(
+            "dims {perm:?} are not a permutation of rank {rank}"
+        )));
+    }
+    let (idx, dtype) = c.out(2)?;
+    let v = floats(c, x)?;
+    let sizes: Vec<usize> = perm.iter().map(|&d| x.sizes[d]).collect();
+    let in_strides: Vec<usize> = (0..rank)
+        .map(|d| x.sizes[d + 1..].iter().product())
+        .collect();
+    let n = v.len();
+    let mut data = Vec::with_capacity(n);
+    let mut counter = vec![0usize; rank];
+    for _ in 0..n {
+        let src: usize = counter
+            .iter()
+            .zip(&perm)
+            .map(|(&i, &d)| i * in_strides[d])
+            .sum();
+        data.push(v[src]);
+        for d in (0..rank).rev() {
+            counter[d] += 1;
+            if counter[d] < sizes[d] {
+                break;
+            }
+            counter[d] = 0;
+        }
+    }
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// An index value along a dim of `size` (negative counts from the end), checked.
+fn wrap_index(c: &Call<'_>, i: f64, size: usize) -> Result<usize> {
+    let k = if i < 0.0 { i + size as f64 } else { i };
+    if k < 0.0 || k >= size as f64 {
+        return Err(c.err(format!("index {i} out of range for a dim of size {size}")));
+    }
+    Ok(k as usize)
+}
+
+/// `scatter.value_out(self, dim, index, value, out)`: a copy of self with
+/// `out[.. index[p] along dim ..] = value` for every position p of index.
+fn scatter_value(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let dim = c.dim(1, rank)?;
+    let index = c.tensor(2)?;
+    let value = c.number(3)?;
+    let (idx, dtype) = c.out(4)?;
+    if index.sizes.len() != rank {
+        return Err(c.err(format!(
+            "index {:?} must have self's rank {rank}",
+            index.sizes
+        )));
+    }
+    let mut data = floats(c, x)?;
+    let iv = floats(c, index)?;
+    let x_strides: Vec<usize> = (0..rank)
+        .map(|d| x.sizes[d + 1..].iter().product())
+        .collect();
+    let mut counter = vec![0usize; rank];
+    for &target in &iv {
+        let mut at = 0;
+        for d in 0..rank {
+            let coord = if d == dim {
+                wrap_index(c, target, x.sizes[d])?
+            } else if counter[d] < x.sizes[d] {
+                counter[d]
+            } else {
+                return Err(c.err(format!(
+                    "index {:?} exceeds self {:?}",
+                    index.sizes, x.sizes
+                )));
+            };
+            at += coord * x_strides[d];
+        }
+        data[at] = value;
+        for d in (0..rank).rev() {
+            counter[d] += 1;
+            if counter[d] < index.sizes[d] {
+                break;
+            }
+            counter[d] = 0;
+        }
+    }
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: x.sizes.clone(),
+        data,
+    })
+}
+
+/// `index.Tensor_out(self, indices (optional tensors), out)`: advanced indexing. The index
+/// tensors broadcast together; their shape replaces the indexed dims in place when those
+/// are adjacent, and goes first otherwise (NumPy's rule).
+fn index_tensor(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let Value::OptionalTensorList(items) = c.value(1)? else {
+        return Err(c.err("argument 1 (indices) must be a list of optional tensors"));
+    };
+    if items.len() > rank {
+        return Err(c.err(format!("{} indices for rank {rank}", items.len())));
+    }
+    let mut indexed = Vec::new();
+    let mut ops = Vec::new();
+    for (d, item) in items.iter().enumerate() {
+        if let Some(v) = item {
+            let Some(Value::Tensor(t)) = c.values.get(*v) else {
+                return Err(c.err(format!("index {d} is not a tensor")));
+            };
+            indexed.push(d);
+            ops.push((floats(c, t)?, t.sizes.clone()));
+        }
+    }
+    if indexed.is_empty() {
+        return Err(c.err("no index tensors"));
+    }
+    let (bshape, bvals) = broadcast_all(c, &ops)?;
+    let adjacent = indexed.windows(2).all(|w| w[1] == w[0] + 1);
+    let kept: Vec<usize> = (0..rank).filter(|d| !indexed.contains(d)).collect();
+    // Output dims: (source dim or None for a broadcast dim) in order.
+    let insert_at = if adjacent {
+        kept.iter().filter(|&&d| d < indexed[0]).count()
+    } else {
+        0
+    };
+    let mut layout: Vec<Option<usize>> = kept.iter().map(|&d| Some(d)).collect();
+    for (i, _) in bshape.iter().enumerate() {
+        layout.insert(insert_at + i, None);
+    }
+    let sizes: Vec<usize> = {
+        let mut bi = 0;
+        layout
+            .iter()
+            .map(|l| match l {
+                Some(d) => x.sizes[*d],
+                None => {
+                    bi += 1;
+                    bshape[bi - 1]
+                }
+            })
+            .collect()
+    };
+    let (idx, dtype) = c.out(2)?;
+    let v = floats(c, x)?;
+    let x_strides: Vec<usize> = (0..rank)
+        .map(|d| x.sizes[d + 1..].iter().product())
+        .collect();
+    let b_strides: Vec<usize> = (0..bshape.len())
+        .map(|d| bshape[d + 1..].iter().product())
+        .collect();
+    let n: usize = sizes.iter().product();
+    let mut data = Vec::with_capacity(n);
+    let mut counter = vec![0usize; sizes.len()];
+    for _ in 0..n {
+        let (mut at, mut b_flat, mut bi) = (0, 0, 0);
+        for (k, l) in layout.iter().enumerate() {
+            match l {
+                Some(d) => at += counter[k] * x_strides[*d],
+                None => {
+                    b_flat += counter[k] * b_strides[bi];
+                    bi += 1;
+                }
+            }
+        }
+        for (j, &d) in indexed.iter().enumerate() {
+            at += wrap_index(c, bvals[j][b_flat], x.sizes[d])? * x_strides[d];
+        }
+        data.push(v[at]);
+        for k in (0..sizes.len()).rev() {
+            counter[k] += 1;
+            if counter[k] < sizes[k] {
+                break;
+            }
+            counter[k] = 0;
+        }
+    }
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `arange.start_out(start, end, step, out)` / `arange.out(end, out)`.
+fn arange(c: &Call<'_>) -> Result<Result1> {
+    let (start, end, step, out_pos) = if c.op == "aten::arange.out" {
+        (0.0, c.number(0)?, 1.0, 1)
+    } else {
+        (c.number(0)?, c.number(1)?, c.number(2)?, 3)
+    };
+    if step == 0.0 || !((end - start) / step).is_finite() {
+        return Err(c.err(format!("arange({start}, {end}, {step}) has no length")));
+    }
+    let n = ((end - start) / step).ceil().max(0.0) as usize;
+    let (idx, dtype) = c.out(out_pos)?;
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes: vec![n],
+        data: (0..n).map(|i| start + i as f64 * step).collect(),
+    })
+}
+
 /// A tensor's elements as f64.
 fn floats(c: &Call<'_>, t: &TensorSlot) -> Result<Vec<f64>> {
     let bytes = t.bytes();
@@ -217,7 +754,21 @@ fn run_known(
                 "aten::max.dim_max" => reduce_index(&c, true)?,
                 "aten::min.dim_min" => reduce_index(&c, false)?,
                 "aten::var.correction_out" => vec![var(&c)?],
+                "aten::sum.IntList_out" | "aten::mean.dtype_out" => vec![sum_mean(&c)?],
                 "aten::prod.int_out" => vec![prod(&c)?],
+                "aten::where.self_out" => vec![where_self(&c)?],
+                "aten::clamp.Tensor_out" | "aten::clamp.out" => vec![clamp(&c)?],
+                "aten::logical_not.out" => vec![logical_not(&c)?],
+                "aten::view_copy.out"
+                | "aten::unsqueeze_copy.out"
+                | "aten::squeeze_copy.dims_out"
+                | "aten::clone.out"
+                | "aten::_to_copy.out" => vec![reshape_copy(&c)?],
+                "aten::permute_copy.out" => vec![permute_copy(&c)?],
+                "aten::scatter.value_out" => vec![scatter_value(&c)?],
+                "aten::index.Tensor_out" => vec![index_tensor(&c)?],
+                "aten::arange.start_out" | "aten::arange.out" => vec![arange(&c)?],
+                _ if BINARY.iter().any(|(n, _)| *n == op) => vec![binary(&c)?],
                 _ => batch_norm_no_stats(&c)?,
             },
         }
@@ -536,45 +1087,34 @@ fn prod(c: &Call<'_>) -> Result<Result1> {
     })
 }
 
-/// `var.correction_out(self, dim?, correction?, keepdim, out)`: the variance over `dim` (all
-/// dims when None or empty) with `correction` (default 1) subtracted from the count.
-fn var(c: &Call<'_>) -> Result<Result1> {
-    let x = c.tensor(0)?;
-    let rank = x.sizes.len();
-    let dims: Vec<usize> = match c.value(1)? {
-        Value::Null => (0..rank).collect(),
+/// The dims of an `int[]?` reduction argument at `pos` (None or empty: every dim).
+fn reduce_dims(c: &Call<'_>, pos: usize, rank: usize) -> Result<Vec<usize>> {
+    match c.value(pos)? {
+        Value::Null => Ok((0..rank).collect()),
         Value::IntList(items) => {
-            let list = crate::values::resolve_int_list(c.values, items, "var dim")?;
+            let list = crate::values::resolve_int_list(c.values, items, "reduction dims")?;
             if list.is_empty() {
-                (0..rank).collect()
-            } else {
-                let r = rank.max(1) as i64;
-                list.iter()
-                    .map(|&d| {
-                        let w = if d < 0 { d + r } else { d };
-                        if (0..r).contains(&w) {
-                            Ok(w as usize)
-                        } else {
-                            Err(c.err(format!("dim {d} out of range for rank {rank}")))
-                        }
-                    })
-                    .collect::<Result<Vec<_>>>()?
+                return Ok((0..rank).collect());
             }
+            list.iter().map(|&d| c.wrap_dim(d, rank)).collect()
         }
-        v => {
-            return Err(c.err(format!(
-                "argument 1 is a {}, expected an int list",
-                v.kind_name()
-            )))
-        }
-    };
-    let correction = match c.value(2)? {
-        Value::Null => 1.0,
-        _ => c.number(2)?,
-    };
-    let keepdim = c.bool(3)?;
-    let (idx, dtype) = c.out(4)?;
-    let v = floats(c, x)?;
+        v => Err(c.err(format!(
+            "argument {pos} is a {}, expected an int list",
+            v.kind_name()
+        ))),
+    }
+}
+
+/// `f` over the elements of each group that `dims` reduce, in the kept dims' row-major
+/// order; sizes with the reduced dims 1 (`keepdim`) or removed.
+fn reduce(
+    c: &Call<'_>,
+    x: &TensorSlot,
+    dims: &[usize],
+    keepdim: bool,
+    f: impl Fn(&[f64]) -> f64,
+) -> Result<(Vec<usize>, Vec<f64>)> {
+    let rank = x.sizes.len();
     let reduced: Vec<bool> = (0..rank).map(|d| dims.contains(&d)).collect();
     let kept: Vec<usize> = (0..rank)
         .map(|d| if reduced[d] { 1 } else { x.sizes[d] })
@@ -586,8 +1126,9 @@ fn var(c: &Call<'_>) -> Result<Result1> {
             .collect()
     };
     let (xs, ks) = (strides(&x.sizes), strides(&kept));
-    let group_of = |i: usize| -> usize {
-        (0..rank)
+    let mut members = vec![Vec::new(); groups];
+    for (i, e) in floats(c, x)?.into_iter().enumerate() {
+        let g: usize = (0..rank)
             .map(|d| {
                 if reduced[d] {
                     0
@@ -595,24 +1136,10 @@ fn var(c: &Call<'_>) -> Result<Result1> {
                     (i / xs[d]) % x.sizes[d] * ks[d]
                 }
             })
-            .sum()
-    };
-    let mut sums = vec![0.0; groups];
-    let mut counts = vec![0usize; groups];
-    for (i, &e) in v.iter().enumerate() {
-        sums[group_of(i)] += e;
-        counts[group_of(i)] += 1;
+            .sum();
+        members[g].push(e);
     }
-    let mut sq = vec![0.0; groups];
-    for (i, &e) in v.iter().enumerate() {
-        let g = group_of(i);
-        sq[g] += (e - sums[g] / counts[g].max(1) as f64).powi(2);
-    }
-    let data = sq
-        .iter()
-        .zip(&counts)
-        .map(|(&s, &n)| s / (n as f64 - correction).max(0.0))
-        .collect();
+    let data = members.iter().map(|m| f(m)).collect();
     let sizes = if keepdim {
         kept
     } else {
@@ -621,6 +1148,52 @@ fn var(c: &Call<'_>) -> Result<Result1> {
             .map(|d| x.sizes[d])
             .collect()
     };
+    Ok((sizes, data))
+}
+
+/// `var.correction_out(self, dim?, correction?, keepdim, out)`: the variance over `dim`
+/// (all dims when None or empty) with `correction` (default 1) subtracted from the count.
+fn var(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let dims = reduce_dims(c, 1, x.sizes.len())?;
+    let correction = match c.value(2)? {
+        Value::Null => 1.0,
+        _ => c.number(2)?,
+    };
+    let keepdim = c.bool(3)?;
+    let (idx, dtype) = c.out(4)?;
+    let (sizes, data) = reduce(c, x, &dims, keepdim, |m| {
+        let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
+        let sq: f64 = m.iter().map(|e| (e - mean).powi(2)).sum();
+        sq / (m.len() as f64 - correction).max(0.0)
+    })?;
+    Ok(Result1 {
+        idx,
+        dtype,
+        sizes,
+        data,
+    })
+}
+
+/// `sum.IntList_out(self, dim?, keepdim, dtype?, out)` and `mean.dtype_out(self, dtype?,
+/// out)` (every dim), accumulated in f64.
+fn sum_mean(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    let (dims, keepdim, out_pos, mean) = if c.op == "aten::mean.dtype_out" {
+        ((0..rank).collect(), false, 2, true)
+    } else {
+        (reduce_dims(c, 1, rank)?, c.bool(2)?, 4, false)
+    };
+    let (idx, dtype) = c.out(out_pos)?;
+    let (sizes, data) = reduce(c, x, &dims, keepdim, |m| {
+        let s: f64 = m.iter().sum();
+        if mean {
+            s / m.len() as f64
+        } else {
+            s
+        }
+    })?;
     Ok(Result1 {
         idx,
         dtype,

@@ -1625,6 +1625,12 @@ fn scans_reductions_and_elementwise_math() {
     // var over dim 1 (value 6 boxes the list [value 1 = Int 1]), correction 1
     run_kernel("aten::var.correction_out", &mut v, &[0, 6, 7, 4, 5]).unwrap();
     assert_eq!(f32s(&tensor(&v, 5)), vec![1.0, 1.0]);
+    // sum over dim 1 (dtype None), and the mean of everything
+    run_kernel("aten::sum.IntList_out", &mut v, &[0, 6, 4, 2, 5]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 5)), vec![6.0, 15.0]);
+    v.push(out(DType::F32, &[]));
+    run_kernel("aten::mean.dtype_out", &mut v, &[0, 2, 8]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 8)), vec![3.5]);
     // erf, sign, elu against known values
     let mut e = vec![
         slot(
@@ -1680,4 +1686,104 @@ fn batch_norm_without_running_stats() {
     assert_eq!(&o[..2], &[-1.5, 2.5]);
     assert_eq!(f32s(&tensor(&v, 7)), vec![2.0, 2.0]);
     assert_eq!(f32s(&tensor(&v, 8))[0], 1.0);
+}
+
+/// Broadcasting binary ops, comparisons into bool, where and clamp with tensor bounds.
+#[test]
+fn broadcasting_binary_compare_where_clamp() {
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 1], &[1.0, -2.0]).unwrap(), 0),
+        slot(Tensor::from_f32(vec![3], &[0.5, 1.0, 4.0]).unwrap(), 0),
+        Value::Int(2),
+        out(DType::F32, &[2, 3]),
+        out(DType::Bool, &[2, 3]),
+        Value::Null,
+        out(DType::F32, &[2, 3]),
+    ];
+    run_kernel("aten::add.out", &mut v, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 3)), vec![2.0, 3.0, 9.0, -1.0, 0.0, 6.0]);
+    run_kernel("aten::lt.Tensor_out", &mut v, &[0, 1, 4]).unwrap();
+    assert_eq!(tensor(&v, 4).data, vec![0, 0, 1, 1, 1, 1]);
+    // where(cond [2, 3], a [2, 1], b [3])
+    run_kernel("aten::where.self_out", &mut v, &[4, 0, 1, 6]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 6)), vec![0.5, 1.0, 1.0, -2.0, -2.0, -2.0]);
+    // clamp(x [2, 3] = the sum, min None, max [3])
+    run_kernel("aten::clamp.Tensor_out", &mut v, &[3, 5, 1, 6]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 6)), vec![0.5, 1.0, 4.0, -1.0, 0.0, 4.0]);
+    // a scalar operand: rsub(x, 10, alpha 2) = 10 - 2 x
+    let mut w = vec![
+        slot(Tensor::from_f32(vec![3], &[0.5, 1.0, 4.0]).unwrap(), 0),
+        Value::Int(10),
+        Value::Int(2),
+        out(DType::F32, &[3]),
+    ];
+    run_kernel("aten::rsub.Scalar_out", &mut w, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(f32s(&tensor(&w, 3)), vec![9.0, 8.0, 2.0]);
+    // Shapes that do not broadcast are refused, naming both.
+    let mut bad = vec![
+        slot(Tensor::from_f32(vec![2], &[1.0, 2.0]).unwrap(), 0),
+        slot(Tensor::from_f32(vec![3], &[1.0, 2.0, 3.0]).unwrap(), 0),
+        out(DType::F32, &[3]),
+    ];
+    let e = run_kernel("aten::mul.out", &mut bad, &[0, 1, 2]).unwrap_err();
+    assert!(e.to_string().contains("do not broadcast"), "{e}");
+}
+
+/// View copies, permute, arange, scatter of a value, advanced indexing.
+#[test]
+fn views_arange_scatter_and_index() {
+    let x: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![2, 3], &x).unwrap(), 0),
+        Value::Int(3),
+        Value::Int(-1),
+        Value::IntList(vec![1, 2]),
+        out(DType::F32, &[3, 2]),
+        Value::Int(0),
+        out(DType::F32, &[1, 2, 3]),
+        Value::IntList(vec![8, 5]),
+        Value::Int(1),
+        out(DType::F32, &[3, 2]),
+    ];
+    run_kernel("aten::view_copy.out", &mut v, &[0, 3, 4]).unwrap();
+    assert_eq!(tensor(&v, 4).sizes, vec![3, 2]);
+    run_kernel("aten::unsqueeze_copy.out", &mut v, &[0, 5, 6]).unwrap();
+    assert_eq!(tensor(&v, 6).sizes, vec![1, 2, 3]);
+    // permute [2, 3] by (1, 0): the transpose
+    run_kernel("aten::permute_copy.out", &mut v, &[0, 7, 9]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 9)), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    // arange(1, 7, 2) into int64
+    let mut a = vec![
+        Value::Int(1),
+        Value::Int(7),
+        Value::Int(2),
+        out(DType::I64, &[3]),
+    ];
+    run_kernel("aten::arange.start_out", &mut a, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(tensor(&a, 3).to_i64_vec().unwrap(), vec![1, 3, 5]);
+    // scatter(zeros [2, 3], dim 1, index [[2], [0]], 7)
+    let mut s = vec![
+        slot(Tensor::from_f32(vec![2, 3], &[0.0; 6]).unwrap(), 0),
+        Value::Int(1),
+        slot(Tensor::from_i64(vec![2, 1], &[2, 0]).unwrap(), 0),
+        Value::Double(7.0),
+        out(DType::F32, &[2, 3]),
+    ];
+    run_kernel("aten::scatter.value_out", &mut s, &[0, 1, 2, 3, 4]).unwrap();
+    assert_eq!(f32s(&tensor(&s, 4)), vec![0.0, 0.0, 7.0, 7.0, 0.0, 0.0]);
+    // x [2, 3][:, [2, -1, 0]] (a None first index keeps dim 0), and x[[1, 0], [0, 2]]
+    let mut ix = vec![
+        slot(Tensor::from_f32(vec![2, 3], &x).unwrap(), 0),
+        slot(Tensor::from_i64(vec![3], &[2, -1, 0]).unwrap(), 0),
+        Value::OptionalTensorList(vec![None, Some(1)]),
+        out(DType::F32, &[2, 3]),
+        slot(Tensor::from_i64(vec![2], &[1, 0]).unwrap(), 0),
+        slot(Tensor::from_i64(vec![2], &[0, 2]).unwrap(), 0),
+        Value::OptionalTensorList(vec![Some(4), Some(5)]),
+        out(DType::F32, &[2]),
+    ];
+    run_kernel("aten::index.Tensor_out", &mut ix, &[0, 2, 3]).unwrap();
+    assert_eq!(f32s(&tensor(&ix, 3)), vec![2.0, 2.0, 0.0, 5.0, 5.0, 3.0]);
+    run_kernel("aten::index.Tensor_out", &mut ix, &[0, 6, 7]).unwrap();
+    assert_eq!(f32s(&tensor(&ix, 7)), vec![3.0, 2.0]);
 }

@@ -47,6 +47,9 @@ pub const SUPPORTED: &[&str] = &[
     "aten.ge.Scalar",
     "aten.arange.start_step",
     "aten.full.default",
+    "aten.logical_and.default",
+    "aten.logical_or.default",
+    "aten.logical_xor.default",
     "aten.exp.default",
     "aten.expand_copy.default",
     "aten.flip.default",
@@ -238,6 +241,15 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
             g.put(a[7], t.sizes, t.data, &w)
         }
         "aten.logical_not.default" => unary(g, |x| f64::from(u8::from(x == 0.0))),
+        "aten.logical_and.default" => {
+            binary(g, a, &w, |x, y| f64::from(u8::from(x != 0.0 && y != 0.0)))
+        }
+        "aten.logical_or.default" => {
+            binary(g, a, &w, |x, y| f64::from(u8::from(x != 0.0 || y != 0.0)))
+        }
+        "aten.logical_xor.default" => binary(g, a, &w, |x, y| {
+            f64::from(u8::from((x != 0.0) != (y != 0.0)))
+        }),
         "aten.where.self" => where_self(g, a, &w),
         "aten.cat.default" => cat(g, a, &w),
         "aten.gelu.default" => {
