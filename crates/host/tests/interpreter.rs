@@ -324,13 +324,13 @@ fn unsupported_operators_and_backends_fail_at_load() {
             values.clone(),
             vec![0],
             vec![1],
-            vec![op("aten::add", "out")],
+            vec![op("aten::upsample_bicubic2d", "vec_out")],
             instructions,
         ),
     );
     let err = LoadedMethod::load(p, "forward", &options()).unwrap_err();
     assert!(
-        matches!(&err, HostError::Unsupported(m) if m.contains("aten::add.out")),
+        matches!(&err, HostError::Unsupported(m) if m.contains("aten::upsample_bicubic2d.vec_out")),
         "{err}"
     );
 
