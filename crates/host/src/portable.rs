@@ -676,8 +676,16 @@ fn arange(c: &Call<'_>) -> Result<Result1> {
     if step == 0.0 || !((end - start) / step).is_finite() {
         return Err(c.err(format!("arange({start}, {end}, {step}) has no length")));
     }
-    let n = ((end - start) / step).ceil().max(0.0) as usize;
+    let n = ((end - start) / step).ceil().max(0.0);
     let (idx, dtype) = c.out(out_pos)?;
+    // The out tensor's capacity bounds the length before anything is allocated.
+    let cap: usize = c.tensor(out_pos)?.max_sizes.iter().product();
+    if n > cap as f64 {
+        return Err(c.err(format!(
+            "arange({start}, {end}, {step}) has {n} elements; the out tensor holds {cap}"
+        )));
+    }
+    let n = n as usize;
     Ok(Result1 {
         idx,
         dtype,
