@@ -53,6 +53,7 @@ fixtures! {
     h6_mlp_int4_per_channel => [delegate, cli],
     h7_mlp_pt2e_q8ta => [delegate, cli],
     h8_cnn_pt2e_q8ta => [delegate, cli],
+    h9_mobilenet_v2_q8ta => [delegate, cli],
     v1_conv_zoo => [cli],
     v2_conv1d_dynamic_length => [delegate, cli],
     v3_mobilenet_v3_small => [delegate, cli],

@@ -304,3 +304,31 @@ fn constant_graph_outputs_are_returned() {
     );
     run_case(&case).unwrap();
 }
+
+/// The exporter serializes equal scalars once, so an Int argument can arrive as a Double
+/// (static int8 mobilenet_v2: an output zero point 6 shares ReLU6's 6.0). Integral Doubles
+/// are taken as Ints.
+#[test]
+fn integral_double_scalars_stand_for_ints() {
+    use etvk_format::ir::DataType::{Float32 as F32, Int8 as I8};
+    use etvk_tests::{run_case, CaseGraph, OpCase, Tensor};
+    let mut g = CaseGraph::new();
+    let x = g.input(F32, &[4]);
+    let (s, z) = (g.double(0.5), g.double(6.0));
+    let (lo, hi, dt) = (g.int(-128), g.int(127), g.null());
+    let out = g.output(I8, &[4]);
+    g.op(
+        "quantized_decomposed.quantize_per_tensor.default",
+        &[x, s, z, lo, hi, dt, out],
+    );
+    let xt = Tensor::new(F32, &[4], vec![1.0, -2.25, 0.75, 100.0]);
+    // clamp(round_half_even(x / 0.5) + 6): 2 + 6, -4 (ties to even) + 6, 2 + 6, 127.
+    let want = Tensor::new(I8, &[4], vec![8.0, 2.0, 8.0, 127.0]);
+    let case = OpCase::new(
+        "quantized_decomposed.quantize_per_tensor.default",
+        "double zp",
+        g,
+    )
+    .run(vec![xt], vec![want]);
+    run_case(&case).unwrap();
+}

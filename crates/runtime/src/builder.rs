@@ -522,13 +522,15 @@ impl<'a> GraphBuilder<'a> {
         self.tensor_or_prepack(call, i).map(Some)
     }
 
-    /// Arg `i` as an integer (Int, Bool, or a SymInt's current value).
+    /// Arg `i` as an integer (Int, Bool, a SymInt's current value, or an integral Double: the
+    /// exporter serializes equal scalars once, so an Int 6 can share a Double 6.0's value).
     pub fn int_arg(&self, call: &OpCall, i: usize) -> Result<i64> {
         let v = call.arg(i)?;
         match self.value(v)? {
             GValue::Int(x) => Ok(*x),
             GValue::Bool(x) => Ok(*x as i64),
             GValue::SymInt => Ok(self.shapes.scalar(v)? as i64),
+            GValue::Double(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(*x as i64),
             other => Err(invalid_program(format!(
                 "{} arg {i} (value {v}): expected an int, got {}",
                 call.what(),

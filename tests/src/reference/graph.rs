@@ -294,6 +294,8 @@ impl RefGraph {
     pub(crate) fn int(&self, v: usize, what: &str) -> Result<i64, String> {
         match self.value(v) {
             Value::Int(x) => Ok(*x),
+            // The exporter serializes equal scalars once: an Int 6 may share a Double 6.0.
+            Value::Double(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(*x as i64),
             Value::Bool(b) => Ok(i64::from(*b)),
             Value::SymInt(_) => Ok(self.syms[v]),
             other => Err(format!(
