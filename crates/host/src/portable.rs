@@ -318,12 +318,7 @@ fn binary(c: &Call<'_>) -> Result<Result1> {
         .zip(&vals[1])
         .map(|(&a, &b)| f(a, b, alpha))
         .collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// `where.self_out(condition, self, other, out)`.
@@ -339,12 +334,7 @@ fn where_self(c: &Call<'_>) -> Result<Result1> {
             }
         })
         .collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// `clamp.Tensor_out(self, min?, max?, out)` / `clamp.out` (Scalar bounds): NaN stays.
@@ -374,12 +364,7 @@ fn clamp(c: &Call<'_>) -> Result<Result1> {
             }
         })
         .collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 fn logical_not(c: &Call<'_>) -> Result<Result1> {
@@ -389,12 +374,7 @@ fn logical_not(c: &Call<'_>) -> Result<Result1> {
         .into_iter()
         .map(|v| f64::from(u8::from(v == 0.0)))
         .collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: x.sizes.clone(),
-        data,
-    })
+    Ok(Result1::new((idx, dtype), x.sizes.clone(), data))
 }
 
 /// The view copies (`view_copy`, `unsqueeze_copy`, `squeeze_copy.dims`) and the plain copies
@@ -502,12 +482,7 @@ fn permute_copy(c: &Call<'_>) -> Result<Result1> {
             counter[d] = 0;
         }
     }
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// An index value along a dim of `size` (negative counts from the end), checked.
@@ -564,12 +539,7 @@ fn scatter_value(c: &Call<'_>) -> Result<Result1> {
             counter[d] = 0;
         }
     }
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: x.sizes.clone(),
-        data,
-    })
+    Ok(Result1::new((idx, dtype), x.sizes.clone(), data))
 }
 
 /// `index.Tensor_out(self, indices (optional tensors), out)`: advanced indexing. The index
@@ -658,12 +628,7 @@ fn index_tensor(c: &Call<'_>) -> Result<Result1> {
             counter[k] = 0;
         }
     }
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// `arange.start_out(start, end, step, out)` / `arange.out(end, out)`.
@@ -686,12 +651,11 @@ fn arange(c: &Call<'_>) -> Result<Result1> {
         )));
     }
     let n = n as usize;
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: vec![n],
-        data: (0..n).map(|i| start + i as f64 * step).collect(),
-    })
+    Ok(Result1::new(
+        (idx, dtype),
+        vec![n],
+        (0..n).map(|i| start + i as f64 * step).collect(),
+    ))
 }
 
 /// A tensor's elements as f64.
@@ -725,6 +689,18 @@ struct Result1 {
     dtype: DType,
     sizes: Vec<usize>,
     data: Vec<f64>,
+}
+
+impl Result1 {
+    /// The out tensor `(value index, dtype)` with `sizes` and `data`.
+    fn new((idx, dtype): (usize, DType), sizes: Vec<usize>, data: Vec<f64>) -> Result1 {
+        Result1 {
+            idx,
+            dtype,
+            sizes,
+            data,
+        }
+    }
 }
 
 /// Run `op` when this module has it: `None` when it does not.
@@ -824,12 +800,7 @@ fn map_unary(c: &Call<'_>, f: Elementwise) -> Result<Result1> {
     let x = c.tensor(0)?;
     let (idx, dtype) = c.out(1)?;
     let data = floats(c, x)?.into_iter().map(f).collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: x.sizes.clone(),
-        data,
-    })
+    Ok(Result1::new((idx, dtype), x.sizes.clone(), data))
 }
 
 /// `elu.out(self, alpha, scale, input_scale, out)`.
@@ -847,12 +818,7 @@ fn elu(c: &Call<'_>) -> Result<Result1> {
             }
         })
         .collect();
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: x.sizes.clone(),
-        data,
-    })
+    Ok(Result1::new((idx, dtype), x.sizes.clone(), data))
 }
 
 /// (outer, size, inner) of `sizes` around `dim`.
@@ -886,12 +852,7 @@ fn cumsum(c: &Call<'_>) -> Result<Result1> {
             }
         }
     }
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes: x.sizes.clone(),
-        data,
-    })
+    Ok(Result1::new((idx, dtype), x.sizes.clone(), data))
 }
 
 /// PyTorch's order for sorting: NaN above every number.
@@ -965,18 +926,8 @@ fn topk(c: &Call<'_>) -> Result<Vec<Result1>> {
         sizes[dim] = k as usize;
     }
     Ok(vec![
-        Result1 {
-            idx: vi,
-            dtype: vd,
-            sizes: sizes.clone(),
-            data: vals,
-        },
-        Result1 {
-            idx: ii,
-            dtype: id,
-            sizes,
-            data: inds,
-        },
+        Result1::new((vi, vd), sizes.clone(), vals),
+        Result1::new((ii, id), sizes, inds),
     ])
 }
 
@@ -991,18 +942,8 @@ fn sort(c: &Call<'_>) -> Result<Vec<Result1>> {
     let (lanes, split3) = sorted_lanes(&v, &x.sizes, dim, descending);
     let (vals, inds) = gather_lanes(&lanes, split3, split3.1);
     Ok(vec![
-        Result1 {
-            idx: vi,
-            dtype: vd,
-            sizes: x.sizes.clone(),
-            data: vals,
-        },
-        Result1 {
-            idx: ii,
-            dtype: id,
-            sizes: x.sizes.clone(),
-            data: inds,
-        },
+        Result1::new((vi, vd), x.sizes.clone(), vals),
+        Result1::new((ii, id), x.sizes.clone(), inds),
     ])
 }
 
@@ -1049,18 +990,8 @@ fn reduce_index(c: &Call<'_>, is_max: bool) -> Result<Vec<Result1>> {
         }
     }
     Ok(vec![
-        Result1 {
-            idx: vi,
-            dtype: vd,
-            sizes: sizes.clone(),
-            data: vals,
-        },
-        Result1 {
-            idx: ii,
-            dtype: id,
-            sizes,
-            data: inds,
-        },
+        Result1::new((vi, vd), sizes.clone(), vals),
+        Result1::new((ii, id), sizes, inds),
     ])
 }
 
@@ -1087,12 +1018,7 @@ fn prod(c: &Call<'_>) -> Result<Result1> {
             sizes.remove(dim);
         }
     }
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// The dims of an `int[]?` reduction argument at `pos` (None or empty: every dim).
@@ -1175,12 +1101,7 @@ fn var(c: &Call<'_>) -> Result<Result1> {
         let sq: f64 = m.iter().map(|e| (e - mean).powi(2)).sum();
         sq / (m.len() as f64 - correction).max(0.0)
     })?;
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// `sum.IntList_out(self, dim?, keepdim, dtype?, out)` and `mean.dtype_out(self, dtype?,
@@ -1202,12 +1123,7 @@ fn sum_mean(c: &Call<'_>) -> Result<Result1> {
             s
         }
     })?;
-    Ok(Result1 {
-        idx,
-        dtype,
-        sizes,
-        data,
-    })
+    Ok(Result1::new((idx, dtype), sizes, data))
 }
 
 /// `_native_batch_norm_legit.no_stats_out(input, weight?, bias?, training, momentum, eps,
@@ -1266,23 +1182,8 @@ fn batch_norm_no_stats(c: &Call<'_>) -> Result<Vec<Result1>> {
         invstds.push(invstd);
     }
     Ok(vec![
-        Result1 {
-            idx: oi,
-            dtype: od,
-            sizes: x.sizes.clone(),
-            data: out,
-        },
-        Result1 {
-            idx: mi,
-            dtype: md,
-            sizes: vec![ch],
-            data: means,
-        },
-        Result1 {
-            idx: si,
-            dtype: sd,
-            sizes: vec![ch],
-            data: invstds,
-        },
+        Result1::new((oi, od), x.sizes.clone(), out),
+        Result1::new((mi, md), vec![ch], means),
+        Result1::new((si, sd), vec![ch], invstds),
     ])
 }
