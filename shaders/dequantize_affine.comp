@@ -22,18 +22,12 @@ layout(push_constant) uniform Params {
   uint pad1_;
 } p;
 
+#include "block_qparams.glsl"
+
 void main() {
   const uint i = linear_id();
   if (i >= p.total) return;
-  // Multi-index, then the block's linear index in the block grid.
-  uint rest = i, blk = 0u, gstride = 1u;
-  for (int d = 3; d >= 0; --d) {
-    const uint c = rest % p.sizes[d];
-    rest /= p.sizes[d];
-    const uint nb = (p.sizes[d] + p.blocks[d] - 1u) / p.blocks[d];
-    blk += (c / p.blocks[d]) * gstride;
-    gstride *= nb;
-  }
+  const uint blk = block_of(i);
   const uint qk = (p.kinds >> 16) & 0xFFu;
   int q;
   if (qk == 0u) {
@@ -43,12 +37,7 @@ void main() {
   } else {
     q = int(q_w[i]);
   }
-  float s;
-  if ((p.kinds & 0xFFu) == 0u) {
-    s = uintBitsToFloat(scale_w[blk]);
-  } else {
-    s = unpackHalf2x16(scale_w[blk >> 1] >> ((blk & 1u) * 16u)).x;
-  }
+  const float s = scale_at(blk);
   // torchao: (int32(q) - int32(zero_point)) converted to float, times the scale (a float
   // zero point is truncated to int32 first, as its .to(torch.int32) does).
   const uint zk = (p.kinds >> 8) & 0xFFu;

@@ -32,21 +32,7 @@ layout(push_constant) uniform Params {
   uint pad2_;
 } p;
 
-uint block_of(uint i) {
-  uint rest = i, blk = 0u, gstride = 1u;
-  for (int d = 3; d >= 0; --d) {
-    const uint c = rest % p.sizes[d];
-    rest /= p.sizes[d];
-    blk += (c / p.blocks[d]) * gstride;
-    gstride *= (p.sizes[d] + p.blocks[d] - 1u) / p.blocks[d];
-  }
-  return blk;
-}
-
-float scale_at(uint blk) {
-  if ((p.kinds & 0xFFu) == 0u) return uintBitsToFloat(scale_w[blk]);
-  return unpackHalf2x16(scale_w[blk >> 1] >> ((blk & 1u) * 16u)).x;
-}
+#include "block_qparams.glsl"
 
 float zp_at(uint blk) {
   const uint zk = (p.kinds >> 8) & 0xFFu;

@@ -530,7 +530,7 @@ impl<'a> GraphBuilder<'a> {
             GValue::Int(x) => Ok(*x),
             GValue::Bool(x) => Ok(*x as i64),
             GValue::SymInt => Ok(self.shapes.scalar(v)? as i64),
-            GValue::Double(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(*x as i64),
+            GValue::Double(x) if integral(*x).is_some() => Ok(*x as i64),
             other => Err(invalid_program(format!(
                 "{} arg {i} (value {v}): expected an int, got {}",
                 call.what(),
@@ -1161,6 +1161,12 @@ impl<'a> GraphBuilder<'a> {
         }
         ComputeGraph::finalize(self, inputs, outputs)
     }
+}
+
+/// An integral Double as the Int it stands for: the exporter serializes equal scalars once,
+/// so an Int argument can share a Double's value (an int8 zero point 6 and ReLU6's 6.0).
+pub fn integral(x: f64) -> Option<i64> {
+    (x.fract() == 0.0 && x.abs() < 9.0e15).then_some(x as i64)
 }
 
 /// Variant name of a value, for errors.

@@ -500,7 +500,7 @@ fn expect_default(
     // An integral Double stands for an Int the exporter deduplicated with it (dtype code 6
     // and a 6.0 elsewhere in the graph share one value).
     let as_int = match gv {
-        GValue::Double(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Some(GValue::Int(*x as i64)),
+        GValue::Double(x) => crate::builder::integral(*x).map(GValue::Int),
         _ => None,
     };
     if matches!(gv, GValue::Null) || ok(as_int.as_ref().unwrap_or(gv)) {

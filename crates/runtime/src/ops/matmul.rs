@@ -138,20 +138,39 @@ fn linear_node(
     bias: Option<TensorId>,
     out: TensorId,
 ) -> Result<()> {
-    let s = g.shapes();
-    let mut dts = vec![s.dtype(x), s.dtype(w), s.dtype(out)];
-    if let Some(b) = bias {
-        dts.push(s.dtype(b));
-    }
-    let dt = same_dtype(call, &dts)?;
-    let wd = s.max_dims(w).to_vec();
+    let wd = g.shapes().max_dims(w).to_vec();
     if wd.len() != 2 {
         return Err(invalid_program(format!(
             "{}: weight must be 2-D [N, K], got {wd:?}",
             call.what()
         )));
     }
-    let (n, k) = (wd[0], wd[1]);
+    let wdt = g.shapes().dtype(w);
+    linear_variants(
+        g,
+        call,
+        (x, out, bias),
+        (wd[0], wd[1], Some(wdt)),
+        |kn, dt, bias_t| Ok(Dispatch::new(kn.shader(dt, call)?, [out, x, w, bias_t])),
+    )
+}
+
+/// What the fp32 and the int8-weight linears share: one dtype for x, out, bias (and a float
+/// weight: `weight_dtype`), the bias' and x's sizes against the weight's `(n, k)`, and one
+/// kernel variant per [`LinearKernel`] (`dispatch(kernel, dtype, bias or dummy)`), chosen
+/// by M at resize.
+pub(crate) fn linear_variants(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (x, out, bias): (TensorId, TensorId, Option<TensorId>),
+    (n, k, weight_dtype): (usize, usize, Option<DataType>),
+    dispatch: impl Fn(LinearKernel, DataType, TensorId) -> Result<Dispatch>,
+) -> Result<()> {
+    let s = g.shapes();
+    let mut dts = vec![s.dtype(x), s.dtype(out)];
+    dts.extend(weight_dtype);
+    dts.extend(bias.iter().map(|&b| s.dtype(b)));
+    let dt = same_dtype(call, &dts)?;
     if let Some(b) = bias {
         if s.numel(b) != n {
             return Err(invalid_program(format!(
@@ -161,18 +180,19 @@ fn linear_node(
             )));
         }
     }
-    let max_m: usize = {
-        let xd = s.max_dims(x);
-        xd[..xd.len().saturating_sub(1)].iter().product()
-    };
+    let xd = s.max_dims(x).to_vec();
+    if xd.last() != Some(&k) {
+        return Err(invalid_program(format!(
+            "{}: input sizes {xd:?} do not end in the weight's K = {k}",
+            call.what()
+        )));
+    }
+    let max_m: usize = xd[..xd.len() - 1].iter().product();
     let bias_t = g.or_dummy(bias)?;
     let kernels = LinearKernel::up_to(max_m);
     let variants = kernels
         .iter()
-        .map(|kn| {
-            kn.shader(dt, call)
-                .map(|sh| Dispatch::new(sh, [out, x, w, bias_t]))
-        })
+        .map(|&kn| dispatch(kn, dt, bias_t))
         .collect::<Result<Vec<_>>>()?;
     let has_bias = bias.is_some();
     g.dispatch_select(call, variants, move |s| {
@@ -183,7 +203,7 @@ fn linear_node(
 /// The resize of a linear over [`LinearKernel`] variants (`kernels`, in variant order): out's
 /// sizes from x's, the kernel of the current M and its launch (push constants M, N, K,
 /// has_bias).
-pub(crate) fn linear_launch(
+fn linear_launch(
     s: &mut crate::graph::Shapes,
     (x, out): (TensorId, TensorId),
     (n, k): (usize, usize),

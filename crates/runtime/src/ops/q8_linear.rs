@@ -16,8 +16,8 @@ use crate::api::Result;
 use crate::builder::{ConstantInfo, Dispatch, GValue, GraphBuilder, Layout, OpCall, Packed};
 use crate::error::invalid_program;
 use crate::graph::TensorId;
-use crate::ops::matmul::{linear_launch, LinearKernel};
-use crate::ops::{constant_arg, float_shader, same_dtype};
+use crate::ops::matmul::{linear_variants, LinearKernel};
+use crate::ops::{constant_arg, float_shader};
 
 /// An int8 weight on the GPU as the WQ8 kernels read it.
 #[derive(Debug, Clone, Copy)]
@@ -150,44 +150,16 @@ pub(crate) fn q8_linear_node(
     bias: Option<TensorId>,
     out: TensorId,
 ) -> Result<()> {
-    let s = g.shapes();
-    let mut dts = vec![s.dtype(x), s.dtype(out)];
-    dts.extend(bias.iter().map(|&b| s.dtype(b)));
-    let dt = same_dtype(call, &dts)?;
     let Q8Weight { n, k, .. } = q8;
-    if let Some(b) = bias {
-        if s.numel(b) != n {
-            return Err(invalid_program(format!(
-                "{}: bias has sizes {:?}, expected [{n}]",
-                call.what(),
-                s.max_dims(b)
-            )));
-        }
-    }
-    let xd = s.max_dims(x).to_vec();
-    if xd.last() != Some(&k) {
-        return Err(invalid_program(format!(
-            "{}: input sizes {xd:?} do not end in the weight's K = {k}",
-            call.what()
-        )));
-    }
-    let max_m: usize = xd[..xd.len() - 1].iter().product();
-    let bias_t = g.or_dummy(bias)?;
-    let kernels = LinearKernel::up_to(max_m);
-    let variants = kernels
-        .iter()
-        .map(|kn| {
-            let prefix = match kn {
-                LinearKernel::Gemv(mt) => format!("linear_q8_gemv_m{mt}"),
-                LinearKernel::Tiled => "linear_q8_tiled".to_string(),
-            };
-            float_shader(&prefix, dt, call)
-                .map(|sh| Dispatch::new(sh, [out, x, q8.w, bias_t, q8.s, q8.z]))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let has_bias = bias.is_some();
-    g.dispatch_select(call, variants, move |s| {
-        linear_launch(s, (x, out), (n, k), has_bias, &kernels, max_m)
+    linear_variants(g, call, (x, out, bias), (n, k, None), |kn, dt, bias_t| {
+        let prefix = match kn {
+            LinearKernel::Gemv(mt) => format!("linear_q8_gemv_m{mt}"),
+            LinearKernel::Tiled => "linear_q8_tiled".to_string(),
+        };
+        Ok(Dispatch::new(
+            float_shader(&prefix, dt, call)?,
+            [out, x, q8.w, bias_t, q8.s, q8.z],
+        ))
     })
 }
 

@@ -163,7 +163,7 @@ fn kinds_of(call: &OpCall<'_>, s: &Shapes, scale: TensorId, zp: Option<TensorId>
 /// How a quantize / dequantize node sees its input at each resize: the block sizes for the
 /// current dims (torchao's fixed block_size, or per token: one block per row).
 #[derive(Clone)]
-enum Blocks {
+pub(crate) enum Blocks {
     Fixed(Vec<usize>),
     PerToken,
 }
@@ -304,40 +304,59 @@ fn build_quantize_per_token(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resu
 /// dequantize_affine shader with one block per row.
 fn build_dequantize_per_token(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(8)?;
-    let what = call.what();
     let q = g.tensor_arg(call, 0)?;
     let scale = g.tensor_or_prepack(call, 1)?;
     let zp = g.tensor_or_prepack(call, 2)?;
     let out = g.tensor_arg(call, 7)?;
+    dequantize_node(g, call, (q, scale, Some(zp), out), Blocks::PerToken)
+}
+
+/// One launch of dequantize_affine.comp: `out = float(q - zero_point) * scale` with the
+/// parameters of each element's block (`torchao.dequantize_affine` and
+/// `dequantize_per_token`).
+pub(crate) fn dequantize_node(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (q, scale, zp, out): (TensorId, TensorId, Option<TensorId>, TensorId),
+    blocks: Blocks,
+) -> Result<()> {
+    let what = call.what();
     let s = g.shapes();
+    let qd = s.max_dims(q).to_vec();
     let q_kind = int_input_kind(call, s.dtype(q))?;
-    if s.max_dims(out) != s.max_dims(q) {
+    if s.max_dims(out) != qd.as_slice() {
         return Err(invalid_program(format!(
-            "{what}: output sizes {:?} differ from the input's {:?}",
-            s.max_dims(out),
-            s.max_dims(q)
+            "{what}: output sizes {:?} differ from the input's {qd:?}",
+            s.max_dims(out)
         )));
     }
-    let kinds = kinds_of(call, s, scale, Some(zp))? | (q_kind << 16);
+    // Rank and block sizes, checked at load on the serialized sizes.
+    blocks.layout(&qd, &what)?;
+    let kinds = kinds_of(call, s, scale, zp)? | (q_kind << 16);
     let shader = float_shader("dequantize_affine", s.dtype(out), call)?;
-    g.dispatch(call, Dispatch::new(shader, [out, q, scale, zp]), move |s| {
-        let dims = s.dims(q).to_vec();
-        let (sizes, bl, rows) = Blocks::PerToken.layout(&dims, &what)?;
-        check_param_counts(s, &[Some(scale), Some(zp)], rows, &dims, &what)?;
-        let total = s.numel(q);
-        s.set_dims(out, dims)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32_array(&sizes, 4, 1)
-                .u32_array(&bl, 4, 1)
-                .u32(to_u32(total, "elements")?)
-                .u32(kinds)
-                .u32(0)
-                .u32(0)
-                .finish(),
-            global: Global::Linear(total as u64),
-        })
-    })
+    let zp_t = g.or_dummy(zp)?;
+    g.dispatch(
+        call,
+        Dispatch::new(shader, [out, q, scale, zp_t]),
+        move |s| {
+            let dims = s.dims(q).to_vec();
+            let (sizes, bl, groups) = blocks.layout(&dims, &what)?;
+            check_param_counts(s, &[Some(scale), zp], groups, &dims, &what)?;
+            let total = s.numel(q);
+            s.set_dims(out, dims)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32_array(&sizes, 4, 1)
+                    .u32_array(&bl, 4, 1)
+                    .u32(to_u32(total, "elements")?)
+                    .u32(kinds)
+                    .u32(0)
+                    .u32(0)
+                    .finish(),
+                global: Global::Linear(total as u64),
+            })
+        },
+    )
 }
 
 /// Parameters of one choose_qparams_rows launch.

@@ -84,64 +84,18 @@ fn build_dequantize_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let scale = g.tensor_or_prepack(call, 2)?;
     let zp = g.opt_tensor_or_prepack(call, 3)?;
     let out = g.tensor_arg(call, n - 1)?;
-    let s = g.shapes();
-    let qd = s.max_dims(q).to_vec();
-    let q_kind = int_input_kind(call, s.dtype(q))?;
-    let zdt = zp.map(|t| s.dtype(t));
-    let kinds = match zdt {
-        Some(z) => qparam_kinds(call, s.dtype(scale), z)?,
-        // No zero point: kind 3.
-        None => qparam_kinds(call, s.dtype(scale), DataType::Int32)? | (3 << 8),
-    } | (q_kind << 16);
-    if qd.len() > 4 || block.len() != qd.len() || block.iter().any(|&b| b < 1) {
+    if block.iter().any(|&b| b < 1) {
         return Err(unsupported(format!(
-            "{what}: input {qd:?} with block_size {block:?}: need rank <= 4 and one positive block size per dim"
+            "{what}: block_size {block:?} needs positive sizes"
         )));
     }
-    if s.max_dims(out) != qd.as_slice() {
-        return Err(invalid_program(format!(
-            "{what}: output sizes {:?} differ from the input's {qd:?}",
-            s.max_dims(out)
-        )));
-    }
-    let shader = float_shader("dequantize_affine", s.dtype(out), call)?;
-    let zp_t = g.or_dummy(zp)?;
-    let what2 = what.clone();
-    g.dispatch(call, Dispatch::new(shader, [out, q, scale, zp_t]), move |s| {
-        let dims = s.dims(q).to_vec();
-        let mut sizes = [1u32; 4];
-        let mut blocks = [1u32; 4];
-        let off = 4 - dims.len();
-        let mut groups = 1usize;
-        for (d, (&size, &b)) in dims.iter().zip(&block).enumerate() {
-            sizes[off + d] = to_u32(size, "input size")?;
-            blocks[off + d] = to_u32(b as usize, "block size")?;
-            groups *= size.div_ceil(b as usize);
-        }
-        for (t, name) in [(Some(scale), "scale"), (zp, "zero_point")] {
-            if let Some(t) = t {
-                if s.numel(t) != groups {
-                    return Err(invalid_arg(format!(
-                        "{what2}: {name} holds {} values for the {groups} blocks of input {dims:?} (block_size {block:?})",
-                        s.numel(t)
-                    )));
-                }
-            }
-        }
-        let total = s.numel(q);
-        s.set_dims(out, dims)?;
-        Ok(crate::graph::Launch {
-            push: Push::new()
-                .u32_array(&sizes, 4, 1)
-                .u32_array(&blocks, 4, 1)
-                .u32(to_u32(total, "elements")?)
-                .u32(kinds)
-                .u32(0)
-                .u32(0)
-                .finish(),
-            global: crate::graph::Global::Linear(total as u64),
-        })
-    })
+    let block = block.iter().map(|&b| b as usize).collect();
+    crate::ops::quant_blocks::dequantize_node(
+        g,
+        call,
+        (q, scale, zp, out),
+        crate::ops::quant_blocks::Blocks::Fixed(block),
+    )
 }
 
 /// A `dequantize_affine` whose input, scale and zero point are constants (a weight with

@@ -327,9 +327,13 @@ fn build_clone(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     if call.args.len() != 2 {
         call.expect_args(3)?;
         let v = call.arg(1)?;
-        let format = g.value(v)?;
-        let integral_01 = matches!(format, GValue::Double(x) if *x == 0.0 || *x == 1.0);
-        if !(integral_01 || matches!(format, GValue::Null | GValue::Int(0) | GValue::Int(1))) {
+        let format = match g.value(v)? {
+            GValue::Double(x) => {
+                crate::builder::integral(*x).map_or(GValue::Double(*x), GValue::Int)
+            }
+            other => other.clone(),
+        };
+        if !matches!(format, GValue::Null | GValue::Int(0) | GValue::Int(1)) {
             return Err(unsupported(format!(
                 "{} arg 1 (value {v}): memory_format {} is not supported (None only)",
                 call.what(),
