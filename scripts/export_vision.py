@@ -168,6 +168,22 @@ class CpuOpsMix(torch.nn.Module):
         return f.elu(c * torch.sign(m) + v)
 
 
+class DynamicEdges(torch.nn.Module):
+    """Shape-dependent graphs with dynamic batch and width: replicate padding of the width
+    to a multiple of 4 (exported as arange / clamp to a SymInt / index.Tensor), clamp to
+    the batch size (a SymInt bound), ceil-mode average and padded max pooling of the
+    padded map (both [N, C, ceil(H / 2), W' / 2]), summed. No flatten: a view bakes the
+    static dims into its sizes."""
+
+    def forward(self, x):
+        f = torch.nn.functional
+        n, w = x.shape[0], x.shape[3]
+        y = f.pad(x, (0, 4 * ((w + 3) // 4) - w, 0, 0), mode="replicate")
+        a = f.avg_pool2d(y, 2, 2, ceil_mode=True)
+        m = f.max_pool2d(y, 3, 2, padding=1)
+        return m + torch.clamp(a * 4.0, max=n)
+
+
 class MaskIndexMix(torch.nn.Module):
     """Attention with a boolean mask built from ones / triu / eye (exported as CPU arange,
     clamp.Tensor, eq.Tensor, unsqueeze, any), F.unfold (index.Tensor on the CPU), a scatter
@@ -300,6 +316,17 @@ MODELS = {
         MaskIndexMix,
         [[1, 2, 6, 8], [1, 2, 6, 8]],
         None,
+    ),
+    "v10_dynamic_edges": (
+        "DynamicEdges: Dim batch 1..4 and width 4..16 (example [2, 3, 8, 10]); replicate pad "
+        "of the width to a multiple of 4, avg_pool2d(2, ceil_mode) and "
+        "max_pool2d(3, 2, padding 1) of the padded map, max + clamp(4 avg, max=batch). Cases [2, 3, 8, 10], "
+        "[1, 3, 8, 13], [3, 3, 8, 5], and [5, 3, 8, 6]: batch 5 passes its bound 4 while "
+        "the elements fit the bound's, which ExecuTorch's resize accepts (its own delegate "
+        "tests feed such inputs)",
+        DynamicEdges,
+        [[2, 3, 8, 10], [1, 3, 8, 13], [3, 3, 8, 5], [5, 3, 8, 6]],
+        ({0: torch.export.Dim("batch", min=1, max=4), 3: torch.export.Dim("width", min=4, max=16)},),
     ),
     "v8_warp_grid_priors": (
         "WarpTiny: conv flow + tanh added to the identity grid, F.grid_sample (bilinear, "

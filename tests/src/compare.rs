@@ -64,9 +64,10 @@ pub fn compare_values(got: &[f64], want: &[f64], sizes: &[usize], tol: Tol) -> R
     let mut worst: Option<(f64, usize, f64, f64, f64)> = None;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let allowed = tol.atol + tol.rtol * w.abs();
-        // NaN compares false everywhere, so test "within" rather than "outside".
+        // NaN compares false everywhere, so test "within" rather than "outside"; an infinite
+        // `want` makes the allowance infinite, so only equality matches it.
         let diff = (g - w).abs();
-        let ok = diff <= allowed || (g.is_nan() && w.is_nan()) || (g == w);
+        let ok = g == w || (g.is_nan() && w.is_nan()) || (w.is_finite() && diff <= allowed);
         if !ok {
             bad += 1;
             let excess = if diff.is_nan() {
@@ -110,5 +111,25 @@ mod tests {
         assert!(compare(&want, &want, Tol::EXACT).is_ok());
         let nan = Tensor::f32(&[2, 2], vec![1.0, f64::NAN, 3.0, 4.0]);
         assert!(compare(&nan, &want, Tol::F32).is_err());
+        assert!(compare(&nan, &nan, Tol::EXACT).is_ok());
+        // Infinities match only themselves, whatever the tolerance.
+        let inf = Tensor::f32(&[2], vec![f64::INFINITY, f64::NEG_INFINITY]);
+        let loose = Tol {
+            atol: 1.0,
+            rtol: 1.0,
+        };
+        assert!(compare(&inf, &inf, Tol::EXACT).is_ok());
+        assert!(compare(
+            &Tensor::f32(&[2], vec![5.0, f64::NEG_INFINITY]),
+            &inf,
+            loose
+        )
+        .is_err());
+        assert!(compare(
+            &Tensor::f32(&[2], vec![f64::NEG_INFINITY, f64::INFINITY]),
+            &inf,
+            loose
+        )
+        .is_err());
     }
 }

@@ -26,13 +26,19 @@ fn json_err(dir: &Path, what: &str) -> CliError {
     CliError(format!("{}: io.json: {what}", dir.display()))
 }
 
-/// Worst `|got - want| - (atol + rtol*|want|)` excess and the max abs error, over all elements.
+/// Whether every element is within `atol + rtol * |want|` (NaN matching NaN and equal
+/// infinities matching, as `torch.allclose(equal_nan=True)`), and the max abs error over the
+/// elements that are not such matches.
 fn compare(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> (bool, f64) {
     let mut ok = got.len() == want.len();
     let mut max_abs = 0f64;
     for (g, w) in got.iter().zip(want) {
+        if g == w || (g.is_nan() && w.is_nan()) {
+            continue;
+        }
         let d = (g - w).abs();
-        if d.is_nan() || d > atol + rtol * w.abs() {
+        // An infinite `want` would make the tolerance infinite: only equality matches it.
+        if d.is_nan() || !w.is_finite() || d > atol + rtol * w.abs() {
             ok = false;
         }
         if d > max_abs || d.is_nan() {
@@ -132,5 +138,23 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
             "outputs differ from the expected ones: {}",
             failed.join(", ")
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare;
+
+    #[test]
+    fn nan_matches_only_nan_and_infinities_match_their_sign() {
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        let (ok, max_abs) = compare(&[1.0, nan, inf], &[1.0005, nan, inf], 1e-3, 0.0);
+        assert!(ok && (max_abs - 5e-4).abs() < 1e-12, "{ok} {max_abs}");
+        assert!(!compare(&[nan], &[0.0], 1e-3, 1e-3).0);
+        assert!(!compare(&[0.0], &[nan], 1e-3, 1e-3).0);
+        assert!(!compare(&[-inf], &[inf], 1e-3, 1e-3).0);
+        assert!(!compare(&[5.0], &[inf], 1e-3, 1e-3).0);
+        assert!(!compare(&[1.0], &[1.1], 1e-3, 1e-3).0);
+        assert!(!compare(&[1.0], &[1.0, 2.0], 1e-3, 1e-3).0);
     }
 }

@@ -583,20 +583,28 @@ impl LoadedMethod {
                         t.dtype, slot.dtype
                     )));
                 }
+                // ExecuTorch's resize rule: a static input keeps its sizes, a bound-dynamic
+                // one keeps its rank and fits its buffer (a single dim may pass its bound).
+                let max_numel: usize = slot.max_sizes.iter().product();
                 let fits = t.sizes.len() == slot.max_sizes.len()
-                    && t.sizes
-                        .iter()
-                        .zip(&slot.max_sizes)
-                        .all(|(&s, &m)| match slot.dynamism {
-                            0 => s == m,
-                            1 => s <= m,
-                            _ => true,
-                        });
+                    && match slot.dynamism {
+                        0 => t.sizes == slot.max_sizes,
+                        1 => t
+                            .sizes
+                            .iter()
+                            .try_fold(1usize, |n, &d| n.checked_mul(d))
+                            .is_some_and(|n| n <= max_numel),
+                        _ => true,
+                    };
                 if !fits {
                     return Err(HostError::InvalidInput(format!(
                         "{what}: sizes {:?}, the method expects {}{:?}",
                         t.sizes,
-                        if slot.dynamism == 0 { "" } else { "at most " },
+                        if slot.dynamism == 0 {
+                            ""
+                        } else {
+                            "the rank and at most the elements of "
+                        },
                         slot.max_sizes
                     )));
                 }

@@ -163,9 +163,20 @@ fn inputs_are_checked_against_the_method() {
     let too_big = Tensor::from_f32(vec![5, 2], &[0.0; 10]).unwrap();
     let err = m.execute(&[too_big]).unwrap_err().to_string();
     assert!(
-        err.contains("input 0 (value 0): sizes [5, 2], the method expects at most [4, 2]"),
+        err.contains(
+            "input 0 (value 0): sizes [5, 2], the method expects the rank and at most the elements of [4, 2]"
+        ),
         "{err}"
     );
+    // As ExecuTorch resizes a bound-dynamic input: one dim may pass its bound while the
+    // elements fit (8 of 8), and every later tensor is checked against its own buffer.
+    let wide: Vec<f32> = (0..8).map(|i| i as f32 - 3.0).collect();
+    let out = m
+        .execute(&[Tensor::from_f32(vec![1, 8], &wide).unwrap()])
+        .unwrap();
+    assert_eq!(out[0].sizes, vec![3, 1, 8]);
+    let doubled: Vec<f32> = wide.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(out[0].to_f32_vec().unwrap(), doubled.repeat(3));
     let wrong_rank = Tensor::from_f32(vec![8], &[0.0; 8]).unwrap();
     assert!(matches!(
         m.execute(&[wrong_rank]),

@@ -178,11 +178,13 @@ impl RefGraph {
         let what = format!("{}: input {k} (value {v})", self.label);
         match (&self.graph.values[v], input) {
             (Value::Tensor(tv), RefValue::Tensor(t)) => {
+                // The runtime's rule (ExecuTorch's resize): same rank, and no more elements
+                // than the serialized (maximum) sizes hold.
                 let fits = t.sizes.len() == tv.dims.len()
-                    && t.sizes.iter().zip(&tv.dims).all(|(&s, &m)| s <= m);
+                    && t.sizes.iter().product::<usize>() <= tv.dims.iter().product::<usize>();
                 if !fits {
                     return Err(format!(
-                        "{what}: sizes {:?} do not fit the serialized (maximum) sizes {:?}",
+                        "{what}: sizes {:?} do not fit the serialized (maximum) sizes {:?} (same rank, at most as many elements)",
                         t.sizes, tv.dims
                     ));
                 }
@@ -251,8 +253,8 @@ impl RefGraph {
     }
 
     /// Store `data` (row-major, `sizes`) as the new value of tensor `v`, in its graph
-    /// dtype. The sizes must keep the serialized rank and stay within the serialized
-    /// sizes, as the GPU runtime requires.
+    /// dtype. The sizes must keep the serialized rank and hold no more elements than the
+    /// serialized sizes, as the GPU runtime requires (its buffers are sized for those).
     pub(crate) fn put(
         &mut self,
         v: usize,
@@ -261,9 +263,11 @@ impl RefGraph {
         what: &str,
     ) -> Result<(), String> {
         let (dtype, max) = self.tensor_info(v, what)?;
-        if sizes.len() != max.len() || sizes.iter().zip(max).any(|(&s, &m)| s > m) {
+        if sizes.len() != max.len()
+            || sizes.iter().product::<usize>() > max.iter().product::<usize>()
+        {
             return Err(format!(
-                "{what}: output value {v} gets sizes {sizes:?}, beyond its serialized sizes {max:?}"
+                "{what}: output value {v} gets sizes {sizes:?}, more elements than its serialized sizes {max:?}"
             ));
         }
         if data.len() != numel(&sizes) {

@@ -76,7 +76,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         &[(
             "aten.clamp.default",
             build_clamp as OpBuildFn,
-            "min(max(x, min), max); min / max Double, Int or None (not both None); int32 x takes Int bounds, compared as integers",
+            "min(max(x, min), max); min / max Double, Int, SymInt or None (not both None); int32 x takes Int / SymInt bounds, compared as integers",
         )],
     )?;
     r.register(OpEntry {
@@ -236,8 +236,9 @@ fn build_hardtanh(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_unary(g, call, "clamp", [lo, hi])
 }
 
-/// `[x, min, max, out]`: each bound a Double, an Int or `Null` (no bound on that side,
-/// passed to the shader as an infinity); PyTorch rejects both `None`, and so do we.
+/// `[x, min, max, out]`: each bound a Double, an Int, a SymInt (read at every resize: the
+/// exporter's replicate padding clamps index tensors to `size - 1`) or `Null` (no bound on
+/// that side, passed to the shader as an infinity); PyTorch rejects both `None`, and so do we.
 fn build_clamp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(4)?;
     if is_null(g, call, 1)? && is_null(g, call, 2)? {
@@ -247,29 +248,24 @@ fn build_clamp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         )));
     }
     let x = g.tensor_or_prepack(call, 0)?;
-    if g.shapes().dtype(x) == DataType::Int32 {
-        // Int bounds only: a Double bound would promote the result to float in PyTorch.
-        let bound = |i: usize, none: i32| -> Result<i32> {
-            match g.value(call.arg(i)?)? {
-                GValue::Null => Ok(none),
-                GValue::Int(v) => Ok((*v).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32),
-                _ => Err(unsupported(format!(
-                    "{}: arg {i}: an int32 clamp takes Int bounds (or None)",
-                    call.what()
-                ))),
-            }
-        };
-        let (lo, hi) = (bound(1, i32::MIN)?, bound(2, i32::MAX)?);
-        return build_unary(
-            g,
-            call,
-            "clamp",
-            [f32::from_bits(lo as u32), f32::from_bits(hi as u32)],
-        );
-    }
-    let lo = g.double_arg_or(call, 1, f64::NEG_INFINITY)? as f32;
-    let hi = g.double_arg_or(call, 2, f64::INFINITY)? as f32;
-    build_unary(g, call, "clamp", [lo, hi])
+    let int = g.shapes().dtype(x) == DataType::Int32;
+    let bound = |i: usize, none: f64| -> Result<Param> {
+        let v = call.arg(i)?;
+        match g.value(v)? {
+            GValue::SymInt => Ok(Param::Sym { value: v, int }),
+            GValue::Null if int => Ok(Param::int(none)),
+            GValue::Int(n) if int => Ok(Param::int(*n as f64)),
+            // Int bounds only: a Double bound would promote the result to float in PyTorch.
+            _ if int => Err(unsupported(format!(
+                "{}: arg {i}: an int32 clamp takes Int or SymInt bounds (or None)",
+                call.what()
+            ))),
+            _ => Ok(Param::Fixed(g.double_arg_or(call, i, none)? as f32)),
+        }
+    };
+    let lo = bound(1, f64::NEG_INFINITY)?;
+    let hi = bound(2, f64::INFINITY)?;
+    build_unary_with(g, call, "clamp", [lo, hi])
 }
 
 /// `[x, negative_slope, out]`.
@@ -283,6 +279,33 @@ fn is_null(g: &GraphBuilder<'_>, call: &OpCall<'_>, i: usize) -> Result<bool> {
     Ok(matches!(g.value(call.arg(i)?)?, GValue::Null))
 }
 
+/// A shader parameter (`p0`, `p1`): fixed at build time, or a SymInt's current value,
+/// read at every resize (as f32, or as i32 bits for the int32 shaders).
+#[derive(Debug, Clone, Copy)]
+enum Param {
+    Fixed(f32),
+    Sym { value: usize, int: bool },
+}
+
+impl Param {
+    /// An int32 shader's parameter: `x` saturated to i32, as bits.
+    fn int(x: f64) -> Param {
+        let v = x.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32;
+        Param::Fixed(f32::from_bits(v as u32))
+    }
+
+    fn bits(self, s: &crate::graph::Shapes) -> Result<u32> {
+        Ok(match self {
+            Param::Fixed(x) => x.to_bits(),
+            Param::Sym { value, int: true } => {
+                let x = s.scalar(value)?;
+                (x.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32) as u32
+            }
+            Param::Sym { value, int: false } => (s.scalar(value)? as f32).to_bits(),
+        })
+    }
+}
+
 /// `out = op(x)` elementwise with `x = arg 0` (a tensor or a constant), `out` the last arg
 /// and `params` the shader's `p0`, `p1`.
 fn build_unary(
@@ -290,6 +313,15 @@ fn build_unary(
     call: &OpCall<'_>,
     op: &str,
     params: [f32; 2],
+) -> Result<()> {
+    build_unary_with(g, call, op, params.map(Param::Fixed))
+}
+
+fn build_unary_with(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    op: &str,
+    params: [Param; 2],
 ) -> Result<()> {
     let x = g.tensor_or_prepack(call, 0)?;
     let out = g.tensor_arg(call, call.args.len() - 1)?;
@@ -307,8 +339,8 @@ fn build_unary(
         Ok(Launch {
             push: Push::new()
                 .u32(to_u32(numel, "numel")?)
-                .f32(params[0])
-                .f32(params[1])
+                .u32(params[0].bits(s)?)
+                .u32(params[1].bits(s)?)
                 .finish(),
             global: Global::Linear(numel as u64),
         })
