@@ -8,8 +8,8 @@
 // weight: the serialized uint8 [V, D/2] bytes, read as little-endian words; byte j of row v
 // holds dims 2j and 2j+1. LINEAR (push) = 1: even d in the LOW nibble (q4gsw linear
 // convention); 0: even d in the HIGH nibble. scales [V, D / group_size] (SCALE_T).
-// An index outside [0, V) gives a zero row (PyTorch raises; a kernel cannot, and zeros are
-// easy to spot), as the `gather` shader does. One invocation per output element; the
+// An index outside [0, V) gives a zero row and is recorded in the fault record
+// (fault.glsl), so the execute fails as PyTorch raises; as the `gather` shader does. One invocation per output element; the
 // dequantization is computed in float, then stored as DTYPE.
 #include "common.glsl"
 
@@ -22,6 +22,8 @@ layout(set = 0, binding = 1) readonly buffer Weight { uint w_[]; };
 layout(set = 0, binding = 2) readonly buffer Scales { SCALE_T scales_[]; };
 layout(set = 0, binding = 3) readonly buffer Idx { int idx_[]; };
 layout(set = 0, binding = 4) readonly buffer Zp { SCALE_T zp_[]; };
+#define FAULT_BINDING 5
+#include "fault.glsl"
 
 layout(push_constant) uniform Params {
   uint numel;      // indices * D
@@ -31,7 +33,7 @@ layout(push_constant) uniform Params {
   uint groups;     // D / group_size
   uint linear;     // nibble order, see above
   uint flags;      // see above
-  uint pad1_;
+  uint tag;        // node_id + 1, for the fault record
 } p;
 
 void main() {
@@ -43,6 +45,9 @@ void main() {
   uint d = e - t * p.D;
   int v = idx_[t];
   if (v < 0 || uint(v) >= p.V) {
+    if (d == 0u) {
+      record_fault(p.tag, v, p.V);
+    }
     out_[e] = DTYPE(0);
     return;
   }

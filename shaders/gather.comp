@@ -4,8 +4,8 @@
 // Serves aten.embedding (outer = 1), aten.index.Tensor (one index tensor on one dim) and
 // aten.index_select. A negative index counts from the end when `wrap_negative` is set
 // (index.Tensor), and an index still outside [0, in_dim) yields zeros rather than an
-// out-of-bounds read: PyTorch raises there, a GPU kernel cannot, and zeros are easy to spot
-// in a debugging session.
+// out-of-bounds read and is recorded in the fault record (fault.glsl), so the execute fails
+// as PyTorch raises.
 //
 // BYTES = 1: one-byte elements (bool, int8, uint8) as raw words, each invocation one output
 // word of four elements (the last word's spare bytes are written as zeros, inside the
@@ -24,6 +24,8 @@ layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer Idx { int idx[]; };
+#define FAULT_BINDING 3
+#include "fault.glsl"
 
 layout(push_constant) uniform Params {
   uint numel;
@@ -31,6 +33,7 @@ layout(push_constant) uniform Params {
   uint n_idx;
   uint in_dim;
   uint wrap_negative;
+  uint tag;  // node_id + 1, for the fault record
 } p;
 
 // The source element of output i, or -1 for an out-of-range index.
@@ -39,11 +42,13 @@ int source(uint i) {
   uint ii = i - t * p.inner;
   uint o = t / p.n_idx;
   uint j = t - o * p.n_idx;
-  int r = idx[j];
+  const int given = idx[j];
+  int r = given;
   if (r < 0 && p.wrap_negative != 0u) {
     r += int(p.in_dim);
   }
   if (r < 0 || r >= int(p.in_dim)) {
+    record_fault(p.tag, given, p.in_dim);
     return -1;
   }
   return int((o * p.in_dim + uint(r)) * p.inner + ii);

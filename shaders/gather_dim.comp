@@ -3,8 +3,8 @@
 //   out[c] = x[c with c[dim] replaced by idx[c]]
 // i.e. output coordinate d steps the input by x_strides[d], except along `dim`, where the
 // int32 index value (not the coordinate) picks the input row. An index outside
-// [0, dim_size) yields zero (PyTorch raises; a kernel cannot, and never reads out of
-// bounds). Coordinates are innermost first; rank <= 8. The runtime checks that the index's
+// [0, dim_size) yields zero, never an out-of-bounds read, and is recorded in the fault
+// record (fault.glsl) so that the execute fails as PyTorch raises. Coordinates are innermost first; rank <= 8. The runtime checks that the index's
 // other dims fit x's.
 //
 // BYTES = 1: one-byte elements (bool, int8, uint8) as raw words, each invocation one output
@@ -24,6 +24,8 @@ layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer Idx { int idx[]; };
+#define FAULT_BINDING 3
+#include "fault.glsl"
 
 layout(push_constant) uniform Params {
   uint numel;
@@ -32,12 +34,14 @@ layout(push_constant) uniform Params {
   uint dim_size;      // x's size along it
   uvec4 sizes[2];     // output (= index) sizes, innermost first
   uvec4 x_strides[2]; // x's element strides, innermost first
+  uint tag;           // node_id + 1, for the fault record
 } p;
 
 // The source element of output i, or -1 for an out-of-range index.
 int source(uint i) {
   const int r = idx[i];
   if (r < 0 || uint(r) >= p.dim_size) {
+    record_fault(p.tag, r, p.dim_size);
     return -1;
   }
   uint rem = i;

@@ -178,8 +178,10 @@ impl From<Tensor> for Val {
 pub struct Run {
     /// Inputs.
     pub inputs: Vec<Val>,
-    /// Expected outputs.
+    /// Expected outputs (for a failing run: placeholders giving the output dtypes).
     pub expected: Vec<Val>,
+    /// The execute must fail with a message containing this (an input PyTorch raises on).
+    pub fails_with: Option<String>,
 }
 
 /// One op test case.
@@ -240,7 +242,20 @@ impl OpCase {
 
     /// Add a run of any values.
     pub fn run_vals(mut self, inputs: Vec<Val>, expected: Vec<Val>) -> OpCase {
-        self.runs.push(Run { inputs, expected });
+        self.runs.push(Run {
+            inputs,
+            expected,
+            fails_with: None,
+        });
+        self
+    }
+
+    /// The last run's execute must fail with an error containing `message`; the delegate
+    /// stays usable for the runs after it.
+    pub fn fails(mut self, message: &str) -> OpCase {
+        if let Some(r) = self.runs.last_mut() {
+            r.fails_with = Some(message.to_string());
+        }
         self
     }
 
@@ -343,6 +358,13 @@ pub fn run_case(case: &OpCase) -> Result<(), String> {
         let what = format!("{label}: run {ri} ({})", describe_inputs(run));
         let mut args: Vec<DelegateArg> = run.inputs.iter().map(to_arg).collect();
         args.extend(run.expected.iter().map(output_placeholder));
+        if let Some(msg) = &run.fails_with {
+            match d.execute(&mut args) {
+                Err(e) if e.message.contains(msg.as_str()) => continue,
+                Err(e) => return Err(format!("{what}: failed with {e}, expected {msg:?}")),
+                Ok(()) => return Err(format!("{what}: ran, expected to fail with {msg:?}")),
+            }
+        }
         d.execute(&mut args)
             .map_err(|e| format!("{what}: execute failed: {e} ({:?})", e.kind))?;
         for (oi, want) in run.expected.iter().enumerate() {

@@ -240,6 +240,14 @@ impl Dispatch {
     }
 }
 
+impl Dispatch {
+    /// Bind the graph's fault record last (shaders that include `fault.glsl`).
+    pub fn with_faults(mut self) -> Dispatch {
+        self.bindings.push(Binding::Faults);
+        self
+    }
+}
+
 pub(crate) struct MemSpec {
     pub(crate) bytes: u64,
     pub(crate) label: String,

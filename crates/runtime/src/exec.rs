@@ -152,6 +152,9 @@ pub(crate) struct ComputeGraph {
     scalar_buf: Buffer,
     /// Device-local copy of `scalar_buf` that shaders bind (copied at each execute's start).
     scalar_dev: Buffer,
+    /// The fault record (`shaders/fault.glsl`): host-shared, zero between executes; a
+    /// kernel that meets an out-of-range index writes [node_id + 1, value, limit] there.
+    faults: Buffer,
     /// The reusable execute command buffer (taken out while recording).
     cmd: Option<CommandBuffer>,
     fence: Fence,
@@ -244,6 +247,8 @@ impl ComputeGraph {
         // execute: host-shared memory may live in system memory, where per-invocation reads
         // (adamw_step reads seven scalars per element) would cross the bus.
         let scalar_dev = Buffer::new(&ctx, scalar_buf.size(), MemoryKind::DeviceLocal)?;
+        let faults = Buffer::new(&ctx, 16, MemoryKind::HostShared)?;
+        faults.write(0, &[0u8; 16])?;
 
         // Descriptor sets, one per node and kernel variant.
         let mut alternatives = std::mem::take(&mut b.alternatives);
@@ -275,6 +280,7 @@ impl ComputeGraph {
                 .map(|bd| match bd {
                     Binding::Tensor(t) => mem_of(*t),
                     Binding::Scalars => Ok(&scalar_dev),
+                    Binding::Faults => Ok(&faults),
                 })
                 .collect()
         };
@@ -450,6 +456,7 @@ impl ComputeGraph {
             state,
             scalar_buf,
             scalar_dev,
+            faults,
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
             queries: None,
@@ -677,7 +684,8 @@ impl ComputeGraph {
                 )?;
             }
         }
-        cmd.barrier(Access::Transfer, Access::Host)?;
+        // All -> Host: the output copies and the kernels' writes to the fault record.
+        cmd.barrier(Access::All, Access::Host)?;
         cmd.end()?;
         Ok(())
     }
@@ -739,7 +747,7 @@ impl ComputeGraph {
                             let s = &self.shapes.tensors[t.0];
                             s.dims != s.max_dims
                         }
-                        Binding::Scalars => false,
+                        Binding::Scalars | Binding::Faults => false,
                     });
                     if resized {
                         return Err(unsupported(format!(
@@ -902,6 +910,7 @@ impl ComputeGraph {
         self.fence.wait_and_reset(FENCE_TIMEOUT, "execute")?;
         self.in_flight = false;
         self.read_profile()?;
+        self.check_faults()?;
         for j in 0..no {
             let arg = &mut args[ni + j];
             match &self.outputs[j] {
@@ -960,7 +969,34 @@ impl ComputeGraph {
         self.fence.wait_and_reset(FENCE_TIMEOUT, "replay")?;
         self.in_flight = false;
         self.read_profile()?;
+        self.check_faults()?;
         self.be.check_validation("during replay")
+    }
+
+    /// Fail when a kernel recorded a fault during the last submission (the record is
+    /// cleared for the next one): its outputs hold zeros where PyTorch would have raised.
+    fn check_faults(&mut self) -> Result<()> {
+        let mut raw = [0u8; 16];
+        self.faults.read(0, &mut raw)?;
+        let word = |i: usize| {
+            u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])
+        };
+        let tag = word(0);
+        if tag == 0 {
+            return Ok(());
+        }
+        self.faults.write(0, &[0u8; 16])?;
+        let node_id = tag - 1;
+        let op = self
+            .nodes
+            .iter()
+            .find(|n| n.node_id == node_id)
+            .map_or("?", |n| n.op.as_str());
+        Err(invalid_arg(format!(
+            "op {op} (node {node_id}): index {} is out of range for a dim of size {} (PyTorch raises here; this execute's outputs are not valid)",
+            word(1) as i32,
+            word(2)
+        )))
     }
 
     fn read_profile(&mut self) -> Result<()> {

@@ -161,6 +161,9 @@ pub enum Binding {
     /// The graph's host-shared scalar buffer (`int`/`float` slots; see
     /// `GraphBuilder::scalar_slot`).
     Scalars,
+    /// The graph's fault record (`shaders/fault.glsl`): kernels record there the first input
+    /// PyTorch would raise on (an index out of range), and the execute fails with it.
+    Faults,
 }
 
 impl From<TensorId> for Binding {

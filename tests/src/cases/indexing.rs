@@ -9,8 +9,9 @@
 //! `aten.gather.default(x, dim, index, sparse_grad, out)` (int32 index in the VkGraph, as
 //! the exporter writes it). Neither wraps negative indices (PyTorch raises on them).
 //! Indices are int32 on the GPU; some cases stage them from int64 host data as the exporter
-//! does. Out-of-range indices give zero rows (the runtime's documented choice). References
-//! are computed in f64; results are exact copies.
+//! does. An out-of-range index fails the execute (as PyTorch raises), naming the index and
+//! the dim size; the delegate runs on afterwards. References are computed in f64; results
+//! are exact copies.
 
 use etvk_format::ir::DataType::{
     self, Float16 as F16, Float32 as F32, Int32 as I32, Int64 as I64, Uint8 as U8,
@@ -155,7 +156,7 @@ fn embedding_cases() -> Vec<OpCase> {
             true,
             11006,
         ),
-        // Out of range: -1 and V give zero rows instead of reading out of bounds.
+        // Out of range: -1 and V fail the execute.
         embedding_case(
             F32,
             5,
@@ -163,7 +164,8 @@ fn embedding_cases() -> Vec<OpCase> {
             Tensor::new(I32, &[4], vec![-1.0, 5.0, 4.0, 0.0]),
             true,
             11007,
-        ),
+        )
+        .fails("is out of range for a dim of size 5"),
     ];
     // Dynamic: the index count down then up.
     let w = Tensor::rand_range(F32, &[19, 5], -2.0, 2.0, 11010);
@@ -234,11 +236,20 @@ fn index_cases() -> Vec<OpCase> {
             Tensor::rand_int(I32, &[2, 3], -9, 8, 11102),
             11103,
         ),
+        // Index 9 on a dim of 5 fails the execute.
         index_case(
             F32,
             &[2, 3, 5],
             2,
             Tensor::new(I32, &[3], vec![4.0, 2.0, 9.0]),
+            11104,
+        )
+        .fails("index 9 is out of range for a dim of size 5"),
+        index_case(
+            F32,
+            &[2, 3, 6],
+            2,
+            Tensor::new(I32, &[3], vec![4.0, 2.0, 5.0]),
             11104,
         ),
         index_case(
@@ -535,7 +546,7 @@ fn embedding_q4_cases() -> Vec<OpCase> {
             Tensor::rand_int(I32, &[4], 0, 4, 12006),
             12007,
         ),
-        // Out of range: -1 and V give zero rows.
+        // Out of range: -1 and V fail the execute.
         embedding_q4_case(
             5,
             8,
@@ -544,7 +555,8 @@ fn embedding_q4_cases() -> Vec<OpCase> {
             true,
             Tensor::new(I32, &[4], vec![-1.0, 5.0, 4.0, 0.0]),
             12008,
-        ),
+        )
+        .fails("is out of range for a dim of size 5"),
         // Rank-0 indices: out [D].
         embedding_q4_case(
             9,
@@ -617,10 +629,14 @@ fn embedding_4bit_case(
     if idx_runs.len() > 1 {
         case = case.dynamic();
     }
-    for (r, sizes) in idx_runs.iter().enumerate() {
+    // The runs, then the first run's indices with the first one out of range, which fails.
+    for (r, sizes) in idx_runs.iter().chain(&idx_runs[..1]).enumerate() {
         let mut idx = Tensor::rand_int(I32, sizes, 0, v as i64 - 1, seed * 10 + r as u64);
-        if let Some(first) = idx.data.first_mut() {
-            *first = v as f64; // out of range: a zero row
+        let out_of_range = r == idx_runs.len();
+        if out_of_range {
+            if let Some(first) = idx.data.first_mut() {
+                *first = v as f64;
+            }
         }
         let mut out = Vec::with_capacity(idx.numel() * d);
         for &row in &idx.data {
@@ -638,6 +654,9 @@ fn embedding_4bit_case(
         let mut os = sizes.clone();
         os.push(d);
         case = case.run(vec![idx], vec![Tensor::new(out_dt, &os, out)]);
+        if out_of_range {
+            case = case.fails(&format!("index {v} is out of range for a dim of size {v}"));
+        }
     }
     case
 }
@@ -777,8 +796,9 @@ fn index_select_cases() -> Vec<OpCase> {
         ),
         index_select_case(F32, &[1, 4, 5], -1, i(&[4.0, 0.0, 2.0]), 13001),
         index_select_case(F32, &[2, 6, 3], 1, i(&[5.0, 3.0, 5.0, 0.0, 1.0]), 13002),
-        // Out of range and negative: zeros.
-        index_select_case(F32, &[4, 3], 0, i(&[4.0, -1.0, 1.0, 7.0]), 13003),
+        // Out of range and negative: the execute fails.
+        index_select_case(F32, &[4, 3], 0, i(&[4.0, -1.0, 1.0, 7.0]), 13003)
+            .fails("is out of range for a dim of size 4"),
         // A 0-d index keeps the dim (size 1); a 0-d x takes index 0.
         index_select_case(F32, &[3, 4], 0, Tensor::new(I32, &[], vec![2.0]), 13004),
         index_select_case(F32, &[], 0, i(&[0.0]), 13005),
@@ -804,7 +824,7 @@ fn index_select_cases() -> Vec<OpCase> {
         .enumerate()
     {
         let x = Tensor::rand(&[m, n], 13010 + k as u64);
-        let idx = Tensor::rand_int(I32, &[c], -1, n as i64, 13020 + k as u64);
+        let idx = Tensor::rand_int(I32, &[c], 0, n as i64 - 1, 13020 + k as u64);
         let want = index_select_ref(&x, 1, &idx.data);
         case = case.run(vec![x, idx], vec![want]);
     }
@@ -857,12 +877,21 @@ fn gather_cases() -> Vec<OpCase> {
             Tensor::rand_int(I64, &[2, 2, 4], 0, 4, 13102),
             13103,
         ),
-        // Dim 0, an index smaller than x on the other dim; out-of-range and negative -> 0.
+        // Dim 0, an index smaller than x on the other dim; out-of-range and negative
+        // indices fail the execute.
         gather_case(
             F32,
             &[4, 3],
             0,
             Tensor::rand_int(I32, &[5, 2], -2, 5, 13104),
+            13105,
+        )
+        .fails("is out of range for a dim of size 4"),
+        gather_case(
+            F32,
+            &[4, 2],
+            0,
+            Tensor::rand_int(I32, &[5, 2], 0, 3, 13104),
             13105,
         ),
         gather_case(

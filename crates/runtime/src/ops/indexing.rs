@@ -7,11 +7,12 @@
 //! group_size, indices, is_linear_weight, out]`, a 4-bit group-quantized embedding table).
 //!
 //! Gathers use the `gather` shader with int32 indices (ExecuTorch stages int64 host indices
-//! as int32 on the GPU). PyTorch raises on an out-of-range index; a kernel cannot, so an
-//! index outside `[0, size)` (after wrapping negatives, for `index.Tensor`) produces a
-//! zero row instead of reading out of bounds. `aten.gather` (per-element indices along one
-//! dim) uses the `gather_dim` shader, with the same rule: an index outside `[0, size)`
-//! (negative ones too, as PyTorch does not wrap them) gives zero. The index tensors are
+//! as int32 on the GPU). PyTorch raises on an out-of-range index: the kernels write a zero
+//! row instead of reading out of bounds and record the index in the graph's fault record,
+//! so the execute fails with an error naming the node, the index and the dim size. That
+//! covers `index.Tensor` (after wrapping negatives), `index_select`, `embedding`, the 4-bit
+//! embeddings and `aten.gather` (per-element indices along one dim, on the `gather_dim`
+//! shader; negative indices are out of range there, as PyTorch does not wrap them). The index tensors are
 //! int32 in the VkGraph (the exporter's dtype; int64 program inputs are staged as int32).
 //! `index_select` and `gather` move one-byte elements (bool) too.
 
@@ -50,14 +51,14 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
             "aten.embedding.default",
             build_embedding,
             DATA_DTYPES,
-            "weight rows gathered by int32 indices; out-of-range index -> zero row",
+            "weight rows gathered by int32 indices; an out-of-range index fails the execute",
         ),
         (
             "aten.index.Tensor",
             build_index,
             DATA_DTYPES,
             "one int32 index tensor on one dim (leading None entries allowed); negative \
-             indices wrap, out-of-range -> zeros",
+             indices wrap, an out-of-range one fails the execute",
         ),
         (
             "aten.select_copy.int",
@@ -82,13 +83,13 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
                 "aten.index_select.default",
                 build_index_select as OpBuildFn,
                 "x[..., index, ...] along dim (negative dim ok) with a 1-D or 0-d int32 index; \
-                 out-of-range (and negative) index -> zeros",
+                 an out-of-range (or negative) index fails the execute",
             ),
             (
                 "aten.gather.default",
                 build_gather,
                 "out[c] = x[c with c[dim] = index[c]], out sized like the int32 index (same rank \
-                 as x, other dims <= x's); out-of-range (and negative) index -> zero; rank <= 8",
+                 as x, other dims <= x's); an out-of-range (or negative) index fails the execute; rank <= 8",
             ),
         ],
     )?;
@@ -101,7 +102,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
                 "constant uint8 weight [V, D/2] (two 4-bit codes per byte, value code - 8; \
              is_linear_weight: even d in the low nibble, else the high one), scales [V, D / \
              group_size] fp32 or fp16, int32 indices; out = indices.shape + [D], fp32 or fp16; \
-             out-of-range index -> zero row",
+             an out-of-range index fails the execute",
             ),
             (
                 "quantized_decomposed.embedding_4bit.dtype",
@@ -109,7 +110,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
                 "constant uint8 weight [V, D/2] (even d in the high nibble), value (nibble - 8 - \
              zero_point) * scale per group (scales [V] or [V, G] fp32 / fp16, zero points the \
              same or None), computed in the scales' dtype as PyTorch; quant range [-8, 7]; int32 \
-             indices; out = indices.shape + [D]; out-of-range index -> zero row",
+             indices; out = indices.shape + [D]; an out-of-range index fails the execute",
             ),
         ],
     )?;
@@ -126,6 +127,12 @@ fn norm_index(i: i64, size: usize, what: &str) -> Result<usize> {
         )));
     }
     Ok(k as usize)
+}
+
+/// The tag a kernel writes into the graph's fault record (`fault.glsl`): the node id + 1,
+/// so that 0 means no fault.
+fn fault_tag(call: &OpCall<'_>) -> u32 {
+    call.node_id.wrapping_add(1)
 }
 
 /// Fail unless `idx` is an int32 tensor (the GPU dtype of ExecuTorch's index tensors).
@@ -165,27 +172,33 @@ fn gather_dispatch(
         )));
     }
     let shader = data_shader("gather", dt, call)?;
-    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
-        let xd = s.dims(x).to_vec();
-        let id = s.dims(idx).to_vec();
-        let n_idx: usize = id.iter().product();
-        let inner: usize = xd[dim + 1..].iter().product();
-        let mut od = xd[..dim].to_vec();
-        od.extend_from_slice(&id);
-        od.extend_from_slice(&xd[dim + 1..]);
-        let numel: usize = od.iter().product();
-        s.set_dims(out, od)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(numel, "numel")?)
-                .u32(to_u32(inner.max(1), "inner")?)
-                .u32(to_u32(n_idx.max(1), "index count")?)
-                .u32(to_u32(xd[dim], "dim size")?)
-                .u32(wrap_negative as u32)
-                .finish(),
-            global: Global::Linear(numel as u64),
-        })
-    })
+    let tag = fault_tag(call);
+    g.dispatch(
+        call,
+        Dispatch::new(shader, [out, x, idx]).with_faults(),
+        move |s| {
+            let xd = s.dims(x).to_vec();
+            let id = s.dims(idx).to_vec();
+            let n_idx: usize = id.iter().product();
+            let inner: usize = xd[dim + 1..].iter().product();
+            let mut od = xd[..dim].to_vec();
+            od.extend_from_slice(&id);
+            od.extend_from_slice(&xd[dim + 1..]);
+            let numel: usize = od.iter().product();
+            s.set_dims(out, od)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(to_u32(inner.max(1), "inner")?)
+                    .u32(to_u32(n_idx.max(1), "index count")?)
+                    .u32(to_u32(xd[dim], "dim size")?)
+                    .u32(wrap_negative as u32)
+                    .u32(tag)
+                    .finish(),
+                global: Global::Linear(numel as u64),
+            })
+        },
+    )
 }
 
 fn build_embedding(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
@@ -386,39 +399,45 @@ fn build_index_select(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
         )));
     }
     let shader = move_shader("gather", dt, call)?;
-    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
-        let xd = s.dims(x).to_vec();
-        let n_idx = s.numel(idx);
-        let (outer, in_dim, inner, od) = if rank == 0 {
-            if n_idx != 1 {
-                return Err(invalid_arg(format!(
-                    "index_select of a 0-d tensor needs a one-element index, got {n_idx}"
-                )));
-            }
-            (1, 1, 1, Vec::new())
-        } else {
-            let mut od = xd.clone();
-            od[d] = n_idx;
-            (
-                xd[..d].iter().product::<usize>(),
-                xd[d],
-                xd[d + 1..].iter().product::<usize>(),
-                od,
-            )
-        };
-        let numel = outer * n_idx * inner;
-        s.set_dims(out, od)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(numel, "numel")?)
-                .u32(to_u32(inner.max(1), "inner")?)
-                .u32(to_u32(n_idx.max(1), "index count")?)
-                .u32(to_u32(in_dim, "dim size")?)
-                .u32(0)
-                .finish(),
-            global: move_global(numel, dt),
-        })
-    })
+    let tag = fault_tag(call);
+    g.dispatch(
+        call,
+        Dispatch::new(shader, [out, x, idx]).with_faults(),
+        move |s| {
+            let xd = s.dims(x).to_vec();
+            let n_idx = s.numel(idx);
+            let (outer, in_dim, inner, od) = if rank == 0 {
+                if n_idx != 1 {
+                    return Err(invalid_arg(format!(
+                        "index_select of a 0-d tensor needs a one-element index, got {n_idx}"
+                    )));
+                }
+                (1, 1, 1, Vec::new())
+            } else {
+                let mut od = xd.clone();
+                od[d] = n_idx;
+                (
+                    xd[..d].iter().product::<usize>(),
+                    xd[d],
+                    xd[d + 1..].iter().product::<usize>(),
+                    od,
+                )
+            };
+            let numel = outer * n_idx * inner;
+            s.set_dims(out, od)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(to_u32(inner.max(1), "inner")?)
+                    .u32(to_u32(n_idx.max(1), "index count")?)
+                    .u32(to_u32(in_dim, "dim size")?)
+                    .u32(0)
+                    .u32(tag)
+                    .finish(),
+                global: move_global(numel, dt),
+            })
+        },
+    )
 }
 
 /// `[x, dim, index, sparse_grad, out]`: PyTorch's `gather`. The index has x's rank (a 0-d
@@ -454,39 +473,45 @@ fn build_gather(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     }
     let d = norm_dim(dim, xr.max(1), &what)?;
     let shader = move_shader("gather_dim", dt, call)?;
-    g.dispatch(call, Dispatch::new(shader, [out, x, idx]), move |s| {
-        // 0-d tensors as [1].
-        let one = |v: Vec<usize>| if v.is_empty() { vec![1] } else { v };
-        let xd = one(s.dims(x).to_vec());
-        let od = s.dims(idx).to_vec();
-        let id = one(od.clone());
-        for k in 0..id.len() {
-            if k != d && id[k] > xd[k] {
-                return Err(invalid_arg(format!(
-                    "size does not match at dimension {k}: expected index {id:?} to be no \
+    let tag = fault_tag(call);
+    g.dispatch(
+        call,
+        Dispatch::new(shader, [out, x, idx]).with_faults(),
+        move |s| {
+            // 0-d tensors as [1].
+            let one = |v: Vec<usize>| if v.is_empty() { vec![1] } else { v };
+            let xd = one(s.dims(x).to_vec());
+            let od = s.dims(idx).to_vec();
+            let id = one(od.clone());
+            for k in 0..id.len() {
+                if k != d && id[k] > xd[k] {
+                    return Err(invalid_arg(format!(
+                        "size does not match at dimension {k}: expected index {id:?} to be no \
                      larger than self {xd:?} apart from dimension {d}"
-                )));
+                    )));
+                }
             }
-        }
-        let xs = crate::graph::contiguous_strides(&xd);
-        let numel: usize = id.iter().product();
-        let rev = |v: &[usize]| -> Result<Vec<u32>> {
-            v.iter().rev().map(|&n| to_u32(n, "size")).collect()
-        };
-        let rank = id.len();
-        s.set_dims(out, od)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(numel, "numel")?)
-                .u32(rank as u32)
-                .u32((rank - 1 - d) as u32)
-                .u32(to_u32(xd[d], "dim size")?)
-                .u32_array(&rev(&id)?, MAX_RANK, 1)
-                .u32_array(&rev(&xs)?, MAX_RANK, 0)
-                .finish(),
-            global: move_global(numel, dt),
-        })
-    })
+            let xs = crate::graph::contiguous_strides(&xd);
+            let numel: usize = id.iter().product();
+            let rev = |v: &[usize]| -> Result<Vec<u32>> {
+                v.iter().rev().map(|&n| to_u32(n, "size")).collect()
+            };
+            let rank = id.len();
+            s.set_dims(out, od)?;
+            Ok(Launch {
+                push: Push::new()
+                    .u32(to_u32(numel, "numel")?)
+                    .u32(rank as u32)
+                    .u32((rank - 1 - d) as u32)
+                    .u32(to_u32(xd[d], "dim size")?)
+                    .u32_array(&rev(&id)?, MAX_RANK, 1)
+                    .u32_array(&rev(&xs)?, MAX_RANK, 0)
+                    .u32(tag)
+                    .finish(),
+                global: move_global(numel, dt),
+            })
+        },
+    )
 }
 
 /// The serialized uint8 bytes as little-endian 32-bit words (zero-padded to a whole word),
@@ -675,9 +700,10 @@ fn quantized_embedding(
     let w = g.prepack(wv, &byte_words())?;
     let zp_t = g.or_dummy(zp)?;
     let linear = q.linear;
+    let tag = fault_tag(call);
     g.dispatch(
         call,
-        Dispatch::new(shader, [out, w, scales, idx, zp_t]),
+        Dispatch::new(shader, [out, w, scales, idx, zp_t]).with_faults(),
         move |s| {
             let mut od = s.dims(idx).to_vec();
             od.push(d);
@@ -692,7 +718,7 @@ fn quantized_embedding(
                     .u32(to_u32(groups, "groups")?)
                     .u32(linear as u32)
                     .u32(flags)
-                    .u32(0)
+                    .u32(tag)
                     .finish(),
                 global: Global::Linear(numel as u64),
             })
