@@ -177,11 +177,65 @@ fn int_clamp_cases() -> Vec<OpCase> {
         .tol(Tol::EXACT)
         .run(vec![x], vec![want])
     };
-    vec![
+    let mut v = vec![
         run(Some(0), Some(99), 31),
         run(None, Some(-5), 32),
         run(Some(-100), None, 33),
-    ]
+    ];
+    v.extend(symint_clamp_cases());
+    v
+}
+
+/// clamp with a SymInt bound (`sym_size(x, 0)`, read at every resize), as the exporter
+/// writes `clamp(x, max=x.shape[0])` and replicate padding's `clamp(idx, 0, size - 1)`:
+/// float32 x with the upper bound, int32 x with the lower one (an Int upper bound 40).
+fn symint_clamp_cases() -> Vec<OpCase> {
+    use etvk_format::ir::DataType::{Float32 as F32, Int32 as I32};
+    let mut v = Vec::new();
+    for dt in [F32, I32] {
+        let mut g = CaseGraph::new();
+        let xi = g.input(dt, &[9, 4]);
+        let d0 = g.int(0);
+        let n = g.symint();
+        g.op("sym_size.int", &[xi, d0, n]);
+        let (lo, hi) = if dt == F32 {
+            (g.null(), n)
+        } else {
+            (n, g.int(40))
+        };
+        let out = g.output(dt, &[9, 4]);
+        g.op("aten.clamp.default", &[xi, lo, hi, out]);
+        let name = format!(
+            "dynamic {} x [<=9, 4] with a sym_size(x, 0) bound",
+            dt.name()
+        );
+        let mut case = OpCase::new("aten.clamp.default", name, g)
+            .tol(Tol::EXACT)
+            .dynamic();
+        for (i, m) in [9usize, 3, 1, 6].into_iter().enumerate() {
+            let x = if dt == F32 {
+                Tensor::rand_range(F32, &[m, 4], -12.0, 12.0, 3400 + i as u64)
+            } else {
+                Tensor::rand_int(I32, &[m, 4], -60, 60, 3400 + i as u64)
+            };
+            let bound = m as f64;
+            let want = x
+                .data
+                .iter()
+                .map(|&e| {
+                    if dt == F32 {
+                        e.min(bound)
+                    } else {
+                        e.max(bound).min(40.0)
+                    }
+                })
+                .collect();
+            let want = Tensor::new(dt, &[m, 4], want);
+            case = case.run(vec![x], vec![want]);
+        }
+        v.push(case);
+    }
+    v
 }
 
 /// torch.round: ties to even (2.5 -> 2, -0.5 -> -0).

@@ -255,6 +255,11 @@ fn build_clamp(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             GValue::SymInt => Ok(Param::Sym { value: v, int }),
             GValue::Null if int => Ok(Param::int(none)),
             GValue::Int(n) if int => Ok(Param::int(*n as f64)),
+            // The exporter serializes equal scalars once: an Int bound may share a Double's
+            // value.
+            GValue::Double(x) if int && crate::builder::integral(*x).is_some() => {
+                Ok(Param::int(*x))
+            }
             // Int bounds only: a Double bound would promote the result to float in PyTorch.
             _ if int => Err(unsupported(format!(
                 "{}: arg {i}: an int32 clamp takes Int or SymInt bounds (or None)",
