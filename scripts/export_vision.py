@@ -184,6 +184,23 @@ class DynamicEdges(torch.nn.Module):
         return m + torch.clamp(a * 4.0, max=n)
 
 
+class Int64Graph(torch.nn.Module):
+    """Int64 tensors kept in the delegate (exported with downcast_64_bit False): ids computed
+    from x as int64, an embedding, an index_select by an int64 constant, an int64 argmax
+    output beside the float one."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 6)
+        self.register_buffer("pick", torch.tensor([5, 0, 3, 3], dtype=torch.int64))
+
+    def forward(self, x):
+        ids = (x.abs() * 4.0).long().clamp(0, 9)
+        e = self.emb(ids)
+        y = torch.index_select(e, 2, self.pick) + x.unsqueeze(-1)
+        return y, torch.argmax(y, dim=-1)
+
+
 class MaskIndexMix(torch.nn.Module):
     """Attention with a boolean mask built from ones / triu / eye (exported as CPU arange,
     clamp.Tensor, eq.Tensor, unsqueeze, any), F.unfold (index.Tensor on the CPU), a scatter
@@ -328,6 +345,15 @@ MODELS = {
         [[2, 3, 8, 10], [1, 3, 8, 13], [3, 3, 8, 5], [5, 3, 8, 6]],
         ({0: torch.export.Dim("batch", min=1, max=4), 3: torch.export.Dim("width", min=4, max=16)},),
     ),
+    "v11_int64_graph": (
+        "Int64Graph, exported with the compile option downcast_64_bit False (int64 tensors "
+        "in the VkGraph): ids = clamp(long(4 |x|), 0, 9), embedding(10, 6), index_select by "
+        "an int64 constant [5, 0, 3, 3], plus x; outputs y [2, 5, 4] and argmax(y, -1) "
+        "(int64); input [2, 5]",
+        Int64Graph,
+        [[2, 5], [2, 5]],
+        None,
+    ),
     "v8_warp_grid_priors": (
         "WarpTiny: conv flow + tanh added to the identity grid, F.grid_sample (bilinear, "
         "border, align_corners True), et_vk.grid_priors(stride 8, offset 0.5) on the warped "
@@ -339,6 +365,10 @@ MODELS = {
 }
 
 
+# Compile options beyond the defaults, by model.
+OPTIONS = {"v11_int64_graph": {"downcast_64_bit": False}}
+
+
 def export(out_dir, name):
     description, build, shapes, dynamic = MODELS[name]
     torch.manual_seed(28)
@@ -346,6 +376,7 @@ def export(out_dir, name):
     example = (torch.randn(shapes[0]),)
     ep = torch.export.export(model, example, dynamic_shapes=dynamic)
     options = {"require_dynamic_shapes": True} if dynamic else {}
+    options.update(OPTIONS.get(name, {}))
     lowered = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(options)])
     program = lowered.to_executorch()
     d = os.path.join(out_dir, name)
@@ -360,7 +391,10 @@ def export(out_dir, name):
         cases.append(
             {
                 "inputs": [tensor_entry(d, f"case{i}_in0", x)],
-                "outputs": [tensor_entry(d, f"case{i}_out0", y)],
+                "outputs": [
+                    tensor_entry(d, f"case{i}_out{k}", t)
+                    for k, t in enumerate(y if isinstance(y, tuple) else (y,))
+                ],
             }
         )
     # A fixture must depend on its input: outputs of a useful size that differ per case.

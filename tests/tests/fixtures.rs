@@ -64,6 +64,7 @@ fixtures! {
     v8_warp_grid_priors => [delegate, cli],
     v9_swin_tiny => [cli],
     v10_dynamic_edges => [delegate, cli],
+    v11_int64_graph => [delegate, cli],
     i1_host_only_no_constants => [cli],
     i2_cpu_ops_mix => [cli],
     i3_mask_index_mix => [cli],

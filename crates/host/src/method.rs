@@ -458,8 +458,18 @@ impl LoadedMethod {
                     ))
                 })?;
                 if args.len() != d.num_inputs + d.num_outputs {
+                    // executorch 1.5.1 writes such a call for a model that mutates a buffer
+                    // (`self.acc.add_(..)`) unless the Vulkan compile option
+                    // alias_buffer_mutations is set: the buffer's new value is a graph
+                    // output the call does not pass, and the update would be lost.
+                    let hint = if args.len() < d.num_inputs + d.num_outputs {
+                        " (a graph output the call does not pass is usually a mutated buffer: export with \
+                         the Vulkan compile option alias_buffer_mutations = True)"
+                    } else {
+                        ""
+                    };
                     return Err(HostError::InvalidProgram(format!(
-                        "method {method:?} instruction {pc}: {} passes {} args, its graph has {} inputs + {} outputs",
+                        "method {method:?} instruction {pc}: {} passes {} args, its graph has {} inputs + {} outputs{hint}",
                         d.label,
                         args.len(),
                         d.num_inputs,

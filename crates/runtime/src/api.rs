@@ -245,6 +245,9 @@ impl Delegate {
         let dynamic = compile_specs
             .iter()
             .any(|(k, v)| k == "require_dynamic_shapes" && v.iter().any(|b| *b != 0));
+        // A program exported with `downcast_64_bit` off: 32-bit on the GPU, as the default.
+        let downcast = crate::downcast::downcast_64_bit(delegate, named_data)?;
+        let delegate = downcast.as_ref().unwrap_or(delegate);
         let mut builder = crate::builder::GraphBuilder::new(
             &backend.inner,
             &delegate.graph,

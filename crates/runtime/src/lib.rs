@@ -19,6 +19,7 @@ pub mod prepack;
 pub mod registry;
 
 mod backend;
+mod downcast;
 mod error;
 mod exec;
 

@@ -23,6 +23,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.abs.default",
     "aten.add.Tensor",
     "aten.alias_copy.default",
+    "aten.argmax.default",
     "aten.argmin.default",
     "aten.avg_pool2d.default",
     "aten.bitwise_and.Tensor",
@@ -188,7 +189,8 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
         }
         "aten.bitwise_not.default" => bitwise_not(g, a, &w),
         "aten.div.Tensor_mode" => div_mode(g, a, &w),
-        "aten.argmin.default" => argmin(g, a, &w),
+        "aten.argmin.default" => argmin(g, a, &w, false),
+        "aten.argmax.default" => argmin(g, a, &w, true),
         "aten.native_group_norm.default" => group_norm(g, a, &w),
         "aten.clamp.default" => clamp(g, a, &w),
         "aten.hardtanh.default" => hardtanh(g, a, &w),
@@ -2423,10 +2425,14 @@ fn div_mode(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
     g.put(a[3], t.sizes, t.data, w)
 }
 
-/// `[x, dim Int|None, keepdim, out]`: first index of the min, NaN counting as the min.
-fn argmin(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
+/// `[x, dim Int|None, keepdim, out]`: argmin (NaN counting as the min), or argmax (`max`) as
+/// the argmin of -x; the first index of the extreme value either way.
+fn argmin(g: &mut RefGraph, a: &[usize], w: &str, max: bool) -> R<()> {
     nargs(a, 4, w)?;
-    let x = g.tensor(a[0], w)?.clone();
+    let mut x = g.tensor(a[0], w)?.clone();
+    if max {
+        x.data.iter_mut().for_each(|v| *v = -*v);
+    }
     let dim = g.opt_int(a[1], w)?;
     let keepdim = g.int(a[2], w)? != 0;
     let n = match dim {
@@ -2437,7 +2443,10 @@ fn argmin(g: &mut RefGraph, a: &[usize], w: &str) -> R<()> {
         None => x.data.len(),
     };
     if n == 0 && !x.data.is_empty() {
-        return Err(format!("{w}: argmin over an empty dim of {:?}", x.sizes));
+        return Err(format!(
+            "{w}: arg-reduction over an empty dim of {:?}",
+            x.sizes
+        ));
     }
     let t = crate::cases::reduce::argmin_ref(&x, dim, keepdim);
     g.put(a[3], t.sizes, t.data, w)
