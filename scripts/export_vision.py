@@ -354,6 +354,14 @@ MODELS = {
         [[2, 5], [2, 5]],
         None,
     ),
+    "v12_external_constants": (
+        "tiny_resnet (as v4) exported with the compile option external_constants_max_data_bytes "
+        "= 1 MiB: every weight lives in a .ptd file beside the program (ExecuTorch's "
+        "program-data separation), looked up by key at load; input [1, 3, 32, 32]",
+        tiny_resnet,
+        [[1, 3, 32, 32], [1, 3, 32, 32]],
+        None,
+    ),
     "v8_warp_grid_priors": (
         "WarpTiny: conv flow + tanh added to the identity grid, F.grid_sample (bilinear, "
         "border, align_corners True), et_vk.grid_priors(stride 8, offset 0.5) on the warped "
@@ -366,7 +374,10 @@ MODELS = {
 
 
 # Compile options beyond the defaults, by model.
-OPTIONS = {"v11_int64_graph": {"downcast_64_bit": False}}
+OPTIONS = {
+    "v11_int64_graph": {"downcast_64_bit": False},
+    "v12_external_constants": {"external_constants_max_data_bytes": 1 << 20},
+}
 
 
 def export(out_dir, name):
@@ -383,6 +394,9 @@ def export(out_dir, name):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.pte"), "wb") as f:
         f.write(program.buffer)
+    if "external_constants_max_data_bytes" in options:
+        # The constants go to `.ptd` files beside the program.
+        program.write_tensor_data_to_file(d)
     cases = []
     for i, shape in enumerate(shapes):
         x = torch.randn(shape) * (1.0 + 0.5 * i)

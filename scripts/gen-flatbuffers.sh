@@ -37,6 +37,8 @@ gen() {
   # program.fbs includes scalar_type.fbs; --gen-all puts both into program_generated.rs.
   flatc --rust --gen-all -o "$out" -I "$SCHEMA" "$SCHEMA/program.fbs"
   flatc --rust -o "$out" "$SCHEMA/vk_graph.fbs"
+  # flat_tensor.fbs includes scalar_type.fbs too: its own copy of ScalarType, unused.
+  flatc --rust --gen-all -o "$out" -I "$SCHEMA" "$SCHEMA/flat_tensor.fbs"
 }
 
 if [ "$check" = 1 ]; then

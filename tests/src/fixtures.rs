@@ -199,15 +199,41 @@ pub fn check_output(got: &HostTensor, want: &HostTensor, tol: Tol) -> Result<(),
     )
 }
 
+/// The external data files (`.ptd`) in fixture `name`'s directory, sorted.
+pub fn fixture_data_files(name: &str) -> Result<Vec<std::path::PathBuf>, String> {
+    let dir = fixtures_dir().join(name);
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let p = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if p.extension().is_some_and(|x| x == "ptd") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Parse fixture `name`'s `model.pte` with its `.ptd` files attached.
+pub fn parse_fixture_program(name: &str) -> Result<etvk_format::program_ir::Program, String> {
+    let path = fixtures_dir().join(name).join("model.pte");
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut program = parse_program(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    for f in fixture_data_files(name)? {
+        let bytes = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let ptd =
+            etvk_format::ptd::parse_ptd(bytes).map_err(|e| format!("{}: {e}", f.display()))?;
+        program.attach_external(ptd);
+    }
+    Ok(program)
+}
+
 /// Run every `io.json` case of fixture `name` in order on one delegate loaded from its
 /// program, through the backend API. The method must be a single `VulkanBackend`
 /// delegate call (other instructions may only move or free values).
 pub fn run_delegate(name: &str) -> Result<(), String> {
-    let dir = fixtures_dir().join(name);
     let io = load_io(name)?;
     let tol = Tol::new(io.atol, io.rtol);
-    let bytes = std::fs::read(dir.join("model.pte")).map_err(|e| format!("{name}: {e}"))?;
-    let program = parse_program(bytes).map_err(|e| format!("{name}: parse_program: {e}"))?;
+    let program = parse_fixture_program(name)?;
     let plan = program
         .plan(&io.method)
         .ok_or_else(|| format!("{name}: no method {:?}", io.method))?;
@@ -353,6 +379,9 @@ pub fn run_cli(name: &str, out_root: &Path) -> Result<(), String> {
             .map(|t| t.npy.display().to_string())
             .collect();
         cmd.arg("--call").arg(files.join(","));
+    }
+    for f in fixture_data_files(name)? {
+        cmd.arg("--data").arg(f);
     }
     cmd.arg("--out-dir").arg(&out_dir);
     cmd.env("ETVK_VALIDATION", "1");

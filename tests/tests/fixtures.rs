@@ -65,9 +65,11 @@ fixtures! {
     v9_swin_tiny => [cli],
     v10_dynamic_edges => [delegate, cli],
     v11_int64_graph => [delegate, cli],
+    v12_external_constants => [delegate, cli],
     i1_host_only_no_constants => [cli],
     i2_cpu_ops_mix => [cli],
     i3_mask_index_mix => [cli],
+    i4_external_cpu_tensors => [cli],
 }
 
 fn delegate(name: &str) {

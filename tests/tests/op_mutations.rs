@@ -192,7 +192,6 @@ fn mutated_op_graphs_never_panic() {
 #[test]
 fn mutated_fixture_graphs_never_panic() {
     use etvk_format::ir::DataType;
-    use etvk_format::program::parse_program;
     use etvk_runtime::{HostDType, NamedData};
 
     struct ProgramData<'a>(&'a etvk_format::program_ir::Program);
@@ -216,8 +215,7 @@ fn mutated_fixture_graphs_never_panic() {
         .collect();
     names.sort();
     for name in &names {
-        let bytes = std::fs::read(dir.join(name).join("model.pte")).expect("model.pte");
-        let program = parse_program(bytes).expect("fixture parses");
+        let program = etvk_tests::fixtures::parse_fixture_program(name).expect("fixture parses");
         let data = ProgramData(&program);
         for plan in &program.plans {
             for (di, del) in plan.delegates.iter().enumerate() {

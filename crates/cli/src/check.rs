@@ -1,5 +1,5 @@
 //! `etvk check DIR...`: run an exported fixture directory (`model.pte` + `io.json` with inputs
-//! and expected outputs, the layout of `tests/fixtures/`) and compare every output with the
+//! and expected outputs, the layout of `tests/fixtures/`, and any `.ptd` external data files) and compare every output with the
 //! expected one under the fixture's `atol`/`rtol`. All cases run in order on one loaded method,
 //! so stateful programs (KV caches) and dynamic-shape programs are checked as they are used.
 
@@ -63,7 +63,20 @@ fn check_dir(dir: &Path, options: &HostOptions) -> Result<bool, CliError> {
     let cases = io["cases"]
         .as_array()
         .ok_or_else(|| json_err(dir, "no cases"))?;
-    let mut method = LoadedMethod::load_file(&dir.join("model.pte"), method_name, options)?;
+    // External data files (`.ptd`) beside the program are attached to it.
+    let mut options = options.clone();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
+    for e in entries {
+        let p = e
+            .map_err(|e| CliError(format!("{}: {e}", dir.display())))?
+            .path();
+        if p.extension().is_some_and(|x| x == "ptd") {
+            options.data_files.push(p);
+        }
+    }
+    options.data_files.sort();
+    let mut method = LoadedMethod::load_file(&dir.join("model.pte"), method_name, &options)?;
     let mut all_ok = true;
     for (i, case) in cases.iter().enumerate() {
         let file = |v: &serde_json::Value| -> Result<PathBuf, CliError> {

@@ -29,6 +29,10 @@ pub struct RunArgs {
     /// Print a per-op GPU time table (summed over every call).
     #[arg(long)]
     pub profile: bool,
+    /// An external data file (`.ptd`) the program's named data or external tensors live
+    /// in; repeat for several.
+    #[arg(long = "data", value_name = "FILE.ptd")]
+    pub data_files: Vec<PathBuf>,
 }
 
 /// Convert a `.npy` tensor to what method input `k` expects: tensors pass through; a
@@ -119,6 +123,7 @@ fn read_call(spec: &str, i: usize, infos: &[ValueInfo]) -> Result<Vec<MethodValu
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let options = HostOptions {
         plugin_path: args.plugin.clone(),
+        data_files: args.data_files.clone(),
         ..HostOptions::default()
     };
     let t0 = Instant::now();

@@ -41,6 +41,26 @@ mod program_generated;
 #[path = "generated/vk_graph_generated.rs"]
 mod vk_graph_generated;
 
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    unused_imports,
+    dead_code,
+    deprecated,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    missing_docs,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::all
+)]
+#[rustfmt::skip]
+#[path = "generated/flat_tensor_generated.rs"]
+mod flat_tensor_generated;
+
+pub(crate) use flat_tensor_generated::flat_tensor_flatbuffer as ft;
 pub(crate) use program_generated::executorch_flatbuffer as et;
 pub(crate) use vk_graph_generated::vkgraph as vk;
 

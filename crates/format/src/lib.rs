@@ -49,6 +49,7 @@ pub mod ir;
 pub mod program;
 pub mod program_ir;
 pub mod program_writer;
+pub mod ptd;
 mod realign;
 pub mod vkgraph;
 pub mod writer;

@@ -115,6 +115,7 @@ pub fn parse_program(bytes: Vec<u8>) -> Result<Program, FormatError> {
         inline_delegate_data,
         segments,
         named_data,
+        external: Vec::new(),
     })
 }
 

@@ -196,6 +196,9 @@ pub struct Program {
     pub segments: Vec<Range<usize>>,
     /// Named data: key and file byte range.
     pub named_data: Vec<(String, Range<usize>)>,
+    /// External data files (`.ptd`) attached after parsing ([`Program::attach_external`]):
+    /// named data and external tensors the file itself does not hold are looked up there.
+    pub external: Vec<crate::ptd::PtdFile>,
 }
 
 impl Program {
@@ -217,5 +220,11 @@ impl Program {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, r)| &self.bytes[r.clone()])
+            .or_else(|| self.external.iter().find_map(|f| f.get(key)))
+    }
+    /// Attach an external data file (`.ptd`): its keys serve [`Program::named_data`] lookups
+    /// the program's own named data does not answer.
+    pub fn attach_external(&mut self, file: crate::ptd::PtdFile) {
+        self.external.push(file);
     }
 }

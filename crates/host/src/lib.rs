@@ -19,8 +19,8 @@ pub mod values;
 pub use dtype::DType;
 pub use error::{HostError, Result};
 pub use method::{
-    load_program, DelegateExecutor, DelegateSpec, HostOptions, InstructionTime, LoadedMethod,
-    MethodValue, ValueInfo, DEFAULT_MAX_INSTRUCTIONS, VULKAN_BACKEND_ID,
+    load_program, load_ptd, DelegateExecutor, DelegateSpec, HostOptions, InstructionTime,
+    LoadedMethod, MethodValue, ValueInfo, DEFAULT_MAX_INSTRUCTIONS, VULKAN_BACKEND_ID,
 };
 pub use plugin::{GpuOpTime, Plugin, PluginBackend, PluginDelegate};
 pub use tensor::Tensor;

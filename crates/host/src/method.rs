@@ -33,6 +33,9 @@ pub struct HostOptions {
     /// An `execute` that runs more instructions than this fails (a `JumpFalseCall` loop
     /// that never ends).
     pub max_instructions: u64,
+    /// External data files (`.ptd`) that [`LoadedMethod::load_file`] attaches to the
+    /// program: named data and external tensors the `.pte` does not hold.
+    pub data_files: Vec<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -40,6 +43,7 @@ impl Default for HostOptions {
         HostOptions {
             plugin_path: None,
             max_instructions: DEFAULT_MAX_INSTRUCTIONS,
+            data_files: Vec::new(),
         }
     }
 }
@@ -187,6 +191,18 @@ pub fn load_program(path: &Path) -> Result<Program> {
     })
 }
 
+/// Read and parse an external data file (`.ptd`).
+pub fn load_ptd(path: &Path) -> Result<etvk_format::ptd::PtdFile> {
+    let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    etvk_format::ptd::parse_ptd(bytes).map_err(|source| HostError::Format {
+        context: path.display().to_string(),
+        source,
+    })
+}
+
 fn plan_dtype(code: i8, what: &str) -> Result<DType> {
     DType::from_code(i32::from(code)).ok_or_else(|| {
         HostError::Unsupported(format!(
@@ -248,9 +264,20 @@ fn tensor_slot(program: &Program, t: &PlanTensor, what: &str) -> Result<TensorSl
             data.copy_from_slice(&src[..nbytes]);
         }
         TensorData::External(name) => {
-            return Err(HostError::Unsupported(format!(
-                "{what}: external tensor data {name:?} (.ptd files) is not supported"
-            )))
+            let src = program.named_data(name).ok_or_else(|| {
+                HostError::InvalidProgram(format!(
+                    "{what}: external tensor data {name:?} is in none of the attached .ptd files \
+                     ({} attached)",
+                    program.external.len()
+                ))
+            })?;
+            if src.len() < nbytes {
+                return Err(HostError::InvalidProgram(format!(
+                    "{what}: external data {name:?} has {} bytes, the {dtype} tensor of sizes {sizes:?} needs {nbytes}",
+                    src.len()
+                )));
+            }
+            data.copy_from_slice(&src[..nbytes]);
         }
     }
     Ok(TensorSlot {
@@ -292,7 +319,11 @@ fn delegate_blob<'a>(program: &'a Program, data: &DelegateData, what: &str) -> R
 impl LoadedMethod {
     /// Read, parse and load `method` of the `.pte` at `path`.
     pub fn load_file(path: &Path, method: &str, options: &HostOptions) -> Result<LoadedMethod> {
-        LoadedMethod::load(Arc::new(load_program(path)?), method, options)
+        let mut program = load_program(path)?;
+        for f in &options.data_files {
+            program.attach_external(load_ptd(f)?);
+        }
+        LoadedMethod::load(Arc::new(program), method, options)
     }
 
     /// Load `method` of `program`. The plugin is opened (and a backend created) only when

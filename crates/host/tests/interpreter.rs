@@ -38,6 +38,7 @@ fn program(bytes: Vec<u8>, plan: ExecutionPlan) -> Arc<Program> {
         inline_delegate_data: vec![],
         segments: vec![],
         named_data: vec![],
+        external: vec![],
     })
 }
 
@@ -68,6 +69,7 @@ fn options() -> HostOptions {
     HostOptions {
         plugin_path: Some("/nonexistent/libetvk.so".into()),
         max_instructions: 1000,
+        data_files: vec![],
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use etvk_format::program::parse_program;
 use etvk_format::program_ir::Program;
 use etvk_host::{LoadedMethod, ValueInfo};
 use etvk_runtime::Backend;
@@ -33,13 +32,9 @@ pub fn fixtures_with_io() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// Parse `tests/fixtures/<name>/model.pte`.
+/// Parse `tests/fixtures/<name>/model.pte` (its `.ptd` files attached).
 pub fn load_fixture_program(name: &str) -> Result<Arc<Program>, String> {
-    let path = fixtures_dir().join(name).join("model.pte");
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_program(bytes)
-        .map(Arc::new)
-        .map_err(|e| format!("{}: {e}", path.display()))
+    crate::fixtures::parse_fixture_program(name).map(Arc::new)
 }
 
 /// Whether `method` has a `VulkanBackend` delegate compiled with `require_dynamic_shapes`.
