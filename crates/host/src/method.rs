@@ -181,23 +181,23 @@ impl std::fmt::Debug for LoadedMethod {
 
 /// Parse a `.pte` file.
 pub fn load_program(path: &Path) -> Result<Program> {
-    let bytes = std::fs::read(path).map_err(|source| HostError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    etvk_format::program::parse_program(bytes).map_err(|source| HostError::Format {
-        context: path.display().to_string(),
-        source,
-    })
+    read_and_parse(path, etvk_format::program::parse_program)
 }
 
 /// Read and parse an external data file (`.ptd`).
 pub fn load_ptd(path: &Path) -> Result<etvk_format::ptd::PtdFile> {
+    read_and_parse(path, etvk_format::ptd::parse_ptd)
+}
+
+fn read_and_parse<T>(
+    path: &Path,
+    parse: impl FnOnce(Vec<u8>) -> std::result::Result<T, etvk_format::error::FormatError>,
+) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|source| HostError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    etvk_format::ptd::parse_ptd(bytes).map_err(|source| HostError::Format {
+    parse(bytes).map_err(|source| HostError::Format {
         context: path.display().to_string(),
         source,
     })

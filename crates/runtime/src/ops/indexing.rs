@@ -135,6 +135,25 @@ fn fault_tag(call: &OpCall<'_>) -> u32 {
     call.node_id.wrapping_add(1)
 }
 
+/// The `gather` shader's push constants: out[o][j][i] = x[o][idx[j]][i] over `numel` outputs.
+fn gather_push(
+    numel: usize,
+    inner: usize,
+    n_idx: usize,
+    in_dim: usize,
+    wrap_negative: bool,
+    tag: u32,
+) -> Result<Vec<u8>> {
+    Ok(Push::new()
+        .u32(to_u32(numel, "numel")?)
+        .u32(to_u32(inner.max(1), "inner")?)
+        .u32(to_u32(n_idx.max(1), "index count")?)
+        .u32(to_u32(in_dim, "dim size")?)
+        .u32(u32::from(wrap_negative))
+        .u32(tag)
+        .finish())
+}
+
 /// Fail unless `idx` is an int32 tensor (the GPU dtype of ExecuTorch's index tensors).
 fn expect_int32(g: &GraphBuilder<'_>, call: &OpCall<'_>, idx: TensorId, arg: usize) -> Result<()> {
     let dt = g.shapes().dtype(idx);
@@ -187,14 +206,7 @@ fn gather_dispatch(
             let numel: usize = od.iter().product();
             s.set_dims(out, od)?;
             Ok(Launch {
-                push: Push::new()
-                    .u32(to_u32(numel, "numel")?)
-                    .u32(to_u32(inner.max(1), "inner")?)
-                    .u32(to_u32(n_idx.max(1), "index count")?)
-                    .u32(to_u32(xd[dim], "dim size")?)
-                    .u32(wrap_negative as u32)
-                    .u32(tag)
-                    .finish(),
+                push: gather_push(numel, inner, n_idx, xd[dim], wrap_negative, tag)?,
                 global: Global::Linear(numel as u64),
             })
         },
@@ -426,14 +438,7 @@ fn build_index_select(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()>
             let numel = outer * n_idx * inner;
             s.set_dims(out, od)?;
             Ok(Launch {
-                push: Push::new()
-                    .u32(to_u32(numel, "numel")?)
-                    .u32(to_u32(inner.max(1), "inner")?)
-                    .u32(to_u32(n_idx.max(1), "index count")?)
-                    .u32(to_u32(in_dim, "dim size")?)
-                    .u32(0)
-                    .u32(tag)
-                    .finish(),
+                push: gather_push(numel, inner, n_idx, in_dim, false, tag)?,
                 global: move_global(numel, dt),
             })
         },
