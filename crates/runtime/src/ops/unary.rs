@@ -292,20 +292,21 @@ enum Param {
     Sym { value: usize, int: bool },
 }
 
+/// `x` saturated to i32, as the bits an int32 shader reads.
+fn i32_bits(x: f64) -> u32 {
+    (x.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32) as u32
+}
+
 impl Param {
-    /// An int32 shader's parameter: `x` saturated to i32, as bits.
+    /// An int32 shader's fixed parameter.
     fn int(x: f64) -> Param {
-        let v = x.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32;
-        Param::Fixed(f32::from_bits(v as u32))
+        Param::Fixed(f32::from_bits(i32_bits(x)))
     }
 
     fn bits(self, s: &crate::graph::Shapes) -> Result<u32> {
         Ok(match self {
             Param::Fixed(x) => x.to_bits(),
-            Param::Sym { value, int: true } => {
-                let x = s.scalar(value)?;
-                (x.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32) as u32
-            }
+            Param::Sym { value, int: true } => i32_bits(s.scalar(value)?),
             Param::Sym { value, int: false } => (s.scalar(value)? as f32).to_bits(),
         })
     }
