@@ -155,6 +155,8 @@ pub(crate) struct ComputeGraph {
     /// The fault record (`shaders/fault.glsl`): host-shared, zero between executes; a
     /// kernel that meets an out-of-range index writes [node_id + 1, value, limit] there.
     faults: Buffer,
+    /// Whether any kernel binds `faults` (else it is never read).
+    uses_faults: bool,
     /// The reusable execute command buffer (taken out while recording).
     cmd: Option<CommandBuffer>,
     fence: Fence,
@@ -273,6 +275,14 @@ impl ComputeGraph {
                 None => n.bindings.len(),
             })
             .sum();
+        // Only graphs with a kernel that can record a fault read the record after executes.
+        let uses_faults = b.nodes.iter().zip(&alternatives).any(|(n, a)| {
+            let has = |bs: &[Binding]| bs.contains(&Binding::Faults);
+            match a {
+                Some(a) => a.variants.iter().any(|v| has(&v.0.bindings)),
+                None => has(&n.bindings),
+            }
+        });
         let mut pool = DescriptorPool::new(&ctx, total_sets as u32, total_bindings as u32)?;
         let bufs_of = |bindings: &[Binding]| -> Result<Vec<&Buffer>> {
             bindings
@@ -457,6 +467,7 @@ impl ComputeGraph {
             scalar_buf,
             scalar_dev,
             faults,
+            uses_faults,
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
             queries: None,
@@ -684,8 +695,13 @@ impl ComputeGraph {
                 )?;
             }
         }
-        // All -> Host: the output copies and the kernels' writes to the fault record.
-        cmd.barrier(Access::All, Access::Host)?;
+        // The output copies, and the kernels' writes to the fault record when any binds it.
+        let before_host = if self.uses_faults {
+            Access::All
+        } else {
+            Access::Transfer
+        };
+        cmd.barrier(before_host, Access::Host)?;
         cmd.end()?;
         Ok(())
     }
@@ -976,6 +992,9 @@ impl ComputeGraph {
     /// Fail when a kernel recorded a fault during the last submission (the record is
     /// cleared for the next one): its outputs hold zeros where PyTorch would have raised.
     fn check_faults(&mut self) -> Result<()> {
+        if !self.uses_faults {
+            return Ok(());
+        }
         let mut raw = [0u8; 16];
         self.faults.read(0, &mut raw)?;
         let word = |i: usize| {
