@@ -14,7 +14,7 @@ use crate::dtype::DType;
 use crate::error::{HostError, Result};
 use crate::kernels::{is_supported, qualified_name, run_kernel};
 use crate::plugin::{Plugin, PluginBackend, PluginDelegate};
-use crate::tensor::{alloc_zeroed, checked_nbytes, Tensor};
+use crate::tensor::{alloc_zeroed, checked_nbytes, checked_numel, Tensor};
 use crate::values::{TensorSlot, Value};
 
 /// The backend id whose delegates the etvk plugin runs.
@@ -630,11 +630,7 @@ impl LoadedMethod {
                 let fits = t.sizes.len() == slot.max_sizes.len()
                     && match slot.dynamism {
                         0 => t.sizes == slot.max_sizes,
-                        1 => t
-                            .sizes
-                            .iter()
-                            .try_fold(1usize, |n, &d| n.checked_mul(d))
-                            .is_some_and(|n| n <= max_numel),
+                        1 => checked_numel(&t.sizes).is_ok_and(|n| n <= max_numel),
                         _ => true,
                     };
                 if !fits {

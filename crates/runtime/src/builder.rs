@@ -590,37 +590,7 @@ impl<'a> GraphBuilder<'a> {
 
     /// The serialized bytes of constant `cid`, length-checked.
     pub fn constant_bytes(&self, cid: usize) -> Result<&'a [u8]> {
-        let src = self
-            .graph
-            .constants
-            .get(cid)
-            .ok_or_else(|| invalid_program(format!("constant {cid} out of range")))?;
-        match src {
-            ConstantSource::Named { key, length } => {
-                let bytes = self.named.get(key).ok_or_else(|| {
-                    invalid_program(format!(
-                        "constant {cid}: named data key {key:?} not found in the program"
-                    ))
-                })?;
-                if bytes.len() < *length {
-                    return Err(invalid_program(format!(
-                        "constant {cid}: named data {key:?} has {} bytes, the graph declares {length}",
-                        bytes.len()
-                    )));
-                }
-                Ok(&bytes[..*length])
-            }
-            ConstantSource::Inline { offset, length } => {
-                let end = offset.checked_add(*length);
-                match end {
-                    Some(e) if e <= self.constant_region.len() => Ok(&self.constant_region[*offset..e]),
-                    _ => Err(invalid_program(format!(
-                        "constant {cid}: bytes [{offset}, +{length}) outside the {}-byte constant region",
-                        self.constant_region.len()
-                    ))),
-                }
-            }
-        }
+        constant_source_bytes(&self.graph.constants, self.constant_region, self.named, cid)
     }
 
     /// Upload constant value `v` in `layout` (once per `(constant, layout.name)`), returning
@@ -1168,6 +1138,45 @@ impl<'a> GraphBuilder<'a> {
             });
         }
         ComputeGraph::finalize(self, inputs, outputs)
+    }
+}
+
+/// The serialized bytes of constant `cid` of a graph (`constants`, its delegate's inline
+/// `constant_region`, the program's `named` data), length-checked.
+pub(crate) fn constant_source_bytes<'a>(
+    constants: &[ConstantSource],
+    constant_region: &'a [u8],
+    named: &'a dyn NamedData,
+    cid: usize,
+) -> Result<&'a [u8]> {
+    let src = constants
+        .get(cid)
+        .ok_or_else(|| invalid_program(format!("constant {cid} out of range")))?;
+    match src {
+        ConstantSource::Named { key, length } => {
+            let bytes = named.get(key).ok_or_else(|| {
+                invalid_program(format!(
+                    "constant {cid}: named data key {key:?} not found in the program"
+                ))
+            })?;
+            if bytes.len() < *length {
+                return Err(invalid_program(format!(
+                    "constant {cid}: named data {key:?} has {} bytes, the graph declares {length}",
+                    bytes.len()
+                )));
+            }
+            Ok(&bytes[..*length])
+        }
+        ConstantSource::Inline { offset, length } => {
+            let end = offset.checked_add(*length);
+            match end {
+                Some(e) if e <= constant_region.len() => Ok(&constant_region[*offset..e]),
+                _ => Err(invalid_program(format!(
+                    "constant {cid}: bytes [{offset}, +{length}) outside the {}-byte constant region",
+                    constant_region.len()
+                ))),
+            }
+        }
     }
 }
 

@@ -50,7 +50,12 @@ pub(crate) fn downcast_64_bit(
     }
     for (cid, wide_dt) in converted.iter().enumerate() {
         let Some(wide_dt) = wide_dt else { continue };
-        let bytes = constant_bytes(delegate, named, cid)?;
+        let bytes = crate::builder::constant_source_bytes(
+            &delegate.graph.constants,
+            &delegate.constant_region,
+            named,
+            cid,
+        )?;
         let narrowed = narrow_bytes(*wide_dt, bytes, cid)?;
         let offset = out.constant_region.len();
         out.constant_region.extend_from_slice(&narrowed);
@@ -60,31 +65,6 @@ pub(crate) fn downcast_64_bit(
         };
     }
     Ok(Some(out))
-}
-
-fn constant_bytes<'a>(
-    delegate: &'a VulkanDelegate,
-    named: &'a dyn NamedData,
-    cid: usize,
-) -> Result<&'a [u8]> {
-    match &delegate.graph.constants[cid] {
-        ConstantSource::Named { key, length } => named
-            .get(key)
-            .and_then(|b| b.get(..*length))
-            .ok_or_else(|| {
-                invalid_program(format!(
-                    "constant {cid}: named data {key:?} missing or shorter than {length} bytes"
-                ))
-            }),
-        ConstantSource::Inline { offset, length } => offset
-            .checked_add(*length)
-            .and_then(|end| delegate.constant_region.get(*offset..end))
-            .ok_or_else(|| {
-                invalid_program(format!(
-                    "constant {cid}: bytes [{offset}, +{length}) outside the constant region"
-                ))
-            }),
-    }
 }
 
 /// Little-endian int64 -> int32 (range-checked) or float64 -> float32 (rounded).
