@@ -336,6 +336,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
             6022 => "CooperativeMatrixKhr",
             5357 => "CooperativeMatrixNv",
             5345 => "VulkanMemoryModel",
+            65 => "SubgroupShuffle",
             _ => continue,
         };
         features.insert(f);

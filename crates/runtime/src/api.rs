@@ -268,10 +268,12 @@ impl Delegate {
         builder.q4_gemv = text_spec(crate::builder::Q4_GEMV_SPEC);
         builder.q4_bwd = text_spec(crate::builder::Q4_BWD_SPEC);
         builder.q4_mma = text_spec(crate::builder::Q4_MMA_SPEC);
+        builder.q4_fma = text_spec(crate::builder::Q4_FMA_SPEC);
         crate::ops::q4_linear::check_compile_specs(
             builder.q4_gemv.as_deref(),
             builder.q4_bwd.as_deref(),
             builder.q4_mma.as_deref(),
+            builder.q4_fma.as_deref(),
         )?;
         let graph = builder.build()?;
         backend.inner.check_validation("during delegate init")?;

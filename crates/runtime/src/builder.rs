@@ -145,6 +145,7 @@ pub const Q4_GEMV_FORMS: &[&str] = &[
     "half",
     "half_early",
     "half_late",
+    "fma",
     "f16",
     "f16_emulated",
 ];
@@ -162,6 +163,12 @@ pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
 /// kernels with plain arithmetic for the MMAs, on any device: tests). Other values are
 /// refused at load.
 pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
+
+/// Compile spec for the 4-bit forward's FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m*`):
+/// ASCII `on` (the default where the device can run it) or `off` (the int8 GEMVs and the
+/// tensor-core forward serve those M instead; their tests and benchmarks use it; `1` / `0`
+/// the same). Other values are refused at load.
+pub const Q4_FMA_SPEC: &str = "etvk_q4_fma";
 
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
@@ -291,6 +298,8 @@ pub struct GraphBuilder<'a> {
     pub q4_bwd: Option<String>,
     /// [`Q4_MMA_SPEC`]'s value, when given.
     pub q4_mma: Option<String>,
+    /// [`Q4_FMA_SPEC`]'s value, when given.
+    pub q4_fma: Option<String>,
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
     pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
@@ -351,6 +360,7 @@ impl<'a> GraphBuilder<'a> {
             q8_weights: HashMap::new(),
             q4_bwd: None,
             q4_mma: None,
+            q4_fma: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

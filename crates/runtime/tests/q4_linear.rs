@@ -20,6 +20,21 @@ const Q4GSW_BWD: &str = "et_vk.linear_q4gsw_backward.default";
 const QCS4W: &str = "et_vk.linear_qcs4w.default";
 /// Compile spec of the tensor-core forward (`etvk_runtime`'s `Q4_MMA_SPEC`).
 const MMA_SPEC: &str = "etvk_q4_mma";
+const FMA_SPEC: &str = "etvk_q4_fma";
+
+/// Compile spec turning the FMA GEMV (M = 2..8) off, for tests of the kernels it replaces.
+fn fma_off() -> (String, Vec<u8>) {
+    (FMA_SPEC.to_string(), b"off".to_vec())
+}
+
+/// Whether the device runs the FMA GEMV at M = 2..8 (scale groups of whole 8-code words):
+/// subgroup shuffles in subgroups of 8..=128 invocations.
+fn fma_runs(be: &Backend) -> bool {
+    let caps = be.device_caps();
+    caps.subgroup_shuffle
+        && caps.subgroup_size.is_power_of_two()
+        && (8..=128).contains(&caps.subgroup_size)
+}
 
 /// splitmix64: a small seeded PRNG (no dependencies).
 struct Rng(u64);
@@ -1106,7 +1121,7 @@ fn tensor_core_forward_matches_f64_reference() {
 #[test]
 fn emulated_int8_tensor_core_forward_matches_f64_reference() {
     let be = backend();
-    let force = [(MMA_SPEC.to_string(), b"emulated".to_vec())];
+    let force = [(MMA_SPEC.to_string(), b"emulated".to_vec()), fma_off()];
     let cases: &[(&[usize], usize, usize, usize, bool)] = &[
         (&[8], 256, 128, 32, false),
         (&[9], 96, 40, 32, true),
@@ -1218,9 +1233,9 @@ fn dynamic_m_on_the_emulated_int8_forward() {
     let b = g.constant(DataType::Float32, &[n], f32b(&bias_v));
     let o = g.output(&[max_m, n]);
     g.b.add_op(Q4GSW, &[xi, w, s, gsv, b, o]);
-    let mut d = g
-        .load(&be, &dynamic_forced(MMA_SPEC, Some("emulated")))
-        .unwrap();
+    let mut specs = dynamic_forced(MMA_SPEC, Some("emulated"));
+    specs.push(fma_off());
+    let mut d = g.load(&be, &specs).unwrap();
     for m in [8, 40, 8, 16, 9, 8] {
         let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "emulated int8 MMA");
         assert!(
@@ -1733,11 +1748,17 @@ fn m1_gemv(be: &Backend) -> &'static str {
 #[test]
 fn dynamic_m_reselects_kernels() {
     let m1 = format!("q4_linear_{}", m1_gemv(&backend()));
+    let fma = fma_runs(&backend());
+    let small = |mt: u32| match fma {
+        true => format!("q4_linear_gemv_fma_m{mt}"),
+        false => format!("q4_linear_gemv_m{mt}"),
+    };
+    let (m8, m2) = (small(8), small(2));
     let steps: Vec<(usize, Vec<String>)> = [
         (1, m1.as_str(), "q4_linear_bwd_split_m1"),
         (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
-        (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
-        (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
+        (5, m8.as_str(), "q4_linear_bwd_split_m8"),
+        (2, m2.as_str(), "q4_linear_bwd_split_m2"),
     ]
     .into_iter()
     .map(|(m, fwd, bwd)| {
@@ -1764,6 +1785,10 @@ fn dynamic_m_reselects_kernels() {
 #[test]
 fn dynamic_m_moves_between_split_and_unsplit() {
     let big = big_tiles(&backend());
+    let small_m8 = match fma_runs(&backend()) {
+        true => "gemv_fma_m8",
+        false => "gemv_m8",
+    };
     let m1 = m1_gemv(&backend());
     let at_321 = if big {
         ("tiled_fwd_t128_split", "tiled_bwd_t128_split")
@@ -1775,7 +1800,7 @@ fn dynamic_m_moves_between_split_and_unsplit() {
         (321, at_321.0, at_321.1),
         (1, m1, "bwd_wide_*m1_c*"),
         (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
-        (5, "gemv_m8", "bwd_staged_m8"),
+        (5, small_m8, "bwd_staged_m8"),
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
     ]
     .into_iter()
@@ -1893,7 +1918,7 @@ fn persistent_gemv_walks_row_blocks() {
         (1402, &[3][..], 4160, 1500, 32, "gemv_wide_dp4_persist"),
         (1403, &[2, 4][..], 4100, 700, 64, "gemv_wide_dp4_persist"),
     ] {
-        let names = check_forward(&be, seed, lead, (k, n, gs), true, Q4GSW);
+        let names = check_forward_specs(&be, seed, lead, (k, n, gs), true, Q4GSW, &[fma_off()]);
         let want = if dp4 { kernel } else { "gemv_wide_m1" };
         assert_eq!(names, vec![format!("{Q4GSW}/q4_linear_{want}")]);
     }
@@ -1919,7 +1944,10 @@ fn sliced_half_gemv_sums_slices_in_order() {
         (1601, 19212, 300, 19212),
         (1602, 40960, 93, 128),
     ] {
-        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), None);
+        let mut specs = dynamic();
+        specs.push(fma_off());
+        let (mut d, c, bias_v, mut rng) =
+            dynamic_forward_specs(&be, seed, (k, n, gs), (2, n), &specs);
         for m in [1, 2, 1, 1] {
             let what = format!("sliced GEMV K {k} N {n} gs {gs}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
@@ -2013,7 +2041,10 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
             "gemv_wide_dp4_persist",
         ),
     ] {
-        let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, seed, (k, n, gs), (2, n), force);
+        let mut specs = dynamic_forced("etvk_q4_gemv", force);
+        specs.push(fma_off());
+        let (mut d, c, bias_v, mut rng) =
+            dynamic_forward_specs(&be, seed, (k, n, gs), (2, n), &specs);
         for m in [1, 2, 1] {
             let what = format!("half GEMV K {k} N {n} gs {gs} forced {force:?}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
@@ -2030,6 +2061,74 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced and by default, on
+/// rows of one slice (K = 64: 8 words, most of a 32-invocation workgroup idle; K = 100: a
+/// ragged last word; one group per row on K = 2052) and of several (K = 4096: two slices
+/// of 256 words; K = 8448: five of 212 in workgroups of 224), N cut short of a block and
+/// N = 2000 (more blocks than block sets, so workgroups walk several), group sizes 8 to
+/// 128, bias or not, leading dims, and x rows of very different sizes (each row is checked
+/// on its own); then one dynamic program relaunched at M = 8, 2, 5, 8, 3 on sliced rows
+/// (the finished-slice counters must be back at zero, no slice sum may leak into the next
+/// launch), and qcs4w.
+#[test]
+fn fma_gemv_matches_f64_reference() {
+    let be = backend();
+    let fma = [("etvk_q4_gemv".to_string(), b"fma".to_vec())];
+    let cases: &[(&[usize], usize, usize, usize)] = &[
+        (&[2], 64, 32, 16),
+        (&[3], 100, 37, 8),
+        (&[4], 2052, 24, 2052),
+        (&[5], 4096, 40, 128),
+        (&[2, 3], 8448, 45, 32),
+        (&[7], 8448, 2000, 64),
+        (&[8], 4096, 300, 32),
+        (&[8], 512, 2000, 16),
+    ];
+    for (i, &(lead, k, n, gs)) in cases.iter().enumerate() {
+        let m: usize = lead.iter().product();
+        for (specs, seed) in [(&fma[..], 3000), (&[][..], 3100)] {
+            let names = check_forward_scaled(
+                &be,
+                seed + i as u64,
+                lead,
+                (k, n, gs),
+                i % 2 == 0,
+                Q4GSW,
+                specs,
+                |r, j| [1.0f32, 3e3, 1e-5, 0.25][(r + j / 512) % 4],
+            );
+            if fma_runs(&be) {
+                let mt = match m {
+                    2 => 2,
+                    3..=4 => 4,
+                    _ => 8,
+                };
+                assert_eq!(
+                    names,
+                    vec![format!("{Q4GSW}/q4_linear_gemv_fma_m{mt}")],
+                    "lead {lead:?} K {k} N {n} gs {gs}"
+                );
+            }
+        }
+    }
+    let (k, n, gs) = (8448, 530, 64);
+    let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, 3200, (k, n, gs), (8, n), None);
+    for m in [8, 2, 5, 8, 3] {
+        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "FMA GEMV relaunched");
+        if fma_runs(&be) {
+            assert!(
+                names[0].contains("q4_linear_gemv_fma_m"),
+                "M {m}: {names:?}"
+            );
+        }
+    }
+    let names = check_qcs4w(&be, 3300, &[4], 4100, 50, &[]);
+    if fma_runs(&be) {
+        assert_eq!(names, vec![format!("{QCS4W}/q4_linear_gemv_fma_m4")]);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// Rows longer than the persistent GEMV's (> 256 chunks) at M = 2..8: the int8 wide GEMV's
 /// workgroups split over the activation rows (workgroup per row block and row), with the
 /// limbs made per workgroup or, forced, by the pre-pass for every row; leading dims, ragged
@@ -2041,6 +2140,7 @@ fn long_rows_split_over_activation_rows() {
         return;
     }
     let pre = vec![("etvk_q4_gemv".to_string(), b"wide_dp4_pre".to_vec())];
+    let off = vec![fma_off()];
     for (seed, lead, k, n, gs, force, want) in [
         (
             1500,
@@ -2079,7 +2179,7 @@ fn long_rows_split_over_activation_rows() {
             vec!["act_limbs", "gemv_wide_m1_dp4_pre"],
         ),
     ] {
-        let specs: &[(String, Vec<u8>)] = if force { &pre } else { &[] };
+        let specs: &[(String, Vec<u8>)] = if force { &pre } else { &off };
         let names = check_forward_specs(&be, seed, lead, (k, n, gs), seed % 2 == 0, Q4GSW, specs);
         let want: Vec<String> = want
             .iter()
@@ -2095,7 +2195,9 @@ fn long_rows_split_over_activation_rows() {
 
 fn wide_gemv_case(be: &std::sync::Arc<Backend>, gs: usize, force: Option<&str>, m1_kernel: &str) {
     let (k, n) = (if gs == 20 { 4100 } else { 4160 }, 37);
-    let (mut d, c, bias_v, mut rng) = dynamic_forward(be, 1300, (k, n, gs), (3, n), force);
+    let mut specs = dynamic_forced("etvk_q4_gemv", force);
+    specs.push(fma_off());
+    let (mut d, c, bias_v, mut rng) = dynamic_forward_specs(be, 1300, (k, n, gs), (3, n), &specs);
     // The int8 forms serve M <= 8 too (their workgroups split over the activation rows; the
     // pre-pass makes the limbs of every row), the half-chunk form's rows taking the
     // 256-invocation persistent form there; the float forms leave M > 1 to the lane groups.
@@ -2379,7 +2481,11 @@ fn fixture_f1_linear_q4gsw_backward() {
 #[test]
 fn fp16_scales_and_runtime_bias() {
     let be = backend();
-    fp16_scales_and_runtime_bias_at(&be, (3, 64, 24, 16), 900, "q4_linear_gemv_m4");
+    let small = match fma_runs(&be) {
+        true => "q4_linear_gemv_fma_m4",
+        false => "q4_linear_gemv_m4",
+    };
+    fp16_scales_and_runtime_bias_at(&be, (3, 64, 24, 16), 900, small);
     fp16_scales_and_runtime_bias_at(
         &be,
         (16, 512, 24, 16),

@@ -35,6 +35,8 @@ pub enum Feature {
     CooperativeMatrixNv,
     /// `vulkanMemoryModel` (glslang declares it with the cooperative-matrix extensions).
     VulkanMemoryModel,
+    /// Subgroup shuffles in compute shaders (`GroupNonUniformShuffle`).
+    SubgroupShuffle,
 }
 
 /// Static description of one compiled shader variant.

@@ -91,6 +91,9 @@ pub struct DeviceCaps {
     pub vulkan_memory_model: bool,
     /// Default subgroup size (shaders must not assume 32).
     pub subgroup_size: u32,
+    /// Compute shaders may shuffle within a subgroup (`subgroupSupportedOperations` has
+    /// SHUFFLE and `subgroupSupportedStages` COMPUTE).
+    pub subgroup_shuffle: bool,
     /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
     pub cooperative_matrix_khr: bool,
     /// `VK_NV_cooperative_matrix` with its `cooperativeMatrix` feature: enabled on the
@@ -180,6 +183,7 @@ impl DeviceCaps {
                 },
             ),
             ("subgroup_size".into(), self.subgroup_size.to_string()),
+            ("subgroup_shuffle".into(), v(self.subgroup_shuffle)),
             (
                 "max_workgroup_count".into(),
                 format!("{:?}", self.max_workgroup_count),

@@ -335,6 +335,12 @@ fn describe(
         vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE
             && f12.vulkan_memory_model_device_scope == vk::TRUE,
         subgroup_size: p11.subgroup_size,
+        subgroup_shuffle: p11
+            .subgroup_supported_operations
+            .contains(vk::SubgroupFeatureFlags::SHUFFLE)
+            && p11
+                .subgroup_supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE),
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
         cooperative_matrix_nv: coop_nv_ok,
         cooperative_matrix_nv_shapes: coop_nv_shapes,

@@ -33,15 +33,19 @@ fn forward(
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
-    let choose = move |m: usize| match forward_kernel(m, n, k, big, wide, mma) {
-        Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
-            tile,
-            emulated,
-            x16,
-            codes,
-            split: codes && fwd_mma_split(tile, m, n, k).slices > 1,
+    let fma = fma_gemv(g, &q);
+    let choose = move |m: usize| match (m, fma) {
+        (2..=8, Some(fma)) => fma(m),
+        _ => match forward_kernel(m, n, k, big, wide, mma) {
+            Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
+                tile,
+                emulated,
+                x16,
+                codes,
+                split: codes && fwd_mma_split(tile, m, n, k).slices > 1,
+            },
+            kn => kn,
         },
-        kn => kn,
     };
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
@@ -150,6 +154,40 @@ fn forward(
         }
         None => None,
     };
+    // The FMA GEMV's per-slice sums [S][M][N] and its counters of finished slices, one per
+    // block set (each launch leaves them zero); one of each when it runs unsliced (bound,
+    // never touched).
+    let fma_sums = match plan.kernels.iter().find_map(|&kn| match kn {
+        Kernel::GemvFma { slices, local, .. } => Some((slices, local)),
+        _ => None,
+    }) {
+        Some((1, _)) => Some((
+            g.new_tensor(
+                DataType::Float32,
+                vec![1],
+                None,
+                format!("{}: per-slice row sums (unused)", call.what()),
+            )?,
+            finished_slice_counters(g, call, Some(1))?
+                .ok_or_else(|| internal("no counters for the FMA GEMV"))?,
+        )),
+        Some((s, local)) => {
+            let rows = (2..=max_m.min(8))
+                .filter(|&m| matches!(choose(m), Kernel::GemvFma { .. }))
+                .max()
+                .unwrap_or(2);
+            let part = g.new_tensor(
+                DataType::Float32,
+                vec![(s as usize).saturating_mul(rows).saturating_mul(n)],
+                None,
+                format!("{}: per-slice row sums", call.what()),
+            )?;
+            let counters = finished_slice_counters(g, call, Some(fma_gemv_sets(n, s, local)))?
+                .ok_or_else(|| internal("no counters for the FMA GEMV"))?;
+            Some((part, counters))
+        }
+        None => None,
+    };
     let variants = plan
         .kernels
         .iter()
@@ -184,6 +222,14 @@ fn forward(
                     ShaderId::Q4LinearGemvWideM1Dp4Pre,
                     [out, l, q.w, q.s, bias_t],
                 ),
+                _ if matches!(kn, Kernel::GemvFma { .. }) => {
+                    let (part, counters) =
+                        fma_sums.ok_or_else(|| internal("FMA GEMV without its row sums"))?;
+                    Dispatch::new(
+                        shader_of(kn, false),
+                        [out, x, q.w, q.s, bias_t, part, counters],
+                    )
+                }
                 _ if matches!(kn, Kernel::GemvHalf { slices, .. } if slices > 1) => {
                     let (part, counters) =
                         half_sums.ok_or_else(|| internal("sliced GEMV without its row sums"))?;
@@ -213,7 +259,7 @@ fn forward(
             };
             d.local = Some(match kn {
                 Kernel::GemvWide { persist, .. } if persist > 0 => [persist, 1, 1],
-                Kernel::GemvHalf { local, .. } => [local, 1, 1],
+                Kernel::GemvHalf { local, .. } | Kernel::GemvFma { local, .. } => [local, 1, 1],
                 Kernel::FwdMma { .. } => shader_of(kn, false).info().local_size,
                 _ => [LOCAL, 1, 1],
             });
@@ -241,7 +287,10 @@ fn forward(
         let kn = choose(m);
         let idx = variant_index(&kernels, kn, m)?;
         let launch = match kn {
-            Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf { .. } => Launch {
+            Kernel::Gemv(_)
+            | Kernel::GemvWide { .. }
+            | Kernel::GemvHalf { .. }
+            | Kernel::GemvFma { .. } => Launch {
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },

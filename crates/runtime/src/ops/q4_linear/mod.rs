@@ -536,6 +536,23 @@ fn push(
     kernel: Kernel,
     slice_len: usize,
 ) -> Result<Vec<u8>> {
+    if let Kernel::GemvFma { slices, .. } = kernel {
+        // M, N, K, words per row, groups, words per slice, slices | has_bias << 31, shift.
+        let cw = fma_gemv_slice_words(q.kpad, slices);
+        if slices >= 1 << 31 {
+            return Err(unsupported(format!("{slices} slices of a weight row")));
+        }
+        return Ok(Push::new()
+            .u32(to_u32(m, "M")?)
+            .u32(to_u32(q.n, "N")?)
+            .u32(to_u32(k, "K")?)
+            .u32(to_u32(q.kpad / 8, "packed row length")?)
+            .u32(to_u32(q.groups, "scale groups")?)
+            .u32(to_u32(cw, "words per slice")?)
+            .u32(slices | (has_bias as u32) << 31)
+            .u32(group_word_shift(q.gs))
+            .finish());
+    }
     // The GEMV counts uvec4 chunks per row, the tiled kernels u32 words.
     let (row_units, last) = match kernel {
         Kernel::Gemv(_) | Kernel::GemvWide { .. } | Kernel::GemvHalf { .. } => {
@@ -689,6 +706,10 @@ fn global(
                 .and_then(|g| g.checked_mul(m))
                 .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?
         }
+        // The FMA GEMV: its block sets times the slices, every row of M in each.
+        Kernel::GemvFma { slices, local, .. } => fma_gemv_sets(cols, slices, local)
+            .checked_mul(slices as usize)
+            .ok_or_else(|| unsupported(format!("{cols} columns: too many blocks")))?,
         Kernel::Gemv(_) => cols.div_ceil(rows_per_gemv_group),
         // A workgroup per (row block, activation row).
         Kernel::GemvWide { .. } => cols
@@ -711,7 +732,7 @@ fn global(
     };
     let local = match kernel {
         Kernel::GemvWide { persist, .. } if persist > 0 => persist,
-        Kernel::GemvHalf { local, .. } => local,
+        Kernel::GemvHalf { local, .. } | Kernel::GemvFma { local, .. } => local,
         Kernel::BwdMma { .. } => shader_of(kernel, true).info().local_size[0],
         _ => LOCAL,
     };

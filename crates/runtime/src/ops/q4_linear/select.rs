@@ -72,6 +72,12 @@ pub(super) enum Kernel {
         local: u32,
         early: bool,
     },
+    /// M = 2..=`mt` in fp32 FMAs, one pass over the weights for every row
+    /// (`q4_linear_gemv_fma_m{mt}`): a lane per packed word of a slice of the row (`slices`
+    /// slices of at most [`FMA_GEMV_LOCAL`] words, `local` invocations), the rows' sums
+    /// meeting by subgroup shuffles; from two slices its workgroups sum the slices
+    /// themselves ([`fma_gemv`]).
+    GemvFma { mt: u32, slices: u32, local: u32 },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -263,6 +269,64 @@ pub(super) fn forward_kernel(
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
     }
+}
+
+/// Most invocations (packed words of a slice) of the FMA GEMV ([`Kernel::GemvFma`]).
+pub(super) const FMA_GEMV_LOCAL: usize = 256;
+
+/// The FMA GEMV's geometry for M = 2..8 over `q`'s rows, as a kernel for M rows, or None
+/// where it does not run: scale groups of whole words, subgroups of 8..=128 invocations (a
+/// power of two: its butterfly holds one of 8 rows per lane group, its shared sums one
+/// slot per subgroup of at most 256 / 8) with shuffles, its shader supported; not where
+/// compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC) (else `ETVK_Q4_FMA`) is `off`
+/// or `0`, nor where another GEMV form is forced (`etvk_q4_gemv` = `fma` forces this one).
+pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<impl Fn(usize) -> Kernel + Copy> {
+    let setting = g
+        .q4_fma
+        .clone()
+        .or_else(|| std::env::var("ETVK_Q4_FMA").ok());
+    let off = matches!(setting.as_deref(), Some("off" | "0"));
+    let forced = forced_gemv(g);
+    let caps = g.caps();
+    let sg = caps.subgroup_size;
+    let ok = match forced.as_deref() {
+        Some("fma") => true,
+        Some(_) => false,
+        None => !off,
+    } && (q.groups == 1 || group_word_shift(q.gs) != u32::MAX)
+        && caps.subgroup_shuffle
+        && sg.is_power_of_two()
+        && (8..=128).contains(&sg)
+        && g.shader_supported(ShaderId::Q4LinearGemvFmaM8);
+    if !ok {
+        return None;
+    }
+    let words = q.kpad / 8;
+    let slices = words.div_ceil(FMA_GEMV_LOCAL).max(1);
+    let cw = words.div_ceil(slices);
+    let local = cw
+        .next_multiple_of(32.max(sg as usize))
+        .min(FMA_GEMV_LOCAL.max(sg as usize));
+    let local = u32::try_from(local).ok()?;
+    let slices = u32::try_from(slices).ok()?;
+    Some(move |m: usize| Kernel::GemvFma {
+        mt: small_mt(m),
+        slices,
+        local,
+    })
+}
+
+/// Words per slice of the FMA GEMV over rows of `kpad` codes in `slices` slices.
+pub(super) fn fma_gemv_slice_words(kpad: usize, slices: u32) -> usize {
+    (kpad / 8).div_ceil(slices.max(1) as usize)
+}
+
+/// Block sets (workgroups per slice) of the FMA GEMV over `n` rows at `local` invocations:
+/// the persistent wave ([`persistent_wave`] of 256-invocation workgroups) split over the
+/// slices, at most one per row block.
+pub(super) fn fma_gemv_sets(n: usize, slices: u32, local: u32) -> usize {
+    (persistent_wave(local, FMA_GEMV_LOCAL as u32) / slices.max(1) as usize)
+        .clamp(1, n.div_ceil(PERSISTENT_GEMV_ROWS).max(1))
 }
 
 /// Whether the f16 forward may keep the weight scales out of its MMAs (`Kernel::FwdMma`'s
@@ -956,14 +1020,18 @@ pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDeco
 /// Values of compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC).
 const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated"];
 
+/// Values of compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC).
+const FMA_SETTINGS: &[&str] = &["on", "1", "off", "0"];
+
 /// Rejects a value of the 4-bit linears' compile specs (`etvk_q4_gemv`, `etvk_q4_bwd`,
-/// `etvk_q4_mma`) that no kernel choice reads: a typo would otherwise leave the default in
+/// `etvk_q4_mma`, `etvk_q4_fma`) that no kernel choice reads: a typo would otherwise leave the default in
 /// place without a word. (The `ETVK_Q4_*` environment variables of benchmarks are not
 /// checked.)
 pub(crate) fn check_compile_specs(
     gemv: Option<&str>,
     bwd: Option<&str>,
     mma: Option<&str>,
+    fma: Option<&str>,
 ) -> Result<()> {
     let bad = |name: &str, v: &str, allowed: &str| {
         Err(crate::error::invalid_arg(format!(
@@ -988,6 +1056,9 @@ pub(crate) fn check_compile_specs(
     }
     if let Some(v) = mma.filter(|v| !MMA_SETTINGS.contains(v)) {
         return bad(crate::builder::Q4_MMA_SPEC, v, &MMA_SETTINGS.join(", "));
+    }
+    if let Some(v) = fma.filter(|v| !FMA_SETTINGS.contains(v)) {
+        return bad(crate::builder::Q4_FMA_SPEC, v, &FMA_SETTINGS.join(", "));
     }
     Ok(())
 }
@@ -1262,6 +1333,9 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         ) => ShaderId::Q4LinearGemvHalfEarly,
         (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
         (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
+        (Kernel::GemvFma { mt: 2, .. }, _) => ShaderId::Q4LinearGemvFmaM2,
+        (Kernel::GemvFma { mt: 4, .. }, _) => ShaderId::Q4LinearGemvFmaM4,
+        (Kernel::GemvFma { .. }, _) => ShaderId::Q4LinearGemvFmaM8,
         (Kernel::GemvWide { .. }, _) => ShaderId::Q4LinearGemvWideM1Dp4,
         (Kernel::SplitN(1), _) => ShaderId::Q4LinearBwdSplitM1,
         (Kernel::SplitN(2), _) => ShaderId::Q4LinearBwdSplitM2,
