@@ -1077,13 +1077,8 @@ fn check_qcs4w(
 #[test]
 fn tensor_core_forward_matches_f64_reference() {
     let be = backend();
-    let on = [(MMA_SPEC.to_string(), b"on".to_vec())];
-    let has_mma = be.device_caps().subgroup_size == 32
-        && be
-            .device_caps()
-            .cooperative_matrix_nv_shapes
-            .iter()
-            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
+    let on = [(MMA_SPEC.to_string(), b"on".to_vec()), fma_off()];
+    let has_mma = has_int8_mma(&be);
     let cases: &[(&[usize], usize, usize, usize, bool)] = &[
         (&[8], 256, 128, 32, false),
         (&[9], 96, 40, 32, true),
@@ -1264,6 +1259,16 @@ const BWD_MMA_CASES: &[BwdCase] = &[
 /// Whether the runtime takes the tensor-core backward here with `etvk_q4_mma` on: NV f16
 /// 16x8x16 cooperative matrices, 32-invocation subgroups and the 32 x 128 tile's 26896 bytes
 /// of shared memory (an H200).
+/// Whether the device has the int8 tensor-core forward's NV cooperative matrices.
+fn has_int8_mma(be: &Backend) -> bool {
+    be.device_caps().subgroup_size == 32
+        && be
+            .device_caps()
+            .cooperative_matrix_nv_shapes
+            .iter()
+            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32")
+}
+
 fn has_bwd_mma(be: &std::sync::Arc<Backend>) -> bool {
     let caps = be.device_caps();
     caps.subgroup_size == 32
@@ -1329,12 +1334,7 @@ fn int8_tensor_core_forward_self_check() {
         etvk_runtime::bench::q4_int8_mma_check(&be, true).unwrap(),
         None
     );
-    let has_mma = be.device_caps().subgroup_size == 32
-        && be
-            .device_caps()
-            .cooperative_matrix_nv_shapes
-            .iter()
-            .any(|s| s.to_string() == "16x8x32 s8*s8+s32->s32");
+    let has_mma = has_int8_mma(&be);
     match etvk_runtime::bench::q4_int8_mma_check(&be, false) {
         Ok(result) => {
             assert!(has_mma, "ran without the device's support");
@@ -1748,17 +1748,11 @@ fn m1_gemv(be: &Backend) -> &'static str {
 #[test]
 fn dynamic_m_reselects_kernels() {
     let m1 = format!("q4_linear_{}", m1_gemv(&backend()));
-    let fma = fma_runs(&backend());
-    let small = |mt: u32| match fma {
-        true => format!("q4_linear_gemv_fma_m{mt}"),
-        false => format!("q4_linear_gemv_m{mt}"),
-    };
-    let (m8, m2) = (small(8), small(2));
     let steps: Vec<(usize, Vec<String>)> = [
         (1, m1.as_str(), "q4_linear_bwd_split_m1"),
         (64, "q4_linear_tiled_fwd_t64", "q4_linear_tiled_bwd_t64"),
-        (5, m8.as_str(), "q4_linear_bwd_split_m8"),
-        (2, m2.as_str(), "q4_linear_bwd_split_m2"),
+        (5, "q4_linear_gemv_m8", "q4_linear_bwd_split_m8"),
+        (2, "q4_linear_gemv_m2", "q4_linear_bwd_split_m2"),
     ]
     .into_iter()
     .map(|(m, fwd, bwd)| {
@@ -1785,10 +1779,6 @@ fn dynamic_m_reselects_kernels() {
 #[test]
 fn dynamic_m_moves_between_split_and_unsplit() {
     let big = big_tiles(&backend());
-    let small_m8 = match fma_runs(&backend()) {
-        true => "gemv_fma_m8",
-        false => "gemv_m8",
-    };
     let m1 = m1_gemv(&backend());
     let at_321 = if big {
         ("tiled_fwd_t128_split", "tiled_bwd_t128_split")
@@ -1800,7 +1790,7 @@ fn dynamic_m_moves_between_split_and_unsplit() {
         (321, at_321.0, at_321.1),
         (1, m1, "bwd_wide_*m1_c*"),
         (20, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
-        (5, small_m8, "bwd_staged_m8"),
+        (5, "gemv_m8", "bwd_staged_m8"),
         (16, "tiled_fwd_t32x128_split", "tiled_bwd_t32x128_split"),
     ]
     .into_iter()
@@ -2061,7 +2051,8 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced and by default, on
+/// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced (and by default at
+/// M = 8, where the device has no int8 tensor cores or the rows are short), on
 /// rows of one slice (K = 64: 8 words, most of a 32-invocation workgroup idle; K = 100: a
 /// ragged last word; one group per row on K = 2052) and of several (K = 4096: two slices
 /// of 256 words; K = 8448: five of 212 in workgroups of 224), N cut short of a block and
@@ -2097,7 +2088,8 @@ fn fma_gemv_matches_f64_reference() {
                 specs,
                 |r, j| [1.0f32, 3e3, 1e-5, 0.25][(r + j / 512) % 4],
             );
-            if fma_runs(&be) {
+            let by_default = m == 8 && (!has_int8_mma(&be) || k <= 4096);
+            if fma_runs(&be) && (!specs.is_empty() || by_default) {
                 let mt = match m {
                     2 => 2,
                     3..=4 => 4,
@@ -2112,7 +2104,7 @@ fn fma_gemv_matches_f64_reference() {
         }
     }
     let (k, n, gs) = (8448, 530, 64);
-    let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, 3200, (k, n, gs), (8, n), None);
+    let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, 3200, (k, n, gs), (8, n), Some("fma"));
     for m in [8, 2, 5, 8, 3] {
         let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "FMA GEMV relaunched");
         if fma_runs(&be) {
@@ -2122,7 +2114,7 @@ fn fma_gemv_matches_f64_reference() {
             );
         }
     }
-    let names = check_qcs4w(&be, 3300, &[4], 4100, 50, &[]);
+    let names = check_qcs4w(&be, 3300, &[4], 4100, 50, &fma);
     if fma_runs(&be) {
         assert_eq!(names, vec![format!("{QCS4W}/q4_linear_gemv_fma_m4")]);
     }
@@ -2481,11 +2473,7 @@ fn fixture_f1_linear_q4gsw_backward() {
 #[test]
 fn fp16_scales_and_runtime_bias() {
     let be = backend();
-    let small = match fma_runs(&be) {
-        true => "q4_linear_gemv_fma_m4",
-        false => "q4_linear_gemv_m4",
-    };
-    fp16_scales_and_runtime_bias_at(&be, (3, 64, 24, 16), 900, small);
+    fp16_scales_and_runtime_bias_at(&be, (3, 64, 24, 16), 900, "q4_linear_gemv_m4");
     fp16_scales_and_runtime_bias_at(
         &be,
         (16, 512, 24, 16),

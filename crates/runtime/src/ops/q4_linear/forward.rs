@@ -33,10 +33,10 @@ fn forward(
     // Activations that came in as fp16 take the two-MMA form of the f16 kernel (one MMA in
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
-    let fma = fma_gemv(g, &q);
-    let choose = move |m: usize| match (m, fma) {
-        (2..=8, Some(fma)) => fma(m),
-        _ => match forward_kernel(m, n, k, big, wide, mma) {
+    let fma = fma_gemv(g, &q, mma.0 != Int8Mma::Off);
+    let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
+        Some(kn) => kn,
+        None => match forward_kernel(m, n, k, big, wide, mma) {
             Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
                 tile,
                 emulated,

@@ -274,13 +274,46 @@ pub(super) fn forward_kernel(
 /// Most invocations (packed words of a slice) of the FMA GEMV ([`Kernel::GemvFma`]).
 pub(super) const FMA_GEMV_LOCAL: usize = 256;
 
-/// The FMA GEMV's geometry for M = 2..8 over `q`'s rows, as a kernel for M rows, or None
-/// where it does not run: scale groups of whole words, subgroups of 8..=128 invocations (a
-/// power of two: its butterfly holds one of 8 rows per lane group, its shared sums one
-/// slot per subgroup of at most 256 / 8) with shuffles, its shader supported; not where
-/// compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC) (else `ETVK_Q4_FMA`) is `off`
-/// or `0`, nor where another GEMV form is forced (`etvk_q4_gemv` = `fma` forces this one).
-pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<impl Fn(usize) -> Kernel + Copy> {
+/// Where the FMA GEMV ([`Kernel::GemvFma`]) runs for an op: its geometry and the M it
+/// serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FmaGemv {
+    slices: u32,
+    local: u32,
+    /// The fewest rows it serves (at most 8).
+    min_m: usize,
+}
+
+impl FmaGemv {
+    /// The kernel at M rows, where this form serves them.
+    pub(super) fn at(self, m: usize) -> Option<Kernel> {
+        (self.min_m..=8).contains(&m).then_some(Kernel::GemvFma {
+            mt: small_mt(m),
+            slices: self.slices,
+            local: self.local,
+        })
+    }
+}
+
+/// Longest rows (K) on which the FMA GEMV takes M = 8 from the int8 tensor-core forward.
+/// H100 (docs/performance.md, session 32), M = 8: N = K = 2048 9.1 us against 19.0, 3072^2
+/// 14.6 against 23.4, 4096^2 19.5 against 25.9, N = 8192, K = 3072 26.0 against 30.3,
+/// N = 14336, K = 4096 49.6 against 53.0; at K = 8192 it lost (8192^2 53.1-54.9 against
+/// 51.9-52.8, N = 28672 160-170 against 157), at K = 28672 more (194 against 143).
+pub(super) const FMA_GEMV_MAX_K_BESIDE_MMA: usize = 4096;
+
+/// The FMA GEMV for `q`'s rows, or None where it does not run: scale groups of whole words,
+/// subgroups of 8..=128 invocations (a power of two: its butterfly holds one of 8 rows per
+/// lane group, its shared sums one slot per subgroup of at most 256 / 8) with shuffles, its
+/// shader supported; not where compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC)
+/// (else `ETVK_Q4_FMA`) is `off` or `0`, nor where another GEMV form is forced.
+/// `etvk_q4_gemv` = `fma` forces it at M = 2..8 (tests, benchmarks). By default it serves
+/// M = 8 only, and beside the int8 tensor-core forward (`int8_mma`) only on rows of at most
+/// [`FMA_GEMV_MAX_K_BESIDE_MMA`]: at M = 2..6 the int8 GEMVs were faster on every shape
+/// measured (H100, session 32: M = 2 at 8192^2 27.4-31.0 us against 23.0, M = 4 36.4-38.8
+/// against 34.0), while at M = 8 it beat the persistent int8 GEMV that serves M = 8 without
+/// tensor cores (8192^2: 54.9 against 61.9 on an H200, session 3).
+pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<FmaGemv> {
     let setting = g
         .q4_fma
         .clone()
@@ -289,11 +322,13 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<impl Fn(usize) ->
     let forced = forced_gemv(g);
     let caps = g.caps();
     let sg = caps.subgroup_size;
-    let ok = match forced.as_deref() {
-        Some("fma") => true,
-        Some(_) => false,
-        None => !off,
-    } && (q.groups == 1 || group_word_shift(q.gs) != u32::MAX)
+    let min_m = match forced.as_deref() {
+        Some("fma") => 2,
+        Some(_) => return None,
+        None if off || (int8_mma && q.kpad > FMA_GEMV_MAX_K_BESIDE_MMA) => return None,
+        None => 8,
+    };
+    let ok = (q.groups == 1 || group_word_shift(q.gs) != u32::MAX)
         && caps.subgroup_shuffle
         && sg.is_power_of_two()
         && (8..=128).contains(&sg)
@@ -307,12 +342,10 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<impl Fn(usize) ->
     let local = cw
         .next_multiple_of(32.max(sg as usize))
         .min(FMA_GEMV_LOCAL.max(sg as usize));
-    let local = u32::try_from(local).ok()?;
-    let slices = u32::try_from(slices).ok()?;
-    Some(move |m: usize| Kernel::GemvFma {
-        mt: small_mt(m),
-        slices,
-        local,
+    Some(FmaGemv {
+        slices: u32::try_from(slices).ok()?,
+        local: u32::try_from(local).ok()?,
+        min_m,
     })
 }
 
