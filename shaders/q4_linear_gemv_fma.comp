@@ -41,6 +41,11 @@
 #ifndef MT
 #define MT 8  // activation rows held (M <= MT; rows past M are zero and not written)
 #endif
+// Words per lane: 1, or 2 (rows of an even number of words, groups of >= 16 codes: the
+// pair is one uvec2 load in one group; the runtime's choice).
+#ifndef WPL
+#define WPL 1
+#endif
 // Local size (specialization constant; the runtime launches NT x 1 x 1): the slice's words
 // in whole subgroups, at most 256. Subgroups of at least MT invocations (a power of two).
 #define NT gl_WorkGroupSize.x
@@ -55,6 +60,7 @@ layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w1[]; };
+layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
 layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 layout(set = 0, binding = 5) coherent buffer Part { float part[]; };   // [S][M][N]
@@ -67,7 +73,7 @@ layout(push_constant) uniform Params {
   uint K;         // activation row length (<= Kpad)
   uint KW;        // packed words per weight row (Kpad / 8)
   uint G;         // scale groups per row
-  uint CW;        // words per slice (<= NT)
+  uint CW;        // words per slice (<= NT * WPL; a multiple of WPL)
   uint SB;        // slices per row S (bits 0..30); bit 31: has_bias
   uint gshift;    // log2(gs / 8), or 0xFFFFFFFF when G == 1
 } p;
@@ -76,12 +82,20 @@ layout(push_constant) uniform Params {
 shared float red[2 * RW * MAX_SUBGROUPS * MT];
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
 
-// Rows nb .. nb + UR - 1 (nb a multiple of 4) of word column wd, and their scales of group
-// gc as one vec4 per quad. Rows are padded to whole blocks of 8 (prepack::q4::Q4_ROW_PAD), so no row is
+// Rows nb .. nb + UR - 1 (nb a multiple of 4) of the WPL words from wd, and their scales of
+// group gc as one vec4 per quad. Rows are padded to whole blocks of 8 (prepack::q4::Q4_ROW_PAD), so no row is
 // clamped: rows past N are computed from padding and never written.
+#if WPL == 2
+#define WORDS uvec2
+void load_batch(uint wd, uint nb, uint gc, out uvec2 wv[UR], out vec4 sb[URQ]) {
+  const uint base = (nb * p.KW + wd) >> 1u;
+  [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w2[base + u * (p.KW >> 1u)];
+#else
+#define WORDS uint
 void load_batch(uint wd, uint nb, uint gc, out uint wv[UR], out vec4 sb[URQ]) {
   const uint base = nb * p.KW + wd;
   [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w1[base + u * p.KW];
+#endif
   [[unroll]] for (uint q = 0u; q < URQ; ++q) sb[q] = s4[((nb >> 2) + q) * p.G + gc];
 }
 
@@ -103,13 +117,14 @@ void main() {
   // a set leave together).
   if (first >= nblocks) return;
   const uint sg = gl_SubgroupID, sgsize = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
-  // Word column of the row this invocation holds; past its slice's (or the row's) words it
-  // holds a copy of the row's last one and counts zero (its activations are zero).
-  const uint wg_word = slice * p.CW + t;
-  const bool live = t < p.CW && wg_word < p.KW;
-  const uint wd = min(wg_word, p.KW - 1u);
+  // First word column of the row this invocation holds (WPL of them); past its slice's (or
+  // the row's) words it holds a copy of the row's last ones and counts zero (its activations
+  // are zero). With WPL = 2, CW and KW are even.
+  const uint wg_word = slice * p.CW + t * WPL;
+  const bool live = t * WPL < p.CW && wg_word < p.KW;
+  const uint wd = min(wg_word, p.KW - WPL);
   const uint gc = p.G == 1u ? 0u : min(wd >> p.gshift, p.G - 1u);
-  uint wv[UR];
+  WORDS wv[UR];
   vec4 sb[URQ];
   uint b = first;
   load_batch(wd, b * RW, gc, wv, sb);
@@ -117,26 +132,29 @@ void main() {
   // This lane's 8 activations of each row, slot s holding row s ^ perm, pre-scaled by
   // 16^-j for the in-place decode (exact: powers of two).
   const uint perm = lane / (sgsize / MT);
-  vec4 xl[MT], xh[MT];
-  const uint k0 = wd * 8u;
-  const bool vec_ok = (p.K & 3u) == 0u && k0 + 8u <= p.K;
-  [[unroll]] for (uint s = 0u; s < MT; ++s) {
-    const uint m = s ^ perm;
-    vec4 lo = vec4(0.0), hi = vec4(0.0);
-    if (live && m < p.M) {
-      const uint r0 = m * p.K + k0;
-      if (vec_ok) {
-        lo = x4[r0 >> 2];
-        hi = x4[(r0 >> 2) + 1u];
-      } else {
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-          lo[j] = k0 + j < p.K ? x[r0 + j] : 0.0;
-          hi[j] = k0 + 4u + j < p.K ? x[r0 + 4u + j] : 0.0;
+  // xl / xh[WPL * s + q]: word q's.
+  vec4 xl[MT * WPL], xh[MT * WPL];
+  [[unroll]] for (uint q = 0u; q < WPL; ++q) {
+    const uint k0 = (wd + q) * 8u;
+    const bool vec_ok = (p.K & 3u) == 0u && k0 + 8u <= p.K;
+    [[unroll]] for (uint s = 0u; s < MT; ++s) {
+      const uint m = s ^ perm;
+      vec4 lo = vec4(0.0), hi = vec4(0.0);
+      if (live && m < p.M) {
+        const uint r0 = m * p.K + k0;
+        if (vec_ok) {
+          lo = x4[r0 >> 2];
+          hi = x4[(r0 >> 2) + 1u];
+        } else {
+          [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+            lo[j] = k0 + j < p.K ? x[r0 + j] : 0.0;
+            hi[j] = k0 + 4u + j < p.K ? x[r0 + 4u + j] : 0.0;
+          }
         }
       }
+      xl[WPL * s + q] = lo * UNPOS;
+      xh[WPL * s + q] = hi * UNPOS;
     }
-    xl[s] = lo * UNPOS;
-    xh[s] = hi * UNPOS;
   }
 
   const uint nsg = NT / sgsize;
@@ -146,7 +164,7 @@ void main() {
     const uint n0 = b * RW;
     const uint bn = b + P;
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
-      uint wn[UR];
+      WORDS wn[UR];
       vec4 sn[URQ];
       if (r0 + UR < RW) {
         load_batch(wd, n0 + r0 + UR, gc, wn, sn);
@@ -154,9 +172,18 @@ void main() {
         load_batch(wd, bn * RW, gc, wn, sn);
       }
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
-        const vec4 cl = codes4_lo(wv[u]), ch = codes4_hi(wv[u]);
         float v[MT];
+#if WPL == 2
+        const vec4 cl0 = codes4_lo(wv[u].x), ch0 = codes4_hi(wv[u].x);
+        const vec4 cl1 = codes4_lo(wv[u].y), ch1 = codes4_hi(wv[u].y);
+        [[unroll]] for (uint s = 0u; s < MT; ++s) {
+          v[s] = ((dot(cl0, xl[2u * s]) + dot(ch0, xh[2u * s])) +
+                  (dot(cl1, xl[2u * s + 1u]) + dot(ch1, xh[2u * s + 1u]))) * sb[u >> 2u][u & 3u];
+        }
+#else
+        const vec4 cl = codes4_lo(wv[u]), ch = codes4_hi(wv[u]);
         [[unroll]] for (uint s = 0u; s < MT; ++s) v[s] = (dot(cl, xl[s]) + dot(ch, xh[s])) * sb[u >> 2u][u & 3u];
+#endif
         // Halving steps: keep slots [0, h), add the partner's [h, 2h).
         uint mask = sgsize >> 1u;
 #if MT >= 8

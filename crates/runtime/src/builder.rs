@@ -146,6 +146,7 @@ pub const Q4_GEMV_FORMS: &[&str] = &[
     "half_early",
     "half_late",
     "fma",
+    "fma_w2",
     "f16",
     "f16_emulated",
 ];

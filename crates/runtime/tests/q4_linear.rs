@@ -2052,7 +2052,8 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
 }
 
 /// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced (and by default at
-/// M = 8, where the device has no int8 tensor cores or the rows are short), on
+/// M = 8, where the device has no int8 tensor cores or the rows are short), and its
+/// two-words-per-lane form at M <= 4 (`_w2_`, forced), on
 /// rows of one slice (K = 64: 8 words, most of a 32-invocation workgroup idle; K = 100: a
 /// ragged last word; one group per row on K = 2052) and of several (K = 4096: two slices
 /// of 256 words; K = 8448: five of 212 in workgroups of 224), N cut short of a block and
@@ -2065,6 +2066,7 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
 fn fma_gemv_matches_f64_reference() {
     let be = backend();
     let fma = [("etvk_q4_gemv".to_string(), b"fma".to_vec())];
+    let fma_w2 = [("etvk_q4_gemv".to_string(), b"fma_w2".to_vec())];
     let cases: &[(&[usize], usize, usize, usize)] = &[
         (&[2], 64, 32, 16),
         (&[3], 100, 37, 8),
@@ -2077,7 +2079,10 @@ fn fma_gemv_matches_f64_reference() {
     ];
     for (i, &(lead, k, n, gs)) in cases.iter().enumerate() {
         let m: usize = lead.iter().product();
-        for (specs, seed) in [(&fma[..], 3000), (&[][..], 3100)] {
+        // Two words per lane: M <= 4, groups of >= 16 codes (packed rows are whole 32-code
+        // chunks, so their word counts are even).
+        let pairs = m <= 4 && (gs >= k || (gs >= 16 && (gs / 8).is_power_of_two()));
+        for (specs, seed) in [(&fma[..], 3000), (&[][..], 3100), (&fma_w2[..], 3400)] {
             let names = check_forward_scaled(
                 &be,
                 seed + i as u64,
@@ -2095,23 +2100,32 @@ fn fma_gemv_matches_f64_reference() {
                     3..=4 => 4,
                     _ => 8,
                 };
+                let w2 = if pairs && specs == fma_w2 { "w2_" } else { "" };
                 assert_eq!(
                     names,
-                    vec![format!("{Q4GSW}/q4_linear_gemv_fma_m{mt}")],
+                    vec![format!("{Q4GSW}/q4_linear_gemv_fma_{w2}m{mt}")],
                     "lead {lead:?} K {k} N {n} gs {gs}"
                 );
             }
         }
     }
     let (k, n, gs) = (8448, 530, 64);
-    let (mut d, c, bias_v, mut rng) = dynamic_forward(&be, 3200, (k, n, gs), (8, n), Some("fma"));
-    for m in [8, 2, 5, 8, 3] {
-        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "FMA GEMV relaunched");
-        if fma_runs(&be) {
-            assert!(
-                names[0].contains("q4_linear_gemv_fma_m"),
-                "M {m}: {names:?}"
-            );
+    for force in ["fma", "fma_w2"] {
+        let (mut d, c, bias_v, mut rng) =
+            dynamic_forward(&be, 3200, (k, n, gs), (8, n), Some(force));
+        for m in [8, 2, 5, 8, 3] {
+            let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, "FMA GEMV relaunched");
+            if fma_runs(&be) {
+                let w2 = if force == "fma_w2" && m <= 4 {
+                    "w2_"
+                } else {
+                    ""
+                };
+                assert!(
+                    names[0].contains(&format!("q4_linear_gemv_fma_{w2}m")),
+                    "M {m}: {names:?}"
+                );
+            }
         }
     }
     let names = check_qcs4w(&be, 3300, &[4], 4100, 50, &fma);

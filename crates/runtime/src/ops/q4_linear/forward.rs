@@ -155,38 +155,31 @@ fn forward(
         None => None,
     };
     // The FMA GEMV's per-slice sums [S][M][N] and its counters of finished slices, one per
-    // block set (each launch leaves them zero); one of each when it runs unsliced (bound,
-    // never touched).
-    let fma_sums = match plan.kernels.iter().find_map(|&kn| match kn {
-        Kernel::GemvFma { slices, local, .. } => Some((slices, local)),
-        _ => None,
-    }) {
-        Some((1, _)) => Some((
-            g.new_tensor(
-                DataType::Float32,
-                vec![1],
-                None,
-                format!("{}: per-slice row sums (unused)", call.what()),
-            )?,
-            finished_slice_counters(g, call, Some(1))?
-                .ok_or_else(|| internal("no counters for the FMA GEMV"))?,
-        )),
-        Some((s, local)) => {
-            let rows = (2..=max_m.min(8))
-                .filter(|&m| matches!(choose(m), Kernel::GemvFma { .. }))
-                .max()
-                .unwrap_or(2);
-            let part = g.new_tensor(
-                DataType::Float32,
-                vec![(s as usize).saturating_mul(rows).saturating_mul(n)],
-                None,
-                format!("{}: per-slice row sums", call.what()),
-            )?;
-            let counters = finished_slice_counters(g, call, Some(fma_gemv_sets(n, s, local)))?
-                .ok_or_else(|| internal("no counters for the FMA GEMV"))?;
-            Some((part, counters))
-        }
-        None => None,
+    // block set (each launch leaves them zero), sized for the largest of its kernels in the
+    // plan; one of each when it runs unsliced (bound, never touched).
+    let fma_kernels: Vec<(usize, usize)> = (2..=max_m.min(8))
+        .filter_map(|m| match choose(m) {
+            Kernel::GemvFma { slices, local, .. } => Some((
+                (slices as usize).saturating_mul(m).saturating_mul(n),
+                fma_gemv_sets(n, slices, local),
+            )),
+            _ => None,
+        })
+        .collect();
+    let fma_sums = if fma_kernels.is_empty() {
+        None
+    } else {
+        let floats = fma_kernels.iter().map(|k| k.0).max().unwrap_or(1);
+        let sets = fma_kernels.iter().map(|k| k.1).max().unwrap_or(1);
+        let part = g.new_tensor(
+            DataType::Float32,
+            vec![floats.max(1)],
+            None,
+            format!("{}: per-slice row sums", call.what()),
+        )?;
+        let counters = finished_slice_counters(g, call, Some(sets))?
+            .ok_or_else(|| internal("no counters for the FMA GEMV"))?;
+        Some((part, counters))
     };
     let variants = plan
         .kernels

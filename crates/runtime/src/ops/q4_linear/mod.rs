@@ -38,6 +38,15 @@
 //!
 //!   Compile spec `etvk_q4_gemv` = `lanes|wide|wide_dp4|wide_dp4_pre|wide_dp4_persist|half`
 //!   forces a choice.
+//! - forward, M = 8 (and M = 2..8 where compile spec `etvk_q4_gemv` = `fma` forces it):
+//!   `q4_linear_gemv_fma_m{2,4,8}`, fp32 FMAs in one pass over the weights for every row, a
+//!   lane per packed word with its activations of every row in registers, each row's sums
+//!   by a subgroup butterfly (shuffles, subgroups of 8..=128), rows of more than 256 words in
+//!   slices summed by the last workgroup; taken before the tensor-core forward below only on
+//!   rows of K <= 4096 (H100: 1.1-2.1x its speed there, slower on longer rows; session 32),
+//!   on every row length where that forward does not run. `etvk_q4_fma` = `off` turns it off;
+//!   `etvk_q4_gemv` = `fma_w2` forces its two-words-per-lane form at M <= 4
+//!   (`q4_linear_gemv_fma_w2_m{2,4}`, one uvec2 load per row; groups of >= 16 codes).
 //! - forward, M <= 8 otherwise (short rows, or no int8 form): `q4_linear_gemv_m{1,2,4,8}`
 //!   (smallest MT >= M): LANES
 //!   invocations per output row stream the packed row once and serve all M activation rows.
@@ -536,9 +545,9 @@ fn push(
     kernel: Kernel,
     slice_len: usize,
 ) -> Result<Vec<u8>> {
-    if let Kernel::GemvFma { slices, .. } = kernel {
+    if let Kernel::GemvFma { slices, wpl, .. } = kernel {
         // M, N, K, words per row, groups, words per slice, slices | has_bias << 31, shift.
-        let cw = fma_gemv_slice_words(q.kpad, slices);
+        let cw = fma_gemv_slice_words(q.kpad, slices, wpl);
         if slices >= 1 << 31 {
             return Err(unsupported(format!("{slices} slices of a weight row")));
         }

@@ -77,7 +77,13 @@ pub(super) enum Kernel {
     /// slices of at most [`FMA_GEMV_LOCAL`] words, `local` invocations), the rows' sums
     /// meeting by subgroup shuffles; from two slices its workgroups sum the slices
     /// themselves ([`fma_gemv`]).
-    GemvFma { mt: u32, slices: u32, local: u32 },
+    /// `wpl`: packed words per lane (1, or 2 at `mt` <= 4: `q4_linear_gemv_fma_w2_m{mt}`).
+    GemvFma {
+        mt: u32,
+        slices: u32,
+        local: u32,
+        wpl: u32,
+    },
     /// Tiled GEMM / backward; `split`: the split-K variant (partial sums + the reduce).
     Tiled { tile: Tile, split: bool },
     /// Backward split over N for M <= MT, plus the reduce dispatch.
@@ -278,8 +284,10 @@ pub(super) const FMA_GEMV_LOCAL: usize = 256;
 /// serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FmaGemv {
-    slices: u32,
-    local: u32,
+    /// (slices, local) with one word per lane.
+    one: (u32, u32),
+    /// (slices, local) with two, where forced and the rows allow it (M <= 4 only).
+    two: Option<(u32, u32)>,
     /// The fewest rows it serves (at most 8).
     min_m: usize,
 }
@@ -287,10 +295,15 @@ pub(super) struct FmaGemv {
 impl FmaGemv {
     /// The kernel at M rows, where this form serves them.
     pub(super) fn at(self, m: usize) -> Option<Kernel> {
+        let ((slices, local), wpl) = match self.two {
+            Some(two) if m <= 4 => (two, 2),
+            _ => (self.one, 1),
+        };
         (self.min_m..=8).contains(&m).then_some(Kernel::GemvFma {
             mt: small_mt(m),
-            slices: self.slices,
-            local: self.local,
+            slices,
+            local,
+            wpl,
         })
     }
 }
@@ -323,7 +336,7 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<F
     let caps = g.caps();
     let sg = caps.subgroup_size;
     let min_m = match forced.as_deref() {
-        Some("fma") => 2,
+        Some("fma" | "fma_w2") => 2,
         Some(_) => return None,
         None if off || (int8_mma && q.kpad > FMA_GEMV_MAX_K_BESIDE_MMA) => return None,
         None => 8,
@@ -337,21 +350,37 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<F
         return None;
     }
     let words = q.kpad / 8;
-    let slices = words.div_ceil(FMA_GEMV_LOCAL).max(1);
-    let cw = words.div_ceil(slices);
-    let local = cw
-        .next_multiple_of(32.max(sg as usize))
-        .min(FMA_GEMV_LOCAL.max(sg as usize));
+    // Slices of at most FMA_GEMV_LOCAL lanes, each `wpl` words (a whole number of them).
+    let geometry = |wpl: usize| -> Option<(u32, u32)> {
+        let slices = words.div_ceil(FMA_GEMV_LOCAL * wpl).max(1);
+        let lanes = fma_gemv_slice_words(q.kpad, slices as u32, wpl as u32) / wpl;
+        let local = lanes
+            .next_multiple_of(32.max(sg as usize))
+            .min(FMA_GEMV_LOCAL.max(sg as usize));
+        Some((u32::try_from(slices).ok()?, u32::try_from(local).ok()?))
+    };
+    // Two words per lane: one uvec2 load (rows of an even number of words) in one scale
+    // group (groups of >= 16 codes).
+    let pairs = words.is_multiple_of(2)
+        && (q.groups == 1 || (1..u32::MAX).contains(&group_word_shift(q.gs)))
+        && g.shader_supported(ShaderId::Q4LinearGemvFmaW2M4);
+    let two = match forced.as_deref() {
+        Some("fma_w2") if pairs => Some(geometry(2)?),
+        _ => None,
+    };
     Some(FmaGemv {
-        slices: u32::try_from(slices).ok()?,
-        local: u32::try_from(local).ok()?,
+        one: geometry(1)?,
+        two,
         min_m,
     })
 }
 
-/// Words per slice of the FMA GEMV over rows of `kpad` codes in `slices` slices.
-pub(super) fn fma_gemv_slice_words(kpad: usize, slices: u32) -> usize {
-    (kpad / 8).div_ceil(slices.max(1) as usize)
+/// Words per slice of the FMA GEMV over rows of `kpad` codes in `slices` slices at `wpl`
+/// words per lane (a multiple of `wpl`).
+pub(super) fn fma_gemv_slice_words(kpad: usize, slices: u32, wpl: u32) -> usize {
+    (kpad / 8)
+        .div_ceil(slices.max(1) as usize)
+        .next_multiple_of(wpl.max(1) as usize)
 }
 
 /// Block sets (workgroups per slice) of the FMA GEMV over `n` rows at `local` invocations:
@@ -1366,6 +1395,8 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         ) => ShaderId::Q4LinearGemvHalfEarly,
         (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
         (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
+        (Kernel::GemvFma { mt: 2, wpl: 2, .. }, _) => ShaderId::Q4LinearGemvFmaW2M2,
+        (Kernel::GemvFma { wpl: 2, .. }, _) => ShaderId::Q4LinearGemvFmaW2M4,
         (Kernel::GemvFma { mt: 2, .. }, _) => ShaderId::Q4LinearGemvFmaM2,
         (Kernel::GemvFma { mt: 4, .. }, _) => ShaderId::Q4LinearGemvFmaM4,
         (Kernel::GemvFma { .. }, _) => ShaderId::Q4LinearGemvFmaM8,
