@@ -219,6 +219,26 @@ class MaskIndexMix(torch.nn.Module):
         return patches.sum() + (marks[:, :2] * picked).sum() + a.mean()
 
 
+class VideoPoolTiny(torch.nn.Module):
+    """A video-style stem the partitioner leaves on the CPU (Conv3d, BatchNorm3d as
+    _native_batch_norm_legit_no_training, relu between them), the time mean, a delegated 2-D
+    convolution, then AdaptiveAvgPool2d to a size that does not divide the map (overlapping
+    bins: _adaptive_avg_pool2d on the CPU) and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv3d(3, 6, 3, padding=1)
+        self.bn = torch.nn.BatchNorm3d(6)
+        self.conv = torch.nn.Conv2d(6, 8, 3)
+        self.pool = torch.nn.AdaptiveAvgPool2d((3, 4))
+        self.head = torch.nn.Linear(8 * 3 * 4, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.stem(x))).mean(dim=2)
+        y = self.pool(torch.relu(self.conv(y)))
+        return self.head(y.flatten(1))
+
+
 class WarpTiny(torch.nn.Module):
     """RIFE-style warp: a predicted flow added to the identity grid, grid_sample (bilinear,
     border, align_corners: the configuration ExecuTorch's partitioner delegates), then
@@ -332,6 +352,15 @@ MODELS = {
         "(CPU index.Tensor), scatter of a value and gather; input [1, 2, 6, 8], output []",
         MaskIndexMix,
         [[1, 2, 6, 8], [1, 2, 6, 8]],
+        None,
+    ),
+    "i5_video_pool_cpu": (
+        "VideoPoolTiny: Conv3d, BatchNorm3d (CPU _native_batch_norm_legit_no_training) and "
+        "relu on the CPU, the time mean, a delegated conv, AdaptiveAvgPool2d((3, 4)) over a 9 x 9 "
+        "map (CPU _adaptive_avg_pool2d, overlapping bins), a linear head; input "
+        "[1, 3, 4, 11, 11], output [1, 10]",
+        VideoPoolTiny,
+        [[1, 3, 4, 11, 11], [1, 3, 4, 11, 11]],
         None,
     ),
     "v10_dynamic_edges": (

@@ -70,6 +70,7 @@ fixtures! {
     i2_cpu_ops_mix => [cli],
     i3_mask_index_mix => [cli],
     i4_external_cpu_tensors => [cli],
+    i5_video_pool_cpu => [cli],
 }
 
 fn delegate(name: &str) {

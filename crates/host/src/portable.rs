@@ -1,8 +1,11 @@
 //! More portable CPU kernels, for ops the Vulkan partitioner leaves on the CPU in real
 //! exports: elementwise math (`log.out`, `log1p.out`, `expm1.out`, `elu.out`, ...), scans
 //! (`cumsum.out`), selection and sorting with an index output (`topk.values`, `sort.values`,
-//! `max.dim_max`, `min.dim_min`) and the statistics-free batch norm that
-//! `nn.InstanceNorm2d` exports as (`_native_batch_norm_legit.no_stats_out`).
+//! `max.dim_max`, `min.dim_min`), the statistics-free batch norm that
+//! `nn.InstanceNorm2d` exports as (`_native_batch_norm_legit.no_stats_out`), inference batch
+//! norm (`_native_batch_norm_legit_no_training.out`: a 3-D batch norm, which the partitioner
+//! leaves here) and adaptive average pooling (`_adaptive_avg_pool2d.out`: output sizes that
+//! do not divide the input, as torchvision's AlexNet / VGG heads on small inputs).
 //!
 //! Math runs in f64 and is rounded once to the out dtype (PyTorch's CPU kernels use fp32
 //! libm for fp32 tensors: within an ulp of this). Index outputs are int64 as PyTorch's.
@@ -52,6 +55,7 @@ const UNARY: &[(&str, Elementwise)] = &[
     ("aten::erf.out", erf),
     ("aten::sign.out", sign),
     ("aten::frac.out", frac),
+    ("aten::relu.out", relu),
 ];
 
 /// Other kernels here: (name, number of schema args including the outs).
@@ -63,6 +67,8 @@ const OTHERS: &[(&str, usize)] = &[
     ("aten::max.dim_max", 5),
     ("aten::min.dim_min", 5),
     ("aten::_native_batch_norm_legit.no_stats_out", 9),
+    ("aten::_native_batch_norm_legit_no_training.out", 10),
+    ("aten::_adaptive_avg_pool2d.out", 3),
     ("aten::var.correction_out", 5),
     ("aten::prod.int_out", 5),
     // Broadcasting binary ops, comparisons (bool out), where, clamp with tensor bounds.
@@ -127,6 +133,15 @@ fn sign(x: f64) -> f64 {
         x
     } else {
         x.signum()
+    }
+}
+
+/// torch.relu: max(x, 0), NaN kept.
+fn relu(x: f64) -> f64 {
+    if x < 0.0 {
+        0.0
+    } else {
+        x
     }
 }
 
@@ -752,6 +767,8 @@ fn run_known(
                 "aten::scatter.value_out" => vec![scatter_value(&c)?],
                 "aten::index.Tensor_out" => vec![index_tensor(&c)?],
                 "aten::arange.start_out" | "aten::arange.out" => vec![arange(&c)?],
+                "aten::_native_batch_norm_legit_no_training.out" => batch_norm_inference(&c)?,
+                "aten::_adaptive_avg_pool2d.out" => vec![adaptive_avg_pool2d(&c)?],
                 _ if BINARY.iter().any(|(n, _)| *n == op) => vec![binary(&c)?],
                 _ => batch_norm_no_stats(&c)?,
             },
@@ -1186,4 +1203,100 @@ fn batch_norm_no_stats(c: &Call<'_>) -> Result<Vec<Result1>> {
         Result1::new((mi, md), vec![ch], means),
         Result1::new((si, sd), vec![ch], invstds),
     ])
+}
+
+/// `_native_batch_norm_legit_no_training.out(input, weight?, bias?, running_mean,
+/// running_var, momentum, eps, out0, out1, out2)`: per channel (dim 1)
+/// `out0 = (x - running_mean) / sqrt(running_var + eps) * weight + bias`; out1 / out2 (the
+/// saved statistics, which inference does not compute) come back empty, as ExecuTorch's
+/// portable kernel leaves them.
+fn batch_norm_inference(c: &Call<'_>) -> Result<Vec<Result1>> {
+    let x = c.tensor(0)?;
+    if x.sizes.len() < 2 {
+        return Err(c.err(format!("input {:?} needs a channel dim", x.sizes)));
+    }
+    let (outer, ch, inner) = split(&x.sizes, 1);
+    let per_channel = |pos: usize, what: &str| -> Result<Option<Vec<f64>>> {
+        let Some(t) = c.opt_tensor(pos)? else {
+            return Ok(None);
+        };
+        let v = floats(c, t)?;
+        if v.len() != ch {
+            return Err(c.err(format!("{} {what} values for {ch} channels", v.len())));
+        }
+        Ok(Some(v))
+    };
+    let w = per_channel(1, "weight")?;
+    let b = per_channel(2, "bias")?;
+    let mean = per_channel(3, "running_mean")?.ok_or_else(|| c.err("running_mean is required"))?;
+    let var = per_channel(4, "running_var")?.ok_or_else(|| c.err("running_var is required"))?;
+    let eps = c.number(6)?;
+    let (oi, od) = c.out(7)?;
+    let v = floats(c, x)?;
+    let mut out = vec![0.0; v.len()];
+    for cc in 0..ch {
+        let invstd = 1.0 / (var[cc] + eps).sqrt();
+        let (wc, bc) = (
+            w.as_ref().map_or(1.0, |w| w[cc]),
+            b.as_ref().map_or(0.0, |b| b[cc]),
+        );
+        for o in 0..outer {
+            let base = (o * ch + cc) * inner;
+            for k in base..base + inner {
+                out[k] = (v[k] - mean[cc]) * invstd * wc + bc;
+            }
+        }
+    }
+    let mut results = vec![Result1::new((oi, od), x.sizes.clone(), out)];
+    for pos in [8, 9] {
+        let (i, d) = c.out(pos)?;
+        results.push(Result1::new((i, d), vec![0], Vec::new()));
+    }
+    Ok(results)
+}
+
+/// `_adaptive_avg_pool2d.out(self, output_size, out)` over the last two dims of a 3-D or
+/// 4-D input: output cell (i, j) averages rows floor(i * H / oh) .. ceil((i + 1) * H / oh)
+/// and the columns alike (PyTorch's bins, which overlap where oh does not divide H).
+fn adaptive_avg_pool2d(c: &Call<'_>) -> Result<Result1> {
+    let x = c.tensor(0)?;
+    let rank = x.sizes.len();
+    if !(3..=4).contains(&rank) {
+        return Err(c.err(format!("input {:?} must be 3-D or 4-D", x.sizes)));
+    }
+    let size = c
+        .opt_int_list(1)?
+        .ok_or_else(|| c.err("output_size is required"))?;
+    let [oh, ow] = size[..] else {
+        return Err(c.err(format!("output_size {size:?} must have two entries")));
+    };
+    let (h, w) = (x.sizes[rank - 2], x.sizes[rank - 1]);
+    if oh <= 0 || ow <= 0 || h == 0 || w == 0 {
+        return Err(c.err(format!(
+            "output_size {size:?} must be positive over an input of {h} x {w}"
+        )));
+    }
+    let (oh, ow) = (oh as usize, ow as usize);
+    let planes: usize = x.sizes[..rank - 2].iter().product();
+    let v = floats(c, x)?;
+    let bin = |i: usize, n: usize, o: usize| (i * n / o, ((i + 1) * n).div_ceil(o));
+    let mut out = Vec::with_capacity(planes * oh * ow);
+    for p in 0..planes {
+        let plane = &v[p * h * w..(p + 1) * h * w];
+        for i in 0..oh {
+            let (r0, r1) = bin(i, h, oh);
+            for j in 0..ow {
+                let (c0, c1) = bin(j, w, ow);
+                let mut sum = 0.0;
+                for r in r0..r1 {
+                    sum += plane[r * w + c0..r * w + c1].iter().sum::<f64>();
+                }
+                out.push(sum / ((r1 - r0) * (c1 - c0)) as f64);
+            }
+        }
+    }
+    let (oi, od) = c.out(2)?;
+    let mut sizes = x.sizes[..rank - 2].to_vec();
+    sizes.extend([oh, ow]);
+    Ok(Result1::new((oi, od), sizes, out))
 }

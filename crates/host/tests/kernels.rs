@@ -1790,3 +1790,88 @@ fn views_arange_scatter_and_index() {
     run_kernel("aten::index.Tensor_out", &mut ix, &[0, 6, 7]).unwrap();
     assert_eq!(f32s(&tensor(&ix, 7)), vec![3.0, 2.0]);
 }
+
+/// Inference batch norm (a 3-D batch norm's export): running statistics per channel; the
+/// saved-statistics outputs come back empty.
+#[test]
+fn batch_norm_with_running_stats() {
+    // [1, 2, 1, 2]: channel 0 = [1, 3], channel 1 = [2, -2]
+    let mut v = vec![
+        slot(
+            Tensor::from_f32(vec![1, 2, 1, 2], &[1.0, 3.0, 2.0, -2.0]).unwrap(),
+            0,
+        ),
+        slot(Tensor::from_f32(vec![2], &[2.0, 1.0]).unwrap(), 0),
+        Value::Null,
+        slot(Tensor::from_f32(vec![2], &[1.0, 0.5]).unwrap(), 0),
+        slot(Tensor::from_f32(vec![2], &[4.0, 0.25]).unwrap(), 0),
+        Value::Double(0.1),
+        Value::Double(0.0),
+        out(DType::F32, &[1, 2, 1, 2]),
+        out(DType::F32, &[2]),
+        out(DType::F32, &[2]),
+    ];
+    run_kernel(
+        "aten::_native_batch_norm_legit_no_training.out",
+        &mut v,
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    )
+    .unwrap();
+    // channel 0: (x - 1) / 2 * 2; channel 1: (x - 0.5) / 0.5 * 1
+    assert_eq!(f32s(&tensor(&v, 7)), vec![0.0, 2.0, 3.0, -5.0]);
+    assert_eq!(tensor(&v, 7).sizes, vec![1, 2, 1, 2]);
+    assert_eq!(tensor(&v, 8).sizes, vec![0]);
+    assert_eq!(tensor(&v, 9).sizes, vec![0]);
+    // Running statistics of the wrong length are refused, naming the argument.
+    v[3] = slot(Tensor::from_f32(vec![3], &[1.0, 0.5, 0.0]).unwrap(), 0);
+    let e = run_kernel(
+        "aten::_native_batch_norm_legit_no_training.out",
+        &mut v,
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("running_mean"), "{e}");
+}
+
+/// Adaptive average pooling with overlapping bins (output sizes that do not divide the
+/// input), on 4-D and 3-D inputs.
+#[test]
+fn adaptive_avg_pool2d_overlapping_bins() {
+    let plane: Vec<f32> = (0..9).map(|i| i as f32).collect();
+    let mut v = vec![
+        slot(Tensor::from_f32(vec![1, 1, 3, 3], &plane).unwrap(), 0),
+        // Items are value indices: [2, 2].
+        Value::IntList(vec![3, 4]),
+        out(DType::F32, &[1, 1, 2, 2]),
+        Value::Int(2),
+        Value::Int(2),
+        slot(Tensor::from_f32(vec![1, 3, 3], &plane).unwrap(), 0),
+        out(DType::F32, &[1, 2, 2]),
+        Value::IntList(vec![3, 3, 3]),
+    ];
+    // Rows / columns {0, 1} and {1, 2} of [[0, 1, 2], [3, 4, 5], [6, 7, 8]].
+    run_kernel("aten::_adaptive_avg_pool2d.out", &mut v, &[0, 1, 2]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 2)), vec![2.0, 3.0, 5.0, 6.0]);
+    assert_eq!(tensor(&v, 2).sizes, vec![1, 1, 2, 2]);
+    run_kernel("aten::_adaptive_avg_pool2d.out", &mut v, &[5, 1, 6]).unwrap();
+    assert_eq!(f32s(&tensor(&v, 6)), vec![2.0, 3.0, 5.0, 6.0]);
+    assert_eq!(tensor(&v, 6).sizes, vec![1, 2, 2]);
+    let e = run_kernel("aten::_adaptive_avg_pool2d.out", &mut v, &[0, 7, 2]).unwrap_err();
+    assert!(e.to_string().contains("two entries"), "{e}");
+}
+
+/// relu on the CPU (between the convolutions a partitioner left there): NaN stays NaN.
+#[test]
+fn relu_keeps_nan() {
+    let mut v = vec![
+        slot(
+            Tensor::from_f32(vec![4], &[-1.5, 0.0, 2.0, f32::NAN]).unwrap(),
+            0,
+        ),
+        out(DType::F32, &[4]),
+    ];
+    run_kernel("aten::relu.out", &mut v, &[0, 1]).unwrap();
+    let o = f32s(&tensor(&v, 1));
+    assert_eq!(&o[..3], &[0.0, 0.0, 2.0]);
+    assert!(o[3].is_nan());
+}
