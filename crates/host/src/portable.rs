@@ -1168,7 +1168,6 @@ fn batch_norm_no_stats(c: &Call<'_>) -> Result<Vec<Result1>> {
     if count == 0.0 {
         return Err(c.err("batch norm over no elements"));
     }
-    let mut out = vec![0.0; v.len()];
     let (mut means, mut invstds) = (Vec::with_capacity(ch), Vec::with_capacity(ch));
     for cc in 0..ch {
         let idx = |o: usize, k: usize| (o * ch + cc) * inner + k;
@@ -1185,19 +1184,10 @@ fn batch_norm_no_stats(c: &Call<'_>) -> Result<Vec<Result1>> {
                 sq += (v[idx(o, k)] - mean).powi(2);
             }
         }
-        let invstd = 1.0 / (sq / count + eps).sqrt();
-        let (wc, bc) = (
-            w.as_ref().map_or(1.0, |w| w[cc]),
-            b.as_ref().map_or(0.0, |b| b[cc]),
-        );
-        for o in 0..outer {
-            for k in 0..inner {
-                out[idx(o, k)] = (v[idx(o, k)] - mean) * invstd * wc + bc;
-            }
-        }
         means.push(mean);
-        invstds.push(invstd);
+        invstds.push(1.0 / (sq / count + eps).sqrt());
     }
+    let out = normalize_channels(&v, (outer, ch, inner), &means, &invstds, (&w, &b));
     Ok(vec![
         Result1::new((oi, od), x.sizes.clone(), out),
         Result1::new((mi, md), vec![ch], means),
@@ -1232,21 +1222,14 @@ fn batch_norm_inference(c: &Call<'_>) -> Result<Vec<Result1>> {
     let var = per_channel(4, "running_var")?.ok_or_else(|| c.err("running_var is required"))?;
     let eps = c.number(6)?;
     let (oi, od) = c.out(7)?;
-    let v = floats(c, x)?;
-    let mut out = vec![0.0; v.len()];
-    for cc in 0..ch {
-        let invstd = 1.0 / (var[cc] + eps).sqrt();
-        let (wc, bc) = (
-            w.as_ref().map_or(1.0, |w| w[cc]),
-            b.as_ref().map_or(0.0, |b| b[cc]),
-        );
-        for o in 0..outer {
-            let base = (o * ch + cc) * inner;
-            for k in base..base + inner {
-                out[k] = (v[k] - mean[cc]) * invstd * wc + bc;
-            }
-        }
-    }
+    let invstds: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    let out = normalize_channels(
+        &floats(c, x)?,
+        (outer, ch, inner),
+        &mean,
+        &invstds,
+        (&w, &b),
+    );
     let mut results = vec![Result1::new((oi, od), x.sizes.clone(), out)];
     for pos in [8, 9] {
         let (i, d) = c.out(pos)?;
@@ -1299,4 +1282,30 @@ fn adaptive_avg_pool2d(c: &Call<'_>) -> Result<Result1> {
     let mut sizes = x.sizes[..rank - 2].to_vec();
     sizes.extend([oh, ow]);
     Ok(Result1::new((oi, od), sizes, out))
+}
+
+/// `(x - mean[c]) * invstd[c] * weight[c] + bias[c]` over the channels (dim 1) of `v`, laid
+/// out as `split` gives them; absent weight / bias count as 1 / 0. Both batch norms' last
+/// step.
+fn normalize_channels(
+    v: &[f64],
+    (outer, ch, inner): Split,
+    mean: &[f64],
+    invstd: &[f64],
+    (w, b): (&Option<Vec<f64>>, &Option<Vec<f64>>),
+) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    for cc in 0..ch {
+        let (wc, bc) = (
+            w.as_ref().map_or(1.0, |w| w[cc]),
+            b.as_ref().map_or(0.0, |b| b[cc]),
+        );
+        for o in 0..outer {
+            let base = (o * ch + cc) * inner;
+            for k in base..base + inner {
+                out[k] = (v[k] - mean[cc]) * invstd[cc] * wc + bc;
+            }
+        }
+    }
+    out
 }

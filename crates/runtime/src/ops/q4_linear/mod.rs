@@ -43,7 +43,7 @@
 //!   lane per packed word with its activations of every row in registers, each row's sums
 //!   by a subgroup butterfly (shuffles, subgroups of 8..=128), rows of more than 256 words in
 //!   slices summed by the last workgroup; taken before the tensor-core forward below only on
-//!   rows of K <= 4096 (H100: 1.1-2.1x its speed there, slower on longer rows; session 32),
+//!   rows of K <= 4096 (H100: 1.07-2.1x its speed there, slower on longer rows; session 32),
 //!   on every row length where that forward does not run. `etvk_q4_fma` = `off` turns it off;
 //!   `etvk_q4_gemv` = `fma_w2` forces its two-words-per-lane form at M <= 4
 //!   (`q4_linear_gemv_fma_w2_m{2,4}`, one uvec2 load per row; groups of >= 16 codes).

@@ -359,10 +359,9 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<F
             .min(FMA_GEMV_LOCAL.max(sg as usize));
         Some((u32::try_from(slices).ok()?, u32::try_from(local).ok()?))
     };
-    // Two words per lane: one uvec2 load (rows of an even number of words) in one scale
-    // group (groups of >= 16 codes).
-    let pairs = words.is_multiple_of(2)
-        && (q.groups == 1 || (1..u32::MAX).contains(&group_word_shift(q.gs)))
+    // Two words per lane: one uvec2 load (packed rows are whole 32-code chunks, so an even
+    // number of words) in one scale group (groups of >= 16 codes).
+    let pairs = (q.groups == 1 || (1..u32::MAX).contains(&group_word_shift(q.gs)))
         && g.shader_supported(ShaderId::Q4LinearGemvFmaW2M4);
     let two = match forced.as_deref() {
         Some("fma_w2") if pairs => Some(geometry(2)?),
