@@ -286,23 +286,24 @@ pub(super) const FMA_GEMV_LOCAL: usize = 256;
 pub(super) struct FmaGemv {
     /// (slices, local) with one word per lane.
     one: (u32, u32),
-    /// (slices, local) with two, where forced and the rows allow it (M <= 4 only).
-    two: Option<(u32, u32)>,
-    /// The fewest rows it serves (at most 8).
+    /// (slices, local) with two, and the fewest rows served so (M <= 4 only).
+    two: Option<((u32, u32), usize)>,
+    /// The fewest rows served with one word per lane (at most 8).
     min_m: usize,
 }
 
 impl FmaGemv {
     /// The kernel at M rows, where this form serves them.
     pub(super) fn at(self, m: usize) -> Option<Kernel> {
-        let ((slices, local), wpl) = match self.two {
-            Some(two) if m <= 4 => (two, 2),
-            _ => (self.one, 1),
+        let (geometry, wpl) = match self.two {
+            Some((two, from)) if (from..=4).contains(&m) => (two, 2),
+            _ if (self.min_m..=8).contains(&m) => (self.one, 1),
+            _ => return None,
         };
-        (self.min_m..=8).contains(&m).then_some(Kernel::GemvFma {
+        Some(Kernel::GemvFma {
             mt: small_mt(m),
-            slices,
-            local,
+            slices: geometry.0,
+            local: geometry.1,
             wpl,
         })
     }
@@ -315,17 +316,28 @@ impl FmaGemv {
 /// 51.9-52.8, N = 28672 160-170 against 157), at K = 28672 more (194 against 143).
 pub(super) const FMA_GEMV_MAX_K_BESIDE_MMA: usize = 4096;
 
+/// Longest rows on which it takes M = 8 from the persistent int8 GEMV (no int8 tensor
+/// cores). H100 (session 33), M = 8: 8192^2 54.9 us against 57.6, N = 28672, K = 8192 169
+/// against 190, 4096^2 19.5 against 21.3; N = 8192, K = 28672 194.4 against 190.9.
+pub(super) const FMA_GEMV_MAX_K_ALONE: usize = 16384;
+
+/// Longest rows on which the two-words-per-lane form takes M = 4 from the persistent int8
+/// GEMV. H100 (session 33), M = 4: 4096^2 13.4 us against 14.3, N = 14336, K = 4096 29.1
+/// against 31.0; at K = 8192 even or worse (8192^2 34.3 against 33.8, N = 28672 97.3
+/// against 100.5); at M = 2 it lost on every shape (8192^2 27.2 against 23.2).
+pub(super) const FMA_GEMV_W2_MAX_K: usize = 4096;
+
 /// The FMA GEMV for `q`'s rows, or None where it does not run: scale groups of whole words,
 /// subgroups of 8..=128 invocations (a power of two: its butterfly holds one of 8 rows per
 /// lane group, its shared sums one slot per subgroup of at most 256 / 8) with shuffles, its
 /// shader supported; not where compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC)
 /// (else `ETVK_Q4_FMA`) is `off` or `0`, nor where another GEMV form is forced.
-/// `etvk_q4_gemv` = `fma` forces it at M = 2..8 (tests, benchmarks). By default it serves
-/// M = 8 only, and beside the int8 tensor-core forward (`int8_mma`) only on rows of at most
-/// [`FMA_GEMV_MAX_K_BESIDE_MMA`]: at M = 2..6 the int8 GEMVs were faster on every shape
-/// measured (H100, session 32: M = 2 at 8192^2 27.4-31.0 us against 23.0, M = 4 36.4-38.8
-/// against 34.0), while at M = 8 it beat the persistent int8 GEMV that serves M = 8 without
-/// tensor cores (8192^2: 54.9 against 61.9 on an H200, session 3).
+/// `etvk_q4_gemv` = `fma` / `fma_w2` force one / two words per lane at M = 2..8 (two at
+/// M <= 4). By default it serves M = 8 on rows of at most [`FMA_GEMV_MAX_K_BESIDE_MMA`]
+/// beside the int8 tensor-core forward (`int8_mma`), [`FMA_GEMV_MAX_K_ALONE`] without, and
+/// M = 4 with two words per lane on rows of at most [`FMA_GEMV_W2_MAX_K`]: elsewhere at
+/// M = 2..7 the int8 GEMVs were as fast or faster on every shape measured (H100, sessions
+/// 32-33).
 pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<FmaGemv> {
     let setting = g
         .q4_fma
@@ -335,11 +347,20 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<F
     let forced = forced_gemv(g);
     let caps = g.caps();
     let sg = caps.subgroup_size;
-    let min_m = match forced.as_deref() {
-        Some("fma" | "fma_w2") => 2,
+    let max_k_one = if int8_mma {
+        FMA_GEMV_MAX_K_BESIDE_MMA
+    } else {
+        FMA_GEMV_MAX_K_ALONE
+    };
+    let (min_m, pairs_from) = match forced.as_deref() {
+        Some("fma") => (2, None),
+        Some("fma_w2") => (2, Some(2)),
         Some(_) => return None,
-        None if off || (int8_mma && q.kpad > FMA_GEMV_MAX_K_BESIDE_MMA) => return None,
-        None => 8,
+        None if off => return None,
+        None => (
+            if q.kpad <= max_k_one { 8 } else { usize::MAX },
+            (q.kpad <= FMA_GEMV_W2_MAX_K).then_some(4),
+        ),
     };
     let ok = (q.groups == 1 || group_word_shift(q.gs) != u32::MAX)
         && caps.subgroup_shuffle
@@ -363,10 +384,13 @@ pub(super) fn fma_gemv(g: &GraphBuilder<'_>, q: &Q4, int8_mma: bool) -> Option<F
     // number of words) in one scale group (groups of >= 16 codes).
     let pairs = (q.groups == 1 || (1..u32::MAX).contains(&group_word_shift(q.gs)))
         && g.shader_supported(ShaderId::Q4LinearGemvFmaW2M4);
-    let two = match forced.as_deref() {
-        Some("fma_w2") if pairs => Some(geometry(2)?),
+    let two = match pairs_from {
+        Some(from) if pairs => Some((geometry(2)?, from)),
         _ => None,
     };
+    if min_m > 8 && two.is_none() {
+        return None;
+    }
     Some(FmaGemv {
         one: geometry(1)?,
         two,
