@@ -146,6 +146,8 @@ fn run_tool(cmd: &mut Command, tool: &str, package: &str) -> std::process::Outpu
 /// What the build reads back from a SPIR-V module.
 struct Reflection {
     num_bindings: u32,
+    /// Bit b: binding b may be written (not declared `readonly`).
+    written: u32,
     push_bytes: u32,
     features: BTreeSet<&'static str>,
 }
@@ -221,6 +223,9 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
     let mut pointers: HashMap<u32, (u32, u32)> = HashMap::new(); // id -> (storage class, type)
     let mut vars: Vec<(u32, u32, u32)> = Vec::new(); // (ptr type, id, storage class)
     let mut names: HashMap<u32, String> = HashMap::new();
+    // NonWritable (24) on a variable, or on a member of a block: `readonly` in GLSL.
+    let mut non_writable: BTreeSet<u32> = BTreeSet::new();
+    let mut members_non_writable: HashMap<u32, BTreeSet<u32>> = HashMap::new();
     let mut i = 5;
     while i < words.len() {
         let wc = (words[i] >> 16) as usize;
@@ -245,6 +250,15 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
                 }
                 _ => {}
             },
+            71 if wc == 3 && ins[2] == 24 => {
+                non_writable.insert(ins[1]);
+            }
+            72 if wc == 4 && ins[3] == 24 => {
+                members_non_writable
+                    .entry(ins[1])
+                    .or_default()
+                    .insert(ins[2]);
+            }
             72 if wc >= 5 && ins[3] == 35 => {
                 member_offset.insert((ins[1], ins[2]), ins[4]);
             }
@@ -301,6 +315,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
     }
     check_shared_offsets(&caps, &vars, &pointers, &types, &constants, &names, name);
     let mut binding_set = BTreeSet::new();
+    let mut written = 0u32;
     let mut push_bytes = 0;
     for (ptr, id, sc) in &vars {
         if *sc == 9 {
@@ -315,6 +330,21 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
                 fail(format!("{name}: binding {b} is not a storage buffer"));
             }
             binding_set.insert(*b);
+            // Writable unless the variable or every member of its block is NonWritable
+            // (the runtime leaves out barriers between dispatches by these bits).
+            let (_, block) = pointers[ptr];
+            let members = types.get(&block).map_or(0, |t| t.len() - 2);
+            let readonly = non_writable.contains(id)
+                || (members > 0
+                    && members_non_writable
+                        .get(&block)
+                        .is_some_and(|m| m.len() == members));
+            if *b >= 32 {
+                fail(format!("{name}: binding {b}: at most 32 bindings"));
+            }
+            if !readonly {
+                written |= 1 << b;
+            }
         }
     }
     let n = binding_set.len() as u32;
@@ -343,6 +373,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
     }
     Reflection {
         num_bindings: n,
+        written,
         push_bytes: push_bytes.div_ceil(4) * 4,
         features,
     }
@@ -460,10 +491,11 @@ fn main() {
         let feats: Vec<String> = r.features.iter().map(|f| format!("Feature::{f}")).collect();
         writeln!(
             table,
-            "    ShaderInfo {{ name: {:?}, source: {:?}, spirv: &{konst}, num_bindings: {}, push_constant_bytes: {}, local_size: {:?}, features: &[{}], defines: &[{}] }},",
+            "    ShaderInfo {{ name: {:?}, source: {:?}, spirv: &{konst}, num_bindings: {}, written_bindings: {:#x}, push_constant_bytes: {}, local_size: {:?}, features: &[{}], defines: &[{}] }},",
             var.name,
             var.source,
             r.num_bindings,
+            r.written,
             r.push_bytes,
             var.local,
             feats.join(", "),

@@ -9,10 +9,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use etvk_format::program::parse_program;
 use etvk_format::program_ir::{EValue, Instruction, Program};
-use etvk_runtime::{Delegate, DelegateArg, HostDType, HostTensor, NamedData};
+use etvk_runtime::{Backend, Delegate, DelegateArg, HostDType, HostTensor, NamedData};
 use serde_json::Value as Json;
 
 use crate::case::backend;
@@ -231,6 +232,12 @@ pub fn parse_fixture_program(name: &str) -> Result<etvk_format::program_ir::Prog
 /// program, through the backend API. The method must be a single `VulkanBackend`
 /// delegate call (other instructions may only move or free values).
 pub fn run_delegate(name: &str) -> Result<(), String> {
+    run_delegate_on(name, &backend()).map(|_| ())
+}
+
+/// [`run_delegate`] on backend `be`; returns (barriers, dispatches) of the last execute
+/// ([`Delegate::barriers`]).
+pub fn run_delegate_on(name: &str, be: &Arc<Backend>) -> Result<(usize, usize), String> {
     let io = load_io(name)?;
     let tol = Tol::new(io.atol, io.rtol);
     let program = parse_fixture_program(name)?;
@@ -261,9 +268,8 @@ pub fn run_delegate(name: &str) -> Result<(), String> {
         return Err(format!("{name}: delegate {di} is {:?}", delegate.id));
     }
 
-    let be = backend();
     let mut d = Delegate::init(
-        &be,
+        be,
         program.delegate_blob(delegate),
         &delegate.compile_specs,
         &ProgramData(&program),
@@ -329,7 +335,7 @@ pub fn run_delegate(name: &str) -> Result<(), String> {
             be.validation_error_count()
         ));
     }
-    Ok(())
+    Ok(d.barriers())
 }
 
 /// The `etvk` binary of the profile this test was built with (`target/<profile>/etvk`,

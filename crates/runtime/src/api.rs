@@ -147,6 +147,9 @@ pub struct RuntimeOptions {
     pub device: Option<String>,
     /// `ETVK_VALIDATION=1`: enable validation layers; error messages fail the operation.
     pub validation: bool,
+    /// `ETVK_SYNC_VALIDATION=1`: with `validation`, the layers' synchronization validation
+    /// too (a missing barrier between dispatches is then an error; slow).
+    pub sync_validation: bool,
     /// `ETVK_PROFILE=1`: record GPU timestamps around every dispatch, so that
     /// [`Delegate::profile`] reports per-node times after each execute. Off by default: the
     /// timestamps and their read-back cost ~0.1 ms per execute of a 38-node graph on an H200
@@ -161,6 +164,7 @@ impl RuntimeOptions {
         RuntimeOptions {
             device: std::env::var("ETVK_DEVICE").ok().filter(|s| !s.is_empty()),
             validation: flag("ETVK_VALIDATION"),
+            sync_validation: flag("ETVK_SYNC_VALIDATION"),
             profile: flag("ETVK_PROFILE"),
         }
     }
@@ -201,6 +205,7 @@ impl Backend {
         let ctx = etvk_vulkan::Context::new(&etvk_vulkan::ContextOptions {
             device: options.device.clone(),
             validation: options.validation,
+            sync_validation: options.sync_validation,
         })?;
         let inner = Arc::new(crate::backend::BackendInner::new(ctx, options.profile));
         inner.check_validation("while opening the device")?;
@@ -321,6 +326,13 @@ impl Delegate {
     /// an op with several dispatches has several entries with one id).
     pub fn profile_nodes(&self) -> &[NodeTime] {
         self.graph.profile()
+    }
+    /// (barriers, dispatches) of the last recorded execute: a barrier goes only between
+    /// dependent dispatches (one touches memory another since the last barrier wrote, or
+    /// writes memory one read), except with profiling on or `ETVK_BARRIERS=all`, where one
+    /// follows every dispatch. (0, 0) before the first execute.
+    pub fn barriers(&self) -> (usize, usize) {
+        self.graph.barriers()
     }
     /// Set a runtime scalar (a SymInt, or an Int/Double value an op made GPU-visible, e.g.
     /// a learning rate) by VkGraph value id; takes effect at the next execute.

@@ -20,6 +20,7 @@ use crate::graph::checked_numel;
 use crate::graph::{Binding, DispatchNode, Global, HostStep, MemId, Shapes, TensorId};
 use etvk_shaders::ShaderId;
 
+mod barriers;
 mod state;
 
 /// Bound on every fence wait (lavapipe is slow; real GPUs finish far sooner).
@@ -157,6 +158,19 @@ pub(crate) struct ComputeGraph {
     faults: Buffer,
     /// Whether any kernel binds `faults` (else it is never read).
     uses_faults: bool,
+    /// `ETVK_BARRIERS=all`: a barrier after every dispatch, as before barriers were planned
+    /// (`exec/barriers.rs`); for comparisons.
+    barrier_every_node: bool,
+    /// `ETVK_BARRIERS=none`: no barrier between dispatches at all, a race on purpose: the
+    /// negative control of the synchronization-validation test (never right on a GPU).
+    no_barriers: bool,
+    /// (barriers between dispatches, dispatches) of the last record.
+    barriers: (usize, usize),
+    /// `ETVK_PROFILE_WHOLE=1`: profiles time only the whole execute (one entry) and keep
+    /// the barriers an execute has without profiling (planned, or after every dispatch with
+    /// `ETVK_BARRIERS=all`): what the plan saves, measured (per-node timestamps would hold
+    /// the dispatches in node order themselves).
+    profile_whole: bool,
     /// The reusable execute command buffer (taken out while recording).
     cmd: Option<CommandBuffer>,
     fence: Fence,
@@ -468,6 +482,10 @@ impl ComputeGraph {
             scalar_dev,
             faults,
             uses_faults,
+            barrier_every_node: std::env::var("ETVK_BARRIERS").is_ok_and(|v| v == "all"),
+            no_barriers: std::env::var("ETVK_BARRIERS").is_ok_and(|v| v == "none"),
+            barriers: (0, 0),
+            profile_whole: std::env::var("ETVK_PROFILE_WHOLE").is_ok_and(|v| v == "1"),
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
             queries: None,
@@ -496,6 +514,10 @@ impl ComputeGraph {
     }
     pub(crate) fn profile(&self) -> &[crate::api::NodeTime] {
         &self.profile
+    }
+
+    pub(crate) fn barriers(&self) -> (usize, usize) {
+        self.barriers
     }
 
     /// Record (or stop recording) GPU timestamps around every dispatch; the next execute
@@ -622,13 +644,39 @@ impl ComputeGraph {
             .ok_or_else(|| internal("command buffer missing"))?;
         let r = self.record_into(&mut cmd, &groups);
         self.cmd = Some(cmd);
-        r?;
+        self.barriers = r?;
         self.launched = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
         self.needs_record = false;
         Ok(())
     }
 
-    fn record_into(&self, cmd: &mut CommandBuffer, groups: &[[u32; 3]]) -> Result<()> {
+    /// Each node's bindings as barrier-plan accesses (None where it launches nothing).
+    fn accesses(&self, groups: &[[u32; 3]]) -> Vec<Option<Vec<barriers::Access>>> {
+        self.nodes
+            .iter()
+            .zip(groups)
+            .map(|(n, g)| {
+                let written = n.shader.info().written_bindings;
+                g.iter().all(|&c| c > 0).then(|| {
+                    n.bindings
+                        .iter()
+                        .enumerate()
+                        .map(|(b, bd)| {
+                            let region = match bd {
+                                Binding::Tensor(t) => barriers::Region::Mem(self.tensor_mem[t.0].0),
+                                Binding::Scalars => barriers::Region::Scalars,
+                                Binding::Faults => barriers::Region::Faults,
+                            };
+                            (region, b >= 32 || written & (1 << b) != 0)
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    }
+
+    /// Records the execute; returns (barriers between dispatches, dispatches).
+    fn record_into(&self, cmd: &mut CommandBuffer, groups: &[[u32; 3]]) -> Result<(usize, usize)> {
         cmd.begin()?;
         cmd.barrier(Access::All, Access::Transfer)?;
         if !self.scalar_slots.is_empty() || !self.scalar_f32_slots.is_empty() {
@@ -657,8 +705,35 @@ impl ComputeGraph {
             }
         }
         cmd.barrier(Access::Transfer, Access::Compute)?;
-        for (i, n) in self.nodes.iter().enumerate() {
-            if let Some(q) = &self.queries {
+        let launched: Vec<bool> = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
+        let dispatches = launched.iter().filter(|&&l| l).count();
+        // Profiles keep node order and a barrier after every dispatch, so that each node's
+        // time is its own. Otherwise dependent dispatches only are kept apart, and
+        // independent ones recorded side by side (exec/barriers.rs).
+        let whole = self.queries.is_some() && self.profile_whole;
+        let node_stamps = if whole { None } else { self.queries.as_ref() };
+        let every_node = node_stamps.is_some() || self.barrier_every_node;
+        let (order, barrier_before) = if every_node {
+            ((0..self.nodes.len()).collect(), Vec::new())
+        } else if self.no_barriers {
+            (
+                (0..self.nodes.len()).filter(|&i| launched[i]).collect(),
+                Vec::new(),
+            )
+        } else {
+            barriers::dispatch_order(&self.accesses(groups))
+        };
+        let between = if every_node {
+            dispatches.saturating_sub(1)
+        } else {
+            barrier_before.iter().filter(|&&b| b).count()
+        };
+        if let (true, Some(q)) = (whole, &self.queries) {
+            cmd.timestamp(q, 0)?;
+        }
+        for (pos, &i) in order.iter().enumerate() {
+            let n = &self.nodes[i];
+            if let Some(q) = node_stamps {
                 cmd.timestamp(q, 2 * i as u32)?;
             }
             let k = &self.kernels[i];
@@ -666,17 +741,19 @@ impl ComputeGraph {
                 .variants
                 .get(k.current())
                 .ok_or_else(|| internal(format!("op {}: kernel variant out of range", n.op)))?;
+            if barrier_before.get(pos).copied().unwrap_or(false) {
+                cmd.barrier(Access::Compute, Access::Compute)?;
+            }
             // A launch of no workgroups (a kernel idle at the current shapes) records
             // nothing: neither the dispatch nor a barrier, which costs ~1 us on a GPU.
-            let launched = groups[i].iter().all(|&g| g > 0);
-            if launched {
+            if launched[i] {
                 cmd.dispatch(pipeline, *set, &n.launch.push, groups[i])?;
             }
             // Between the dispatch and its barrier: the kernel's time without the barrier's.
-            if let Some(q) = &self.queries {
+            if let Some(q) = node_stamps {
                 cmd.timestamp(q, 2 * i as u32 + 1)?;
             }
-            if launched {
+            if launched[i] && every_node {
                 cmd.barrier(Access::Compute, Access::Compute)?;
             }
         }
@@ -703,7 +780,7 @@ impl ComputeGraph {
         };
         cmd.barrier(before_host, Access::Host)?;
         cmd.end()?;
-        Ok(())
+        Ok((between, dispatches))
     }
 
     /// Re-run every node's resize function in chain order; re-record when a launch changed.
@@ -1023,8 +1100,22 @@ impl ComputeGraph {
         let Some(q) = &self.queries else {
             return Ok(());
         };
-        let ticks = q.read(0, q.count())?;
         let period = self.be.ctx.caps().timestamp_period_ns as f64;
+        if self.profile_whole {
+            // Only the first and the last query were written.
+            let last = 2 * self.nodes.len() as u32;
+            let (t0, t1) = (q.read(0, 1)?[0], q.read(last, 1)?[0]);
+            let us = t1.saturating_sub(t0) as f64 * period / 1000.0;
+            self.profile.push(crate::api::NodeTime {
+                op: "(whole execute)".into(),
+                node_id: u32::MAX,
+                us,
+                dispatch_us: us,
+                launched: true,
+            });
+            return Ok(());
+        }
+        let ticks = q.read(0, q.count())?;
         let us_between =
             |a: usize, b: usize| ticks[b].saturating_sub(ticks[a]) as f64 * period / 1000.0;
         for (i, n) in self.nodes.iter().enumerate() {

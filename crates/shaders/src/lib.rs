@@ -50,6 +50,9 @@ pub struct ShaderInfo {
     pub spirv: &'static [u32],
     /// Storage-buffer bindings 0..num_bindings in set 0.
     pub num_bindings: u32,
+    /// Bit b set: binding b may be written (not declared `readonly`). The runtime orders
+    /// dispatches by it: one that only reads a buffer needs no barrier after another reader.
+    pub written_bindings: u32,
     /// Push-constant block size in bytes (0 if none).
     pub push_constant_bytes: u32,
     /// Default local size (specialization constants 0..2).
@@ -95,11 +98,15 @@ mod tests {
     fn reflection_matches_sources() {
         let add = ShaderId::AddOne.info();
         assert_eq!((add.num_bindings, add.push_constant_bytes), (1, 4));
+        // add_one's one buffer is read and written; binary's inputs are `readonly`.
+        assert_eq!(add.written_bindings, 0b1);
         assert!(add.features.is_empty());
         let bin = ShaderId::BinaryAddF32.info();
         assert_eq!((bin.num_bindings, bin.push_constant_bytes), (3, 112));
+        assert_eq!(bin.written_bindings, 0b001);
         let mm = ShaderId::MatmulTiledF32.info();
         assert_eq!((mm.num_bindings, mm.push_constant_bytes), (4, 64));
+        assert_eq!(mm.written_bindings, 0b0001);
         assert_eq!(mm.local_size, [256, 1, 1]);
         let f16 = ShaderId::MatmulTiledF16.info();
         assert!(

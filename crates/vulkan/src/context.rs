@@ -20,6 +20,9 @@ pub struct ContextOptions {
     pub device: Option<String>,
     /// Enable `VK_LAYER_KHRONOS_validation` and count error messages.
     pub validation: bool,
+    /// With `validation`, also its synchronization validation: a hazard between commands
+    /// that no barrier orders (e.g. two dispatches writing one buffer) is an error message.
+    pub sync_validation: bool,
 }
 
 /// A physical device as enumerated, with its discovered capabilities.
@@ -127,7 +130,11 @@ unsafe extern "system" fn debug_callback(
     vk::FALSE
 }
 
-fn create_instance(entry: &ash::Entry, validation: bool) -> VkResult<ash::Instance> {
+fn create_instance(
+    entry: &ash::Entry,
+    validation: bool,
+    sync_validation: bool,
+) -> VkResult<ash::Instance> {
     if validation {
         // SAFETY: plain enumeration call on a loaded entry.
         let layers = unsafe { entry.enumerate_instance_layer_properties() }
@@ -167,10 +174,15 @@ fn create_instance(entry: &ash::Entry, validation: bool) -> VkResult<ash::Instan
     } else {
         vec![]
     };
-    let info = vk::InstanceCreateInfo::default()
+    let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+    let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
+    let mut info = vk::InstanceCreateInfo::default()
         .application_info(&app)
         .enabled_layer_names(&layer_ptrs)
         .enabled_extension_names(&ext_ptrs);
+    if validation && sync_validation {
+        info = info.push_next(&mut features);
+    }
     // SAFETY: `info` and everything it points to live until the call returns.
     unsafe { entry.create_instance(&info, None) }.map_err(|r| vk_err("vkCreateInstance", r))
 }
@@ -437,7 +449,7 @@ fn enumerate(
 /// Enumerate physical devices and mark the one `selector` would pick (no device is created).
 pub fn list_physical_devices(selector: Option<&str>) -> VkResult<Vec<PhysicalDeviceInfo>> {
     let entry = load_entry()?;
-    let instance = create_instance(&entry, false)?;
+    let instance = create_instance(&entry, false, false)?;
     let result = enumerate(&entry, &instance).map(|(_, mut infos)| {
         // A selector that matches nothing still lists the devices (none marked).
         let _ = select(&mut infos, selector);
@@ -453,7 +465,7 @@ impl Context {
     /// queue and every useful feature it has, and the allocator.
     pub fn new(options: &ContextOptions) -> VkResult<Arc<Context>> {
         let entry = load_entry()?;
-        let instance = create_instance(&entry, options.validation)?;
+        let instance = create_instance(&entry, options.validation, options.sync_validation)?;
         // From here on, failures must destroy what was created: build in a closure.
         let mut validation: Option<Box<ValidationState>> = None;
         let mut debug = None;

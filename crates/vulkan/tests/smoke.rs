@@ -11,6 +11,7 @@ fn add_one_under_validation() {
     let ctx = Context::new(&ContextOptions {
         device: None,
         validation: true,
+        sync_validation: false,
     })
     .expect("context");
     assert!(ctx.validation_enabled());
@@ -92,11 +93,13 @@ fn device_listing_and_selection() {
     let bad = Context::new(&ContextOptions {
         device: Some("no-such-gpu-xyz".into()),
         validation: false,
+        sync_validation: false,
     });
     assert!(matches!(bad, Err(VkError::NoDevice(_))), "{bad:?}");
     let by_index = Context::new(&ContextOptions {
         device: Some(first.index.to_string()),
         validation: false,
+        sync_validation: false,
     })
     .unwrap();
     assert_eq!(by_index.info().name, first.name);
@@ -109,6 +112,7 @@ fn validation_errors_are_counted() {
     let ctx = Context::new(&ContextOptions {
         device: None,
         validation: true,
+        sync_validation: false,
     })
     .expect("context");
     assert_eq!(ctx.validation_error_count(), 0);
