@@ -105,8 +105,25 @@ impl Plugin {
         }
     }
 
-    /// Open the plugin at `path` and check its ABI version.
+    /// Open the plugin at `path` and check its ABI version. A plugin stays loaded for the
+    /// rest of the process, and opening the same file again returns it: the GPU driver it
+    /// brings in need not survive being unloaded and loaded again (NVIDIA's did not).
     pub fn open(path: &Path) -> Result<Arc<Plugin>> {
+        static OPEN: std::sync::Mutex<Vec<(PathBuf, Arc<Plugin>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut open = OPEN
+            .lock()
+            .map_err(|_| HostError::Plugin("plugin registry poisoned".into()))?;
+        if let Some((_, p)) = open.iter().find(|(k, _)| *k == key) {
+            return Ok(p.clone());
+        }
+        let plugin = Plugin::open_new(path)?;
+        open.push((key, plugin.clone()));
+        Ok(plugin)
+    }
+
+    fn open_new(path: &Path) -> Result<Arc<Plugin>> {
         // SAFETY: loading a library runs its initializers; the etvk plugin's are Rust's
         // (no global constructors with preconditions). The path is the user's choice.
         let lib = unsafe { libloading::Library::new(path) }

@@ -78,10 +78,20 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// The Vulkan loader, opened once per process and never closed: NVIDIA's driver does not
+/// come back after the loader that brought it in is unloaded (a second context after the
+/// first one's drop failed with ERROR_INCOMPATIBLE_DRIVER on an H100: `etvk check` of
+/// several programs, session 33).
 fn load_entry() -> VkResult<ash::Entry> {
-    // SAFETY: loading the system Vulkan loader runs its initialisers; this is the documented
-    // way to use ash's `loaded` feature, and the Entry keeps the library open while in use.
-    unsafe { ash::Entry::load() }.map_err(|e| VkError::LoaderMissing(e.to_string()))
+    static ENTRY: std::sync::OnceLock<Result<ash::Entry, String>> = std::sync::OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            // SAFETY: loading the system Vulkan loader runs its initialisers; this is the
+            // documented way to use ash's `loaded` feature; the static keeps it open.
+            unsafe { ash::Entry::load() }.map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(VkError::LoaderMissing)
 }
 
 fn vk_err(what: &'static str, result: vk::Result) -> VkError {
