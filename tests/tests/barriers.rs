@@ -2,7 +2,9 @@
 //! exported programs run under the Khronos layer's synchronization validation, which
 //! reports any two dispatches touching one buffer (one writing) with no barrier between
 //! them, whether or not lavapipe happened to run them in order. A negative control
-//! (`ETVK_BARRIERS=none`) shows the layer does catch a missing barrier here.
+//! (`ETVK_BARRIERS=none`) shows the layer does catch a missing barrier here. The same runs
+//! cover contiguous copies turned into shared storage (`view_alias.rs`): outputs must still
+//! match.
 
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +53,14 @@ fn planned_barriers_leave_no_race_under_sync_validation() {
         );
         if barriers + 1 < dispatches {
             fewer += 1;
+        }
+        if name == "e5_llama3_tiny_kvcache_fp32" {
+            // 41 dispatches with a copy per view / squeeze (session 33 before view_alias.rs),
+            // 25 with the views sharing storage.
+            assert!(
+                dispatches <= 30,
+                "{name}: {dispatches} dispatches: views copied?"
+            );
         }
     }
     // Attention's q / k / v projections alone need no barrier between them.

@@ -319,6 +319,8 @@ pub struct GraphBuilder<'a> {
     /// depends on ops built after it (a fused choose_qparams node counts the readers of
     /// its output that the later linears register).
     pub(crate) deferred_resize: bool,
+    /// Contiguous copies whose output may share the input's storage (`view_alias.rs`).
+    pub(crate) view_candidates: Vec<crate::view_alias::ViewCandidate>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -353,6 +355,7 @@ impl<'a> GraphBuilder<'a> {
             scalar_f32_slots: BTreeMap::new(),
             dummy: None,
             alternatives: Vec::new(),
+            view_candidates: Vec::new(),
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,
@@ -1147,6 +1150,10 @@ impl<'a> GraphBuilder<'a> {
                 GValue::Int(x) => OutputSlot::Int(*x),
                 _ => OutputSlot::Ignored,
             });
+        }
+        let aliased = self.alias_views(&inputs);
+        if aliased > 0 {
+            log::debug!("{aliased} contiguous copies share their input's storage");
         }
         ComputeGraph::finalize(self, inputs, outputs)
     }

@@ -22,5 +22,6 @@ mod backend;
 mod downcast;
 mod error;
 mod exec;
+mod view_alias;
 
 pub use api::*;

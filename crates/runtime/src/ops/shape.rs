@@ -30,9 +30,14 @@
 //! Data-movement ops take one-byte elements (bool, int8, uint8) too, four to a word
 //! (`*_u8` shader variants).
 //!
-//! Outputs are real copies, never aliases of the input: the exporter's memory planner gives
-//! input and output their own memory objects and may reuse the input's object for another
-//! tensor while the output is still live.
+//! The exporter's memory planner gives input and output their own memory objects and may
+//! reuse the input's object for another tensor while the output is still live, so an output
+//! never takes the input's object; contiguous copies (view, squeeze, unsqueeze, clone,
+//! alias) of intermediates instead move both into an object of their own and launch
+//! nothing, where no other node can tell (`view_alias.rs`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use etvk_format::ir::DataType;
 use etvk_shaders::ShaderId;
@@ -224,6 +229,15 @@ fn copy_dispatch(
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     let shader = move_shader("copy", dt, call)?;
+    // The output may share x's storage instead (view_alias.rs decides once every op is
+    // built); the node then launches nothing.
+    let aliased = Arc::new(AtomicBool::new(false));
+    g.view_candidates.push(crate::view_alias::ViewCandidate {
+        node: g.nodes.len(),
+        x,
+        out,
+        aliased: aliased.clone(),
+    });
     g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
         let od = out_dims(s)?;
         let numel = s.numel(x);
@@ -234,9 +248,14 @@ fn copy_dispatch(
             )));
         }
         s.set_dims(out, od)?;
+        let global = if aliased.load(Ordering::Relaxed) {
+            Global::Linear(0)
+        } else {
+            move_global(numel, dt)
+        };
         Ok(Launch {
             push: Push::new().u32(to_u32(numel, "numel")?).finish(),
-            global: move_global(numel, dt),
+            global,
         })
     })
 }
