@@ -78,9 +78,10 @@ impl std::fmt::Debug for Context {
     }
 }
 
-/// The Vulkan loader, opened once per process and never closed: NVIDIA's driver does not
-/// come back after the loader that brought it in is unloaded (a second context after the
-/// first one's drop failed with ERROR_INCOMPATIBLE_DRIVER on an H100: `etvk check` of
+/// The Vulkan loader, opened once per process and never closed, with one bare instance
+/// that is never destroyed: the loader unloads a driver with the last instance that uses
+/// it, and NVIDIA's does not load again in the same process (on an H100 a second context
+/// after the first one's drop failed with ERROR_INCOMPATIBLE_DRIVER: one `etvk check` of
 /// several programs, session 33).
 fn load_entry() -> VkResult<ash::Entry> {
     static ENTRY: std::sync::OnceLock<Result<ash::Entry, String>> = std::sync::OnceLock::new();
@@ -88,7 +89,14 @@ fn load_entry() -> VkResult<ash::Entry> {
         .get_or_init(|| {
             // SAFETY: loading the system Vulkan loader runs its initialisers; this is the
             // documented way to use ash's `loaded` feature; the static keeps it open.
-            unsafe { ash::Entry::load() }.map_err(|e| e.to_string())
+            let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_0);
+            let info = vk::InstanceCreateInfo::default().application_info(&app);
+            // SAFETY: `info` lives until the call returns. The instance is deliberately
+            // leaked (never destroyed, nothing created from it) to keep the drivers loaded;
+            // failing to create it only loses that.
+            let _keeper = unsafe { entry.create_instance(&info, None) };
+            Ok(entry)
         })
         .clone()
         .map_err(VkError::LoaderMissing)
