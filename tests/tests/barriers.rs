@@ -98,3 +98,24 @@ fn sync_validation_reports_a_missing_barrier() {
         "{err}"
     );
 }
+
+/// The LoRA training step (forward, backward, AdamW on GPU-resident state, in-place updates
+/// of the adapters and moments) under synchronization validation: `etvk finetune` times
+/// whole steps, so its steps run with the planned barriers.
+#[test]
+fn training_step_has_no_race_under_sync_validation() {
+    let bin = cli_binary().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(&bin)
+        .arg("finetune")
+        .arg("--reference")
+        .arg(fixtures_dir().join("lora_reference"))
+        .env("ETVK_VALIDATION", "1")
+        .env("ETVK_SYNC_VALIDATION", "1")
+        .output()
+        .expect("run etvk");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -422,8 +422,10 @@ pub fn finetune(args: &FinetuneArgs) -> Result<(), CliError> {
     let backend = Backend::new(&RuntimeOptions::from_env())?;
     outln!("device: {}", backend.device_description());
     let mut delegate = Delegate::init(&backend, &graph.blob, &[], &graph.named)?;
-    // GPU time per step is part of the report.
+    // GPU time per step is part of the report: whole steps, with the barriers a step has
+    // without profiling.
     delegate.set_profiling(true)?;
+    delegate.set_profile_whole(true);
 
     let x_all = f32s(&inputs, "inputs")?;
     let mut worst_loss = 0f64;

@@ -322,6 +322,13 @@ impl Delegate {
     pub fn set_profiling(&mut self, on: bool) -> Result<()> {
         self.graph.set_profiling(on)
     }
+    /// With profiling on, time only whole executes: [`Delegate::profile`] then has one entry,
+    /// `(whole execute)`, and the dispatches keep the barriers they have without profiling
+    /// (per-node timestamps hold them in node order, a barrier after each). Also
+    /// `ETVK_PROFILE_WHOLE=1`.
+    pub fn set_profile_whole(&mut self, on: bool) {
+        self.graph.set_profile_whole(on)
+    }
     /// [`Delegate::profile`] with each dispatch's VkGraph node id (`OperatorCall.node_id`;
     /// an op with several dispatches has several entries with one id).
     pub fn profile_nodes(&self) -> &[NodeTime] {

@@ -520,6 +520,14 @@ impl ComputeGraph {
         self.barriers
     }
 
+    pub(crate) fn set_profile_whole(&mut self, on: bool) {
+        if on != self.profile_whole {
+            self.profile_whole = on;
+            self.profile.clear();
+            self.needs_record = true;
+        }
+    }
+
     /// Record (or stop recording) GPU timestamps around every dispatch; the next execute
     /// re-records its command buffer. A no-op on queues without timestamps.
     pub(crate) fn set_profiling(&mut self, on: bool) -> Result<()> {
