@@ -3,7 +3,7 @@
 //! reports any two dispatches touching one buffer (one writing) with no barrier between
 //! them, whether or not lavapipe happened to run them in order. A negative control
 //! (`ETVK_BARRIERS=none`) shows the layer does catch a missing barrier here. The same runs
-//! cover contiguous copies turned into shared storage (`view_alias.rs`): outputs must still
+//! cover contiguous copies turned into shared storage (`storage.rs`): outputs must still
 //! match.
 
 use std::sync::{Arc, OnceLock};
@@ -55,7 +55,7 @@ fn planned_barriers_leave_no_race_under_sync_validation() {
             fewer += 1;
         }
         if name == "e5_llama3_tiny_kvcache_fp32" {
-            // 41 dispatches with a copy per view / squeeze (session 33 before view_alias.rs),
+            // 41 dispatches with a copy per view / squeeze (session 33 before storage.rs),
             // 25 with the views sharing storage.
             assert!(
                 dispatches <= 30,

@@ -319,8 +319,8 @@ pub struct GraphBuilder<'a> {
     /// depends on ops built after it (a fused choose_qparams node counts the readers of
     /// its output that the later linears register).
     pub(crate) deferred_resize: bool,
-    /// Contiguous copies whose output may share the input's storage (`view_alias.rs`).
-    pub(crate) view_candidates: Vec<crate::view_alias::ViewCandidate>,
+    /// Contiguous copies whose output may share the input's storage (`storage.rs`).
+    pub(crate) view_candidates: Vec<crate::storage::ViewCandidate>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -1151,10 +1151,8 @@ impl<'a> GraphBuilder<'a> {
                 _ => OutputSlot::Ignored,
             });
         }
-        let aliased = self.alias_views(&inputs);
-        if aliased > 0 {
-            log::debug!("{aliased} contiguous copies share their input's storage");
-        }
+        let aliased = self.plan_storage(&inputs);
+        log::debug!("{aliased} contiguous copies share their input's storage");
         ComputeGraph::finalize(self, inputs, outputs)
     }
 }

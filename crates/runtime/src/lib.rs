@@ -22,6 +22,6 @@ mod backend;
 mod downcast;
 mod error;
 mod exec;
-mod view_alias;
+mod storage;
 
 pub use api::*;

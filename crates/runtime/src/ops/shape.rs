@@ -34,7 +34,7 @@
 //! reuse the input's object for another tensor while the output is still live, so an output
 //! never takes the input's object; contiguous copies (view, squeeze, unsqueeze, clone,
 //! alias) of intermediates instead move both into an object of their own and launch
-//! nothing, where no other node can tell (`view_alias.rs`).
+//! nothing, where no other node can tell (`storage.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -229,10 +229,10 @@ fn copy_dispatch(
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(out)])?;
     let shader = move_shader("copy", dt, call)?;
-    // The output may share x's storage instead (view_alias.rs decides once every op is
+    // The output may share x's storage instead (storage.rs decides once every op is
     // built); the node then launches nothing.
     let aliased = Arc::new(AtomicBool::new(false));
-    g.view_candidates.push(crate::view_alias::ViewCandidate {
+    g.view_candidates.push(crate::storage::ViewCandidate {
         node: g.nodes.len(),
         x,
         out,
