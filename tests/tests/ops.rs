@@ -264,6 +264,32 @@ fn dequant_into_linear_runs_the_int8_kernel() {
     assert!(kept[1].contains("/linear_gemv_"), "{kept:?}");
 }
 
+/// A gated SiLU (`mul(mul(x, sigmoid(x)), u)` or `mul(silu(x), u)`) runs as one dispatch
+/// (ops/fused_silu.rs) unless an intermediate has another reader; the numbers are checked
+/// by the unary family's cases.
+#[test]
+fn gated_silu_runs_as_one_dispatch() {
+    let all = (cases::family("unary").cases)();
+    let nodes = |name: &str| -> Vec<String> {
+        let case = all
+            .iter()
+            .find(|c| c.label().ends_with(name))
+            .unwrap_or_else(|| panic!("no unary case named like {name:?}"));
+        profile_run(case, 0).into_iter().map(|n| n.op).collect()
+    };
+    for dt in ["float32", "float16"] {
+        let fused = nodes(&format!("{dt} gated silu (sigmoid, mul)"));
+        assert_eq!(fused, vec!["aten.mul.Tensor"], "{dt}: {fused:?}");
+        assert_eq!(nodes(&format!("{dt} gated silu")).len(), 1, "{dt} silu");
+        let kept = nodes(&format!(
+            "{dt} gated silu (sigmoid, mul), inner returned: not fused"
+        ));
+        assert_eq!(kept.len(), 3, "{dt}: {kept:?}");
+        let kept = nodes(&format!("{dt} gated silu, inner returned: not fused"));
+        assert_eq!(kept.len(), 2, "{dt}: {kept:?}");
+    }
+}
+
 /// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
 fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime::NodeTime> {
     let be = etvk_tests::backend();

@@ -321,6 +321,10 @@ pub struct GraphBuilder<'a> {
     pub(crate) deferred_resize: bool,
     /// Contiguous copies whose output may share the input's storage (`storage.rs`).
     pub(crate) view_candidates: Vec<crate::storage::ViewCandidate>,
+    /// Chain ops another op's fusion built (`ops/fused_silu.rs`): not built themselves.
+    pub(crate) skip_ops: std::collections::HashSet<usize>,
+    /// Chain index of an outer `mul` -> the fused gated SiLU it runs instead.
+    pub(crate) silu_mul: HashMap<usize, crate::ops::fused_silu::SiluMul>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -356,6 +360,8 @@ impl<'a> GraphBuilder<'a> {
             dummy: None,
             alternatives: Vec::new(),
             view_candidates: Vec::new(),
+            skip_ops: std::collections::HashSet::new(),
+            silu_mul: HashMap::new(),
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,
@@ -1102,6 +1108,9 @@ impl<'a> GraphBuilder<'a> {
         let reg = registry::registry()?;
         let graph = self.graph;
         for (index, op) in graph.chain.iter().enumerate() {
+            if self.skip_ops.contains(&index) {
+                continue;
+            }
             let entry = reg.get(&op.name).ok_or_else(|| {
                 unsupported(format!(
                     "op {} (node {}) is not supported by etvk",

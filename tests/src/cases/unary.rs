@@ -135,6 +135,7 @@ pub fn cases() -> Vec<OpCase> {
     v.extend(threshold_backward_cases());
     v.extend(more_cases());
     v.extend(silu_cases());
+    v.extend(gated_silu_cases());
     v.extend(log10_round_hardshrink_cases());
     v.extend(int_clamp_cases());
     v
@@ -340,6 +341,85 @@ fn silu_cases() -> Vec<OpCase> {
             0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 20.0, -20.0, 100.0, -100.0, INF, -INF, NAN,
         ])
         .cases(30_000, true)
+}
+
+/// `silu(x) * u` as the exporter writes a gated MLP, `mul(mul(x, sigmoid(x)), u)` or
+/// `mul(silu(x), u)`, which the runtime runs as one fused dispatch (ops/fused_silu.rs), and
+/// the same with an intermediate also returned (not fused: another reader), fp32 and fp16,
+/// static and with M resizing; against f64 `x / (1 + e^-x) * u`.
+fn gated_silu_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    let mut seed = 9100;
+    for dt in [F32, F16] {
+        for decomposed in [true, false] {
+            for keep_inner in [false, true] {
+                for dynamic in [false, true] {
+                    seed += 10;
+                    let dims = [3, 2, 40];
+                    let mut g = CaseGraph::new();
+                    let x = g.input(dt, &dims);
+                    let u = g.input(dt, &dims);
+                    let inner = if keep_inner {
+                        g.output(dt, &dims)
+                    } else {
+                        g.tensor(dt, &dims)
+                    };
+                    let op = if decomposed {
+                        let s = g.tensor(dt, &dims);
+                        g.op("aten.sigmoid.default", &[x, s]);
+                        g.op("aten.mul.Tensor", &[x, s, inner]);
+                        "aten.sigmoid.default"
+                    } else {
+                        g.op("aten.silu.default", &[x, inner]);
+                        "aten.silu.default"
+                    };
+                    let out = g.output(dt, &dims);
+                    g.op("aten.mul.Tensor", &[inner, u, out]);
+                    let name = format!(
+                        "{} gated silu{}{}{}",
+                        dt.name(),
+                        if decomposed { " (sigmoid, mul)" } else { "" },
+                        if keep_inner {
+                            ", inner returned: not fused"
+                        } else {
+                            ""
+                        },
+                        if dynamic { ", M resizes" } else { "" },
+                    );
+                    let tol = if dt == F16 {
+                        Tol::new(2e-3, 2e-3)
+                    } else {
+                        Tol::new(1e-6, 1e-5)
+                    };
+                    let mut case = OpCase::new(op, name, g).tol(tol);
+                    if dynamic {
+                        case = case.dynamic();
+                    }
+                    for (i, m) in [3usize, 1, 2].iter().enumerate() {
+                        if !dynamic && i > 0 {
+                            break;
+                        }
+                        let sizes = [*m, 2, 40];
+                        let s = seed + i as u64;
+                        let xt = Tensor::rand_range(dt, &sizes, -6.0, 6.0, s);
+                        let ut = Tensor::rand_range(dt, &sizes, -2.0, 2.0, s + 5);
+                        let silu: Vec<f64> =
+                            xt.data.iter().map(|&a| a / (1.0 + (-a).exp())).collect();
+                        let want: Vec<f64> =
+                            silu.iter().zip(&ut.data).map(|(a, b)| a * b).collect();
+                        let mut outs = Vec::new();
+                        if keep_inner {
+                            outs.push(Tensor::new(dt, &sizes, silu));
+                        }
+                        outs.push(Tensor::new(dt, &sizes, want));
+                        case = case.run(vec![xt, ut], outs);
+                    }
+                    v.push(case);
+                }
+            }
+        }
+    }
+    v
 }
 
 /// A scalar argument as the exporter serializes it.

@@ -213,6 +213,9 @@ fn build_sub(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_binary(g, call, "sub", true)
 }
 fn build_mul(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    if let Some(f) = g.silu_mul.remove(&call.index) {
+        return crate::ops::fused_silu::build(g, call, f);
+    }
     build_binary(g, call, "mul", false)
 }
 fn build_div(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {

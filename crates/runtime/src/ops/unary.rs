@@ -100,6 +100,9 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
 /// `[x, out]` on the `silu` shader.
 fn build_silu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(2)?;
+    if crate::ops::fused_silu::plan_from(g, call)? {
+        return Ok(());
+    }
     let x = g.tensor_or_prepack(call, 0)?;
     let out = g.tensor_arg(call, 1)?;
     let s = g.shapes();
@@ -152,6 +155,9 @@ fn build_relu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_simple(g, call, "relu")
 }
 fn build_sigmoid(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    if crate::ops::fused_silu::plan_from(g, call)? {
+        return Ok(());
+    }
     build_simple(g, call, "sigmoid")
 }
 fn build_abs(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
