@@ -5,13 +5,23 @@
 // partial sums meet in a shared-memory tree, so any N works and no subgroup size is
 // assumed. Math in float for every storage type. Rows are numbered linearly over a folded
 // 2-D grid of workgroups.
+// ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
+// add whose result the next op normalizes and later ops read), then normalized; every
+// element is read and written by the same invocation, so the buffers may alias row-wise.
 #include "common.glsl"
+#ifndef ADD
+#define ADD 0
+#endif
 
 #define LANES 64 // must equal the local size (64, 1, 1)
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE x_[]; };
 layout(set = 0, binding = 2) readonly buffer Weight { DTYPE w_[]; };
+#if ADD
+layout(set = 0, binding = 3) readonly buffer InB { DTYPE b_[]; };
+layout(set = 0, binding = 4) buffer Sum { DTYPE sum_[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint R;
@@ -31,7 +41,14 @@ void main() {
   uint base = row * p.N;
   float acc = 0.0;
   for (uint j = lane; j < p.N; j += LANES) {
+#if ADD
+    // Rounded to the storage type first, as the separate add would store it.
+    const DTYPE sv = DTYPE(float(x_[base + j]) + float(b_[base + j]));
+    sum_[base + j] = sv;
+    float v = float(sv);
+#else
     float v = float(x_[base + j]);
+#endif
     acc += v * v;
   }
   s_sum[lane] = acc;
@@ -44,6 +61,11 @@ void main() {
   }
   float scale = inversesqrt(s_sum[0] / float(p.N) + p.eps);
   for (uint j = lane; j < p.N; j += LANES) {
-    out_[base + j] = DTYPE(float(x_[base + j]) * scale * float(w_[j]));
+#if ADD
+    const float v = float(sum_[base + j]);
+#else
+    const float v = float(x_[base + j]);
+#endif
+    out_[base + j] = DTYPE(v * scale * float(w_[j]));
   }
 }

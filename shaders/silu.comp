@@ -1,6 +1,6 @@
 #version 450
 // SiLU: out = x * sigmoid(x) = x / (1 + exp(-x)), computed in float for every storage type.
-// GATE = 1 (`silu_mul`, ops/fused_silu.rs): out = silu(x) * u, a gated MLP's silu(gate) * up
+// GATE = 1 (`silu_mul`, ops/fusion.rs): out = silu(x) * u, a gated MLP's silu(gate) * up
 // in one dispatch, rounded to the storage type once (the unfused ops round after each).
 #include "common.glsl"
 #ifndef GATE

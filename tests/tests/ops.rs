@@ -265,7 +265,7 @@ fn dequant_into_linear_runs_the_int8_kernel() {
 }
 
 /// A gated SiLU (`mul(mul(x, sigmoid(x)), u)` or `mul(silu(x), u)`) runs as one dispatch
-/// (ops/fused_silu.rs) unless an intermediate has another reader; the numbers are checked
+/// (ops/fusion.rs) unless an intermediate has another reader; the numbers are checked
 /// by the unary family's cases.
 #[test]
 fn gated_silu_runs_as_one_dispatch() {
@@ -288,6 +288,32 @@ fn gated_silu_runs_as_one_dispatch() {
         let kept = nodes(&format!("{dt} gated silu, inner returned: not fused"));
         assert_eq!(kept.len(), 2, "{dt}: {kept:?}");
     }
+}
+
+/// A residual add right before the RMSNorm of its sum runs as one dispatch
+/// (ops/fusion.rs); alpha 2 or a broadcast operand keeps both ops. The numbers are checked by
+/// the llama family's cases.
+#[test]
+fn add_then_rms_norm_runs_as_one_dispatch() {
+    let all = (cases::family("llama").cases)();
+    let nodes = |name: &str| -> usize {
+        let case = all
+            .iter()
+            .find(|c| c.label().ends_with(name))
+            .unwrap_or_else(|| panic!("no llama case named like {name:?}"));
+        profile_run(case, 0).len()
+    };
+    assert_eq!(nodes("float32 add then rms_norm, sum returned"), 1);
+    assert_eq!(nodes("float32 add then rms_norm"), 1);
+    assert_eq!(nodes("float16 add then rms_norm, sum returned"), 1);
+    assert_eq!(
+        nodes("add then rms_norm, sum returned, alpha 2: not fused"),
+        2
+    );
+    assert_eq!(
+        nodes("add then rms_norm, sum returned, b broadcast: not fused"),
+        2
+    );
 }
 
 /// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.

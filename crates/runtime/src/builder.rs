@@ -321,10 +321,10 @@ pub struct GraphBuilder<'a> {
     pub(crate) deferred_resize: bool,
     /// Contiguous copies whose output may share the input's storage (`storage.rs`).
     pub(crate) view_candidates: Vec<crate::storage::ViewCandidate>,
-    /// Chain ops another op's fusion built (`ops/fused_silu.rs`): not built themselves.
+    /// Chain ops another op's fusion built (`ops/fusion.rs`): not built themselves.
     pub(crate) skip_ops: std::collections::HashSet<usize>,
     /// Chain index of an outer `mul` -> the fused gated SiLU it runs instead.
-    pub(crate) silu_mul: HashMap<usize, crate::ops::fused_silu::SiluMul>,
+    pub(crate) silu_mul: HashMap<usize, crate::ops::fusion::SiluMul>,
 }
 
 impl<'a> GraphBuilder<'a> {

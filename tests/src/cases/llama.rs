@@ -30,6 +30,7 @@ const SYM_SIZE: &str = "sym_size.int";
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
     let mut v = rms_norm_cases();
+    v.extend(add_rms_norm_cases());
     v.extend(softmax_cases());
     v.extend(rotary_cases());
     v.extend(rotary_hf_cases());
@@ -82,6 +83,82 @@ fn rms_norm_case(dt: DataType, sizes: &[usize], weight_const: bool, seed: u64) -
     OpCase::new(RMS_NORM, format!("{} {sizes:?} weight {how}", dt.name()), g)
         .tol(tol)
         .run(inputs, vec![want])
+}
+
+/// A residual add right before the RMSNorm of its sum, which the runtime runs as one
+/// `add_rms_norm` dispatch (ops/fusion.rs): the sum returned too or not, fp32 / fp16, rows
+/// resizing; and alpha 2 or a broadcast b, which stay two ops. Against f64.
+fn add_rms_norm_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    let mut seed = 9500;
+    for (dt, sum_out, alpha, b_row, dynamic) in [
+        (F32, true, 1.0, false, false),
+        (F32, false, 1.0, false, false),
+        (F16, true, 1.0, false, false),
+        (F32, true, 1.0, false, true),
+        (F32, true, 2.0, false, false),
+        (F32, true, 1.0, true, false),
+    ] {
+        seed += 10;
+        let (rows, n) = (5, 70);
+        let b_sizes = if b_row { vec![1, n] } else { vec![rows, n] };
+        let mut g = CaseGraph::new();
+        let ai = g.input(dt, &[rows, n]);
+        let bi = g.input(dt, &b_sizes);
+        let w = Tensor::rand_range(dt, &[n], 0.5, 1.5, seed);
+        let wi = g.constant(&w);
+        let al = g.int(alpha as i64);
+        let sum = if sum_out {
+            g.output(dt, &[rows, n])
+        } else {
+            g.tensor(dt, &[rows, n])
+        };
+        g.op("aten.add.Tensor", &[ai, bi, al, sum]);
+        let e = g.double(1e-5);
+        let out = g.output(dt, &[rows, n]);
+        g.op(RMS_NORM, &[sum, wi, e, out]);
+        let name = format!(
+            "{} add then rms_norm{}{}{}{}",
+            dt.name(),
+            if sum_out { ", sum returned" } else { "" },
+            if alpha != 1.0 {
+                ", alpha 2: not fused"
+            } else {
+                ""
+            },
+            if b_row {
+                ", b broadcast: not fused"
+            } else {
+                ""
+            },
+            if dynamic { ", rows resize" } else { "" },
+        );
+        let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+        let mut case = OpCase::new(RMS_NORM, name, g).tol(tol);
+        if dynamic {
+            case = case.dynamic();
+        }
+        let ms: &[usize] = if dynamic { &[5, 1, 3] } else { &[5] };
+        for (i, &m) in ms.iter().enumerate() {
+            let s = seed + 1 + i as u64;
+            let a = Tensor::rand_range(dt, &[m, n], -2.0, 2.0, s);
+            let bs = if b_row { vec![1, n] } else { vec![m, n] };
+            let b = Tensor::rand_range(dt, &bs, -2.0, 2.0, s + 3);
+            // The sum as the add stores it (rounded to the dtype), then normalized.
+            let sv: Vec<f64> = (0..m * n)
+                .map(|k| {
+                    let bv = if b_row { b.data[k % n] } else { b.data[k] };
+                    crate::tensor::round_to(dt, a.data[k] + alpha * bv)
+                })
+                .collect();
+            let st = Tensor::new(dt, &[m, n], sv);
+            let want = rms_norm_ref(&st, &w, 1e-5, dt);
+            let outs = if sum_out { vec![st, want] } else { vec![want] };
+            case = case.run(vec![a, b], outs);
+        }
+        v.push(case);
+    }
+    v
 }
 
 fn rms_norm_cases() -> Vec<OpCase> {

@@ -344,7 +344,7 @@ fn silu_cases() -> Vec<OpCase> {
 }
 
 /// `silu(x) * u` as the exporter writes a gated MLP, `mul(mul(x, sigmoid(x)), u)` or
-/// `mul(silu(x), u)`, which the runtime runs as one fused dispatch (ops/fused_silu.rs), and
+/// `mul(silu(x), u)`, which the runtime runs as one fused dispatch (ops/fusion.rs), and
 /// the same with an intermediate also returned (not fused: another reader), fp32 and fp16,
 /// static and with M resizing; against f64 `x / (1 + e^-x) * u`.
 fn gated_silu_cases() -> Vec<OpCase> {

@@ -207,6 +207,9 @@ fn shader_named(name: &str, call: &OpCall<'_>) -> Result<ShaderId> {
 }
 
 fn build_add(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
+    if crate::ops::fusion::add_rms_norm(g, call)? {
+        return Ok(());
+    }
     build_binary(g, call, "add", true)
 }
 fn build_sub(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
@@ -214,7 +217,7 @@ fn build_sub(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 }
 fn build_mul(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     if let Some(f) = g.silu_mul.remove(&call.index) {
-        return crate::ops::fused_silu::build(g, call, f);
+        return crate::ops::fusion::build(g, call, f);
     }
     build_binary(g, call, "mul", false)
 }

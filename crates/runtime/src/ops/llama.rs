@@ -22,7 +22,7 @@ use crate::registry::{OpEntry, Registry};
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Local size of the `rms_norm` / `softmax` shaders (their `LANES`).
-const LANES: u32 = 64;
+pub(crate) const LANES: u32 = 64;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {

@@ -13,7 +13,7 @@ pub mod attention;
 pub mod binary;
 pub mod conv;
 pub mod creation;
-pub(crate) mod fused_silu;
+pub(crate) mod fusion;
 pub mod grid;
 pub mod indexing;
 pub mod llama;

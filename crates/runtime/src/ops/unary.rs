@@ -100,7 +100,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
 /// `[x, out]` on the `silu` shader.
 fn build_silu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(2)?;
-    if crate::ops::fused_silu::plan_from(g, call)? {
+    if crate::ops::fusion::plan_from(g, call)? {
         return Ok(());
     }
     let x = g.tensor_or_prepack(call, 0)?;
@@ -155,7 +155,7 @@ fn build_relu(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     build_simple(g, call, "relu")
 }
 fn build_sigmoid(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
-    if crate::ops::fused_silu::plan_from(g, call)? {
+    if crate::ops::fusion::plan_from(g, call)? {
         return Ok(());
     }
     build_simple(g, call, "sigmoid")

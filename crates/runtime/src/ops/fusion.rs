@@ -1,12 +1,17 @@
-//! A gated SiLU as one dispatch: `mul(silu(x), u)` where silu(x) is `aten.silu(x)` or, as
-//! the exporter decomposes it, `mul(x, sigmoid(x))` (a Llama MLP's `silu(gate) * up`).
+//! Ops fused into one dispatch where the graph allows it (each dispatch and its barrier
+//! cost ~2 us in a small model's decode on an H100). `ETVK_FUSE=0` builds every op as it
+//! is (comparisons).
 //!
-//! Built by the first op of the pattern when its intermediates have no other reader and are
+//! **Gated SiLU**: `mul(silu(x), u)` where silu(x) is `aten.silu(x)` or, as the exporter
+//! decomposes it, `mul(x, sigmoid(x))` (a Llama MLP's `silu(gate) * up`). Built by the first
+//! op of the pattern when its intermediates have no other reader and are
 //! no graph output, and x, u and the output have one dtype and the same sizes: that op and
 //! the inner `mul` launch nothing and are not built, the outer `mul` runs `silu_mul`
-//! (`out = x / (1 + exp(-x)) * u`). Two or three dispatches and their barriers become one
-//! (each ~2 us in a small model's decode on an H100). `ETVK_FUSE=0` builds the ops as they
-//! are (comparisons).
+//! (`out = x / (1 + exp(-x)) * u`): two or three dispatches become one.
+//!
+//! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
+//! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
+//! sum (later ops read it: the residual) and the normalized rows; the norm is not built.
 
 use etvk_shaders::ShaderId;
 
@@ -16,6 +21,8 @@ use crate::error::invalid_arg;
 use crate::graph::TensorId;
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
+use crate::ops::llama::LANES;
+use crate::ops::training::folded_grid;
 
 const MUL: &str = "aten.mul.Tensor";
 
@@ -42,7 +49,7 @@ fn uses(g: &GraphBuilder<'_>, v: usize, after: usize) -> Vec<(usize, usize)> {
 
 /// The one `mul` that reads intermediate `v` (output of op `at`), with its other operand:
 /// None if `v` is a graph output or anything else uses it.
-fn only_mul_reader(g: &GraphBuilder<'_>, v: usize, at: usize) -> Option<(usize, usize)> {
+fn only_mul_reader_of(g: &GraphBuilder<'_>, v: usize, at: usize) -> Option<(usize, usize)> {
     let graph = g.graph();
     if graph.output_ids.contains(&v) {
         return None;
@@ -59,14 +66,14 @@ fn only_mul_reader(g: &GraphBuilder<'_>, v: usize, at: usize) -> Option<(usize, 
 /// Plan the fusion from the op at `call` (`aten.sigmoid` or `aten.silu`, `[x, out]`):
 /// marks the ops it replaces and returns true when it applies (the caller builds nothing).
 pub(crate) fn plan_from(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<bool> {
-    if std::env::var("ETVK_FUSE").is_ok_and(|v| v == "0") || call.args.len() != 2 {
+    if fusion_off() || call.args.len() != 2 {
         return Ok(false);
     }
     let (x, first_out) = (call.args[0], call.args[1]);
     let mut skip = vec![call.index];
     // silu(x): the outer mul reads its output; sigmoid(x): mul(x, s) first.
     let silu_out = if call.name == "aten.sigmoid.default" {
-        match only_mul_reader(g, first_out, call.index) {
+        match only_mul_reader_of(g, first_out, call.index) {
             Some((j, other)) if other == x => {
                 skip.push(j);
                 g.graph().chain[j].args[2]
@@ -77,7 +84,7 @@ pub(crate) fn plan_from(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<b
         first_out
     };
     let at = *skip.last().unwrap_or(&call.index);
-    let Some((k, u)) = only_mul_reader(g, silu_out, at) else {
+    let Some((k, u)) = only_mul_reader_of(g, silu_out, at) else {
         return Ok(false);
     };
     let out = g.graph().chain[k].args[2];
@@ -135,4 +142,99 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
             global: Global::Linear(numel as u64),
         })
     })
+}
+
+fn fusion_off() -> bool {
+    std::env::var("ETVK_FUSE").is_ok_and(|v| v == "0")
+}
+
+/// Build the add at `call` (`[a, b, alpha, sum]`) and the `et_vk.rms_norm` right after it as
+/// one `add_rms_norm` dispatch, when the pattern holds (module doc); false otherwise (the
+/// caller builds the add alone).
+pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<bool> {
+    if fusion_off() || call.args.len() != 4 {
+        return Ok(false);
+    }
+    let graph = g.graph();
+    let Some(norm_op) = graph.chain.get(call.index + 1) else {
+        return Ok(false);
+    };
+    let sum_v = call.args[3];
+    if norm_op.name != "et_vk.rms_norm.default"
+        || norm_op.args.len() != 4
+        || norm_op.args[0] != sum_v
+    {
+        return Ok(false);
+    }
+    let unit_alpha = match g.value(call.args[2])? {
+        GValue::Null => true,
+        GValue::Int(x) => *x == 1,
+        GValue::Double(x) => *x == 1.0,
+        _ => false,
+    };
+    let tensor = |v: usize| match g.value(v) {
+        Ok(GValue::Tensor(t)) => Some(*t),
+        _ => None,
+    };
+    let (Some(a), Some(b), Some(sum), Some(out)) = (
+        tensor(call.args[0]),
+        tensor(call.args[1]),
+        tensor(sum_v),
+        tensor(norm_op.args[3]),
+    ) else {
+        return Ok(false);
+    };
+    let s = g.shapes();
+    let same = [b, sum, out]
+        .iter()
+        .all(|&t| s.dtype(t) == s.dtype(a) && s.max_dims(t) == s.max_dims(a));
+    let dt = s.dtype(a);
+    let Ok(shader) = float_shader("add_rms_norm", dt, call) else {
+        return Ok(false);
+    };
+    if !unit_alpha || !same || s.max_dims(a).is_empty() {
+        return Ok(false);
+    }
+    let norm = OpCall {
+        name: &norm_op.name,
+        node_id: norm_op.node_id,
+        index: call.index + 1,
+        args: &norm_op.args,
+    };
+    let w = g.tensor_or_prepack(&norm, 1)?;
+    let eps = g.double_arg_or(&norm, 2, 1e-6)? as f32;
+    if g.shapes().dtype(w) != dt {
+        return Ok(false);
+    }
+    let what = norm.what();
+    g.skip_ops.insert(norm.index);
+    g.dispatch(call, Dispatch::new(shader, [out, a, w, b, sum]), move |s| {
+        let dims = s.dims(a).to_vec();
+        if s.dims(b) != dims.as_slice() {
+            return Err(invalid_arg(format!(
+                "{what} (fused with the add before it): a is {dims:?} and b {:?}; the fusion needs equal sizes",
+                s.dims(b)
+            )));
+        }
+        let n = *dims.last().unwrap_or(&0);
+        if s.numel(w) != n || s.dims(w).len() != 1 {
+            return Err(invalid_arg(format!(
+                "{what}: weight sizes {:?} must be [{n}] (the last dim of x {dims:?})",
+                s.dims(w)
+            )));
+        }
+        let rows = s.numel(a).checked_div(n).unwrap_or(0);
+        s.set_dims(sum, dims.clone())?;
+        s.set_dims(out, dims)?;
+        Ok(Launch {
+            push: Push::new()
+                .u32(to_u32(rows, "rows")?)
+                .u32(to_u32(n, "N")?)
+                .f32(eps)
+                .u32(0)
+                .finish(),
+            global: folded_grid(rows as u64, [LANES, 1, 1], &what)?,
+        })
+    })?;
+    Ok(true)
 }
