@@ -21,8 +21,7 @@ use crate::error::invalid_arg;
 use crate::graph::TensorId;
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
-use crate::ops::llama::LANES;
-use crate::ops::training::folded_grid;
+use crate::ops::llama::rms_norm_launch;
 
 const MUL: &str = "aten.mul.Tensor";
 
@@ -209,32 +208,14 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let what = norm.what();
     g.skip_ops.insert(norm.index);
     g.dispatch(call, Dispatch::new(shader, [out, a, w, b, sum]), move |s| {
-        let dims = s.dims(a).to_vec();
-        if s.dims(b) != dims.as_slice() {
+        if s.dims(b) != s.dims(a) {
             return Err(invalid_arg(format!(
-                "{what} (fused with the add before it): a is {dims:?} and b {:?}; the fusion needs equal sizes",
+                "{what} (fused with the add before it): a is {:?} and b {:?}; the fusion needs equal sizes",
+                s.dims(a),
                 s.dims(b)
             )));
         }
-        let n = *dims.last().unwrap_or(&0);
-        if s.numel(w) != n || s.dims(w).len() != 1 {
-            return Err(invalid_arg(format!(
-                "{what}: weight sizes {:?} must be [{n}] (the last dim of x {dims:?})",
-                s.dims(w)
-            )));
-        }
-        let rows = s.numel(a).checked_div(n).unwrap_or(0);
-        s.set_dims(sum, dims.clone())?;
-        s.set_dims(out, dims)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(rows, "rows")?)
-                .u32(to_u32(n, "N")?)
-                .f32(eps)
-                .u32(0)
-                .finish(),
-            global: folded_grid(rows as u64, [LANES, 1, 1], &what)?,
-        })
+        rms_norm_launch(s, a, w, &[sum, out], eps, &what)
     })?;
     Ok(true)
 }

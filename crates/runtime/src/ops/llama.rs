@@ -15,14 +15,14 @@ use etvk_format::ir::DataType;
 use crate::api::Result;
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
 use crate::error::{invalid_arg, unsupported};
-use crate::graph::{to_u32, Binding, Global, Launch, Push, TensorId};
+use crate::graph::{to_u32, Binding, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::training::folded_grid;
 use crate::ops::{float_shader, norm_dim, same_dtype};
 use crate::registry::{OpEntry, Registry};
 
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
 /// Local size of the `rms_norm` / `softmax` shaders (their `LANES`).
-pub(crate) const LANES: u32 = 64;
+const LANES: u32 = 64;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -76,27 +76,42 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let shader = float_shader("rms_norm", dt, call)?;
     let what = call.what();
     g.dispatch(call, Dispatch::new(shader, [out, x, w]), move |s| {
-        let dims = s.dims(x).to_vec();
-        let n = *dims
-            .last()
-            .ok_or_else(|| invalid_arg(format!("{what}: x is rank 0; RMSNorm needs a last dim")))?;
-        if s.numel(w) != n || s.dims(w).len() != 1 {
-            return Err(invalid_arg(format!(
-                "{what}: weight sizes {:?} must be [{n}] (the last dim of x {dims:?})",
-                s.dims(w)
-            )));
-        }
-        let rows = s.numel(x).checked_div(n).unwrap_or(0);
-        s.set_dims(out, dims)?;
-        Ok(Launch {
-            push: Push::new()
-                .u32(to_u32(rows, "rows")?)
-                .u32(to_u32(n, "N")?)
-                .f32(eps)
-                .u32(0)
-                .finish(),
-            global: folded_grid(rows as u64, [LANES, 1, 1], &what)?,
-        })
+        rms_norm_launch(s, x, w, &[out], eps, &what)
+    })
+}
+
+/// The `rms_norm` shaders' launch over x's rows (one workgroup each), after checking that
+/// w is `[N]` for x's last dim N; `outs` take x's sizes.
+pub(crate) fn rms_norm_launch(
+    s: &mut Shapes,
+    x: TensorId,
+    w: TensorId,
+    outs: &[TensorId],
+    eps: f32,
+    what: &str,
+) -> Result<Launch> {
+    let dims = s.dims(x).to_vec();
+    let n = *dims
+        .last()
+        .ok_or_else(|| invalid_arg(format!("{what}: x is rank 0; RMSNorm needs a last dim")))?;
+    if s.numel(w) != n || s.dims(w).len() != 1 {
+        return Err(invalid_arg(format!(
+            "{what}: weight sizes {:?} must be [{n}] (the last dim of x {dims:?})",
+            s.dims(w)
+        )));
+    }
+    let rows = s.numel(x).checked_div(n).unwrap_or(0);
+    for &o in outs {
+        s.set_dims(o, dims.clone())?;
+    }
+    Ok(Launch {
+        push: Push::new()
+            .u32(to_u32(rows, "rows")?)
+            .u32(to_u32(n, "N")?)
+            .f32(eps)
+            .u32(0)
+            .finish(),
+        global: folded_grid(rows as u64, [LANES, 1, 1], what)?,
     })
 }
 
