@@ -150,6 +150,10 @@ pub struct RuntimeOptions {
     /// `ETVK_SYNC_VALIDATION=1`: with `validation`, the layers' synchronization validation
     /// too (a missing barrier between dispatches is then an error; slow).
     pub sync_validation: bool,
+    /// `ETVK_FENCE_SPIN_US` (default 500 from the environment, 0 in `Default`): how long an
+    /// execute polls for the GPU to finish before it sleeps in the driver. H100, small
+    /// decodes: the wait 150-160 -> 120-125 us per execute with 500 (docs/performance.md).
+    pub fence_spin_us: u64,
     /// `ETVK_PROFILE=1`: record GPU timestamps around every dispatch, so that
     /// [`Delegate::profile`] reports per-node times after each execute. Off by default: the
     /// timestamps and their read-back cost ~0.1 ms per execute of a 38-node graph on an H200
@@ -158,13 +162,18 @@ pub struct RuntimeOptions {
 }
 
 impl RuntimeOptions {
-    /// Read `ETVK_DEVICE`, `ETVK_VALIDATION` and `ETVK_PROFILE`.
+    /// Read `ETVK_DEVICE`, `ETVK_VALIDATION`, `ETVK_SYNC_VALIDATION`, `ETVK_FENCE_SPIN_US` and
+    /// `ETVK_PROFILE`.
     pub fn from_env() -> RuntimeOptions {
         let flag = |name: &str| std::env::var(name).map(|v| v == "1").unwrap_or(false);
         RuntimeOptions {
             device: std::env::var("ETVK_DEVICE").ok().filter(|s| !s.is_empty()),
             validation: flag("ETVK_VALIDATION"),
             sync_validation: flag("ETVK_SYNC_VALIDATION"),
+            fence_spin_us: std::env::var("ETVK_FENCE_SPIN_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(500),
             profile: flag("ETVK_PROFILE"),
         }
     }
@@ -206,6 +215,7 @@ impl Backend {
             device: options.device.clone(),
             validation: options.validation,
             sync_validation: options.sync_validation,
+            fence_spin_us: options.fence_spin_us,
         })?;
         let inner = Arc::new(crate::backend::BackendInner::new(ctx, options.profile));
         inner.check_validation("while opening the device")?;

@@ -166,6 +166,13 @@ pub(crate) struct ComputeGraph {
     no_barriers: bool,
     /// (barriers between dispatches, dispatches) of the last record.
     barriers: (usize, usize),
+    /// The last barrier plan (record order, barrier before each) and what it was made for:
+    /// each node's kernel variant, or `usize::MAX` where it launched nothing. A decode
+    /// re-records every call (its attention's launch grows) with the same plan.
+    plan_cache: Option<(Vec<usize>, barriers::DispatchPlan)>,
+    /// `ETVK_HOST_TIMING=1`: host time per execute phase (inputs, resize, record, submit and
+    /// wait, outputs) summed over executes, printed to stderr when the graph is dropped.
+    host_timing: Option<HostTiming>,
     /// `ETVK_PROFILE_WHOLE=1`: profiles time only the whole execute (one entry) and keep
     /// the barriers an execute has without profiling (planned, or after every dispatch with
     /// `ETVK_BARRIERS=all`): what the plan saves, measured (per-node timestamps would hold
@@ -485,7 +492,11 @@ impl ComputeGraph {
             barrier_every_node: std::env::var("ETVK_BARRIERS").is_ok_and(|v| v == "all"),
             no_barriers: std::env::var("ETVK_BARRIERS").is_ok_and(|v| v == "none"),
             barriers: (0, 0),
+            plan_cache: None,
             profile_whole: std::env::var("ETVK_PROFILE_WHOLE").is_ok_and(|v| v == "1"),
+            host_timing: std::env::var("ETVK_HOST_TIMING")
+                .is_ok_and(|v| v == "1")
+                .then(HostTiming::default),
             cmd: Some(CommandBuffer::new(&ctx)?),
             fence,
             queries: None,
@@ -650,7 +661,23 @@ impl ComputeGraph {
             .cmd
             .take()
             .ok_or_else(|| internal("command buffer missing"))?;
-        let r = self.record_into(&mut cmd, &groups);
+        let key: Vec<usize> = groups
+            .iter()
+            .zip(&self.kernels)
+            .map(|(g, k)| {
+                if g.iter().all(|&c| c > 0) {
+                    k.current()
+                } else {
+                    usize::MAX
+                }
+            })
+            .collect();
+        let plan = match self.plan_cache.take() {
+            Some((k, plan)) if k == key => plan,
+            _ => barriers::dispatch_order(&self.accesses(&groups)),
+        };
+        let r = self.record_into(&mut cmd, &groups, &plan);
+        self.plan_cache = Some((key, plan));
         self.cmd = Some(cmd);
         self.barriers = r?;
         self.launched = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
@@ -684,7 +711,12 @@ impl ComputeGraph {
     }
 
     /// Records the execute; returns (barriers between dispatches, dispatches).
-    fn record_into(&self, cmd: &mut CommandBuffer, groups: &[[u32; 3]]) -> Result<(usize, usize)> {
+    fn record_into(
+        &self,
+        cmd: &mut CommandBuffer,
+        groups: &[[u32; 3]],
+        plan: &barriers::DispatchPlan,
+    ) -> Result<(usize, usize)> {
         cmd.begin()?;
         cmd.barrier(Access::All, Access::Transfer)?;
         if !self.scalar_slots.is_empty() || !self.scalar_f32_slots.is_empty() {
@@ -721,15 +753,15 @@ impl ComputeGraph {
         let whole = self.queries.is_some() && self.profile_whole;
         let node_stamps = if whole { None } else { self.queries.as_ref() };
         let every_node = node_stamps.is_some() || self.barrier_every_node;
-        let (order, barrier_before) = if every_node {
-            ((0..self.nodes.len()).collect(), Vec::new())
+        let (order, barrier_before): (Vec<usize>, &[bool]) = if every_node {
+            ((0..self.nodes.len()).collect(), &[])
         } else if self.no_barriers {
             (
                 (0..self.nodes.len()).filter(|&i| launched[i]).collect(),
-                Vec::new(),
+                &[],
             )
         } else {
-            barriers::dispatch_order(&self.accesses(groups))
+            (plan.0.clone(), &plan.1)
         };
         let between = if every_node {
             dispatches.saturating_sub(1)
@@ -877,6 +909,14 @@ impl ComputeGraph {
                 args.len()
             )));
         }
+        let mut clock = std::time::Instant::now();
+        let mut lap = |slot: usize, t: &mut Option<HostTiming>| {
+            if let Some(t) = t {
+                let now = std::time::Instant::now();
+                t.us[slot] += now.duration_since(clock).as_secs_f64() * 1e6;
+                clock = now;
+            }
+        };
         let mut changed = false;
         let mut scalars_changed = false;
         for i in 0..ni {
@@ -988,21 +1028,45 @@ impl ComputeGraph {
                 (InputSlot::Ignored, _) => {}
             }
         }
+        lap(0, &mut self.host_timing);
         if changed || self.resize_dirty {
+            // The staging copies are recorded with the inputs' and outputs' current byte
+            // counts; the resize pass marks the record stale where a launch changed.
+            let io_bytes = |g: &ComputeGraph| -> Vec<u64> {
+                let slots = g.inputs.iter().filter_map(|s| match s {
+                    InputSlot::Tensor { tensor } => Some(*tensor),
+                    _ => None,
+                });
+                let outs = g.outputs.iter().filter_map(|s| match s {
+                    OutputSlot::Tensor { tensor, .. } => Some(*tensor),
+                    _ => None,
+                });
+                slots
+                    .chain(outs)
+                    .map(|t| tensor_bytes(&g.shapes, t, false))
+                    .collect()
+            };
+            let before = io_bytes(self);
             self.resize_dirty = true;
             self.propagate_resize()?;
             self.resize_dirty = false;
-            // Staging copies are sized by the current element counts.
-            self.needs_record = true;
+            if io_bytes(self) != before {
+                self.needs_record = true;
+            }
         }
         // Host steps (sym_size.int) may have changed SymInts during the resize, so the GPU
         // copy of the scalars is refreshed whenever one ran.
         if scalars_changed || (changed && !self.host_steps.is_empty()) {
             self.write_scalars()?;
         }
+        lap(1, &mut self.host_timing);
         if self.needs_record {
             self.record()?;
+            if let Some(t) = &mut self.host_timing {
+                t.records += 1;
+            }
         }
+        lap(2, &mut self.host_timing);
         self.cmd
             .as_ref()
             .ok_or_else(|| internal("command buffer missing"))?
@@ -1010,6 +1074,7 @@ impl ComputeGraph {
         self.in_flight = true;
         self.fence.wait_and_reset(FENCE_TIMEOUT, "execute")?;
         self.in_flight = false;
+        lap(3, &mut self.host_timing);
         self.read_profile()?;
         self.check_faults()?;
         for j in 0..no {
@@ -1042,6 +1107,10 @@ impl ComputeGraph {
                 OutputSlot::Int(x) => *arg = DelegateArg::Int(*x),
                 OutputSlot::Ignored => {}
             }
+        }
+        lap(4, &mut self.host_timing);
+        if let Some(t) = &mut self.host_timing {
+            t.executes += 1;
         }
         self.be.check_validation("during execute")
     }
@@ -1145,8 +1214,30 @@ impl ComputeGraph {
     }
 }
 
+/// Host time of executes by phase (`ETVK_HOST_TIMING=1`).
+#[derive(Debug, Default)]
+struct HostTiming {
+    /// Microseconds: inputs, resize, record, submit and wait, outputs.
+    us: [f64; 5],
+    executes: usize,
+    records: usize,
+}
+
 impl Drop for ComputeGraph {
     fn drop(&mut self) {
+        if let Some(t) = &self.host_timing {
+            let n = t.executes.max(1) as f64;
+            eprintln!(
+                "etvk host timing, {} executes ({} recorded), mean us: inputs {:.1}, resize {:.1}, record {:.1}, submit + wait {:.1}, outputs {:.1}",
+                t.executes,
+                t.records,
+                t.us[0] / n,
+                t.us[1] / n,
+                t.us[2] / n,
+                t.us[3] / n,
+                t.us[4] / n
+            );
+        }
         if self.in_flight {
             // Resources must outlive a submission that timed out; wait (bounded) before freeing.
             let _ = self.fence.wait_and_reset(FENCE_TIMEOUT, "teardown");

@@ -339,6 +339,19 @@ impl Fence {
     pub fn wait_and_reset(&self, timeout: Duration, what: &'static str) -> VkResult<()> {
         self.ctx.ensure_alive()?;
         let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        // Short waits: poll for up to the spin budget before sleeping in the driver, whose
+        // wake-up can take longer than a small graph's whole GPU time.
+        let spin = self.ctx.fence_spin();
+        if !spin.is_zero() {
+            let start = std::time::Instant::now();
+            while start.elapsed() < spin {
+                // SAFETY: the fence is alive.
+                if unsafe { self.ctx.device.get_fence_status(self.fence) } == Ok(true) {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
         // SAFETY: the fence is alive.
         let r = unsafe { self.ctx.device.wait_for_fences(&[self.fence], true, ns) };
         match r {

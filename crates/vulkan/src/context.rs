@@ -23,6 +23,9 @@ pub struct ContextOptions {
     /// With `validation`, also its synchronization validation: a hazard between commands
     /// that no barrier orders (e.g. two dispatches writing one buffer) is an error message.
     pub sync_validation: bool,
+    /// How long a fence wait polls the fence before it sleeps in the driver, microseconds
+    /// (0: no polling). The driver's wake-up can take longer than a small graph's GPU time.
+    pub fence_spin_us: u64,
 }
 
 /// A physical device as enumerated, with its discovered capabilities.
@@ -54,6 +57,8 @@ struct ValidationState {
 /// The Vulkan context: one instance, one logical device with one compute queue, and the
 /// memory allocator. Every child object holds an `Arc<Context>`, so the device outlives them.
 pub struct Context {
+    /// [`ContextOptions::fence_spin_us`].
+    fence_spin: std::time::Duration,
     entry: ash::Entry,
     instance: ash::Instance,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
@@ -596,6 +601,7 @@ impl Context {
             allocator: ManuallyDrop::new(allocator),
             info,
             lost: AtomicBool::new(false),
+            fence_spin: std::time::Duration::from_micros(options.fence_spin_us),
         }))
     }
 
@@ -634,6 +640,11 @@ impl Context {
             .and_then(|v| v.last.lock().ok().and_then(|l| l.clone()))
     }
 
+    /// How long a fence wait polls before it sleeps in the driver
+    /// ([`ContextOptions::fence_spin_us`]).
+    pub fn fence_spin(&self) -> std::time::Duration {
+        self.fence_spin
+    }
     /// Whether validation layers are enabled.
     pub fn validation_enabled(&self) -> bool {
         self.validation.is_some()

@@ -12,6 +12,7 @@ fn add_one_under_validation() {
         device: None,
         validation: true,
         sync_validation: false,
+        fence_spin_us: 0,
     })
     .expect("context");
     assert!(ctx.validation_enabled());
@@ -94,12 +95,14 @@ fn device_listing_and_selection() {
         device: Some("no-such-gpu-xyz".into()),
         validation: false,
         sync_validation: false,
+        fence_spin_us: 0,
     });
     assert!(matches!(bad, Err(VkError::NoDevice(_))), "{bad:?}");
     let by_index = Context::new(&ContextOptions {
         device: Some(first.index.to_string()),
         validation: false,
         sync_validation: false,
+        fence_spin_us: 0,
     })
     .unwrap();
     assert_eq!(by_index.info().name, first.name);
@@ -113,6 +116,7 @@ fn validation_errors_are_counted() {
         device: None,
         validation: true,
         sync_validation: false,
+        fence_spin_us: 0,
     })
     .expect("context");
     assert_eq!(ctx.validation_error_count(), 0);

@@ -25,6 +25,9 @@ pub(crate) enum Region {
 /// One binding of a dispatch: the region and whether the shader may write it.
 pub(crate) type Access = (Region, bool);
 
+/// Dispatches in record order, and per position whether a barrier comes right before.
+pub(crate) type DispatchPlan = (Vec<usize>, Vec<bool>);
+
 /// The order to record the dispatches in and, per position, whether a barrier comes
 /// right before it. `accesses[i]` is node i's bindings, `None` for a node that records no
 /// dispatch (idle at the current shapes), which is left out of the order.
@@ -36,7 +39,7 @@ pub(crate) type Access = (Region, bool);
 /// has it with a barrier between, and the barriers are as few as the longest chain of
 /// conflicts allows (the q / k / v projections of one activation share a level, and so do
 /// independent branches further apart than adjacent nodes).
-pub(crate) fn dispatch_order(accesses: &[Option<Vec<Access>>]) -> (Vec<usize>, Vec<bool>) {
+pub(crate) fn dispatch_order(accesses: &[Option<Vec<Access>>]) -> DispatchPlan {
     // Per region: one past the highest level that wrote it, and that read it (0: none yet).
     let mut after_write: HashMap<Region, usize> = HashMap::new();
     let mut after_read: HashMap<Region, usize> = HashMap::new();
