@@ -10,6 +10,12 @@
 #ifndef BYTES
 #define BYTES 0
 #endif
+// START_SLOT = 1 (`slice_pos_*`): `start` is the scalar-buffer slot of a SymInt start, wrapped
+// and clamped here as the runtime does it (PyTorch's rules; the length stays the runtime's),
+// so that a start that moves every call (a decode's position) needs no new push constants.
+#ifndef START_SLOT
+#define START_SLOT 0
+#endif
 
 #if BYTES
 layout(set = 0, binding = 0) writeonly buffer Out { uint out_w[]; };
@@ -17,6 +23,9 @@ layout(set = 0, binding = 1) readonly buffer In { uint in_w[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
+#endif
+#if START_SLOT
+layout(set = 0, binding = 2) readonly buffer Scalars { int scalars_[]; };
 #endif
 
 layout(push_constant) uniform Params {
@@ -28,12 +37,23 @@ layout(push_constant) uniform Params {
   uint step;
 } p;
 
+uint first() {
+#if START_SLOT
+  const int n = int(p.in_dim);
+  int s = scalars_[p.start];
+  s = s < 0 ? s + n : s;
+  return uint(clamp(s, 0, n));
+#else
+  return p.start;
+#endif
+}
+
 uint source(uint i) {
   uint t = i / p.inner;
   uint ii = i - t * p.inner;
   uint o = t / p.n_out;
   uint j = t - o * p.n_out;
-  return (o * p.in_dim + p.start + j * p.step) * p.inner + ii;
+  return (o * p.in_dim + first() + j * p.step) * p.inner + ii;
 }
 
 void main() {

@@ -825,6 +825,38 @@ fn slice_cases() -> Vec<OpCase> {
     }
     v.push(case);
 
+    // A decode's rope-table slice: start = a SymInt graph input (read on the GPU from the
+    // scalar buffer, `slice_pos`), end = start + 1, so the launch stays put while the start
+    // moves, wraps when negative and clamps past either end (an empty slice).
+    for (dt, seed) in [(F32, 9540u64), (F16, 9550)] {
+        let table = Tensor::rand_range(dt, &[12, 4], -1.0, 1.0, seed);
+        let mut g = CaseGraph::new();
+        let pos = g.symint();
+        g.builder().mark_input(pos);
+        let ti = g.constant(&table);
+        let zero = g.int(0);
+        let one = g.int(1);
+        let end = g.symint();
+        g.op("add", &[pos, one, end]);
+        let out = g.output(dt, &[1, 4]);
+        g.op(SLICE, &[ti, zero, pos, end, one, out]);
+        let mut case = OpCase::new(
+            SLICE,
+            format!(
+                "{} const [12, 4] [pos:pos + 1], pos a SymInt input",
+                dt.name()
+            ),
+            g,
+        )
+        .tol(Tol::EXACT)
+        .dynamic();
+        for p in [0i64, 5, 11, 3, -2, -12, 7] {
+            let want = slice_ref(&table, 0, Some(p), Some(p + 1), 1);
+            case = case.run_vals(vec![Val::Int(p)], vec![want.into()]);
+        }
+        v.push(case);
+    }
+
     // A dynamic input with a negative literal start: the result follows the current size.
     let mut g = CaseGraph::new();
     let xi = g.input(F32, &[5, 9]);

@@ -45,7 +45,7 @@ use etvk_shaders::ShaderId;
 use crate::api::Result;
 use crate::builder::{gvalue_kind, Dispatch, GValue, GraphBuilder, OpCall};
 use crate::error::{internal, invalid_arg, invalid_program, unsupported};
-use crate::graph::{contiguous_strides, to_u32, Global, Launch, Push, Shapes, TensorId};
+use crate::graph::{contiguous_strides, to_u32, Binding, Global, Launch, Push, Shapes, TensorId};
 use crate::ops::{data_shader, norm_dim, same_dtype};
 use crate::registry::{OpBuildFn, Registry};
 
@@ -543,12 +543,28 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let d = norm_dim(dim, rank, &what)?;
     // One-byte elements (bool masks, int8) go four to a word.
     let bytes = dt.size_bytes() == 1;
-    let shader = if bytes {
-        ShaderId::SliceU8
-    } else {
-        data_shader("slice", dt, call)?
+    // A SymInt start (a decode's position) is read on the GPU from the scalar buffer, so
+    // that the launch stays the same from call to call and the execute is not re-recorded.
+    let start_slot = match (start, bytes) {
+        (Bound::Sym(id), false) => Some(g.scalar_slot(id)?),
+        _ => None,
     };
-    g.dispatch(call, Dispatch::new(shader, [out, x]), move |s| {
+    let dispatch = match start_slot {
+        Some(_) => Dispatch::new(
+            data_shader("slice_pos", dt, call)?,
+            [Binding::Tensor(out), Binding::Tensor(x), Binding::Scalars],
+        ),
+        None => Dispatch::new(
+            if bytes {
+                ShaderId::SliceU8
+            } else {
+                data_shader("slice", dt, call)?
+            },
+            [out, x],
+        ),
+    };
+    let slot = start_slot;
+    g.dispatch(call, dispatch, move |s| {
         let resolve = |b: Bound| -> Result<Option<i64>> {
             Ok(match b {
                 Bound::Lit(v) => Some(v),
@@ -562,7 +578,15 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         let mut od = xd.clone();
         od[d] = len;
         s.set_dims(out, od)?;
-        slice_launch(&xd, d, first, len, step as usize, bytes)
+        // With the start on the GPU the push holds its slot instead.
+        slice_launch(
+            &xd,
+            d,
+            slot.map_or(first, |v| v as usize),
+            len,
+            step as usize,
+            bytes,
+        )
     })
 }
 
