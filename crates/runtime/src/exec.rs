@@ -167,8 +167,8 @@ pub(crate) struct ComputeGraph {
     /// (barriers between dispatches, dispatches) of the last record.
     barriers: (usize, usize),
     /// The last barrier plan (record order, barrier before each) and what it was made for:
-    /// each node's kernel variant, or `usize::MAX` where it launched nothing. A decode
-    /// re-records every call (its attention's launch grows) with the same plan.
+    /// each node's kernel variant, or `usize::MAX` where it launched nothing. Records after a
+    /// resize that changed only push constants or workgroup counts reuse it.
     plan_cache: Option<(Vec<usize>, barriers::DispatchPlan)>,
     /// `ETVK_HOST_TIMING=1`: host time per execute phase (inputs, resize, record, submit and
     /// wait, outputs) summed over executes, printed to stderr when the graph is dropped.
