@@ -316,6 +316,28 @@ fn add_then_rms_norm_runs_as_one_dispatch() {
     );
 }
 
+/// Views of an intermediate share its storage (storage.rs): their copy nodes launch
+/// nothing; the numbers are checked by the shape family's cases.
+#[test]
+fn views_of_an_intermediate_launch_nothing() {
+    let all = (cases::family("shape").cases)();
+    let case = all
+        .iter()
+        .find(|c| c.label().ends_with("views of an intermediate, chained"))
+        .expect("the chained-views case");
+    let nodes = profile_run(case, 0);
+    let launched: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.launched)
+        .map(|n| n.op.as_str())
+        .collect();
+    assert_eq!(
+        launched,
+        ["aten.neg.default", "aten.add.Tensor"],
+        "{nodes:?}"
+    );
+}
+
 /// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
 fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime::NodeTime> {
     let be = etvk_tests::backend();

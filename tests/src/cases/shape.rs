@@ -68,6 +68,47 @@ fn view_cases() -> Vec<OpCase> {
         view_case(&[2, 3, 5, 7], &[6, 35], 6007),
     ];
 
+    // Views of an intermediate, which share its storage (storage.rs): neg(x) viewed twice
+    // (a chain), both views and neg(x) itself returned, then added to the first view in
+    // the second view's sizes; static and with the rows resizing.
+    for dynamic in [false, true] {
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &[4, 6]);
+        let a = g.output(F32, &[4, 6]);
+        g.op("aten.neg.default", &[xi, a]);
+        let s1 = g.int_list(&[-1, 3]);
+        let b = g.output(F32, &[8, 3]);
+        g.op(VIEW, &[a, s1, b]);
+        let s2 = g.int_list(&[-1]);
+        let c = g.output(F32, &[24]);
+        g.op(VIEW, &[b, s2, c]);
+        let s3 = g.int_list(&[-1, 3]);
+        let c3 = g.tensor(F32, &[8, 3]);
+        g.op(VIEW, &[c, s3, c3]);
+        let one = g.int(1);
+        let d = g.output(F32, &[8, 3]);
+        g.op("aten.add.Tensor", &[b, c3, one, d]);
+        let name = if dynamic {
+            "views of an intermediate, chained, rows resize"
+        } else {
+            "views of an intermediate, chained"
+        };
+        let mut case = OpCase::new(VIEW, name, g).tol(Tol::EXACT);
+        if dynamic {
+            case = case.dynamic();
+        }
+        let ms: &[usize] = if dynamic { &[4, 2, 4] } else { &[4] };
+        for (i, &m) in ms.iter().enumerate() {
+            let x = Tensor::rand(&[m, 6], 6200 + i as u64);
+            let a = Tensor::f32(&[m, 6], x.data.iter().map(|v| -v).collect());
+            let b = a.reshaped(&[2 * m, 3]);
+            let c = a.reshaped(&[6 * m]);
+            let d = Tensor::f32(&[2 * m, 3], a.data.iter().map(|v| 2.0 * v).collect());
+            case = case.run(vec![x], vec![a, b, c, d]);
+        }
+        v.push(case);
+    }
+
     // Dynamic: an IntList with -1 re-inferred from the current input size.
     let mut g = CaseGraph::new();
     let xi = g.input(F32, &[8, 6]);
