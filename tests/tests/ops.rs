@@ -271,10 +271,7 @@ fn dequant_into_linear_runs_the_int8_kernel() {
 fn gated_silu_runs_as_one_dispatch() {
     let all = (cases::family("unary").cases)();
     let nodes = |name: &str| -> Vec<String> {
-        let case = all
-            .iter()
-            .find(|c| c.label().ends_with(name))
-            .unwrap_or_else(|| panic!("no unary case named like {name:?}"));
+        let case = case_ending(&all, name);
         profile_run(case, 0).into_iter().map(|n| n.op).collect()
     };
     for dt in ["float32", "float16"] {
@@ -296,13 +293,7 @@ fn gated_silu_runs_as_one_dispatch() {
 #[test]
 fn add_then_rms_norm_runs_as_one_dispatch() {
     let all = (cases::family("llama").cases)();
-    let nodes = |name: &str| -> usize {
-        let case = all
-            .iter()
-            .find(|c| c.label().ends_with(name))
-            .unwrap_or_else(|| panic!("no llama case named like {name:?}"));
-        profile_run(case, 0).len()
-    };
+    let nodes = |name: &str| -> usize { profile_run(case_ending(&all, name), 0).len() };
     assert_eq!(nodes("float32 add then rms_norm, sum returned"), 1);
     assert_eq!(nodes("float32 add then rms_norm"), 1);
     assert_eq!(nodes("float16 add then rms_norm, sum returned"), 1);
@@ -321,11 +312,7 @@ fn add_then_rms_norm_runs_as_one_dispatch() {
 #[test]
 fn views_of_an_intermediate_launch_nothing() {
     let all = (cases::family("shape").cases)();
-    let case = all
-        .iter()
-        .find(|c| c.label().ends_with("views of an intermediate, chained"))
-        .expect("the chained-views case");
-    let nodes = profile_run(case, 0);
+    let nodes = profile_run(case_ending(&all, "views of an intermediate, chained"), 0);
     let launched: Vec<&str> = nodes
         .iter()
         .filter(|n| n.launched)
@@ -336,6 +323,13 @@ fn views_of_an_intermediate_launch_nothing() {
         ["aten.neg.default", "aten.add.Tensor"],
         "{nodes:?}"
     );
+}
+
+/// The case of `all` whose label ends with `name`.
+fn case_ending<'a>(all: &'a [etvk_tests::OpCase], name: &str) -> &'a etvk_tests::OpCase {
+    all.iter()
+        .find(|c| c.label().ends_with(name))
+        .unwrap_or_else(|| panic!("no case named like {name:?}"))
 }
 
 /// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.

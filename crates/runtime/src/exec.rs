@@ -672,17 +672,35 @@ impl ComputeGraph {
                 }
             })
             .collect();
-        let plan = match self.plan_cache.take() {
-            Some((k, plan)) if k == key => plan,
-            _ => barriers::dispatch_order(&self.accesses(&groups)),
+        // Only recordings that plan their barriers need the plan (made again only when the
+        // launched nodes or the kernel variants changed).
+        let (_, every_node) = self.record_mode();
+        let plan = if every_node || self.no_barriers {
+            None
+        } else {
+            Some(match self.plan_cache.take() {
+                Some((k, plan)) if k == key => plan,
+                _ => barriers::dispatch_order(&self.accesses(&groups)),
+            })
         };
-        let r = self.record_into(&mut cmd, &groups, &plan);
-        self.plan_cache = Some((key, plan));
+        let r = self.record_into(&mut cmd, &groups, plan.as_ref());
+        if let Some(plan) = plan {
+            self.plan_cache = Some((key, plan));
+        }
         self.cmd = Some(cmd);
         self.barriers = r?;
         self.launched = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
         self.needs_record = false;
         Ok(())
+    }
+
+    /// How the execute is recorded: (timestamps around the whole execute only, a barrier
+    /// after every dispatch). Profiles keep node order and a barrier after every dispatch, so that each node's time
+    /// is its own, unless they time whole executes (`profile_whole`).
+    fn record_mode(&self) -> (bool, bool) {
+        let whole = self.queries.is_some() && self.profile_whole;
+        let node_stamps = self.queries.is_some() && !whole;
+        (whole, node_stamps || self.barrier_every_node)
     }
 
     /// Each node's bindings as barrier-plan accesses (None where it launches nothing).
@@ -715,7 +733,7 @@ impl ComputeGraph {
         &self,
         cmd: &mut CommandBuffer,
         groups: &[[u32; 3]],
-        plan: &barriers::DispatchPlan,
+        plan: Option<&barriers::DispatchPlan>,
     ) -> Result<(usize, usize)> {
         cmd.begin()?;
         cmd.barrier(Access::All, Access::Transfer)?;
@@ -747,21 +765,17 @@ impl ComputeGraph {
         cmd.barrier(Access::Transfer, Access::Compute)?;
         let launched: Vec<bool> = groups.iter().map(|g| g.iter().all(|&c| c > 0)).collect();
         let dispatches = launched.iter().filter(|&&l| l).count();
-        // Profiles keep node order and a barrier after every dispatch, so that each node's
-        // time is its own. Otherwise dependent dispatches only are kept apart, and
-        // independent ones recorded side by side (exec/barriers.rs).
-        let whole = self.queries.is_some() && self.profile_whole;
+        // Without a plan: node order (`ETVK_BARRIERS=none`: launched nodes only, no barrier);
+        // with one, dependent dispatches only are kept apart (exec/barriers.rs).
+        let (whole, every_node) = self.record_mode();
         let node_stamps = if whole { None } else { self.queries.as_ref() };
-        let every_node = node_stamps.is_some() || self.barrier_every_node;
-        let (order, barrier_before): (Vec<usize>, &[bool]) = if every_node {
-            ((0..self.nodes.len()).collect(), &[])
-        } else if self.no_barriers {
-            (
+        let (order, barrier_before): (Vec<usize>, &[bool]) = match plan {
+            Some(p) => (p.0.clone(), &p.1),
+            None if every_node => ((0..self.nodes.len()).collect(), &[]),
+            None => (
                 (0..self.nodes.len()).filter(|&i| launched[i]).collect(),
                 &[],
-            )
-        } else {
-            (plan.0.clone(), &plan.1)
+            ),
         };
         let between = if every_node {
             dispatches.saturating_sub(1)

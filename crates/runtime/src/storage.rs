@@ -181,7 +181,6 @@ impl GraphBuilder<'_> {
                 g.push(out);
             }
             // The copy's node no longer writes `out`; its data is x's.
-            acc.writers[out.0].clear();
             acc.writers[out.0] = acc.writers[x.0].clone();
             c.aliased.store(true, Ordering::Relaxed);
             self.nodes[v].launch.global = Global::Linear(0);

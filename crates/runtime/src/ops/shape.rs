@@ -563,7 +563,6 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             [out, x],
         ),
     };
-    let slot = start_slot;
     g.dispatch(call, dispatch, move |s| {
         let resolve = |b: Bound| -> Result<Option<i64>> {
             Ok(match b {
@@ -582,7 +581,7 @@ fn build_slice_copy(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         slice_launch(
             &xd,
             d,
-            slot.map_or(first, |v| v as usize),
+            start_slot.map_or(first, |v| v as usize),
             len,
             step as usize,
             bytes,

@@ -318,13 +318,15 @@ pub(super) const FMA_GEMV_MAX_K_BESIDE_MMA: usize = 4096;
 
 /// Longest rows on which it takes M = 8 from the persistent int8 GEMV (no int8 tensor
 /// cores). H100 (session 33), M = 8: 8192^2 54.9 us against 57.6, N = 28672, K = 8192 169
-/// against 190, 4096^2 19.5 against 21.3; N = 8192, K = 28672 194.4 against 190.9.
+/// against 190, 4096^2 19.5 against 21.3; N = 8192, K = 28672 194.4 against 190.9. The
+/// bound lies between the longest row measured winning and the shortest losing (untimed).
 pub(super) const FMA_GEMV_MAX_K_ALONE: usize = 16384;
 
 /// Longest rows on which the two-words-per-lane form takes M = 4 from the persistent int8
 /// GEMV. H100 (session 33), M = 4: 4096^2 13.4 us against 14.3, N = 14336, K = 4096 29.1
-/// against 31.0; at K = 8192 even or worse (8192^2 34.3 against 33.8, N = 28672 97.3
-/// against 100.5); at M = 2 it lost on every shape (8192^2 27.2 against 23.2).
+/// against 31.0; at K = 8192 mixed (8192^2 34.3 against 33.8, N = 28672 97.3 against
+/// 100.5), so left to the int8 GEMV; at M = 2 it lost on every shape (8192^2 27.2 against
+/// 23.2).
 pub(super) const FMA_GEMV_W2_MAX_K: usize = 4096;
 
 /// The FMA GEMV for `q`'s rows, or None where it does not run: scale groups of whole words,
