@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use etvk_format::ir::DataType;
 use etvk_format::writer::{named_key, GraphBuilder};
-use etvk_runtime::{Backend, Delegate, DelegateArg, HostTensor, NamedData, RuntimeOptions};
+use etvk_runtime::{
+    Backend, Delegate, DelegateArg, HostTensor, NamedData, ResizeMode, RuntimeOptions,
+};
 
 use crate::compare::{compare, Tol};
 use crate::tensor::{host_dtype, Tensor};
@@ -29,6 +31,16 @@ impl NamedData for NamedMap {
     }
 }
 
+/// The tests' resize passes: incremental ones checked against a full pass after every
+/// dynamic change ([`ResizeMode::Check`]), unless `ETVK_RESIZE` says otherwise.
+pub fn resize_mode_for_tests() -> ResizeMode {
+    if std::env::var_os("ETVK_RESIZE").is_some() {
+        RuntimeOptions::from_env().resize
+    } else {
+        ResizeMode::Check
+    }
+}
+
 /// The backend shared by every test of one test binary (opening a device is slow on
 /// lavapipe). Validation layers are forced on; `ETVK_DEVICE` still selects the device.
 ///
@@ -39,6 +51,7 @@ pub fn backend() -> Arc<Backend> {
     let r = BACKEND.get_or_init(|| {
         let opts = RuntimeOptions {
             validation: true,
+            resize: resize_mode_for_tests(),
             ..RuntimeOptions::from_env()
         };
         Backend::new(&opts).map_err(|e| format!("{e} ({:?})", e.kind))

@@ -238,6 +238,16 @@ pub fn run_delegate(name: &str) -> Result<(), String> {
 /// [`run_delegate`] on backend `be`; returns (barriers, dispatches) of the last execute
 /// ([`Delegate::barriers`]).
 pub fn run_delegate_on(name: &str, be: &Arc<Backend>) -> Result<(usize, usize), String> {
+    run_delegate_with(name, be, |_, _| {}).map(|d| d.barriers())
+}
+
+/// [`run_delegate`] on backend `be`, calling `after_case(case index, delegate)` after each
+/// case's execute; returns the delegate.
+pub fn run_delegate_with(
+    name: &str,
+    be: &Arc<Backend>,
+    mut after_case: impl FnMut(usize, &Delegate),
+) -> Result<Delegate, String> {
     let io = load_io(name)?;
     let tol = Tol::new(io.atol, io.rtol);
     let program = parse_fixture_program(name)?;
@@ -320,6 +330,7 @@ pub fn run_delegate_on(name: &str, be: &Arc<Backend>) -> Result<(usize, usize), 
         }
         d.execute(&mut args)
             .map_err(|e| format!("{what}: execute failed: {e} ({:?})", e.kind))?;
+        after_case(ci, &d);
         for (k, (p, want)) in expected.iter().enumerate() {
             match &args[ni + k] {
                 DelegateArg::Tensor(got) => {
@@ -335,7 +346,7 @@ pub fn run_delegate_on(name: &str, be: &Arc<Backend>) -> Result<(usize, usize), 
             be.validation_error_count()
         ));
     }
-    Ok(d.barriers())
+    Ok(d)
 }
 
 /// The `etvk` binary of the profile this test was built with (`target/<profile>/etvk`,

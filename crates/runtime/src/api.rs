@@ -159,11 +159,28 @@ pub struct RuntimeOptions {
     /// timestamps and their read-back cost ~0.1 ms per execute of a 38-node graph on an H200
     /// (a tiny Llama's decode: 0.22-0.30 ms per token without them, 0.33-0.38 with).
     pub profile: bool,
+    /// `ETVK_RESIZE=full|check`: how resize passes run after a dynamic change (default
+    /// [`ResizeMode::Incremental`]).
+    pub resize: ResizeMode,
+}
+
+/// How an execute whose inputs changed sizes, SymInts or watched values re-runs the graph's
+/// resize functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResizeMode {
+    /// Only the steps whose last run read something that changed (the default).
+    #[default]
+    Incremental,
+    /// Every step, every time (`ETVK_RESIZE=full`; comparisons).
+    Full,
+    /// Incremental, then a full pass, failing the execute where they differ
+    /// (`ETVK_RESIZE=check`; tests).
+    Check,
 }
 
 impl RuntimeOptions {
-    /// Read `ETVK_DEVICE`, `ETVK_VALIDATION`, `ETVK_SYNC_VALIDATION`, `ETVK_FENCE_SPIN_US` and
-    /// `ETVK_PROFILE`.
+    /// Read `ETVK_DEVICE`, `ETVK_VALIDATION`, `ETVK_SYNC_VALIDATION`, `ETVK_FENCE_SPIN_US`,
+    /// `ETVK_PROFILE` and `ETVK_RESIZE`.
     pub fn from_env() -> RuntimeOptions {
         let flag = |name: &str| std::env::var(name).map(|v| v == "1").unwrap_or(false);
         RuntimeOptions {
@@ -175,6 +192,11 @@ impl RuntimeOptions {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(500),
             profile: flag("ETVK_PROFILE"),
+            resize: match std::env::var("ETVK_RESIZE").as_deref() {
+                Ok("full") => ResizeMode::Full,
+                Ok("check") => ResizeMode::Check,
+                _ => ResizeMode::Incremental,
+            },
         }
     }
 }
@@ -217,7 +239,11 @@ impl Backend {
             sync_validation: options.sync_validation,
             fence_spin_us: options.fence_spin_us,
         })?;
-        let inner = Arc::new(crate::backend::BackendInner::new(ctx, options.profile));
+        let inner = Arc::new(crate::backend::BackendInner::new(
+            ctx,
+            options.profile,
+            options.resize,
+        ));
         inner.check_validation("while opening the device")?;
         Ok(Arc::new(Backend { inner }))
     }
@@ -338,6 +364,12 @@ impl Delegate {
     /// `ETVK_PROFILE_WHOLE=1`.
     pub fn set_profile_whole(&mut self, on: bool) {
         self.graph.set_profile_whole(on)
+    }
+    /// (resize steps run, resize steps in all) by the last execute: the resize functions of
+    /// dispatches and host steps that a change of input sizes, SymInts or watched values
+    /// reached ([`ResizeMode`]); (0, all) when nothing changed.
+    pub fn resize_steps(&self) -> (usize, usize) {
+        self.graph.resize_steps()
     }
     /// [`Delegate::profile`] with each dispatch's VkGraph node id (`OperatorCall.node_id`;
     /// an op with several dispatches has several entries with one id).

@@ -23,6 +23,8 @@ pub(crate) struct BackendInner {
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
     /// Whether graphs record per-dispatch timestamps ([`crate::RuntimeOptions::profile`]).
     pub(crate) profile: bool,
+    /// How graphs run their resize passes ([`crate::RuntimeOptions::resize`]).
+    pub(crate) resize_mode: crate::api::ResizeMode,
     /// Whether the f16 tensor-core kernels (backward, the forward's hi / lo form) passed their self-check
     /// here (run once, at first need).
     f16_mma_ok: OnceLock<bool>,
@@ -85,11 +87,16 @@ fn spirv_override(name: &str) -> Result<Option<Vec<u32>>> {
 }
 
 impl BackendInner {
-    pub(crate) fn new(ctx: Arc<Context>, profile: bool) -> BackendInner {
+    pub(crate) fn new(
+        ctx: Arc<Context>,
+        profile: bool,
+        resize_mode: crate::api::ResizeMode,
+    ) -> BackendInner {
         BackendInner {
             ctx,
             pipelines: Mutex::new(HashMap::new()),
             profile,
+            resize_mode,
             f16_mma_ok: OnceLock::new(),
             f16_codes_ok: OnceLock::new(),
             int8_mma_ok: OnceLock::new(),

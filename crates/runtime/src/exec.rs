@@ -17,10 +17,11 @@ use crate::builder::GraphBuilder;
 use crate::dtype::{gpu_to_host, host_of, host_to_gpu};
 use crate::error::{internal, invalid_arg, unsupported};
 use crate::graph::checked_numel;
-use crate::graph::{Binding, DispatchNode, Global, HostStep, MemId, Shapes, TensorId};
+use crate::graph::{Binding, DispatchNode, Global, HostStep, MemId, ShapeKey, Shapes, TensorId};
 use etvk_shaders::ShaderId;
 
 mod barriers;
+mod resize;
 mod state;
 
 /// Bound on every fence wait (lavapipe is slow; real GPUs finish far sooner).
@@ -185,6 +186,12 @@ pub(crate) struct ComputeGraph {
     needs_record: bool,
     /// A resize failed part-way: shapes/launches may be inconsistent until one succeeds.
     resize_dirty: bool,
+    /// What each resize step read in its last run (`exec/resize.rs`).
+    resize_deps: resize::ResizeDeps,
+    /// Incremental, full or checked resize passes ([`crate::RuntimeOptions::resize`]).
+    resize_mode: crate::api::ResizeMode,
+    /// (resize steps run, resize steps in all) by the last execute.
+    resize_steps: (usize, usize),
     in_flight: bool,
     dynamic: bool,
     profile: Vec<crate::api::NodeTime>,
@@ -503,6 +510,9 @@ impl ComputeGraph {
             needs_record: true,
             // A resize deferred at build (placeholder SymInt inputs) runs at the first execute.
             resize_dirty: b.deferred_resize,
+            resize_deps: Default::default(),
+            resize_mode: b.be.resize_mode,
+            resize_steps: (0, 0),
             in_flight: false,
             dynamic: b.dynamic,
             profile: Vec::new(),
@@ -529,6 +539,10 @@ impl ComputeGraph {
 
     pub(crate) fn barriers(&self) -> (usize, usize) {
         self.barriers
+    }
+
+    pub(crate) fn resize_steps(&self) -> (usize, usize) {
+        self.resize_steps
     }
 
     pub(crate) fn set_profile_whole(&mut self, on: bool) {
@@ -604,9 +618,7 @@ impl ComputeGraph {
                 )))
             }
         }
-        self.resize_dirty = true;
-        self.propagate_resize()?;
-        self.resize_dirty = false;
+        self.resize(&[ShapeKey::Scalar(value)])?;
         self.write_scalars()
     }
 
@@ -838,76 +850,6 @@ impl ComputeGraph {
     }
 
     /// Re-run every node's resize function in chain order; re-record when a launch changed.
-    fn propagate_resize(&mut self) -> Result<()> {
-        let mut steps = self.host_steps.iter().peekable();
-        for i in 0..=self.nodes.len() {
-            // Host steps placed before node i (e.g. sym_size.int feeding its resize).
-            while let Some(st) = steps.next_if(|st| st.before_node <= i) {
-                (st.run)(&mut self.shapes).map_err(|e| {
-                    crate::api::Error::new(
-                        e.kind,
-                        format!("op {} (node {}) resize: {}", st.op, st.node_id, e.message),
-                    )
-                })?;
-            }
-            let Some(n) = self.nodes.get(i) else {
-                break;
-            };
-            match &n.resize {
-                Some(f) => {
-                    let before = self.kernels[i].current();
-                    let launch = f(&mut self.shapes).map_err(|e| {
-                        crate::api::Error::new(
-                            e.kind,
-                            format!("op {} (node {}) resize: {}", n.op, n.node_id, e.message),
-                        )
-                    })?;
-                    if launch.push.len() != n.launch.push.len() {
-                        return Err(internal(format!(
-                            "op {} resize changed the push-constant size",
-                            n.op
-                        )));
-                    }
-                    if launch != n.launch {
-                        self.nodes[i].launch = launch;
-                        self.needs_record = true;
-                    }
-                    let after = self.kernels[i].current();
-                    if after != before {
-                        // Another kernel: the node shows its shader / local size / bindings.
-                        let v = self.kernels[i]
-                            .variants
-                            .get(after)
-                            .map(|v| v.2.clone())
-                            .ok_or_else(|| internal("kernel variant out of range"))?;
-                        let node = &mut self.nodes[i];
-                        node.shader = v.shader;
-                        node.local = v.local;
-                        node.spec = v.spec;
-                        node.bindings = v.bindings;
-                        self.needs_record = true;
-                    }
-                }
-                None => {
-                    let resized = n.bindings.iter().any(|b| match b {
-                        Binding::Tensor(t) => {
-                            let s = &self.shapes.tensors[t.0];
-                            s.dims != s.max_dims
-                        }
-                        Binding::Scalars | Binding::Faults => false,
-                    });
-                    if resized {
-                        return Err(unsupported(format!(
-                            "op {} (node {}) has no resize function, so it cannot run with inputs smaller than the exported sizes",
-                            n.op, n.node_id
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) fn execute(&mut self, args: &mut [DelegateArg]) -> Result<()> {
         self.be.ctx.ensure_alive()?;
         if self.in_flight {
@@ -931,7 +873,7 @@ impl ComputeGraph {
                 clock = now;
             }
         };
-        let mut changed = false;
+        let mut changed: Vec<ShapeKey> = Vec::new();
         let mut scalars_changed = false;
         for i in 0..ni {
             match (&self.inputs[i], &args[i]) {
@@ -960,7 +902,7 @@ impl ComputeGraph {
                             )));
                         }
                         self.shapes.set_dims(t, ht.sizes.clone())?;
-                        changed = true;
+                        changed.push(ShapeKey::Dims(t.0));
                     }
                     let numel: usize = ht.sizes.iter().product();
                     if ht.data.len() != numel * ht.dtype.size_bytes() {
@@ -989,7 +931,7 @@ impl ComputeGraph {
                         let vals = host_ints(ht, &format!("input {i}"))?;
                         if self.shapes.host_values.get(&t.0) != Some(&vals) {
                             self.shapes.host_values.insert(t.0, vals);
-                            changed = true;
+                            changed.push(ShapeKey::HostValues(t.0));
                         }
                     }
                 }
@@ -1035,7 +977,7 @@ impl ComputeGraph {
                     let v = *v;
                     if self.shapes.scalar(v)? != x as f64 {
                         self.shapes.scalars.insert(v, x as f64);
-                        changed = true;
+                        changed.push(ShapeKey::Scalar(v));
                         scalars_changed = true;
                     }
                 }
@@ -1043,7 +985,8 @@ impl ComputeGraph {
             }
         }
         lap(0, &mut self.host_timing);
-        if changed || self.resize_dirty {
+        self.resize_steps = (0, self.nodes.len() + self.host_steps.len());
+        if !changed.is_empty() || self.resize_dirty {
             // The staging copies are recorded with the inputs' and outputs' current byte
             // counts; the resize pass marks the record stale where a launch changed.
             let io_bytes = |g: &ComputeGraph| -> Vec<u64> {
@@ -1061,16 +1004,14 @@ impl ComputeGraph {
                     .collect()
             };
             let before = io_bytes(self);
-            self.resize_dirty = true;
-            self.propagate_resize()?;
-            self.resize_dirty = false;
+            self.resize(&changed)?;
             if io_bytes(self) != before {
                 self.needs_record = true;
             }
         }
         // Host steps (sym_size.int) may have changed SymInts during the resize, so the GPU
         // copy of the scalars is refreshed whenever one ran.
-        if scalars_changed || (changed && !self.host_steps.is_empty()) {
+        if scalars_changed || (!changed.is_empty() && !self.host_steps.is_empty()) {
             self.write_scalars()?;
         }
         lap(1, &mut self.host_timing);

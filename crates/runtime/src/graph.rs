@@ -40,6 +40,25 @@ impl TensorShape {
     }
 }
 
+/// A piece of [`Shapes`] that can change between executes: a tensor's current sizes, a
+/// runtime scalar, or a watched input's host values (by tensor index / value id). The
+/// incremental resize pass (`exec/resize.rs`) re-runs a resize function only when one of the
+/// keys it read last time changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum ShapeKey {
+    Dims(usize),
+    Scalar(usize),
+    HostValues(usize),
+}
+
+/// What a resize function read and changed, recorded while `on` (one step at a time).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ShapeTrace {
+    on: std::cell::Cell<bool>,
+    reads: std::cell::RefCell<Vec<ShapeKey>>,
+    changed: Vec<ShapeKey>,
+}
+
 /// Shapes and scalar values visible to resize functions. Op builders get it at build time
 /// (with the serialized sizes) and resize functions get it at every resize.
 #[derive(Debug, Clone, Default)]
@@ -53,11 +72,36 @@ pub struct Shapes {
     pub(crate) host_values: std::collections::BTreeMap<usize, Vec<i64>>,
     /// `maxComputeWorkGroupCount`, used to spill 1-D launches into y.
     pub(crate) max_groups: [u32; 3],
+    /// Reads and changes of the resize step being traced (the current sizes, scalars and host
+    /// values; max sizes and dtypes never change after the build).
+    pub(crate) trace: ShapeTrace,
 }
 
 impl Shapes {
+    fn note(&self, k: ShapeKey) {
+        if self.trace.on.get() {
+            self.trace.reads.borrow_mut().push(k);
+        }
+    }
+    /// Start recording what the resize functions read and change.
+    pub(crate) fn begin_trace(&mut self) {
+        self.trace.on.set(true);
+        self.trace.reads.get_mut().clear();
+        self.trace.changed.clear();
+    }
+    /// Stop recording: the keys read since [`Self::begin_trace`] (sorted, once each), and
+    /// appends the keys whose value changed to `changed`.
+    pub(crate) fn end_trace(&mut self, changed: &mut Vec<ShapeKey>) -> Box<[ShapeKey]> {
+        self.trace.on.set(false);
+        changed.append(&mut self.trace.changed);
+        let reads = self.trace.reads.get_mut();
+        reads.sort_unstable();
+        reads.dedup();
+        reads.as_slice().into()
+    }
     /// Current sizes of `t`.
     pub fn dims(&self, t: TensorId) -> &[usize] {
+        self.note(ShapeKey::Dims(t.0));
         &self.tensors[t.0].dims
     }
     /// Serialized (maximum) sizes of `t`.
@@ -70,6 +114,7 @@ impl Shapes {
     }
     /// Current element count of `t`.
     pub fn numel(&self, t: TensorId) -> usize {
+        self.note(ShapeKey::Dims(t.0));
         self.tensors[t.0].numel()
     }
     /// Set the current sizes of an op's output. Fails when the element count exceeds the
@@ -79,7 +124,12 @@ impl Shapes {
         let numel = checked_numel(&dims);
         match numel {
             Some(n) if n <= ts.max_numel() => {
-                ts.dims = dims;
+                if ts.dims != dims {
+                    ts.dims = dims;
+                    if self.trace.on.get() {
+                        self.trace.changed.push(ShapeKey::Dims(t.0));
+                    }
+                }
                 Ok(())
             }
             _ => Err(invalid_arg(format!(
@@ -90,6 +140,7 @@ impl Shapes {
     }
     /// Current value of a SymInt / scalar value (by VkGraph value id).
     pub fn scalar(&self, value: usize) -> Result<f64> {
+        self.note(ShapeKey::Scalar(value));
         self.scalars
             .get(&value)
             .copied()
@@ -98,6 +149,7 @@ impl Shapes {
     /// The current host values of graph input `t`, when a host step watches it (see
     /// `GraphBuilder::watch_input_values`); row-major over its current sizes.
     pub fn host_values(&self, t: TensorId) -> Option<&[i64]> {
+        self.note(ShapeKey::HostValues(t.0));
         self.host_values.get(&t.0).map(|v| v.as_slice())
     }
     /// Set the current value of a SymInt / scalar value, e.g. the output of `sym_size.int`
@@ -106,7 +158,12 @@ impl Shapes {
     pub fn set_scalar(&mut self, value: usize, x: f64) -> Result<()> {
         match self.scalars.get_mut(&value) {
             Some(s) => {
-                *s = x;
+                if s.to_bits() != x.to_bits() {
+                    *s = x;
+                    if self.trace.on.get() {
+                        self.trace.changed.push(ShapeKey::Scalar(value));
+                    }
+                }
                 Ok(())
             }
             None => Err(internal(format!("value {value} is not a runtime scalar"))),

@@ -25,6 +25,12 @@ pub fn backend() -> Arc<Backend> {
     let opts = RuntimeOptions {
         validation: true,
         profile: true,
+        // Incremental resize passes checked against full ones (unless ETVK_RESIZE says).
+        resize: if std::env::var_os("ETVK_RESIZE").is_some() {
+            RuntimeOptions::from_env().resize
+        } else {
+            etvk_runtime::ResizeMode::Check
+        },
         ..RuntimeOptions::from_env()
     };
     Backend::new(&opts).expect("backend")
