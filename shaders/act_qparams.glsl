@@ -16,6 +16,8 @@
 // Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
 // every later rounding of x / scale follow the quotient).
 
+#include "f16_round.glsl"
+
 float act_div_fixed(float a, float b) {
   precise float q = a / b;
   precise float r = fma(-q, b, a);
@@ -57,7 +59,7 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
     zp = float((iqmax + iqmin + 1) / 2);
   }
   float scale_stored = scale, zp_stored = zp;
-  if ((kinds & 0xFFu) == 1u) scale_stored = unpackHalf2x16(packHalf2x16(vec2(scale, 0.0))).x;
+  if ((kinds & 0xFFu) == 1u) scale_stored = f16_round(scale);
   const uint zk = (kinds >> 8) & 0xFFu;
   if (zk == 0u) {
     zp_stored = float(int(zp));

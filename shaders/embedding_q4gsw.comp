@@ -12,6 +12,7 @@
 // (fault.glsl), so the execute fails as PyTorch raises; as the `gather` shader does. One invocation per output element; the
 // dequantization is computed in float, then stored as DTYPE.
 #include "common.glsl"
+#include "f16_round.glsl"
 
 #ifndef SCALE_T
 #define SCALE_T float
@@ -62,7 +63,7 @@ void main() {
     q -= float(zp_[gi]);
   }
   if ((p.flags & 2u) != 0u) {
-    out_[e] = DTYPE(float(SCALE_T(float(SCALE_T(q)) * s)));
+    out_[e] = DTYPE(ROUND_AS(SCALE_T, ROUND_AS(SCALE_T, q) * s));
   } else {
     out_[e] = DTYPE(q * s);
   }

@@ -84,6 +84,7 @@ uint bcast_index(uint i, uint rank, uint bcast, uvec4 sizes[2]) {
 }
 
 // Round a float to the nearest fp16 value (comparisons whose PyTorch result type is half).
+#include "f16_round.glsl"
 float round_f16(float x) {
-  return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x;
+  return f16_round(x);
 }
