@@ -600,9 +600,13 @@ fn embedding_4bit_case(
     (scale_dt, out_dt): (DataType, DataType),
     idx_runs: &[Vec<usize>],
     seed: u64,
+    scales_override: Option<&[f64]>,
 ) -> OpCase {
     let gs = if per_row { d } else { gs };
-    let t = Q4Table::new(v, d, gs, scale_dt, false, seed);
+    let mut t = Q4Table::new(v, d, gs, scale_dt, false, seed);
+    if let Some(sv) = scales_override {
+        t.scales = Tensor::new(scale_dt, &t.scales.sizes.clone(), sv.to_vec());
+    }
     let groups = d / gs;
     let ss = if per_row { vec![v] } else { vec![v, groups] };
     let scales = t.scales.reshaped(&ss);
@@ -624,6 +628,11 @@ fn embedding_4bit_case(
         scale_dt.name(),
         out_dt.name()
     );
+    let name = if scales_override.is_some() {
+        format!("{name}, fp16 edge scales (ties, subnormals, overflow)")
+    } else {
+        name
+    };
     let tol = if out_dt == F16 { Tol::F16 } else { Tol::F32 };
     let mut case = OpCase::new(EMB_4BIT, name, g).tol(tol);
     if idx_runs.len() > 1 {
@@ -665,9 +674,25 @@ fn embedding_4bit_cases() -> Vec<OpCase> {
     vec![
         // The shapes ExecuTorch's pattern leaves alone (D not a multiple of 32), with zero
         // points; per-row scales; fp16 scales (math in fp16) into fp32 and fp16 outputs.
-        embedding_4bit_case((11, 20, 4), false, true, (F32, F32), &[vec![2, 3]], 13001),
-        embedding_4bit_case((9, 12, 12), true, false, (F32, F32), &[vec![5]], 13002),
-        embedding_4bit_case((6, 16, 8), false, true, (F16, F32), &[vec![4]], 13003),
+        embedding_4bit_case(
+            (11, 20, 4),
+            false,
+            true,
+            (F32, F32),
+            &[vec![2, 3]],
+            13001,
+            None,
+        ),
+        embedding_4bit_case(
+            (9, 12, 12),
+            true,
+            false,
+            (F32, F32),
+            &[vec![5]],
+            13002,
+            None,
+        ),
+        embedding_4bit_case((6, 16, 8), false, true, (F16, F32), &[vec![4]], 13003, None),
         embedding_4bit_case(
             (7, 8, 2),
             false,
@@ -675,6 +700,30 @@ fn embedding_4bit_cases() -> Vec<OpCase> {
             (F16, F16),
             &[vec![1, 6], vec![1, 2], vec![1, 5]],
             13004,
+            None,
+        ),
+        // fp16 scales whose products need every branch of the shaders' fp16 rounding: a
+        // subnormal scale (products on both sides of 2^-14), overflow to infinity (30000 and
+        // 65504 times up to 11), and 11-significant-bit scales (1025 / 1024, 0.1's fp16)
+        // whose products by odd integers are exact ties. A GPU that skipped the rounding
+        // (NVIDIA folds a half round trip) gives other values.
+        embedding_4bit_case(
+            (4, 8, 4),
+            false,
+            true,
+            (F16, F32),
+            &[vec![8]],
+            13005,
+            Some(&[
+                1023.0 * 2f64.powi(-24),
+                30000.0,
+                1025.0 / 1024.0,
+                0.0999755859375,
+                65504.0,
+                1537.0 / 1024.0,
+                7.0 * 2f64.powi(-24),
+                2047.0 / 4096.0,
+            ]),
         ),
     ]
 }
