@@ -38,13 +38,13 @@
 // workgroups walk several blocks the loop's extra branch cost 0.6 us at 8192^2 and 1.6 at
 // N = 28672.
 //
-// DQ = 1 (`q4_linear_gemv_half_dq`, `_early_dq`; unsliced): x is the raw activation row of an
-// 8da4w linear (et_vk.linear_dq8ca_q4gsw), quantized per row to int8 and dequantized here
+// DQ = 1 (`q4_linear_gemv_half_dq`, `_early_dq`, `_sliced_dq`): x is the raw activation row of
+// an 8da4w linear (et_vk.linear_dq8ca_q4gsw), quantized per row to int8 and dequantized here
 // (act_qparams.glsl, the choose_qparams node's arithmetic; its parameters as specialization
-// constants 3-7) instead of by a node before: every workgroup holds the whole row, finds
-// its min and max (two barriers, while the first weights are in flight) and fake-quantizes
-// its 16 activations in registers. At M = 1 the choose_qparams node then launches nothing
-// (ops/quantize.rs).
+// constants 3-7) instead of by a node before: every workgroup finds the row's min and max
+// (from the whole row it holds, or, sliced, by reading the row once more; two barriers,
+// while the first weights are in flight) and fake-quantizes its 16 activations in
+// registers. At M = 1 the choose_qparams node then launches nothing (ops/quantize.rs).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
@@ -221,6 +221,24 @@ void main() {
   }
 #if DQ
   {
+#if SLICED
+    // A slice holds part of the row: every workgroup reads the whole row for its min and
+    // max (from L2 once the first has; K / NT loads per invocation), starting from 0, which
+    // act_qparams takes in anyway (min(lo, 0), max(hi, 0)).
+    float l = 0.0, u = 0.0;
+    if ((p.K & 3u) == 0u) {
+      for (uint i = t; i < (p.K >> 2); i += NT) {
+        const vec4 v = x4[i];
+        l = min(l, min(min(v.x, v.y), min(v.z, v.w)));
+        u = max(u, max(max(v.x, v.y), max(v.z, v.w)));
+      }
+    } else {
+      for (uint i = t; i < p.K; i += NT) {
+        l = min(l, x[i]);
+        u = max(u, x[i]);
+      }
+    }
+#else
     // The row's min and max: the invocations past the row hold copies of its last half
     // chunk and zeros past K, neither of which moves them (act_qparams takes min(lo, 0) and
     // max(hi, 0)).
@@ -232,6 +250,7 @@ void main() {
                   max(max(xv[1].x, xv[1].y), max(xv[1].z, xv[1].w)));
     u = max(u, max(max(max(xv[2].x, xv[2].y), max(xv[2].z, xv[2].w)),
                    max(max(xv[3].x, xv[3].y), max(xv[3].z, xv[3].w))));
+#endif
     red[t] = l;
     red[NT + t] = u;
     barrier();

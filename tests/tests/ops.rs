@@ -186,7 +186,7 @@ fn quantize_limits_name_the_op_and_rule() {
 /// fake-quant node of its own: the linear with its own (the x-written-between case) has one
 /// dispatch more than these. At M = 1, where the linears run the half GEMV, they take its DQ
 /// form and the first choose_qparams node launches nothing. The numbers themselves are
-/// checked by the quantize family.
+/// checked by the quantize family. Rows longer than 8192 take the sliced DQ form at M = 1.
 #[test]
 fn act_quant_fusion_leaves_out_nodes() {
     let all = (cases::family("quantize").cases)();
@@ -234,6 +234,23 @@ fn act_quant_fusion_leaves_out_nodes() {
         );
     } else {
         assert!(choose_ran(0), "choose 0 idle at M = 1 without the DQ GEMV");
+    }
+    // Rows of more than 8192: the sliced DQ form at M = 1 (choose 0, linear 1), the choose
+    // node's fake-quantized x at M = 3.
+    let long = find("x[3, 8442]");
+    for (run, m1) in [(0, true), (1, false), (2, true)] {
+        let nodes = profile_run(long, run);
+        let node = |id: u32| nodes.iter().find(|n| n.node_id == id).expect("node");
+        if m1 && node(1).op.contains("gemv_half") {
+            assert!(
+                node(1).op.ends_with("_sliced_dq"),
+                "run {run}: {}",
+                node(1).op
+            );
+            assert!(!node(0).launched, "run {run}: choose launched at M = 1");
+        } else if !m1 {
+            assert!(node(0).launched, "run {run}: choose idle at M = 3");
+        }
     }
 }
 

@@ -154,11 +154,24 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),
         dq8ca_shared_x(F16, &[2, 2, 96], &[2, 1], 16),
         dq8ca_x_written_between(17),
-        // Static graphs at M = 1: the half GEMV's DQ form (K <= 8192), and the sliced form
-        // (K > 8192), which reads the choose node's fake-quantized x; whether that node
-        // idles at M = 1 is decided after the linears are built.
+        // Static graphs at M = 1: the half GEMV's DQ form (K <= 8192) and its sliced DQ form
+        // (K > 8192: every workgroup reads the whole row for its min and max); whether the
+        // choose node idles at M = 1 is decided after the linears are built. Then the sliced
+        // form between M = 3 (the choose node's fake-quantized x) and back, on a row whose
+        // length is not a multiple of 4 (the row scan's scalar loop).
         dq8ca(F32, &[1, 256], &[1], 256, 24, 32, true, (F32, I8), 18),
         dq8ca(F32, &[1, 8448], &[1], 8448, 16, 32, false, (F32, I8), 19),
+        dq8ca(
+            F32,
+            &[3, 8442],
+            &[1, 3, 1],
+            8442,
+            12,
+            32,
+            true,
+            (F32, I8),
+            21,
+        ),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());

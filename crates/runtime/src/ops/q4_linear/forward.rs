@@ -8,8 +8,9 @@ use super::*;
 /// per-32-row scale peaks from the op's scales constant (`q.scales_arg`), from which the f16
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
 /// came in as fp16 (arg 0; `x` is then its fp32 copy). `dq`: an 8da4w linear's raw x and
-/// quantization parameters, which the unsliced half GEMV can take instead of `x` (its DQ
-/// form); the result says whether the M = 1 kernel does (then `x` is not read at M = 1).
+/// quantization parameters, which the half GEMV (unsliced or sliced) can take instead of `x`
+/// (its DQ forms); the result says whether the M = 1 kernel does (then `x` is not read at
+/// M = 1).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -226,10 +227,21 @@ fn forward(
                 _ if matches!(kn, Kernel::GemvHalf { slices, .. } if slices > 1) => {
                     let (part, counters) =
                         half_sums.ok_or_else(|| internal("sliced GEMV without its row sums"))?;
-                    Dispatch::new(
-                        shader_of(kn, false),
-                        [out, x, q.w, q.s, bias_t, part, counters],
-                    )
+                    match dq {
+                        // The sliced DQ form reads the whole raw row for its min and max.
+                        Some(dq) => {
+                            let mut d = Dispatch::new(
+                                ShaderId::Q4LinearGemvHalfSlicedDq,
+                                [out, dq.x, q.w, q.s, bias_t, part, counters],
+                            );
+                            d.spec = dq.spec.to_vec();
+                            d
+                        }
+                        None => Dispatch::new(
+                            shader_of(kn, false),
+                            [out, x, q.w, q.s, bias_t, part, counters],
+                        ),
+                    }
                 }
                 _ => match (kn, dq) {
                     (
@@ -263,7 +275,7 @@ fn forward(
             Ok(d)
         })
         .collect::<Result<Vec<_>>>()?;
-    let dq_at_m1 = dq.is_some() && matches!(choose(1), Kernel::GemvHalf { slices: 1, .. });
+    let dq_at_m1 = dq.is_some() && matches!(choose(1), Kernel::GemvHalf { .. });
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, x, k, "x")?;
