@@ -14,7 +14,17 @@
 // a SymInt start position changes without a re-record; the valid keys are the cache
 // positions [0, start_pos + S) (clamped to the cache length L) and, when causal, query row
 // i sees keys [0, start_pos + i].
+//
+// FUSED_KV = 1 (`sdpa_kv_*`, sdpa_with_kv_cache): the call's own keys and values k, v
+// [B, S, H_kv, D] (bindings 6, 7; batch stride kst.w, head and seq strides the caches') are
+// also written into the caches at rows start_pos.., by the workgroup of each kv head's first
+// query head, instead of by two copy dispatches before: the cache-update level of a decode
+// step and its barrier go. Keys at or past start_pos are read from k / v themselves, so no
+// workgroup reads a cache row this dispatch writes.
 #include "common.glsl"
+#ifndef FUSED_KV
+#define FUSED_KV 0
+#endif
 
 #define LANES 64     // must equal the local size (64, 1, 1)
 #define PER_LANE 4   // output dims per lane: D <= LANES * PER_LANE (the builder checks)
@@ -26,10 +36,19 @@
 // DTYPE: the tensors' storage (float or float16_t); the math is float either way.
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer Q { DTYPE q_[]; };
+#if FUSED_KV
+layout(set = 0, binding = 2) buffer K { DTYPE k_[]; };
+layout(set = 0, binding = 3) buffer V { DTYPE v_[]; };
+#else
 layout(set = 0, binding = 2) readonly buffer K { DTYPE k_[]; };
 layout(set = 0, binding = 3) readonly buffer V { DTYPE v_[]; };
+#endif
 layout(set = 0, binding = 4) readonly buffer Mask { DTYPE mask_[]; };
 layout(set = 0, binding = 5) readonly buffer Scalars { int scalars_[]; };
+#if FUSED_KV
+layout(set = 0, binding = 6) readonly buffer KN { DTYPE kn_[]; };
+layout(set = 0, binding = 7) readonly buffer VN { DTYPE vn_[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint rows;     // B * H * S
@@ -45,7 +64,7 @@ layout(push_constant) uniform Params {
   uint mask_row; // mask element stride between query rows (0 broadcasts one row)
   uint pad_;
   uvec4 qst;     // q strides: batch, head, seq, -
-  uvec4 kst;     // k / v strides: batch, head, seq, -
+  uvec4 kst;     // k / v strides: batch, head, seq, FUSED_KV: the call's k / v batch stride
   uvec4 ost;     // out strides: batch, head, seq, -
 } p;
 
@@ -75,6 +94,17 @@ void main() {
   }
   uint nk = p.causal != 0 ? min(start + i + 1, valid) : valid;
   uint kbase = b * p.kst.x + (h / p.group) * p.kst.y;
+#if FUSED_KV
+  // Row j >= start of the call's k / v: nbase + (j - start) * kst.z.
+  const uint nbase = b * p.kst.w + (h / p.group) * p.kst.y;
+  if (h % p.group == 0u && start + i < p.L) {
+    const uint src = nbase + i * p.kst.z, dst = kbase + (start + i) * p.kst.z;
+    for (uint d = lane; d < p.D; d += LANES) {
+      k_[dst + d] = kn_[src + d];
+      v_[dst + d] = vn_[src + d];
+    }
+  }
+#endif
 
   float m = NEG_BIG;
   float l = 0.0;
@@ -86,10 +116,20 @@ void main() {
     uint j = j0 + lane;
     float s = NEG_BIG;
     if (j < nk) {
-      uint kb = kbase + j * p.kst.z;
       float dot_ = 0.0;
-      for (uint d = 0; d < p.D; ++d) {
-        dot_ += s_q[d] * float(k_[kb + d]);
+#if FUSED_KV
+      if (j >= start) {
+        const uint nb = nbase + (j - start) * p.kst.z;
+        for (uint d = 0; d < p.D; ++d) {
+          dot_ += s_q[d] * float(kn_[nb + d]);
+        }
+      } else
+#endif
+      {
+        uint kb = kbase + j * p.kst.z;
+        for (uint d = 0; d < p.D; ++d) {
+          dot_ += s_q[d] * float(k_[kb + d]);
+        }
       }
       s = dot_ * p.scale;
       if (p.has_mask != 0) {
@@ -112,6 +152,18 @@ void main() {
     for (uint t = 0; t < cnt; ++t) {
       float w = exp(s_score[t] - cm);
       l += w;
+#if FUSED_KV
+      if (j0 + t >= start) {
+        const uint nb = nbase + (j0 + t - start) * p.kst.z;
+        for (uint r = 0; r < PER_LANE; ++r) {
+          uint d = lane + r * LANES;
+          if (d < p.D) {
+            acc[r] += w * float(vn_[nb + d]);
+          }
+        }
+        continue;
+      }
+#endif
       uint vb = kbase + (j0 + t) * p.kst.z;
       for (uint r = 0; r < PER_LANE; ++r) {
         uint d = lane + r * LANES;

@@ -326,6 +326,36 @@ fn add_then_rms_norm_runs_as_one_dispatch() {
 
 /// Views of an intermediate share its storage (storage.rs): their copy nodes launch
 /// nothing; the numbers are checked by the shape family's cases.
+/// `sdpa_with_kv_cache` is one dispatch that also writes the caches (ops/attention.rs,
+/// `sdpa_kv_*`), at every run of each of its cases (prefill, then later positions); the
+/// numbers, and that the caches hold the keys for later calls, are checked by the attention
+/// family's multi-run cases.
+#[test]
+fn kv_cache_attention_is_one_dispatch() {
+    let all = (cases::family("attention").cases)();
+    let kv: Vec<_> = all
+        .iter()
+        .filter(|c| c.op == "sdpa_with_kv_cache.default")
+        .collect();
+    assert!(!kv.is_empty(), "no sdpa_with_kv_cache cases");
+    for case in kv {
+        for run in 0..case.runs.len() {
+            let nodes = profile_run(case, run);
+            let sdpa: Vec<_> = nodes
+                .iter()
+                .filter(|n| n.op.starts_with("sdpa_with_kv_cache"))
+                .collect();
+            assert_eq!(
+                sdpa.len(),
+                1,
+                "{} run {run}: {} dispatches",
+                case.label(),
+                sdpa.len()
+            );
+        }
+    }
+}
+
 #[test]
 fn views_of_an_intermediate_launch_nothing() {
     let all = (cases::family("shape").cases)();

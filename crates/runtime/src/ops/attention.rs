@@ -86,6 +86,8 @@ struct SdpaPush {
     q_strides: [usize; 3],
     kv_strides: [usize; 3],
     out_strides: [usize; 3],
+    /// The fused form's batch stride of the call's k / v (`kst.w`; 0 otherwise).
+    new_kv_batch: usize,
 }
 
 impl SdpaPush {
@@ -107,7 +109,15 @@ impl SdpaPush {
             .u32(to_u32(self.mask_row.unwrap_or(0), "mask row stride")?)
             .u32(0)
             .u32_array(&st(self.q_strides, "q stride")?, 4, 0)
-            .u32_array(&st(self.kv_strides, "k stride")?, 4, 0)
+            .u32_array(
+                &[
+                    st(self.kv_strides, "k stride")?,
+                    vec![to_u32(self.new_kv_batch, "k batch stride")?],
+                ]
+                .concat(),
+                4,
+                0,
+            )
             .u32_array(&st(self.out_strides, "out stride")?, 4, 0)
             .finish();
         Ok(Launch {
@@ -196,6 +206,7 @@ impl CacheAttention {
             q_strides: [sq * h * d, d, h * d],
             kv_strides: [max_seq * h_kv * d, d, h_kv * d],
             out_strides: [sq * h * d, d, h * d],
+            new_kv_batch: 0,
         }
     }
 }
@@ -280,6 +291,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             q_strides: [h * sq * d, sq * d, d],
             kv_strides: [h_kv * l * d, l * d, d],
             out_strides: [h * sq * d, sq * d, d],
+            new_kv_batch: 0,
         }
         .launch(&what)
     })
@@ -303,9 +315,17 @@ fn mask_row_stride(s: &Shapes, m: TensorId, sq: usize, l: usize, what: &str) -> 
 
 /// The attention kernel for tensors of `dt` (float32 or float16 storage, float math).
 fn sdpa_shader(what: &str, dt: DataType) -> Result<ShaderId> {
-    match dt {
-        DataType::Float32 => Ok(ShaderId::SdpaF32),
-        DataType::Float16 => Ok(ShaderId::SdpaF16),
+    sdpa_shader_of(what, dt, false)
+}
+
+/// The attention kernel, or with `fused_kv` its form that also writes the call's keys and
+/// values into the caches (`sdpa_kv_*`).
+fn sdpa_shader_of(what: &str, dt: DataType, fused_kv: bool) -> Result<ShaderId> {
+    match (dt, fused_kv) {
+        (DataType::Float32, false) => Ok(ShaderId::SdpaF32),
+        (DataType::Float16, false) => Ok(ShaderId::SdpaF16),
+        (DataType::Float32, true) => Ok(ShaderId::SdpaKvF32),
+        (DataType::Float16, true) => Ok(ShaderId::SdpaKvF16),
         _ => Err(unsupported(format!(
             "{what}: dtype {} is not supported (float32, float16 are)",
             dt.name()
@@ -362,11 +382,24 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
             s.dtype(out),
         ],
     )?;
+    let pos_v = call.arg(5)?;
+    if !crate::ops::fusion::fusion_off() {
+        return attention_writing_caches(
+            g,
+            call,
+            [q, k, v, k_cache, v_cache, out],
+            dt,
+            pos_v,
+            pos_slot,
+            causal,
+            scale,
+        );
+    }
     let sdpa = sdpa_shader(&what, dt)?;
 
     let cache_update = data_shader("sdpa_cache_update", dt, call)?;
-    // Cache writes: one dispatch per cache, k / v [B, S, H_kv, D] -> [B, max_seq, H_kv, D].
-    let pos_v = call.arg(5)?;
+    // Cache writes (`ETVK_FUSE=0`): one dispatch per cache, k / v [B, S, H_kv, D] ->
+    // [B, max_seq, H_kv, D], then the attention over the caches.
     for (src, cache, role) in [(k, k_cache, "k"), (v, v_cache, "v")] {
         cache_write(g, call, src, cache, (pos_v, pos_slot), cache_update, role)?;
     }
@@ -383,6 +416,51 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
         s.set_dims(out, qd)?;
         c.push(causal, pos_slot, scale, None).launch(&what)
+    })
+}
+
+/// `sdpa_with_kv_cache` as one dispatch (`sdpa_kv_*`): the attention reads the call's keys
+/// and values from k / v and writes them into the caches at rows start_pos.. (tensors
+/// `[q, k, v, k_cache, v_cache, out]`).
+#[allow(clippy::too_many_arguments)]
+fn attention_writing_caches(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    [q, k, v, k_cache, v_cache, out]: [TensorId; 6],
+    dt: DataType,
+    pos_v: usize,
+    pos_slot: u32,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<()> {
+    let what = call.what();
+    let shader = sdpa_shader_of(&what, dt, true)?;
+    let bindings = [
+        Binding::Tensor(out),
+        Binding::Tensor(q),
+        Binding::Tensor(k_cache),
+        Binding::Tensor(v_cache),
+        Binding::Tensor(q), // no mask: any bound buffer, never read
+        Binding::Scalars,
+        Binding::Tensor(k),
+        Binding::Tensor(v),
+    ];
+    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+        let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
+        for (src, role) in [(k, "k"), (v, "v")] {
+            let sd = s.dims(src);
+            if sd != [c.b, c.sq, c.h_kv, c.d] {
+                return Err(invalid_arg(format!(
+                    "{what}: {role} sizes {sd:?} must be [B, S, H_kv, D] = {:?} (q's B and S, the caches' H_kv and D)",
+                    [c.b, c.sq, c.h_kv, c.d]
+                )));
+            }
+        }
+        check_window(&what, s.scalar(pos_v)?, c.sq, c.max_seq)?;
+        s.set_dims(out, qd)?;
+        let mut push = c.push(causal, pos_slot, scale, None);
+        push.new_kv_batch = c.sq * c.h_kv * c.d;
+        push.launch(&what)
     })
 }
 

@@ -12,6 +12,10 @@
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
 //! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
 //! sum (later ops read it: the residual) and the normalized rows; the norm is not built.
+//!
+//! **KV-cache attention** (`ops/attention.rs`): `sdpa_with_kv_cache` writes the call's keys
+//! and values into its caches from the attention dispatch itself (`sdpa_kv_*`) instead of
+//! two copy dispatches before it.
 
 use etvk_shaders::ShaderId;
 
@@ -143,7 +147,8 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
     })
 }
 
-fn fusion_off() -> bool {
+/// `ETVK_FUSE=0`: every op built as it stands (comparisons).
+pub(crate) fn fusion_off() -> bool {
     std::env::var("ETVK_FUSE").is_ok_and(|v| v == "0")
 }
 
