@@ -367,6 +367,7 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
             5357 => "CooperativeMatrixNv",
             5345 => "VulkanMemoryModel",
             65 => "SubgroupShuffle",
+            63 => "SubgroupArithmetic",
             _ => continue,
         };
         features.insert(f);

@@ -54,6 +54,7 @@ fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
         Feature::CooperativeMatrixNv => (caps.cooperative_matrix_nv, "VK_NV_cooperative_matrix"),
         Feature::VulkanMemoryModel => (caps.vulkan_memory_model, "vulkanMemoryModel"),
         Feature::SubgroupShuffle => (caps.subgroup_shuffle, "subgroup shuffles in compute"),
+        Feature::SubgroupArithmetic => (caps.subgroup_arithmetic, "subgroup reductions in compute"),
     }
 }
 

@@ -37,6 +37,8 @@ pub enum Feature {
     VulkanMemoryModel,
     /// Subgroup shuffles in compute shaders (`GroupNonUniformShuffle`).
     SubgroupShuffle,
+    /// Subgroup reductions in compute shaders (`GroupNonUniformArithmetic`).
+    SubgroupArithmetic,
 }
 
 /// Static description of one compiled shader variant.

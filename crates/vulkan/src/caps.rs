@@ -94,6 +94,9 @@ pub struct DeviceCaps {
     /// Compute shaders may shuffle within a subgroup (`subgroupSupportedOperations` has
     /// SHUFFLE and `subgroupSupportedStages` COMPUTE).
     pub subgroup_shuffle: bool,
+    /// Compute shaders may reduce within a subgroup (`subgroupSupportedOperations` has
+    /// ARITHMETIC and `subgroupSupportedStages` COMPUTE).
+    pub subgroup_arithmetic: bool,
     /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
     pub cooperative_matrix_khr: bool,
     /// `VK_NV_cooperative_matrix` with its `cooperativeMatrix` feature: enabled on the
@@ -184,6 +187,7 @@ impl DeviceCaps {
             ),
             ("subgroup_size".into(), self.subgroup_size.to_string()),
             ("subgroup_shuffle".into(), v(self.subgroup_shuffle)),
+            ("subgroup_arithmetic".into(), v(self.subgroup_arithmetic)),
             (
                 "max_workgroup_count".into(),
                 format!("{:?}", self.max_workgroup_count),

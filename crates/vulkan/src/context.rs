@@ -376,6 +376,12 @@ fn describe(
             && p11
                 .subgroup_supported_stages
                 .contains(vk::ShaderStageFlags::COMPUTE),
+        subgroup_arithmetic: p11
+            .subgroup_supported_operations
+            .contains(vk::SubgroupFeatureFlags::ARITHMETIC)
+            && p11
+                .subgroup_supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE),
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
         cooperative_matrix_nv: coop_nv_ok,
         cooperative_matrix_nv_shapes: coop_nv_shapes,
