@@ -42,9 +42,11 @@
 // an 8da4w linear (et_vk.linear_dq8ca_q4gsw), quantized per row to int8 and dequantized here
 // (act_qparams.glsl, the choose_qparams node's arithmetic; its parameters as specialization
 // constants 3-7) instead of by a node before: every workgroup finds the row's min and max
-// (from the whole row it holds, or, sliced, by reading the row once more; two barriers,
-// while the first weights are in flight) and fake-quantizes its 16 activations in
-// registers. At M = 1 the choose_qparams node then launches nothing (ops/quantize.rs).
+// (from the whole row it holds, or, sliced, by reading the row once more; subgroup
+// reductions and one barrier, while the first weights are in flight) and fake-quantizes its
+// 16 activations in registers. At M = 1 the choose_qparams node then launches nothing
+// (ops/quantize.rs). The runtime takes these forms only with subgroup reductions and
+// subgroups of at least 4.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #ifdef DQ
@@ -261,8 +263,8 @@ void main() {
 #endif
     // Over each subgroup (subgroupMin / Max: any subgroup size, partly filled ones too),
     // one partial per subgroup, one barrier, then every invocation folds the partials four
-    // at a time. (The two-barrier shared-memory tree with 15- and 31-step serial folds before
-    // it: the DQ GEMV took ~2.7 us over the plain one at 8192^2 on an H100, session 34.)
+    // at a time: 0.1-0.7 us faster than a shared-memory tree with two barriers and 15- and
+    // 31-step serial folds (H100, docs/performance.md, session 34).
     l = subgroupMin(l);
     u = subgroupMax(u);
     const uint nsg = gl_NumSubgroups, nsg4 = (nsg + 3u) >> 2;

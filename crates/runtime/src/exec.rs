@@ -849,7 +849,8 @@ impl ComputeGraph {
         Ok((between, dispatches))
     }
 
-    /// Re-run every node's resize function in chain order; re-record when a launch changed.
+    /// Copy the inputs in, run the resize pass after a change (`exec/resize.rs`), re-record
+    /// when a launch or an input / output size changed, submit, wait, copy the outputs out.
     pub(crate) fn execute(&mut self, args: &mut [DelegateArg]) -> Result<()> {
         self.be.ctx.ensure_alive()?;
         if self.in_flight {

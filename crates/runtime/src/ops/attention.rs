@@ -52,7 +52,7 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
         build: build_sdpa_kv_cache,
         dtypes: FLOATS,
         dynamic_shapes: true,
-        note: "writes k / v [B, S, H_kv, D] into caches [B, max_seq, H_kv, D] at start_pos (in place, persists), then attention of q [B, S, H, D] over cache positions [0, start_pos + S), causal when is_causal; GQA; no attn_mask, dropout 0; D <= 256",
+        note: "writes k / v [B, S, H_kv, D] into caches [B, max_seq, H_kv, D] at start_pos (in place, persists) and attends q [B, S, H, D] over cache positions [0, start_pos + S), in one dispatch; causal when is_causal; GQA; no attn_mask, dropout 0; D <= 256",
     })?;
     r.register(OpEntry {
         name: "update_cache.default",

@@ -23,16 +23,18 @@ fn forward(
     (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
     dq: Option<DqGemv>,
 ) -> Result<bool> {
-    // The DQ forms reduce x's min and max over subgroups: on a device without subgroup
-    // reductions the choose_qparams node quantizes x for every M.
+    // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
+    // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
+    // or with smaller subgroups, the choose_qparams node quantizes x for every M.
     let dq = dq.filter(|_| {
-        [
-            ShaderId::Q4LinearGemvHalfDq,
-            ShaderId::Q4LinearGemvHalfEarlyDq,
-            ShaderId::Q4LinearGemvHalfSlicedDq,
-        ]
-        .into_iter()
-        .all(|sh| g.shader_supported(sh))
+        g.caps().subgroup_size >= 4
+            && [
+                ShaderId::Q4LinearGemvHalfDq,
+                ShaderId::Q4LinearGemvHalfEarlyDq,
+                ShaderId::Q4LinearGemvHalfSlicedDq,
+            ]
+            .into_iter()
+            .all(|sh| g.shader_supported(sh))
     });
     let big = big_tiles_ok(g);
     let max_m: usize = {
