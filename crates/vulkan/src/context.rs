@@ -357,6 +357,13 @@ fn describe(
     let limits = props.limits;
     // The instance asks for API 1.2, so 1.3-core features still need their extension.
     let integer_dot = has_ext(ash::khr::shader_integer_dot_product::NAME);
+    // Whether compute shaders may use subgroup operations of kind `op`.
+    let subgroup_op = |op: vk::SubgroupFeatureFlags| {
+        p11.subgroup_supported_operations.contains(op)
+            && p11
+                .subgroup_supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE)
+    };
     let caps = DeviceCaps {
         api_version: props.api_version,
         shader_float16: f12.shader_float16 == vk::TRUE,
@@ -370,18 +377,8 @@ fn describe(
         vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE
             && f12.vulkan_memory_model_device_scope == vk::TRUE,
         subgroup_size: p11.subgroup_size,
-        subgroup_shuffle: p11
-            .subgroup_supported_operations
-            .contains(vk::SubgroupFeatureFlags::SHUFFLE)
-            && p11
-                .subgroup_supported_stages
-                .contains(vk::ShaderStageFlags::COMPUTE),
-        subgroup_arithmetic: p11
-            .subgroup_supported_operations
-            .contains(vk::SubgroupFeatureFlags::ARITHMETIC)
-            && p11
-                .subgroup_supported_stages
-                .contains(vk::ShaderStageFlags::COMPUTE),
+        subgroup_shuffle: subgroup_op(vk::SubgroupFeatureFlags::SHUFFLE),
+        subgroup_arithmetic: subgroup_op(vk::SubgroupFeatureFlags::ARITHMETIC),
         cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
         cooperative_matrix_nv: coop_nv_ok,
         cooperative_matrix_nv_shapes: coop_nv_shapes,

@@ -17,7 +17,7 @@
 use super::ComputeGraph;
 use crate::api::{ResizeMode, Result};
 use crate::error::{internal, unsupported};
-use crate::graph::{Binding, Launch, ShapeKey};
+use crate::graph::{Binding, Launch, ShapeKey, Shapes};
 
 /// Per step, the keys its last run read (None: it has not run traced yet), and the keys
 /// changed in the current pass.
@@ -187,20 +187,10 @@ impl ComputeGraph {
                     continue;
                 }
                 let st = &self.host_steps[si];
-                deps.ran += 1;
-                self.shapes.begin_trace();
-                let ran = (st.run)(&mut self.shapes);
-                let reads = self.shapes.end_trace(&mut deps.changed);
-                ran.map_err(|e| {
-                    crate::api::Error::new(
-                        e.kind,
-                        format!("op {} (node {}) resize: {}", st.op, st.node_id, e.message),
-                    )
+                let ((), reads) = run_traced(&mut self.shapes, deps, (&st.op, st.node_id), |s| {
+                    (st.run)(s)
                 })?;
                 deps.steps[si] = Some(reads);
-                for k in std::mem::take(&mut deps.changed) {
-                    deps.mark(k);
-                }
             }
             let Some(n) = self.nodes.get(i) else {
                 break;
@@ -211,20 +201,9 @@ impl ComputeGraph {
                         continue;
                     }
                     let before = self.kernels[i].current();
-                    deps.ran += 1;
-                    self.shapes.begin_trace();
-                    let ran = f(&mut self.shapes);
-                    let reads = self.shapes.end_trace(&mut deps.changed);
-                    let launch = ran.map_err(|e| {
-                        crate::api::Error::new(
-                            e.kind,
-                            format!("op {} (node {}) resize: {}", n.op, n.node_id, e.message),
-                        )
-                    })?;
+                    let (launch, reads) =
+                        run_traced(&mut self.shapes, deps, (&n.op, n.node_id), |s| f(s))?;
                     deps.nodes[i] = Some(reads);
-                    for k in std::mem::take(&mut deps.changed) {
-                        deps.mark(k);
-                    }
                     if launch.push.len() != n.launch.push.len() {
                         return Err(internal(format!(
                             "op {} resize changed the push-constant size",
@@ -272,6 +251,30 @@ impl ComputeGraph {
         }
         Ok(())
     }
+}
+
+/// Run one resize step (a node's resize function or a host step, `op` / `node_id` naming it
+/// in errors) with its reads traced; on success the keys it changed are marked in `deps`.
+fn run_traced<T>(
+    shapes: &mut Shapes,
+    deps: &mut ResizeDeps,
+    (op, node_id): (&str, u32),
+    step: impl FnOnce(&mut Shapes) -> Result<T>,
+) -> Result<(T, Box<[ShapeKey]>)> {
+    deps.ran += 1;
+    shapes.begin_trace();
+    let ran = step(shapes);
+    let reads = shapes.end_trace(&mut deps.changed);
+    let out = ran.map_err(|e| {
+        crate::api::Error::new(
+            e.kind,
+            format!("op {op} (node {node_id}) resize: {}", e.message),
+        )
+    })?;
+    for k in std::mem::take(&mut deps.changed) {
+        deps.mark(k);
+    }
+    Ok((out, reads))
 }
 
 #[cfg(test)]

@@ -404,19 +404,30 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
         cache_write(g, call, src, cache, (pos_v, pos_slot), cache_update, role)?;
     }
 
-    let bindings = [
-        Binding::Tensor(out),
-        Binding::Tensor(q),
-        Binding::Tensor(k_cache),
-        Binding::Tensor(v_cache),
-        Binding::Tensor(q), // no mask: any bound buffer, never read
-        Binding::Scalars,
-    ];
+    let bindings = cache_attention_bindings(out, q, k_cache, v_cache);
     g.dispatch(call, Dispatch::new(sdpa, bindings), move |s| {
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
         s.set_dims(out, qd)?;
         c.push(causal, pos_slot, scale, None).launch(&what)
     })
+}
+
+/// The attention kernel's bindings 0-5 over KV caches, without a mask (q bound in its
+/// place, never read).
+fn cache_attention_bindings(
+    out: TensorId,
+    q: TensorId,
+    k_cache: TensorId,
+    v_cache: TensorId,
+) -> Vec<Binding> {
+    vec![
+        Binding::Tensor(out),
+        Binding::Tensor(q),
+        Binding::Tensor(k_cache),
+        Binding::Tensor(v_cache),
+        Binding::Tensor(q),
+        Binding::Scalars,
+    ]
 }
 
 /// `sdpa_with_kv_cache` as one dispatch (`sdpa_kv_*`): the attention reads the call's keys
@@ -435,16 +446,8 @@ fn attention_writing_caches(
 ) -> Result<()> {
     let what = call.what();
     let shader = sdpa_shader_of(&what, dt, true)?;
-    let bindings = [
-        Binding::Tensor(out),
-        Binding::Tensor(q),
-        Binding::Tensor(k_cache),
-        Binding::Tensor(v_cache),
-        Binding::Tensor(q), // no mask: any bound buffer, never read
-        Binding::Scalars,
-        Binding::Tensor(k),
-        Binding::Tensor(v),
-    ];
+    let mut bindings = cache_attention_bindings(out, q, k_cache, v_cache);
+    bindings.extend([Binding::Tensor(k), Binding::Tensor(v)]);
     g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
         for (src, role) in [(k, "k"), (v, "v")] {
