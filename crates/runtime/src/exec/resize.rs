@@ -79,11 +79,48 @@ impl ResizeDeps {
 }
 
 /// What a full pass is compared on in `ETVK_RESIZE=check`.
+#[derive(Clone)]
 struct Snapshot {
     dims: Vec<Vec<usize>>,
     scalars: Vec<(usize, u64)>,
     launches: Vec<Launch>,
     kernels: Vec<usize>,
+}
+
+impl Snapshot {
+    /// The first difference from `all` (the full pass), naming tensors and nodes by index
+    /// with `tensor` and `node`; None when they agree.
+    fn first_difference(
+        &self,
+        all: &Snapshot,
+        tensor: impl Fn(usize) -> String,
+        node: impl Fn(usize) -> String,
+    ) -> Option<String> {
+        if let Some(t) = (0..self.dims.len()).find(|&t| self.dims[t] != all.dims[t]) {
+            return Some(format!(
+                "{} sizes {:?}, full pass {:?}",
+                tensor(t),
+                self.dims[t],
+                all.dims[t]
+            ));
+        }
+        if self.scalars != all.scalars {
+            return Some(format!(
+                "scalars {:?}, full pass {:?}",
+                self.scalars, all.scalars
+            ));
+        }
+        let i = (0..self.launches.len())
+            .find(|&i| self.launches[i] != all.launches[i] || self.kernels[i] != all.kernels[i])?;
+        Some(format!(
+            "{}: launch {:?} kernel {}, full pass {:?} kernel {}",
+            node(i),
+            self.launches[i],
+            self.kernels[i],
+            all.launches[i],
+            all.kernels[i]
+        ))
+    }
 }
 
 impl ComputeGraph {
@@ -126,39 +163,14 @@ impl ComputeGraph {
 
     fn compare(&self, inc: &Snapshot) -> Result<()> {
         let all = self.snapshot();
-        let differ = |what: String| {
-            Err(internal(format!(
+        let tensor = |t: usize| self.shapes.tensors[t].label.clone();
+        let node = |i: usize| format!("op {} (node {})", self.nodes[i].op, self.nodes[i].node_id);
+        match inc.first_difference(&all, tensor, node) {
+            Some(what) => Err(internal(format!(
                 "incremental resize (ETVK_RESIZE=check) differs from a full pass: {what}"
-            )))
-        };
-        for (t, (a, b)) in inc.dims.iter().zip(&all.dims).enumerate() {
-            if a != b {
-                return differ(format!(
-                    "{} sizes {a:?}, full pass {b:?}",
-                    self.shapes.tensors[t].label
-                ));
-            }
+            ))),
+            None => Ok(()),
         }
-        if inc.scalars != all.scalars {
-            return differ(format!(
-                "scalars {:?}, full pass {:?}",
-                inc.scalars, all.scalars
-            ));
-        }
-        for (i, n) in self.nodes.iter().enumerate() {
-            if inc.launches[i] != all.launches[i] || inc.kernels[i] != all.kernels[i] {
-                return differ(format!(
-                    "op {} (node {}): launch {:?} kernel {}, full pass {:?} kernel {}",
-                    n.op,
-                    n.node_id,
-                    inc.launches[i],
-                    inc.kernels[i],
-                    all.launches[i],
-                    all.kernels[i]
-                ));
-            }
-        }
-        Ok(())
     }
 
     fn propagate(&mut self, changed: &[ShapeKey], full: bool) -> Result<()> {
@@ -325,6 +337,45 @@ mod tests {
         let mut changed = Vec::new();
         let _ = s.end_trace(&mut changed);
         assert_eq!(changed, vec![ShapeKey::Scalar(7)]);
+    }
+
+    #[test]
+    fn the_check_names_the_first_difference() {
+        use crate::graph::Global;
+        let launch = |n: u64| Launch {
+            push: vec![1, 2, 3, 4],
+            global: Global::Linear(n),
+        };
+        let base = Snapshot {
+            dims: vec![vec![2, 3], vec![4]],
+            scalars: vec![(7, 1f64.to_bits())],
+            launches: vec![launch(6), launch(4)],
+            kernels: vec![0, 1],
+        };
+        let t = |i: usize| format!("t{i}");
+        let n = |i: usize| format!("node {i}");
+        assert_eq!(base.first_difference(&base.clone(), t, n), None);
+        let mut d = base.clone();
+        d.dims[1] = vec![3];
+        let msg = base.first_difference(&d, t, n).expect("sizes differ");
+        assert!(msg.starts_with("t1 sizes [4]"), "{msg}");
+        let mut d = base.clone();
+        d.scalars[0].1 = 2f64.to_bits();
+        assert!(base
+            .first_difference(&d, t, n)
+            .expect("scalar")
+            .starts_with("scalars"));
+        let mut d = base.clone();
+        d.launches[1] = launch(5);
+        let msg = base.first_difference(&d, t, n).expect("launch differs");
+        assert!(msg.starts_with("node 1: launch"), "{msg}");
+        let mut d = base.clone();
+        d.kernels[0] = 2;
+        let msg = base.first_difference(&d, t, n).expect("kernel differs");
+        assert!(
+            msg.starts_with("node 0:") && msg.ends_with("kernel 2"),
+            "{msg}"
+        );
     }
 
     #[test]
