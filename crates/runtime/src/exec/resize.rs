@@ -7,7 +7,7 @@
 //! the graph's inputs or by an earlier step's run). Resize functions are functions of what
 //! they read through [`Shapes`] and of their build, so a step none of whose reads changed
 //! would compute what it did last time. A decode step changes one position: on the tiny
-//! Llama exports 3-8 of 25-60 steps re-run instead of all of them (docs/performance.md,
+//! Llama exports 7-8 of 53-57 steps re-run instead of all of them (docs/performance.md,
 //! session 34). A failed pass, and the first one, run every step.
 //!
 //! `ETVK_RESIZE=full` runs every step every time (the old behaviour, for comparisons);
