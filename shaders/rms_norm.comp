@@ -9,6 +9,7 @@
 // add whose result the next op normalizes and later ops read), then normalized; every
 // element is read and written by the same invocation, so the buffers may alias row-wise.
 #include "common.glsl"
+#include "f16_round.glsl"
 #ifndef ADD
 #define ADD 0
 #endif
@@ -42,10 +43,10 @@ void main() {
   float acc = 0.0;
   for (uint j = lane; j < p.N; j += LANES) {
 #if ADD
-    // Rounded to the storage type first, as the separate add would store it.
-    const DTYPE sv = DTYPE(float(x_[base + j]) + float(b_[base + j]));
-    sum_[base + j] = sv;
-    float v = float(sv);
+    // Rounded to the storage type first, as the separate add would store it (on the bits:
+    // a driver folds a round trip through float16_t, f16_round.glsl).
+    const float v = ROUND_AS(DTYPE, float(x_[base + j]) + float(b_[base + j]));
+    sum_[base + j] = DTYPE(v);
 #else
     float v = float(x_[base + j]);
 #endif
