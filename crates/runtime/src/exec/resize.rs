@@ -283,7 +283,7 @@ fn run_traced<T>(
             format!("op {op} (node {node_id}) resize: {}", e.message),
         )
     })?;
-    for k in std::mem::take(&mut deps.changed) {
+    while let Some(k) = deps.changed.pop() {
         deps.mark(k);
     }
     Ok((out, reads))
