@@ -47,10 +47,17 @@
 // 16 activations in registers. At M = 1 the choose_qparams node then launches nothing
 // (ops/quantize.rs). The runtime takes these forms only with subgroup reductions and
 // subgroups of at least 4.
+//
+// DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
+// rms_norm.comp's MINMAX forms) wrote the row's (min(0, min x), max(0, max x)) to `row_mm`:
+// no reduction, no barrier, no subgroup operations before the quantization parameters.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
+#ifndef DQ_MM
+#define DQ_MM 0
+#endif
 #ifdef DQ
-#if DQ
+#if DQ && !DQ_MM
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -95,6 +102,15 @@ layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 layout(set = 0, binding = 5) coherent buffer Part { float part[]; };   // [S][N]
 layout(set = 0, binding = 6) coherent buffer Count { uint count[]; };  // [P], 0 between launches
 #endif
+#if DQ_MM
+// [M] (lower, upper) of x's rows; after the other bindings.
+#if SLICED
+#define MM_BINDING 7
+#else
+#define MM_BINDING 5
+#endif
+layout(set = 0, binding = MM_BINDING) readonly buffer RowMinMax { vec2 row_mm[]; };
+#endif
 
 // The push constants of the wide GEMVs (a node's variants share one size); the sliced form
 // takes its slice geometry in the two words this one does not read.
@@ -119,7 +135,7 @@ layout(push_constant) uniform Params {
 
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
-#if DQ
+#if DQ && !DQ_MM
 // Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups (NT <= 512 in
 // subgroups of >= 4), zero past the last subgroup up to a multiple of 4.
 shared vec4 dq_part[64];
@@ -278,6 +294,10 @@ void main() {
 #if DQ
   float dq_scale = 0.0;
   {
+#if DQ_MM
+    const vec2 mm = row_mm[0];
+    const float l = mm.x, u = mm.y;
+#else
 #if SLICED
     // A slice holds part of the row: every workgroup reads the whole row for its min and
     // max (from L2 once the first has; K / NT loads per invocation), starting from 0, which
@@ -332,6 +352,7 @@ void main() {
     }
     l = min(min(l4.x, l4.y), min(l4.z, l4.w));
     u = max(max(u4.x, u4.y), max(u4.z, u4.w));
+#endif  // DQ_MM
     const vec4 qp = act_qparams(l, u, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
                                 DQ_KINDS);
     const float invc = act_inv_scale(qp.z);

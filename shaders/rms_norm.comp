@@ -8,10 +8,17 @@
 // ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
 // add whose result the next op normalizes and later ops read), then normalized; every
 // element is read and written by the same invocation, so the buffers may alias row-wise.
+// MINMAX = 1 (`rms_norm_mm`, `add_rms_norm_mm`, ops/quantize.rs): also writes each row's
+// (min(0, min_j out), max(0, max_j out)) as stored, for the 8da4w linears that read out and
+// quantize it per row (q4_linear_gemv_half.comp's DQ_MM forms): the minimum and maximum
+// then need no reduction over the row in every one of their workgroups.
 #include "common.glsl"
 #include "f16_round.glsl"
 #ifndef ADD
 #define ADD 0
+#endif
+#ifndef MINMAX
+#define MINMAX 0
 #endif
 
 #define LANES 64 // must equal the local size (64, 1, 1)
@@ -23,6 +30,15 @@ layout(set = 0, binding = 2) readonly buffer Weight { DTYPE w_[]; };
 layout(set = 0, binding = 3) readonly buffer InB { DTYPE b_[]; };
 layout(set = 0, binding = 4) buffer Sum { DTYPE sum_[]; };
 #endif
+#if MINMAX
+// [R] (lower, upper): after the op's other bindings.
+#if ADD
+#define MM_BINDING 5
+#else
+#define MM_BINDING 3
+#endif
+layout(set = 0, binding = MM_BINDING) writeonly buffer RowMinMax { vec2 row_mm[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint R;
@@ -32,6 +48,9 @@ layout(push_constant) uniform Params {
 } p;
 
 shared float s_sum[LANES];
+#if MINMAX
+shared vec2 s_mm[LANES];
+#endif
 
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -61,12 +80,34 @@ void main() {
     barrier();
   }
   float scale = inversesqrt(s_sum[0] / float(p.N) + p.eps);
+#if MINMAX
+  // Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
+  vec2 mm = vec2(0.0);
+#endif
   for (uint j = lane; j < p.N; j += LANES) {
 #if ADD
     const float v = float(sum_[base + j]);
 #else
     const float v = float(x_[base + j]);
 #endif
-    out_[base + j] = DTYPE(v * scale * float(w_[j]));
+    const float o = v * scale * float(w_[j]);
+    out_[base + j] = DTYPE(o);
+#if MINMAX
+    // As stored (rounded on the bits for fp16: f16_round.glsl).
+    const float os = ROUND_AS(DTYPE, o);
+    mm = vec2(min(mm.x, os), max(mm.y, os));
+#endif
   }
+#if MINMAX
+  s_mm[lane] = mm;
+  barrier();
+  for (uint stride = LANES / 2; stride > 0; stride >>= 1) {
+    if (lane < stride) {
+      const vec2 o = s_mm[lane + stride];
+      s_mm[lane] = vec2(min(s_mm[lane].x, o.x), max(s_mm[lane].y, o.y));
+    }
+    barrier();
+  }
+  if (lane == 0u) row_mm[row] = s_mm[0];
+#endif
 }

@@ -254,6 +254,80 @@ fn act_quant_fusion_leaves_out_nodes() {
     }
 }
 
+/// After an RMSNorm (alone or fused with the add before it) that writes its rows' range, the
+/// 8da4w linears' M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose
+/// node idles; at M > 1 the choose node runs. The numbers are checked by the quantize family.
+#[test]
+fn norm_writes_row_range_for_dq_gemv() {
+    let all = (cases::family("quantize").cases)();
+    let find = |part: &str| {
+        all.iter()
+            .find(|c| c.label().contains(part))
+            .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
+    };
+    // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1).
+    let plans: [(&str, u32, [u32; 2], &[bool]); 3] = [
+        // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
+        (
+            "rms_norm then two linears on y[[3, 96]]",
+            1,
+            [2, 4],
+            &[true, false, true],
+        ),
+        // add 0 (the norm 1 fused into it), choose 2, linear 3, choose 4, linear 5.
+        (
+            "add + rms_norm then two linears on y[[2, 64]]",
+            2,
+            [3, 5],
+            &[true, false, true],
+        ),
+        (
+            "rms_norm then two linears on y[[1, 8448]]",
+            1,
+            [2, 4],
+            &[true],
+        ),
+    ];
+    for (label, choose, linears, runs) in plans {
+        let case = find(label);
+        for (run, &m1) in runs.iter().enumerate() {
+            let nodes = profile_run(case, run);
+            let node = |id: u32| {
+                nodes
+                    .iter()
+                    .find(|n| n.node_id == id)
+                    .unwrap_or_else(|| panic!("{label} run {run}: no node {id}"))
+            };
+            if m1 {
+                if !node(linears[0]).op.contains("gemv_half") {
+                    continue; // a device without the half GEMV's int8 dot products
+                }
+                let want = if label.contains("8448") {
+                    "_sliced_dq_mm"
+                } else {
+                    "_dq_mm"
+                };
+                for id in linears {
+                    assert!(
+                        node(id).op.ends_with(want),
+                        "{label} run {run}: linear {id} ran {}",
+                        node(id).op
+                    );
+                }
+                assert!(
+                    !node(choose).launched,
+                    "{label} run {run}: choose launched at M = 1"
+                );
+            } else {
+                assert!(
+                    node(choose).launched,
+                    "{label} run {run}: choose idle at M > 1"
+                );
+            }
+        }
+    }
+}
+
 /// torchao's int8 weight-only linear (ops/q8_linear.rs): a dequantize_affine node whose
 /// output only aten.linear reads is left out and the linear runs its int8 kernel; with
 /// group-wise scales the node is folded into a constant at load; with the dequantized weight

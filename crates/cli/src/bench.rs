@@ -70,6 +70,12 @@ pub struct BenchArgs {
     /// computes with the fp16 values), output fp32.
     #[arg(long)]
     pub x_f16: bool,
+    /// `linear_dq8ca_q4gsw`: each instance's x written by an (untimed) RMSNorm instead of a
+    /// copy, as in a model, so that the norm also writes the row's range and the M = 1 DQ
+    /// GEMV reads it (ops/quantize.rs `plan_row_minmax`). x's rows are +-1 (mean square
+    /// exactly 1), the norm's weight random, so the normalized row is exact in fp32.
+    #[arg(long)]
+    pub x_from_norm: bool,
 }
 
 /// Deterministic xorshift64* stream (no dependency; reproducible benchmark data).
@@ -339,10 +345,32 @@ fn bench_linear(
     let mut g = GraphBuilder::new();
     let mut named = HashMap::new();
     let x_f16 = args.x_f16 && !fp32;
+    if args.x_from_norm && (!dq8ca || x_f16) {
+        return Err(CliError(
+            "bench: --x-from-norm is for linear_dq8ca_q4gsw with fp32 x".into(),
+        ));
+    }
     let x_vals: Vec<f32> = (0..m * in_feat)
         .map(|_| rng.uniform(-1.0, 1.0))
         .map(|v| if x_f16 { f16_to_f32(f32_to_f16(v)) } else { v })
+        .map(|v| match (args.x_from_norm, v < 0.0) {
+            (false, _) => v,
+            (true, true) => -1.0,
+            (true, false) => 1.0,
+        })
         .collect();
+    // The norm's weight, and the linears' x: the normalized rows (x * w exactly: every row's
+    // mean square is 1 and eps 0).
+    let norm_w: Vec<f32> = (0..in_feat).map(|_| rng.uniform(0.5, 1.5)).collect();
+    let x_linear: Vec<f32> = if args.x_from_norm {
+        x_vals
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| v * norm_w[i % in_feat])
+            .collect()
+    } else {
+        x_vals.clone()
+    };
     let x_dtype = if x_f16 {
         DataType::Float16
     } else {
@@ -396,8 +424,17 @@ fn bench_linear(
                     // (ops/quantize.rs), and the bench would time less than one linear.
                     let x = {
                         let xc = g.add_tensor(x_dtype, &[m, in_feat]);
-                        let fmt = g.add_null();
-                        g.add_op("aten.clone.default", &[x, fmt, xc]);
+                        if args.x_from_norm {
+                            let wb = f32_bytes(&norm_w);
+                            let wkey = named_key(&wb);
+                            named.insert(wkey.clone(), wb);
+                            let wn = g.add_constant_named(DataType::Float32, &[in_feat], &wkey);
+                            let eps = g.add_double(0.0);
+                            g.add_op("et_vk.rms_norm.default", &[x, wn, eps, xc]);
+                        } else {
+                            let fmt = g.add_null();
+                            g.add_op("aten.clone.default", &[x, fmt, xc]);
+                        }
                         xc
                     };
                     // As the exporter writes it: choose_qparams_affine (11 args) into per-row
@@ -509,7 +546,7 @@ fn bench_linear(
     };
     // The 8da4w reference's x: each row quantized to int8 and back as torchao does in fp32.
     let x_ref: Vec<f32> = if dq8ca {
-        x_vals
+        x_linear
             .chunks(in_feat)
             .flat_map(|row| {
                 let lo = row.iter().copied().fold(0f32, f32::min);
@@ -525,7 +562,7 @@ fn bench_linear(
             })
             .collect()
     } else {
-        x_vals.clone()
+        x_linear
     };
     let mut worst = 0f64;
     let samples = 48.min(m * out_feat);

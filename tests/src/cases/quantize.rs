@@ -172,6 +172,11 @@ pub fn cases() -> Vec<OpCase> {
             (F32, I8),
             21,
         ),
+        // After an RMSNorm (alone, or fused with the residual add before it) the norm writes
+        // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.
+        dq8ca_after_norm(false, 96, &[1, 3, 1], 22),
+        dq8ca_after_norm(true, 64, &[1, 2, 1], 23),
+        dq8ca_after_norm(false, 8448, &[1], 24),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());
@@ -459,6 +464,88 @@ fn dq8ca_shared_x(xdt: DataType, xs: &[usize], ms: &[usize], seed: u64) -> OpCas
             expected.push(super::q4_linear::forward_ref(&xq, wd, *kp, *n, None));
         }
         case = case.run(vec![x], expected);
+    }
+    case
+}
+
+/// An RMSNorm (eps 0; with `add`, of the sum a + b, which the runtime fuses into one
+/// dispatch) whose output y two (choose_qparams, 8da4w linear) pairs read (N = 24, 40, group
+/// size 32): the norm also writes each row's range for the linears' DQ GEMVs at M = 1
+/// (ops/quantize.rs `plan_row_minmax`). Rows of +-1 (as a + b: b a multiple of 1/8) have a
+/// mean square of exactly 1, so y = +-w exactly in fp32 and the reference quantizes the
+/// same values the GPU does. Run at leading dim each of `ms`.
+fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
+    let ns = [24usize, 40];
+    let xs = [ms.iter().copied().max().unwrap_or(1), k];
+    let mut g = CaseGraph::new();
+    let ai = g.input(F32, &xs);
+    let mut inputs_b = None;
+    let x = if add {
+        let bi = g.input(F32, &xs);
+        inputs_b = Some(bi);
+        let al = g.int(1);
+        let sum = g.tensor(F32, &xs);
+        g.op("aten.add.Tensor", &[ai, bi, al, sum]);
+        sum
+    } else {
+        ai
+    };
+    let w = Tensor::rand_range(F32, &[k], -1.5, 2.0, seed);
+    let wi = g.constant(&w);
+    let eps = g.double(0.0);
+    let y = g.tensor(F32, &xs);
+    g.op("et_vk.rms_norm.default", &[x, wi, eps, y]);
+    let mut weights = Vec::new();
+    for (i, &n) in ns.iter().enumerate() {
+        let (sc, zp) = choose_node(
+            &mut g,
+            y,
+            &xs,
+            "ASYMMETRIC",
+            (F32, I8),
+            (false, false),
+            false,
+        );
+        let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10 + i as u64);
+        let gi = g.int(32);
+        let bias = g.null();
+        let out = g.output(F32, &[xs[0], n]);
+        g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
+        weights.push((wd, kp, n));
+    }
+    let name = format!(
+        "{} then two linears on y[{xs:?}] M {ms:?}",
+        if add { "add + rms_norm" } else { "rms_norm" }
+    );
+    let mut case = dq8ca_case(name, g, F32, ms);
+    for (r, &m) in ms.iter().enumerate() {
+        let sizes = [m, k];
+        let signs = Tensor::rand_range(F32, &sizes, -1.0, 1.0, seed + 10 * r as u64 + 1);
+        let s: Vec<f64> = signs
+            .data
+            .iter()
+            .map(|&v| if v < 0.0 { -1.0 } else { 1.0 })
+            .collect();
+        let yv: Vec<f64> = s
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| e * w.data[i % k])
+            .collect();
+        let xq = Tensor::f32(&sizes, fake_quant(&Tensor::new(F32, &sizes, yv), k, F32));
+        let expected = weights
+            .iter()
+            .map(|(wd, kp, n)| super::q4_linear::forward_ref(&xq, wd, *kp, *n, None))
+            .collect();
+        let inputs = match inputs_b {
+            Some(_) => {
+                let b = Tensor::rand_range(F32, &sizes, -8.0, 8.0, seed + 10 * r as u64 + 2);
+                let b: Vec<f64> = b.data.iter().map(|v| v.round() / 8.0).collect();
+                let a: Vec<f64> = s.iter().zip(&b).map(|(e, bv)| e - bv).collect();
+                vec![Tensor::new(F32, &sizes, a), Tensor::new(F32, &sizes, b)]
+            }
+            None => vec![Tensor::new(F32, &sizes, s)],
+        };
+        case = case.run(inputs, expected);
     }
     case
 }

@@ -212,7 +212,14 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     }
     let what = norm.what();
     g.skip_ops.insert(norm.index);
-    g.dispatch(call, Dispatch::new(shader, [out, a, w, b, sum]), move |s| {
+    let mut shader = shader;
+    let mut bindings = vec![out, a, w, b, sum];
+    let minmax = crate::ops::quantize::plan_row_minmax(g, norm.index, norm_op.args[3], out)?;
+    if let Some(mm) = minmax {
+        shader = ShaderId::AddRmsNormMmF32;
+        bindings.push(mm);
+    }
+    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         if s.dims(b) != s.dims(a) {
             return Err(invalid_arg(format!(
                 "{what} (fused with the add before it): a is {:?} and b {:?}; the fusion needs equal sizes",
@@ -220,7 +227,7 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
                 s.dims(b)
             )));
         }
-        rms_norm_launch(s, a, w, &[sum, out], eps, &what)
+        rms_norm_launch(s, a, w, (&[sum, out], minmax), eps, &what)
     })?;
     Ok(true)
 }

@@ -11,6 +11,7 @@
 //! float for fp16 storage too.
 
 use etvk_format::ir::DataType;
+use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
@@ -73,20 +74,27 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let out = g.tensor_arg(call, 3)?;
     let s = g.shapes();
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(w), s.dtype(out)])?;
-    let shader = float_shader("rms_norm", dt, call)?;
+    let mut shader = float_shader("rms_norm", dt, call)?;
+    let mut bindings = vec![out, x, w];
+    let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.arg(3)?, out)?;
+    if let Some(mm) = minmax {
+        shader = ShaderId::RmsNormMmF32;
+        bindings.push(mm);
+    }
     let what = call.what();
-    g.dispatch(call, Dispatch::new(shader, [out, x, w]), move |s| {
-        rms_norm_launch(s, x, w, &[out], eps, &what)
+    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+        rms_norm_launch(s, x, w, (&[out], minmax), eps, &what)
     })
 }
 
 /// The `rms_norm` shaders' launch over x's rows (one workgroup each), after checking that
-/// w is `[N]` for x's last dim N; `outs` take x's sizes.
+/// w is `[N]` for x's last dim N; `outs` take x's sizes, `minmax` (the MINMAX forms' rows'
+/// ranges) [rows, 2].
 pub(crate) fn rms_norm_launch(
     s: &mut Shapes,
     x: TensorId,
     w: TensorId,
-    outs: &[TensorId],
+    (outs, minmax): (&[TensorId], Option<TensorId>),
     eps: f32,
     what: &str,
 ) -> Result<Launch> {
@@ -103,6 +111,9 @@ pub(crate) fn rms_norm_launch(
     let rows = s.numel(x).checked_div(n).unwrap_or(0);
     for &o in outs {
         s.set_dims(o, dims.clone())?;
+    }
+    if let Some(mm) = minmax {
+        s.set_dims(mm, vec![rows, 2])?;
     }
     Ok(Launch {
         push: Push::new()

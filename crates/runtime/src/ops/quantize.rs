@@ -637,6 +637,79 @@ pub(crate) fn op_refs<'g>(
     })
 }
 
+/// Whether the memory of tensor x keeps its contents over the chain ops strictly between
+/// `from` and `last`: every op there that refers to a value held in x's memory (x, its
+/// aliases, values planned into its mem_obj) is a choose_qparams or 8da4w linear reading it
+/// as arg 0 (no op may write it).
+fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -> bool {
+    let mem = g.tensor_mem[x.0];
+    let in_x_memory = |v: usize| match g.value(v) {
+        Ok(GValue::Tensor(t)) => g.tensor_mem[t.0] == mem,
+        _ => false,
+    };
+    g.graph().chain[from + 1..last].iter().all(|op| {
+        let reader = op.name == CHOOSE || op.name == DQ8CA;
+        op.args.iter().enumerate().all(|(pos, &a)| {
+            let direct_ok = !in_x_memory(a) || (reader && pos == 0);
+            let listed_ok = match g.value(a) {
+                Ok(GValue::ValueList(l)) => !l.iter().any(|&m| in_x_memory(m)),
+                _ => true,
+            };
+            direct_ok && listed_ok
+        })
+    })
+}
+
+/// Whether the RMSNorm at chain index `at`, writing value `out_val` (tensor `out`), should
+/// also write its rows' minima and maxima (rms_norm.comp's MINMAX forms) for the 8da4w
+/// linears after it: `out` is fp32, some later `linear_dq8ca_q4gsw` reads it as x (arg 0),
+/// and nothing writes its memory up to the last one. Their DQ half GEMVs then read the row's
+/// range instead of reducing it in every workgroup (H100: 1.2-2.2 us per linear at M = 1,
+/// docs/performance.md, session 34 run 7). The new [rows, 2] tensor is registered in
+/// `g.row_minmax` under `out_val`. `ETVK_ROW_RANGE=0` (or `ETVK_FUSE=0`) leaves it out
+/// (comparisons).
+pub(crate) fn plan_row_minmax(
+    g: &mut GraphBuilder<'_>,
+    at: usize,
+    out_val: usize,
+    out: TensorId,
+) -> Result<Option<TensorId>> {
+    let off = std::env::var("ETVK_ROW_RANGE").is_ok_and(|v| v == "0");
+    if off || crate::ops::fusion::fusion_off() || g.shapes().dtype(out) != DataType::Float32 {
+        return Ok(None);
+    }
+    let chain = &g.graph().chain;
+    let last = chain
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .rev()
+        .find(|(_, op)| op.name == DQ8CA && op.args.len() == 9 && op.args[0] == out_val)
+        .map(|(j, _)| j);
+    let Some(last) = last else {
+        return Ok(None);
+    };
+    if !x_kept_between(g, out, at, last) {
+        return Ok(None);
+    }
+    let dims = g.shapes().max_dims(out).to_vec();
+    let Some((&n, lead)) = dims.split_last() else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    let rows: usize = lead.iter().product();
+    let mm = g.new_tensor(
+        DataType::Float32,
+        vec![rows.max(1), 2],
+        None,
+        format!("row min / max of value {out_val}"),
+    )?;
+    g.row_minmax.insert(out_val, mm);
+    Ok(Some(mm))
+}
+
 /// Whether `call` (a choose_qparams node on x [.., K] writing scale `s_val` and zero point
 /// `z_val`) can also write the fake-quantized x that `et_vk.linear_dq8ca_q4gsw` computes
 /// from them (q4_act_fakequant.comp, term for term), or can leave that to an earlier node.
@@ -677,25 +750,7 @@ fn plan_act_quant(
     let Some(last) = last_linear else {
         return ChoosePlan::Plain;
     };
-    // Values held in x's memory (x, its aliases, values planned into its mem_obj).
-    let mem = g.tensor_mem[x.0];
-    let in_x_memory = |v: usize| match g.value(v) {
-        Ok(GValue::Tensor(t)) => g.tensor_mem[t.0] == mem,
-        _ => false,
-    };
-    let x_kept = |from: usize| {
-        chain[from + 1..last].iter().all(|op| {
-            let reader = op.name == CHOOSE || op.name == DQ8CA;
-            op.args.iter().enumerate().all(|(pos, &a)| {
-                let direct_ok = !in_x_memory(a) || (reader && pos == 0);
-                let listed_ok = match g.value(a) {
-                    Ok(GValue::ValueList(l)) => !l.iter().any(|&m| in_x_memory(m)),
-                    _ => true,
-                };
-                direct_ok && listed_ok
-            })
-        })
-    };
+    let x_kept = |from: usize| x_kept_between(g, x, from, last);
     let earlier = g
         .act_quant_sources
         .iter()

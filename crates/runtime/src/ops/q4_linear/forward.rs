@@ -26,15 +26,10 @@ fn forward(
     // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
     // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
     // or with smaller subgroups, the choose_qparams node quantizes x for every M.
-    let dq = dq.filter(|_| {
-        g.caps().subgroup_size >= 4
-            && [
-                ShaderId::Q4LinearGemvHalfDq,
-                ShaderId::Q4LinearGemvHalfEarlyDq,
-                ShaderId::Q4LinearGemvHalfSlicedDq,
-            ]
-            .into_iter()
-            .all(|sh| g.shader_supported(sh))
+    // The forms that read the row's range from the op before (DQ_MM) reduce nothing.
+    let dq = dq.filter(|d| {
+        (d.minmax.is_some() || g.caps().subgroup_size >= 4)
+            && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
     });
     let big = big_tiles_ok(g);
     let max_m: usize = {
@@ -241,11 +236,14 @@ fn forward(
                     let (part, counters) =
                         half_sums.ok_or_else(|| internal("sliced GEMV without its row sums"))?;
                     match dq {
-                        // The sliced DQ form reads the whole raw row for its min and max.
+                        // The sliced DQ form reads the whole raw row for its min and max
+                        // (or the row range the op before wrote).
                         Some(dq) => {
                             let mut d = Dispatch::new(
-                                ShaderId::Q4LinearGemvHalfSlicedDq,
-                                [out, dq.x, q.w, q.s, bias_t, part, counters],
+                                dq_shaders(&dq)[2],
+                                [out, dq.x, q.w, q.s, bias_t, part, counters]
+                                    .into_iter()
+                                    .chain(dq.minmax),
                             );
                             d.spec = dq.spec.to_vec();
                             d
@@ -263,12 +261,11 @@ fn forward(
                         },
                         Some(dq),
                     ) => {
-                        let shader = if early {
-                            ShaderId::Q4LinearGemvHalfEarlyDq
-                        } else {
-                            ShaderId::Q4LinearGemvHalfDq
-                        };
-                        let mut d = Dispatch::new(shader, [out, dq.x, q.w, q.s, bias_t]);
+                        let shader = dq_shaders(&dq)[usize::from(early)];
+                        let mut d = Dispatch::new(
+                            shader,
+                            [out, dq.x, q.w, q.s, bias_t].into_iter().chain(dq.minmax),
+                        );
                         d.spec = dq.spec.to_vec();
                         d
                     }
@@ -356,6 +353,26 @@ fn forward(
 pub(crate) struct DqGemv {
     pub(crate) x: TensorId,
     pub(crate) spec: [u32; 5],
+    /// x's rows' (min(0, min), max(0, max)) as the RMSNorm before wrote them
+    /// (`GraphBuilder::row_minmax`), bound last: the `_dq_mm` forms.
+    pub(crate) minmax: Option<TensorId>,
+}
+
+/// The DQ half GEMV's forms for `dq`: plain, early, sliced.
+fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
+    if dq.minmax.is_some() {
+        [
+            ShaderId::Q4LinearGemvHalfDqMm,
+            ShaderId::Q4LinearGemvHalfEarlyDqMm,
+            ShaderId::Q4LinearGemvHalfSlicedDqMm,
+        ]
+    } else {
+        [
+            ShaderId::Q4LinearGemvHalfDq,
+            ShaderId::Q4LinearGemvHalfEarlyDq,
+            ShaderId::Q4LinearGemvHalfSlicedDq,
+        ]
+    }
 }
 
 /// Rows of the limb arrays for M activation rows and `mf` fragments per workgroup: whole
@@ -638,7 +655,11 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
     };
     // With a fused node, the half GEMV can quantize fp32 x itself at M = 1.
     let dq = match &fused {
-        Some(f) if g.shapes().dtype(x) == DataType::Float32 => Some(DqGemv { x, spec: f.spec }),
+        Some(f) if g.shapes().dtype(x) == DataType::Float32 => Some(DqGemv {
+            x,
+            spec: f.spec,
+            minmax: g.row_minmax.get(&call.arg(0)?).copied(),
+        }),
         _ => None,
     };
     let (out, _) = output(g, call, 8, &lead, Some(q.n))?;
