@@ -1,9 +1,13 @@
 #version 450
 // RMSNorm over the last dim, one workgroup per row of x [R, N]:
 //   out[r][j] = x[r][j] * rsqrt(mean_j(x[r][j]^2) + eps) * w[j].
-// Each of the LANES invocations sums squares over j = lane, lane + LANES, ... and the
-// partial sums meet in a shared-memory tree, so any N works and no subgroup size is
-// assumed. Math in float for every storage type. Rows are numbered linearly over a folded
+// The workgroup's LANES invocations (the local size, a power of two from 64 to 512 that the
+// runtime picks from N: ops/llama.rs `norm_lanes`) each take j = lane + LANES * i; the first
+// VPT of an invocation's values stay in registers between the sum of squares and the write,
+// and its loads go out VPT at a time (a row of 4096 in one round of 8 loads per invocation
+// at 512 lanes; the 64-invocation form with one load in flight per invocation took 64 rounds
+// there). The partial sums meet in a shared-memory tree, so any N works and no subgroup size
+// is assumed. Math in float for every storage type. Rows are numbered linearly over a folded
 // 2-D grid of workgroups.
 // ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
 // add whose result the next op normalizes and later ops read), then normalized; every
@@ -12,6 +16,7 @@
 // (min(0, min_j out), max(0, max_j out)) as stored, for the 8da4w linears that read out and
 // quantize it per row (q4_linear_gemv_half.comp's DQ_MM forms): the minimum and maximum
 // then need no reduction over the row in every one of their workgroups.
+#extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 #include "f16_round.glsl"
 #ifndef ADD
@@ -21,7 +26,9 @@
 #define MINMAX 0
 #endif
 
-#define LANES 64 // must equal the local size (64, 1, 1)
+#define LANES gl_WorkGroupSize.x
+#define MAX_LANES 512
+#define VPT 8  // values per invocation held in registers (and loads in flight)
 
 layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE x_[]; };
@@ -47,10 +54,37 @@ layout(push_constant) uniform Params {
   uint pad_;
 } p;
 
-shared float s_sum[LANES];
+shared float s_sum[MAX_LANES];
 #if MINMAX
-shared vec2 s_mm[LANES];
+shared vec2 s_mm[MAX_LANES];
 #endif
+
+// Element j of the row as the norm reads it (ADD: the sum, rounded to the storage type as the
+// separate add would store it, on the bits since a driver folds a round trip through
+// float16_t (f16_round.glsl), and written to `sum`).
+float load_x(uint base, uint j) {
+#if ADD
+  const float v = ROUND_AS(DTYPE, float(x_[base + j]) + float(b_[base + j]));
+  sum_[base + j] = DTYPE(v);
+  return v;
+#else
+  return float(x_[base + j]);
+#endif
+}
+
+#if MINMAX
+// Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
+vec2 mm = vec2(0.0);
+#endif
+
+void write_out(uint base, uint j, float o) {
+  out_[base + j] = DTYPE(o);
+#if MINMAX
+  // As stored (rounded on the bits for fp16: f16_round.glsl).
+  const float os = ROUND_AS(DTYPE, o);
+  mm = vec2(min(mm.x, os), max(mm.y, os));
+#endif
+}
 
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -59,17 +93,17 @@ void main() {
   }
   uint lane = gl_LocalInvocationID.x;
   uint base = row * p.N;
+  float v[VPT];
   float acc = 0.0;
-  for (uint j = lane; j < p.N; j += LANES) {
-#if ADD
-    // Rounded to the storage type first, as the separate add would store it (on the bits:
-    // a driver folds a round trip through float16_t, f16_round.glsl).
-    const float v = ROUND_AS(DTYPE, float(x_[base + j]) + float(b_[base + j]));
-    sum_[base + j] = DTYPE(v);
-#else
-    float v = float(x_[base + j]);
-#endif
-    acc += v * v;
+  [[unroll]] for (uint i = 0u; i < VPT; ++i) {
+    const uint j = lane + LANES * i;
+    v[i] = j < p.N ? load_x(base, j) : 0.0;
+  }
+  [[unroll]] for (uint i = 0u; i < VPT; ++i) acc += v[i] * v[i];
+  // Rows longer than VPT * LANES: the rest in a loop, read again in the write loop below.
+  for (uint j = lane + LANES * VPT; j < p.N; j += LANES) {
+    const float t = load_x(base, j);
+    acc += t * t;
   }
   s_sum[lane] = acc;
   barrier();
@@ -80,23 +114,17 @@ void main() {
     barrier();
   }
   float scale = inversesqrt(s_sum[0] / float(p.N) + p.eps);
-#if MINMAX
-  // Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
-  vec2 mm = vec2(0.0);
-#endif
-  for (uint j = lane; j < p.N; j += LANES) {
+  [[unroll]] for (uint i = 0u; i < VPT; ++i) {
+    const uint j = lane + LANES * i;
+    if (j < p.N) write_out(base, j, v[i] * scale * float(w_[j]));
+  }
+  for (uint j = lane + LANES * VPT; j < p.N; j += LANES) {
 #if ADD
-    const float v = float(sum_[base + j]);
+    const float t = float(sum_[base + j]);
 #else
-    const float v = float(x_[base + j]);
+    const float t = float(x_[base + j]);
 #endif
-    const float o = v * scale * float(w_[j]);
-    out_[base + j] = DTYPE(o);
-#if MINMAX
-    // As stored (rounded on the bits for fp16: f16_round.glsl).
-    const float os = ROUND_AS(DTYPE, o);
-    mm = vec2(min(mm.x, os), max(mm.y, os));
-#endif
+    write_out(base, j, t * scale * float(w_[j]));
   }
 #if MINMAX
   s_mm[lane] = mm;

@@ -3,7 +3,8 @@
 # wrote (`_dq_mm`, ops/quantize.rs `plan_row_minmax`) against the built DQ forms that reduce
 # it themselves (`ETVK_ROW_RANGE=0`), both with x written by an untimed RMSNorm
 # (`--x-from-norm`), interleaved twice; the 8da4w tiny Llamas' whole-execute GPU time with and
-# without; then the quantize / llama op families on this GPU.
+# without; the RMSNorm's node time at 512 invocations per row (default for rows of >= 4096)
+# against the old 64 (`ETVK_NORM_LANES=64`); then the quantize / llama op families on this GPU.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s35-mm.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s35-mm.sh
 set -euo pipefail
@@ -31,6 +32,19 @@ exp_begin "$0" "$@"
         done
         echo -n "q4gsw N=$1 K=$2: "
         exp_row .gl/bin/etvk bench linear_q4gsw --m 1 --n "$1" --k "$2"
+    done
+    echo "== rms_norm node (untimed helper of --x-from-norm), lanes 64 against the default"
+    for k in 2048 4096 8192; do
+        for m in 1 32; do
+            for l in 64 default 64 default; do
+                echo -n "norm lanes=$l M=$m N=$k: "
+                e=""
+                [ $l = 64 ] && e="ETVK_NORM_LANES=64"
+                env $e ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_dq8ca_q4gsw --m $m --n 1024 --k $k \
+                    --x-from-norm --iters 20 --ceiling-mib 256 2>&1 | grep -E 'rms_norm|^\| linear' | tr '\n' ' '
+                echo
+            done
+        done
     done
     for round in 1 2; do
         for f in e6_llama3_tiny_kvcache_8da4w e8_qwen_style_tiny_kvcache_8da4w e9_llama3_tiny_kvcache_8da4w_emb8; do

@@ -91,16 +91,19 @@ fn rms_norm_case(dt: DataType, sizes: &[usize], weight_const: bool, seed: u64) -
 fn add_rms_norm_cases() -> Vec<OpCase> {
     let mut v = Vec::new();
     let mut seed = 9500;
-    for (dt, sum_out, alpha, b_row, dynamic) in [
-        (F32, true, 1.0, false, false),
-        (F32, false, 1.0, false, false),
-        (F16, true, 1.0, false, false),
-        (F32, true, 1.0, false, true),
-        (F32, true, 2.0, false, false),
-        (F32, true, 1.0, true, false),
+    for (dt, sum_out, alpha, b_row, dynamic, n) in [
+        (F32, true, 1.0, false, false, 70),
+        (F32, false, 1.0, false, false, 70),
+        (F16, true, 1.0, false, false, 70),
+        (F32, true, 1.0, false, true, 70),
+        (F32, true, 2.0, false, false, 70),
+        (F32, true, 1.0, true, false, 70),
+        // Rows past the values the 512 invocations hold in registers.
+        (F32, true, 1.0, false, true, 4500),
+        (F16, false, 1.0, false, false, 5000),
     ] {
         seed += 10;
-        let (rows, n) = (5, 70);
+        let rows = 5;
         let b_sizes = if b_row { vec![1, n] } else { vec![rows, n] };
         let mut g = CaseGraph::new();
         let ai = g.input(dt, &[rows, n]);
@@ -133,6 +136,11 @@ fn add_rms_norm_cases() -> Vec<OpCase> {
             },
             if dynamic { ", rows resize" } else { "" },
         );
+        let name = if n == 70 {
+            name
+        } else {
+            format!("{name}, rows of {n}")
+        };
         let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
         let mut case = OpCase::new(RMS_NORM, name, g).tol(tol);
         if dynamic {
@@ -170,6 +178,11 @@ fn rms_norm_cases() -> Vec<OpCase> {
         rms_norm_case(F32, &[4, 1000], true, 9008),
         rms_norm_case(F32, &[65], false, 9010),
         rms_norm_case(F16, &[3, 130], true, 9012),
+        // 512 invocations per row: a few values past the 8 each holds in registers, many
+        // (the row read again in the write loop), fp16.
+        rms_norm_case(F32, &[2, 4100], true, 9014),
+        rms_norm_case(F32, &[1, 9000], false, 9016),
+        rms_norm_case(F16, &[2, 4500], true, 9018),
     ];
     // Dynamic: rows down then up, rows longer than a workgroup.
     let mut g = CaseGraph::new();

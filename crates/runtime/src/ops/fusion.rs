@@ -25,7 +25,7 @@ use crate::error::invalid_arg;
 use crate::graph::TensorId;
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
-use crate::ops::llama::rms_norm_launch;
+use crate::ops::llama::{norm_lanes, rms_norm_launch};
 
 const MUL: &str = "aten.mul.Tensor";
 
@@ -219,7 +219,10 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
         shader = ShaderId::AddRmsNormMmF32;
         bindings.push(mm);
     }
-    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+    let lanes = norm_lanes(g.shapes().max_dims(a).last().copied().unwrap_or(1));
+    let mut d = Dispatch::new(shader, bindings);
+    d.local = Some([lanes, 1, 1]);
+    g.dispatch(call, d, move |s| {
         if s.dims(b) != s.dims(a) {
             return Err(invalid_arg(format!(
                 "{what} (fused with the add before it): a is {:?} and b {:?}; the fusion needs equal sizes",
@@ -227,7 +230,7 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
                 s.dims(b)
             )));
         }
-        rms_norm_launch(s, a, w, (&[sum, out], minmax), eps, &what)
+        rms_norm_launch(s, a, w, (&[sum, out], minmax), (eps, lanes), &what)
     })?;
     Ok(true)
 }

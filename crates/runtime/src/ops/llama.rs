@@ -82,12 +82,34 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         bindings.push(mm);
     }
     let what = call.what();
-    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
-        rms_norm_launch(s, x, w, (&[out], minmax), eps, &what)
+    let lanes = norm_lanes(g.shapes().max_dims(x).last().copied().unwrap_or(1));
+    let mut d = Dispatch::new(shader, bindings);
+    d.local = Some([lanes, 1, 1]);
+    g.dispatch(call, d, move |s| {
+        rms_norm_launch(s, x, w, (&[out], minmax), (eps, lanes), &what)
     })
 }
 
-/// The `rms_norm` shaders' launch over x's rows (one workgroup each), after checking that
+/// Values of a row each `rms_norm` invocation holds in registers (the shader's VPT).
+const NORM_VALUES_PER_LANE: usize = 8;
+
+/// The `rms_norm` shaders' local size for rows of `n`: a power of two from 64 to 512 with
+/// at most 8 values per invocation where that fits (`ETVK_NORM_LANES` forces one, for
+/// comparisons).
+pub(crate) fn norm_lanes(n: usize) -> u32 {
+    if let Some(l) = std::env::var("ETVK_NORM_LANES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|l| l.is_power_of_two() && (1..=512).contains(l))
+    {
+        return l;
+    }
+    n.div_ceil(NORM_VALUES_PER_LANE)
+        .next_power_of_two()
+        .clamp(64, 512) as u32
+}
+
+/// The `rms_norm` shaders' launch over x's rows (one workgroup of `lanes` each), after checking that
 /// w is `[N]` for x's last dim N; `outs` take x's sizes, `minmax` (the MINMAX forms' rows'
 /// ranges) [rows, 2].
 pub(crate) fn rms_norm_launch(
@@ -95,7 +117,7 @@ pub(crate) fn rms_norm_launch(
     x: TensorId,
     w: TensorId,
     (outs, minmax): (&[TensorId], Option<TensorId>),
-    eps: f32,
+    (eps, lanes): (f32, u32),
     what: &str,
 ) -> Result<Launch> {
     let dims = s.dims(x).to_vec();
@@ -122,7 +144,7 @@ pub(crate) fn rms_norm_launch(
             .f32(eps)
             .u32(0)
             .finish(),
-        global: folded_grid(rows as u64, [LANES, 1, 1], what)?,
+        global: folded_grid(rows as u64, [lanes, 1, 1], what)?,
     })
 }
 
