@@ -3,11 +3,11 @@
 //   out[r][j] = x[r][j] * rsqrt(mean_j(x[r][j]^2) + eps) * w[j].
 // The workgroup's LANES invocations (the local size, a power of two from 64 to 512 that the
 // runtime picks from N: ops/llama.rs `norm_lanes`) each take j = lane + LANES * i; the first
-// VPT of an invocation's values stay in registers between the sum of squares and the write,
-// and its loads go out VPT at a time (a row of 4096 in one round of 8 loads per invocation
-// at 512 lanes; the 64-invocation form with one load in flight per invocation took 64 rounds
-// there). The partial sums meet in a shared-memory tree, so any N works and no subgroup size
-// is assumed. Math in float for every storage type. Rows are numbered linearly over a folded
+// VPT of an invocation's values and weights stay in registers between the sum of squares and
+// the write, all loaded before the first store (a row of 4096: one round of loads at 512
+// lanes, where the former 64-invocation form looped over 64 values per invocation, twice,
+// its write loop loading after each store). The partial sums meet in a shared-memory tree,
+// so any N works and no subgroup size is assumed. Math in float for every storage type. Rows are numbered linearly over a folded
 // 2-D grid of workgroups.
 // ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
 // add whose result the next op normalizes and later ops read), then normalized; every
@@ -59,18 +59,15 @@ shared float s_sum[MAX_LANES];
 shared vec2 s_mm[MAX_LANES];
 #endif
 
-// Element j of the row as the norm reads it (ADD: the sum, rounded to the storage type as the
-// separate add would store it, on the bits since a driver folds a round trip through
-// float16_t (f16_round.glsl), and written to `sum`).
-float load_x(uint base, uint j) {
 #if ADD
-  const float v = ROUND_AS(DTYPE, float(x_[base + j]) + float(b_[base + j]));
-  sum_[base + j] = DTYPE(v);
+// The sum as the separate add would store it: rounded to the storage type (on the bits, since
+// a driver folds a round trip through float16_t: f16_round.glsl), and written to `sum`.
+float add_and_store(uint i, float a, float b) {
+  const float v = ROUND_AS(DTYPE, a + b);
+  sum_[i] = DTYPE(v);
   return v;
-#else
-  return float(x_[base + j]);
-#endif
 }
+#endif
 
 #if MINMAX
 // Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
@@ -93,16 +90,34 @@ void main() {
   }
   uint lane = gl_LocalInvocationID.x;
   uint base = row * p.N;
-  float v[VPT];
+  // Every load before the first store (a store may alias them as far as the compiler
+  // knows, so loads after it would wait for it).
+  float v[VPT], wv[VPT];
   float acc = 0.0;
   [[unroll]] for (uint i = 0u; i < VPT; ++i) {
     const uint j = lane + LANES * i;
-    v[i] = j < p.N ? load_x(base, j) : 0.0;
+    v[i] = j < p.N ? float(x_[base + j]) : 0.0;
+    wv[i] = j < p.N ? float(w_[j]) : 0.0;
   }
+#if ADD
+  float bv[VPT];
+  [[unroll]] for (uint i = 0u; i < VPT; ++i) {
+    const uint j = lane + LANES * i;
+    bv[i] = j < p.N ? float(b_[base + j]) : 0.0;
+  }
+  [[unroll]] for (uint i = 0u; i < VPT; ++i) {
+    const uint j = lane + LANES * i;
+    if (j < p.N) v[i] = add_and_store(base + j, v[i], bv[i]);
+  }
+#endif
   [[unroll]] for (uint i = 0u; i < VPT; ++i) acc += v[i] * v[i];
   // Rows longer than VPT * LANES: the rest in a loop, read again in the write loop below.
   for (uint j = lane + LANES * VPT; j < p.N; j += LANES) {
-    const float t = load_x(base, j);
+#if ADD
+    const float t = add_and_store(base + j, float(x_[base + j]), float(b_[base + j]));
+#else
+    const float t = float(x_[base + j]);
+#endif
     acc += t * t;
   }
   s_sum[lane] = acc;
@@ -116,7 +131,7 @@ void main() {
   float scale = inversesqrt(s_sum[0] / float(p.N) + p.eps);
   [[unroll]] for (uint i = 0u; i < VPT; ++i) {
     const uint j = lane + LANES * i;
-    if (j < p.N) write_out(base, j, v[i] * scale * float(w_[j]));
+    if (j < p.N) write_out(base, j, v[i] * scale * wv[i]);
   }
   for (uint j = lane + LANES * VPT; j < p.N; j += LANES) {
 #if ADD

@@ -246,6 +246,25 @@ pub fn run_delegate_on(name: &str, be: &Arc<Backend>) -> Result<(usize, usize), 
 pub fn run_delegate_with(
     name: &str,
     be: &Arc<Backend>,
+    after_case: impl FnMut(usize, &Delegate),
+) -> Result<Delegate, String> {
+    run_delegate_inner(name, be, false, after_case)
+}
+
+/// [`run_delegate_with`] with profiling on: `after_case` can read each execute's
+/// [`Delegate::profile_nodes`].
+pub fn run_delegate_profiled(
+    name: &str,
+    be: &Arc<Backend>,
+    after_case: impl FnMut(usize, &Delegate),
+) -> Result<Delegate, String> {
+    run_delegate_inner(name, be, true, after_case)
+}
+
+fn run_delegate_inner(
+    name: &str,
+    be: &Arc<Backend>,
+    profile: bool,
     mut after_case: impl FnMut(usize, &Delegate),
 ) -> Result<Delegate, String> {
     let io = load_io(name)?;
@@ -285,6 +304,10 @@ pub fn run_delegate_with(
         &ProgramData(&program),
     )
     .map_err(|e| format!("{name}: init failed: {e} ({:?})", e.kind))?;
+    if profile {
+        d.set_profiling(true)
+            .map_err(|e| format!("{name}: profiling: {e}"))?;
+    }
     let (ni, no) = (d.num_inputs(), d.num_outputs());
     if call_args.len() != ni + no {
         return Err(format!(

@@ -254,8 +254,8 @@ fn act_quant_fusion_leaves_out_nodes() {
     }
 }
 
-/// After an RMSNorm (alone or fused with the add before it) that writes its rows' range, the
-/// 8da4w linears' M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose
+/// After an RMSNorm (alone or fused with the add before it) or a fused gated SiLU that writes
+/// its rows' range, the 8da4w linears' M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose
 /// node idles; at M > 1 the choose node runs. The numbers are checked by the quantize family.
 #[test]
 fn norm_writes_row_range_for_dq_gemv() {
@@ -266,26 +266,33 @@ fn norm_writes_row_range_for_dq_gemv() {
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
     // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1).
-    let plans: [(&str, u32, [u32; 2], &[bool]); 3] = [
+    let plans: [(&str, u32, &[u32], &[bool]); 4] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 96]]",
             1,
-            [2, 4],
+            &[2, 4],
             &[true, false, true],
         ),
         // add 0 (the norm 1 fused into it), choose 2, linear 3, choose 4, linear 5.
         (
             "add + rms_norm then two linears on y[[2, 64]]",
             2,
-            [3, 5],
+            &[3, 5],
             &[true, false, true],
         ),
         (
             "rms_norm then two linears on y[[1, 8448]]",
             1,
-            [2, 4],
+            &[2, 4],
             &[true],
+        ),
+        // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
+        (
+            "gated silu then a linear on y[[2, 20000]]",
+            2,
+            &[3],
+            &[true, false, true],
         ),
     ];
     for (label, choose, linears, runs) in plans {
@@ -302,12 +309,12 @@ fn norm_writes_row_range_for_dq_gemv() {
                 if !node(linears[0]).op.contains("gemv_half") {
                     continue; // a device without the half GEMV's int8 dot products
                 }
-                let want = if label.contains("8448") {
+                let want = if label.contains("8448") || label.contains("20000") {
                     "_sliced_dq_mm"
                 } else {
                     "_dq_mm"
                 };
-                for id in linears {
+                for &id in linears {
                     assert!(
                         node(id).op.ends_with(want),
                         "{label} run {run}: linear {id} ran {}",

@@ -58,3 +58,43 @@ fn decode_steps_rerun_only_the_steps_the_position_reaches() {
         );
     }
 }
+
+/// In export_llm's 8da4w Llama, the linears whose x an RMSNorm or the gated SiLU wrote read
+/// the row range those wrote (`_dq_mm` forms at M = 1; ops/quantize.rs `plan_row_minmax`):
+/// per layer q / k / v, w1 / w3 after the norms and w2 after the SiLU, and the vocabulary
+/// projection; wo, after the attention, reduces the row itself (`_dq`). The outputs are
+/// checked against the exporter's by the run itself.
+#[test]
+fn decode_linears_read_the_row_range_their_producer_wrote() {
+    let be = backend();
+    let name = "e6_llama3_tiny_kvcache_8da4w";
+    let io = load_io(name).unwrap();
+    let mut decode_kernels = Vec::new();
+    etvk_tests::fixtures::run_delegate_profiled(name, &be, |i, d: &Delegate| {
+        let tokens: usize = io.cases[i].inputs[0].load().unwrap().sizes.iter().product();
+        if tokens == 1 {
+            let gemvs: Vec<String> = d
+                .profile_nodes()
+                .iter()
+                .filter(|n| n.launched && n.op.starts_with("et_vk.linear_dq8ca_q4gsw"))
+                .map(|n| n.op.rsplit('/').next().unwrap_or("").to_string())
+                .collect();
+            decode_kernels.push(gemvs);
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!decode_kernels.is_empty(), "{name}: no decode case");
+    for kernels in &decode_kernels {
+        if !kernels.iter().any(|k| k.contains("gemv_half")) {
+            continue; // a device without the half GEMV's int8 dot products
+        }
+        let with_range = kernels.iter().filter(|k| k.ends_with("_dq_mm")).count();
+        let reducing = kernels.iter().filter(|k| k.ends_with("_dq")).count();
+        // Two layers: 6 + 6 with the range, 1 + 1 without, and the vocabulary projection.
+        assert_eq!(
+            (with_range, reducing),
+            (13, 2),
+            "{name}: decode kernels {kernels:?}"
+        );
+    }
+}

@@ -177,6 +177,9 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_after_norm(false, 96, &[1, 3, 1], 22),
         dq8ca_after_norm(true, 64, &[1, 2, 1], 23),
         dq8ca_after_norm(false, 8448, &[1], 24),
+        // After a gated SiLU (by rows with their range, `silu_mul_rows_mm`): rows past the
+        // values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
+        dq8ca_after_gated_silu(20000, &[1, 2, 1], 25),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());
@@ -546,6 +549,58 @@ fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
             None => vec![Tensor::new(F32, &sizes, s)],
         };
         case = case.run(inputs, expected);
+    }
+    case
+}
+
+/// y = silu(x) * u (a graph output too) read by a (choose_qparams, 8da4w linear) pair (N = 8,
+/// group size 32): the fused gated SiLU runs by rows and writes each row's range for the
+/// linear's DQ GEMV at M = 1 (ops/fusion.rs). The reference quantizes the f64 y rounded to
+/// fp32; the GPU's exp may land a value on the other side of a rounding step, which moves an
+/// output by ~3e-4 of its size here, so the case allows 1e-3 (a wrong range clamps whole
+/// rows and misses it by far).
+fn dq8ca_after_gated_silu(k: usize, ms: &[usize], seed: u64) -> OpCase {
+    let n = 8;
+    let xs = [ms.iter().copied().max().unwrap_or(1), k];
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &xs);
+    let ui = g.input(F32, &xs);
+    let s = g.tensor(F32, &xs);
+    g.op("aten.silu.default", &[xi, s]);
+    let y = g.output(F32, &xs);
+    g.op("aten.mul.Tensor", &[s, ui, y]);
+    let (sc, zp) = choose_node(
+        &mut g,
+        y,
+        &xs,
+        "ASYMMETRIC",
+        (F32, I8),
+        (false, false),
+        false,
+    );
+    let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10);
+    let gi = g.int(32);
+    let bias = g.null();
+    let out = g.output(F32, &[xs[0], n]);
+    g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
+    let name = format!("gated silu then a linear on y[{xs:?}] M {ms:?}");
+    let mut case = OpCase::new(DQ8CA, name, g)
+        .tol(Tol::new(1e-3, 1e-3))
+        .dynamic();
+    for (r, &m) in ms.iter().enumerate() {
+        let sizes = [m, k];
+        let x = Tensor::rand_range(F32, &sizes, -6.0, 6.0, seed + 10 * r as u64);
+        let u = Tensor::rand_range(F32, &sizes, -2.0, 2.0, seed + 10 * r as u64 + 5);
+        let yv: Vec<f64> = x
+            .data
+            .iter()
+            .zip(&u.data)
+            .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+            .collect();
+        let yt = Tensor::new(F32, &sizes, yv);
+        let xq = Tensor::f32(&sizes, fake_quant(&yt, k, F32));
+        let lin = super::q4_linear::forward_ref(&xq, &wd, kp, n, None);
+        case = case.run(vec![x, u], vec![yt, lin]);
     }
     case
 }

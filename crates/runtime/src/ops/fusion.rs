@@ -7,7 +7,9 @@
 //! op of the pattern when its intermediates have no other reader and are
 //! no graph output, and x, u and the output have one dtype and the same sizes: that op and
 //! the inner `mul` launch nothing and are not built, the outer `mul` runs `silu_mul`
-//! (`out = x / (1 + exp(-x)) * u`): two or three dispatches become one.
+//! (`out = x / (1 + exp(-x)) * u`): two or three dispatches become one. When 8da4w linears
+//! read its fp32 output (a Llama MLP's w2), it runs by rows as `silu_mul_rows_mm` and also
+//! writes each row's range for their M = 1 DQ GEMVs (ops/quantize.rs `plan_row_minmax`).
 //!
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
 //! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
@@ -26,6 +28,7 @@ use crate::graph::TensorId;
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
 use crate::ops::llama::{norm_lanes, rms_norm_launch};
+use crate::ops::training::folded_grid;
 
 const MUL: &str = "aten.mul.Tensor";
 
@@ -123,14 +126,26 @@ fn tensor_of(g: &GraphBuilder<'_>, call: &OpCall<'_>, v: usize) -> Result<Tensor
     }
 }
 
-/// The outer `mul` at `call` as `silu_mul(x, u)`.
+/// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its fp32 output
+/// (`plan_row_minmax`), as `silu_mul_rows_mm`, by rows, also writing each row's range.
 pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> Result<()> {
     let x = tensor_of(g, call, f.x)?;
     let u = tensor_of(g, call, f.u)?;
     let out = g.tensor_arg(call, 2)?;
     let shader: ShaderId = float_shader("silu_mul", g.shapes().dtype(x), call)?;
     let what = call.what();
-    g.dispatch(call, Dispatch::new(shader, [out, x, u]), move |s| {
+    let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.args[2], out)?;
+    let row_len = g.shapes().max_dims(out).last().copied().unwrap_or(1);
+    let lanes = row_lanes(row_len);
+    let dispatch = match minmax {
+        Some(mm) => {
+            let mut d = Dispatch::new(ShaderId::SiluMulRowsMmF32, [out, x, u, mm]);
+            d.local = Some([lanes, 1, 1]);
+            d
+        }
+        None => Dispatch::new(shader, [out, x, u]),
+    };
+    g.dispatch(call, dispatch, move |s| {
         let dims = s.dims(x).to_vec();
         if s.dims(u) != dims.as_slice() {
             return Err(invalid_arg(format!(
@@ -139,12 +154,30 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
             )));
         }
         let numel: usize = dims.iter().product();
+        let n = dims.last().copied().unwrap_or(1);
         s.set_dims(out, dims)?;
+        let Some(mm) = minmax else {
+            return Ok(Launch {
+                push: Push::new().u32(to_u32(numel, "numel")?).finish(),
+                global: Global::Linear(numel as u64),
+            });
+        };
+        let rows = numel.checked_div(n).unwrap_or(0);
+        s.set_dims(mm, vec![rows, 2])?;
         Ok(Launch {
-            push: Push::new().u32(to_u32(numel, "numel")?).finish(),
-            global: Global::Linear(numel as u64),
+            push: Push::new()
+                .u32(to_u32(rows, "rows")?)
+                .u32(to_u32(n, "N")?)
+                .finish(),
+            global: folded_grid(rows as u64, [lanes, 1, 1], &what)?,
         })
     })
+}
+
+/// `silu_mul_rows_mm`'s local size for rows of `n`: a power of two from 64 to 1024 with at
+/// most 16 values per invocation where that fits (the shader's VPT).
+fn row_lanes(n: usize) -> u32 {
+    n.div_ceil(16).next_power_of_two().clamp(64, 1024) as u32
 }
 
 /// `ETVK_FUSE=0`: every op built as it stands (comparisons).
