@@ -70,12 +70,14 @@ pub struct BenchArgs {
     /// computes with the fp16 values), output fp32.
     #[arg(long)]
     pub x_f16: bool,
-    /// `linear_dq8ca_q4gsw`: each instance's x written by an (untimed) RMSNorm instead of a
-    /// copy, as in a model, so that the norm also writes the row's range and the M = 1 DQ
-    /// GEMV reads it (ops/quantize.rs `plan_row_minmax`). x's rows are +-1 (mean square
-    /// exactly 1), the norm's weight random, so the normalized row is exact in fp32.
-    #[arg(long)]
-    pub x_from_norm: bool,
+    /// `linear_dq8ca_q4gsw`: the (untimed) op that writes each instance's x: `copy` (a
+    /// clone), or as in a model `norm` (an RMSNorm) or `silu` (a fused gated SiLU, silu(x) *
+    /// x), which also write the row's range for the M = 1 DQ GEMV to read (ops/quantize.rs
+    /// `plan_row_minmax`). The inputs keep their result exact in fp32: rows of +-1 (mean
+    /// square 1) and a random norm weight; for silu x in [17, 20] (silu(x) = x: exp(-x) is
+    /// below half an ulp of 1) or [-110, -104] (exp(-x) overflows: silu(x) = -0).
+    #[arg(long, default_value = "copy")]
+    pub x_from: String,
 }
 
 /// Deterministic xorshift64* stream (no dependency; reproducible benchmark data).
@@ -345,31 +347,42 @@ fn bench_linear(
     let mut g = GraphBuilder::new();
     let mut named = HashMap::new();
     let x_f16 = args.x_f16 && !fp32;
-    if args.x_from_norm && (!dq8ca || x_f16) {
-        return Err(CliError(
-            "bench: --x-from-norm is for linear_dq8ca_q4gsw with fp32 x".into(),
-        ));
+    let x_from = args.x_from.as_str();
+    if !matches!(x_from, "copy" | "norm" | "silu") {
+        return Err(CliError(format!(
+            "bench: --x-from {x_from:?}: copy, norm or silu"
+        )));
+    }
+    if x_from != "copy" && (!dq8ca || x_f16) {
+        return Err(CliError(format!(
+            "bench: --x-from {x_from} is for linear_dq8ca_q4gsw with fp32 x"
+        )));
     }
     let x_vals: Vec<f32> = (0..m * in_feat)
         .map(|_| rng.uniform(-1.0, 1.0))
         .map(|v| if x_f16 { f16_to_f32(f32_to_f16(v)) } else { v })
-        .map(|v| match (args.x_from_norm, v < 0.0) {
-            (false, _) => v,
-            (true, true) => -1.0,
-            (true, false) => 1.0,
+        .map(|v| match (x_from, v < 0.0) {
+            ("norm", true) => -1.0,
+            ("norm", false) => 1.0,
+            ("silu", true) => -104.0 + 6.0 * v,
+            ("silu", false) => 17.0 + 3.0 * v,
+            _ => v,
         })
         .collect();
     // The norm's weight, and the linears' x: the normalized rows (x * w exactly: every row's
-    // mean square is 1 and eps 0).
+    // mean square is 1 and eps 0), or silu(x) * x (x * x, or -0).
     let norm_w: Vec<f32> = (0..in_feat).map(|_| rng.uniform(0.5, 1.5)).collect();
-    let x_linear: Vec<f32> = if args.x_from_norm {
-        x_vals
+    let x_linear: Vec<f32> = match x_from {
+        "norm" => x_vals
             .iter()
             .enumerate()
             .map(|(i, &v)| v * norm_w[i % in_feat])
-            .collect()
-    } else {
-        x_vals.clone()
+            .collect(),
+        "silu" => x_vals
+            .iter()
+            .map(|&v| if v > 0.0 { v * v } else { -0.0 })
+            .collect(),
+        _ => x_vals.clone(),
     };
     let x_dtype = if x_f16 {
         DataType::Float16
@@ -424,16 +437,24 @@ fn bench_linear(
                     // (ops/quantize.rs), and the bench would time less than one linear.
                     let x = {
                         let xc = g.add_tensor(x_dtype, &[m, in_feat]);
-                        if args.x_from_norm {
-                            let wb = f32_bytes(&norm_w);
-                            let wkey = named_key(&wb);
-                            named.insert(wkey.clone(), wb);
-                            let wn = g.add_constant_named(DataType::Float32, &[in_feat], &wkey);
-                            let eps = g.add_double(0.0);
-                            g.add_op("et_vk.rms_norm.default", &[x, wn, eps, xc]);
-                        } else {
-                            let fmt = g.add_null();
-                            g.add_op("aten.clone.default", &[x, fmt, xc]);
+                        match x_from {
+                            "norm" => {
+                                let wb = f32_bytes(&norm_w);
+                                let wkey = named_key(&wb);
+                                named.insert(wkey.clone(), wb);
+                                let wn = g.add_constant_named(DataType::Float32, &[in_feat], &wkey);
+                                let eps = g.add_double(0.0);
+                                g.add_op("et_vk.rms_norm.default", &[x, wn, eps, xc]);
+                            }
+                            "silu" => {
+                                let sx = g.add_tensor(x_dtype, &[m, in_feat]);
+                                g.add_op("aten.silu.default", &[x, sx]);
+                                g.add_op("aten.mul.Tensor", &[sx, x, xc]);
+                            }
+                            _ => {
+                                let fmt = g.add_null();
+                                g.add_op("aten.clone.default", &[x, fmt, xc]);
+                            }
                         }
                         xc
                     };
