@@ -41,6 +41,14 @@ exp_old_binary() {
     cp "$old/target/release/etvk" .gl/bin_old/
 }
 
+# Builds the etvk-tests test binary TEST (e.g. ops) and copies it to .gl/bin/ (replacing an
+# older one), to run there as .gl/bin/TEST-*. Usage: exp_test_binary TEST
+exp_test_binary() {
+    cargo test --release -p etvk-tests --test "$1" --no-run
+    rm -f .gl/bin/"$1"-*
+    cp "$(ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1)" .gl/bin/
+}
+
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
 # the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
 # for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]

@@ -15,9 +15,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    cargo test --release -p etvk-tests --test ops --no-run
-    rm -f .gl/bin/ops-*
-    cp "$(ls -t target/release/deps/ops-* | grep -v '\.d$' | head -1)" .gl/bin/
+    exp_test_binary ops
 }
 exp_begin "$0" "$@"
 {

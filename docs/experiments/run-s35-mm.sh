@@ -15,9 +15,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    cargo test --release -p etvk-tests --test ops --no-run
-    rm -f .gl/bin/ops-*
-    cp "$(ls -t target/release/deps/ops-* | grep -v '\.d$' | head -1)" .gl/bin/
+    exp_test_binary ops
 }
 exp_begin "$0" "$@"
 # One profiled bench on one line: the producer's and the linear's node times, the table row.
@@ -31,29 +29,28 @@ prow() {
         sed 's/^ *//' | tr '\n' ' ' || true
     echo
 }
+# The M = 1 DQ GEMV with x from PRODUCER (norm or silu), without the row range and with it,
+# interleaved twice, per "N K" shape. Usage: range_ab PRODUCER SHAPE...
+range_ab() {
+    local from=$1 v e
+    shift
+    for shape in "$@"; do
+        set -- $shape
+        for v in reduce range reduce range; do
+            echo -n "$v $from N=$1 K=$2: "
+            e=""
+            [ $v = reduce ] && e="ETVK_ROW_RANGE=0"
+            prow "$e" .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n "$1" --k "$2" --x-from "$from"
+        done
+    done
+}
 {
     nvidia-smi --query-gpu=name --format=csv,noheader || true
     .gl/bin/etvk bench read --ceiling-mib 1024 2>&1 | grep -E 'ceiling' || true
     echo "== x from an RMSNorm: reduce (ETVK_ROW_RANGE=0) against range"
-    for shape in "8192 8192" "4096 4096" "1024 4096" "14336 4096" "2048 2048" "28672 8192" "4096 14336"; do
-        set -- $shape
-        for v in reduce range reduce range; do
-            echo -n "$v norm N=$1 K=$2: "
-            e=""
-            [ $v = reduce ] && e="ETVK_ROW_RANGE=0"
-            prow "$e" .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n "$1" --k "$2" --x-from norm
-        done
-    done
+    range_ab norm "8192 8192" "4096 4096" "1024 4096" "14336 4096" "2048 2048" "28672 8192" "4096 14336"
     echo "== x from a gated SiLU (w2 shapes): reduce (elementwise silu_mul) against range (by rows)"
-    for shape in "4096 14336" "2048 8192" "4096 11008" "8192 28672" "1024 4096"; do
-        set -- $shape
-        for v in reduce range reduce range; do
-            echo -n "$v silu N=$1 K=$2: "
-            e=""
-            [ $v = reduce ] && e="ETVK_ROW_RANGE=0"
-            prow "$e" .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n "$1" --k "$2" --x-from silu
-        done
-    done
+    range_ab silu "4096 14336" "2048 8192" "4096 11008" "8192 28672" "1024 4096"
     echo "== the RMSNorm's node time: lanes 64 (old) against the default, M = 1 and 32"
     for k in 2048 4096 8192; do
         for m in 1 32; do

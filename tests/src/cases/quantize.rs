@@ -471,6 +471,26 @@ fn dq8ca_shared_x(xdt: DataType, xs: &[usize], ms: &[usize], seed: u64) -> OpCas
     case
 }
 
+/// A choose_qparams node (per row, fp32 scale, int8 zero point) on y [M, K] and the 8da4w
+/// linear that reads it with a random weight of N = `n` rows (group size 32), its output a
+/// graph output: the weight's f64 values and Kp for the reference.
+fn choose_and_linear(
+    g: &mut CaseGraph,
+    y: usize,
+    xs: &[usize],
+    n: usize,
+    seed: u64,
+) -> (Vec<f64>, usize) {
+    let k = *xs.last().expect("rank >= 1");
+    let (sc, zp) = choose_node(g, y, xs, "ASYMMETRIC", (F32, I8), (false, false), false);
+    let ([qw, qs, qws], wd, kp) = dq8ca_weight(g, k, n, 32, seed);
+    let gi = g.int(32);
+    let bias = g.null();
+    let out = g.output(F32, &[xs[0], n]);
+    g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
+    (wd, kp)
+}
+
 /// An RMSNorm (eps 0; with `add`, of the sum a + b, which the runtime fuses into one
 /// dispatch) whose output y two (choose_qparams, 8da4w linear) pairs read (N = 24, 40, group
 /// size 32): the norm also writes each row's range for the linears' DQ GEMVs at M = 1
@@ -498,24 +518,14 @@ fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
     let eps = g.double(0.0);
     let y = g.tensor(F32, &xs);
     g.op("et_vk.rms_norm.default", &[x, wi, eps, y]);
-    let mut weights = Vec::new();
-    for (i, &n) in ns.iter().enumerate() {
-        let (sc, zp) = choose_node(
-            &mut g,
-            y,
-            &xs,
-            "ASYMMETRIC",
-            (F32, I8),
-            (false, false),
-            false,
-        );
-        let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10 + i as u64);
-        let gi = g.int(32);
-        let bias = g.null();
-        let out = g.output(F32, &[xs[0], n]);
-        g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
-        weights.push((wd, kp, n));
-    }
+    let weights: Vec<_> = ns
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let (wd, kp) = choose_and_linear(&mut g, y, &xs, n, seed * 10 + i as u64);
+            (wd, kp, n)
+        })
+        .collect();
     let name = format!(
         "{} then two linears on y[{xs:?}] M {ms:?}",
         if add { "add + rms_norm" } else { "rms_norm" }
@@ -569,20 +579,7 @@ fn dq8ca_after_gated_silu(k: usize, ms: &[usize], seed: u64) -> OpCase {
     g.op("aten.silu.default", &[xi, s]);
     let y = g.output(F32, &xs);
     g.op("aten.mul.Tensor", &[s, ui, y]);
-    let (sc, zp) = choose_node(
-        &mut g,
-        y,
-        &xs,
-        "ASYMMETRIC",
-        (F32, I8),
-        (false, false),
-        false,
-    );
-    let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10);
-    let gi = g.int(32);
-    let bias = g.null();
-    let out = g.output(F32, &[xs[0], n]);
-    g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
+    let (wd, kp) = choose_and_linear(&mut g, y, &xs, n, seed * 10);
     let name = format!("gated silu then a linear on y[{xs:?}] M {ms:?}");
     let mut case = OpCase::new(DQ8CA, name, g)
         .tol(Tol::new(1e-3, 1e-3))
