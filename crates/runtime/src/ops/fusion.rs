@@ -27,7 +27,7 @@ use crate::error::invalid_arg;
 use crate::graph::TensorId;
 use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
-use crate::ops::llama::{norm_lanes, rms_norm_launch};
+use crate::ops::llama::{norm_lanes, rms_norm_launch, row_lanes_cap};
 use crate::ops::training::folded_grid;
 
 const MUL: &str = "aten.mul.Tensor";
@@ -136,7 +136,7 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
     let what = call.what();
     let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.args[2], out)?;
     let row_len = g.shapes().max_dims(out).last().copied().unwrap_or(1);
-    let lanes = row_lanes(row_len);
+    let lanes = silu_row_lanes(g, row_len);
     let dispatch = match minmax {
         Some(mm) => {
             let mut d = Dispatch::new(ShaderId::SiluMulRowsMmF32, [out, x, u, mm]);
@@ -174,10 +174,11 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
     })
 }
 
-/// `silu_mul_rows_mm`'s local size for rows of `n`: a power of two from 64 to 1024 with at
-/// most 16 values per invocation where that fits (the shader's VPT).
-fn row_lanes(n: usize) -> u32 {
-    n.div_ceil(16).next_power_of_two().clamp(64, 1024) as u32
+/// `silu_mul_rows_mm`'s local size for rows of `n`: a power of two from 64 to 1024 (and
+/// within the device's workgroup limits) with at most 16 values per invocation where that
+/// fits (the shader's VPT).
+fn silu_row_lanes(g: &GraphBuilder<'_>, n: usize) -> u32 {
+    (n.div_ceil(16).next_power_of_two() as u32).clamp(64, row_lanes_cap(g, 1024))
 }
 
 /// `ETVK_FUSE=0`: every op built as it stands (comparisons).
@@ -252,7 +253,7 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
         shader = ShaderId::AddRmsNormMmF32;
         bindings.push(mm);
     }
-    let lanes = norm_lanes(g.shapes().max_dims(a).last().copied().unwrap_or(1));
+    let lanes = norm_lanes(g, g.shapes().max_dims(a).last().copied().unwrap_or(1));
     let mut d = Dispatch::new(shader, bindings);
     d.local = Some([lanes, 1, 1]);
     g.dispatch(call, d, move |s| {

@@ -82,7 +82,7 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         bindings.push(mm);
     }
     let what = call.what();
-    let lanes = norm_lanes(g.shapes().max_dims(x).last().copied().unwrap_or(1));
+    let lanes = norm_lanes(g, g.shapes().max_dims(x).last().copied().unwrap_or(1));
     let mut d = Dispatch::new(shader, bindings);
     d.local = Some([lanes, 1, 1]);
     g.dispatch(call, d, move |s| {
@@ -93,20 +93,29 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 /// Values of a row each `rms_norm` invocation holds in registers (the shader's VPT).
 const NORM_VALUES_PER_LANE: usize = 8;
 
-/// The `rms_norm` shaders' local size for rows of `n`: a power of two from 64 to 512 with
-/// at most 8 values per invocation where that fits (`ETVK_NORM_LANES` forces one, for
-/// comparisons).
-pub(crate) fn norm_lanes(n: usize) -> u32 {
+/// The `rms_norm` shaders' local size for rows of `n`: a power of two from 64 to 512 (and
+/// within the device's workgroup limits) with at most 8 values per invocation where that
+/// fits (`ETVK_NORM_LANES` forces one, for comparisons).
+pub(crate) fn norm_lanes(g: &GraphBuilder<'_>, n: usize) -> u32 {
+    let cap = row_lanes_cap(g, 512);
     if let Some(l) = std::env::var("ETVK_NORM_LANES")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
-        .filter(|l| l.is_power_of_two() && (1..=512).contains(l))
+        .filter(|l| l.is_power_of_two() && (1..=cap).contains(l))
     {
         return l;
     }
-    n.div_ceil(NORM_VALUES_PER_LANE)
-        .next_power_of_two()
-        .clamp(64, 512) as u32
+    (n.div_ceil(NORM_VALUES_PER_LANE).next_power_of_two() as u32).clamp(64, cap)
+}
+
+/// The largest power of two up to `want` that a workgroup of one row may have on this device
+/// (Vulkan guarantees 128 invocations).
+pub(crate) fn row_lanes_cap(g: &GraphBuilder<'_>, want: u32) -> u32 {
+    let c = g.caps();
+    let limit = want
+        .min(c.max_workgroup_invocations)
+        .min(c.max_workgroup_size[0]);
+    1u32 << (31 - limit.max(64).leading_zeros())
 }
 
 /// The `rms_norm` shaders' launch over x's rows (one workgroup of `lanes` each), after checking that

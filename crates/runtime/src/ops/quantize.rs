@@ -660,9 +660,9 @@ fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -
     })
 }
 
-/// Whether the RMSNorm at chain index `at`, writing value `out_val` (tensor `out`), should
-/// also write its rows' minima and maxima (rms_norm.comp's MINMAX forms) for the 8da4w
-/// linears after it: `out` is fp32, some later `linear_dq8ca_q4gsw` reads it as x (arg 0),
+/// Whether the RMSNorm or fused gated SiLU at chain index `at`, writing value `out_val`
+/// (tensor `out`), should also write its rows' minima and maxima (rms_norm.comp's MINMAX
+/// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32, some later `linear_dq8ca_q4gsw` reads it as x (arg 0),
 /// and nothing writes its memory up to the last one. Their DQ half GEMVs then read the row's
 /// range instead of reducing it in every workgroup (H100: 1.2-2.2 us per linear at M = 1,
 /// docs/performance.md, session 34 run 7). The new [rows, 2] tensor is registered in
