@@ -43,14 +43,15 @@
 // (act_qparams.glsl, the choose_qparams node's arithmetic; its parameters as specialization
 // constants 3-7) instead of by a node before: every workgroup finds the row's min and max
 // (from the whole row it holds, or, sliced, by reading the row once more; subgroup
-// reductions and one barrier, while the first weights are in flight) and fake-quantizes its
-// 16 activations in registers. At M = 1 the choose_qparams node then launches nothing
-// (ops/quantize.rs). The runtime takes these forms only with subgroup reductions and
-// subgroups of at least 4.
+// reductions and one barrier, while the first weights are in flight) and quantizes its 16
+// activations in registers, to the integers q - zp held in two int8 limbs (make_int_limbs).
+// At M = 1 the choose_qparams node then launches nothing (ops/quantize.rs). The runtime takes
+// these forms only with subgroup reductions and subgroups of at least 4.
 //
 // DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
-// rms_norm.comp's MINMAX forms) wrote the row's (min(0, min x), max(0, max x)) to `row_mm`:
-// no reduction, no barrier, no subgroup operations before the quantization parameters.
+// rms_norm.comp's MINMAX forms, or the gated SiLU, silu_mul_rows.comp) wrote the row's
+// (min(0, min x), max(0, max x)) to `row_mm`: no reduction, no barrier, no subgroup
+// operations before the quantization parameters (no subgroup requirement either).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_spirv_intrinsics : require
 #ifndef DQ_MM
