@@ -93,7 +93,18 @@ layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
 layout(constant_id = 7) const uint DQ_KINDS = 0u;
 #endif
 
+#ifndef OUT_F16
+#define OUT_F16 0
+#endif
+#if OUT_F16
+// `_f16out` forms: the fp16 output of a force_fp16 program, written here (rounded once, as
+// the conversion node after the fp32 forms rounds it), so that no such node runs at M = 1.
+layout(set = 0, binding = 0) writeonly buffer Out { float16_t outp[]; };
+#define OUT_T float16_t
+#else
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
+#define OUT_T float
+#endif
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
@@ -241,7 +252,7 @@ void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
       part[slice * p.N + n] = v;
 #else
       if (p.has_bias != 0u) v += bias[n];
-      outp[n] = v;
+      outp[n] = OUT_T(v);
 #endif
     }
   }
@@ -444,7 +455,7 @@ void main() {
       }
       for (; j < p.S; ++j) v += part[j * p.N + n];
       if (p.has_bias != 0u) v += bias[n];
-      outp[n] = v;
+      outp[n] = OUT_T(v);
     }
   }
   if (t == 0u) count[first] = 0u;

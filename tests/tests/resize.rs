@@ -98,3 +98,41 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
         );
     }
 }
+
+/// A force_fp16 8da4w Llama's decode linears write their fp16 outputs from the half GEMV
+/// (`_f16out` forms): the fp32-to-fp16 conversion nodes after them launch nothing at M = 1
+/// and do at the prefill's M. The outputs are checked against the exporter's by the run.
+#[test]
+fn fp16_decode_linears_write_their_outputs() {
+    let be = backend();
+    let name = "e7_llama3_tiny_kvcache_8da4w_fp16_emb4";
+    let io = load_io(name).unwrap();
+    let mut seen = Vec::new();
+    etvk_tests::fixtures::run_delegate_profiled(name, &be, |i, d: &Delegate| {
+        let tokens: usize = io.cases[i].inputs[0].load().unwrap().sizes.iter().product();
+        let nodes = d.profile_nodes();
+        let launched =
+            |f: &dyn Fn(&str) -> bool| nodes.iter().filter(|n| n.launched && f(&n.op)).count();
+        let f16out = launched(&|op| op.ends_with("_f16out"));
+        // The conversion nodes are the op's dispatches without a kernel name.
+        let conversions = launched(&|op| op == "et_vk.linear_dq8ca_q4gsw.default");
+        seen.push((tokens, f16out, conversions));
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Every one of the 15 linears either writes fp16 itself or has its output converted; in a
+    // prefill only the vocabulary projection (of the last token) is at M = 1.
+    for &(tokens, f16out, conversions) in &seen {
+        assert_eq!(f16out + conversions, 15, "{name}: {seen:?}");
+        if tokens == 1 && f16out > 0 {
+            assert_eq!(f16out, 15, "{name}: decode {seen:?}");
+        }
+        if tokens > 1 {
+            assert!(f16out <= 1, "{name}: prefill {seen:?}");
+        }
+    }
+    assert!(
+        seen.iter().any(|&(t, f, _)| t == 1 && f > 0)
+            || !be.device_description().contains("llvmpipe"),
+        "{name}: no decode ran the _f16out forms on lavapipe: {seen:?}"
+    );
+}

@@ -56,6 +56,8 @@ pub fn cases() -> Vec<OpCase> {
         // kernels; GEMV, wide GEMV and tiled paths, the backward and qcs4w.
         q4gsw(F16, Q4GSW, &[9], &[9, 1, 3], 96, 40, 32, true, 14),
         q4gsw(F16, Q4GSW, &[1], &[1], 4096, 12, 64, false, 15),
+        // M = 1 with an fp16 output: the half GEMV writes it (`_f16out`), sliced too.
+        q4gsw(F16, Q4GSW, &[1], &[1], 8448, 20, 32, true, 41),
         backward(F16, &[9], &[9, 2], 64, 37, 16, 16),
         qcs4w(F16, &[3], &[3, 1], 64, 20, 17),
         qcs4w(F32, &[2], &[2, 1], 4099, 11, 13),

@@ -149,6 +149,7 @@ pub fn cases() -> Vec<OpCase> {
         dequant_linear(&[3, 36], &[3], 7, Some(8), None, false, false, 40),
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
+        dq8ca(F16, &[3, 64], &[1, 3, 1], 64, 24, 32, true, (F16, I8), 26),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
         // choose_qparams nodes; ops/quantize.rs), and one whose x is written in between.
         dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),

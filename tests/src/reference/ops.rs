@@ -85,6 +85,7 @@ pub const SUPPORTED: &[&str] = &[
     "aten.scalar_tensor.default",
     "aten.select_copy.int",
     "aten.sigmoid.default",
+    "aten.silu.default",
     "aten.sin.default",
     "aten.slice_copy.Tensor",
     "aten.split_with_sizes_copy.default",
@@ -166,6 +167,7 @@ pub fn run(g: &mut RefGraph, call: &OperatorCall) -> R<()> {
     match call.name.as_str() {
         "aten.relu.default" => unary(g, |x| if x > 0.0 { x } else { 0.0 }),
         "aten.sigmoid.default" => unary(g, |x| 1.0 / (1.0 + (-x).exp())),
+        "aten.silu.default" => unary(g, |x| x / (1.0 + (-x).exp())),
         "aten.neg.default" => unary(g, |x| -x),
         "aten.abs.default" => unary(g, f64::abs),
         "aten.exp.default" => unary(g, f64::exp),

@@ -619,6 +619,17 @@ pub(crate) fn convert_tensor(
     out: TensorId,
     x_arg: usize,
 ) -> Result<()> {
+    convert_tensor_unless(g, call, (x, out, x_arg), |_| Ok(false))
+}
+
+/// [`convert_tensor`] as a node that launches nothing while `skip` (asked at every resize)
+/// says another dispatch wrote `out` already (`out` still takes x's sizes).
+pub(crate) fn convert_tensor_unless(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (x, out, x_arg): (TensorId, TensorId, usize),
+    skip: impl Fn(&mut Shapes) -> Result<bool> + Send + Sync + 'static,
+) -> Result<()> {
     let s = g.shapes();
     let xc = dt_code(call, s.dtype(x), x_arg)?;
     let (name, per) = match s.dtype(out) {
@@ -646,9 +657,10 @@ pub(crate) fn convert_tensor(
         let dims = s.dims(x).to_vec();
         let numel: usize = dims.iter().product();
         s.set_dims(out, dims)?;
+        let groups = if skip(s)? { 0 } else { numel.div_ceil(per) };
         Ok(Launch {
             push: Push::new().u32(to_u32(numel, "numel")?).u32(xc).finish(),
-            global: Global::Linear(numel.div_ceil(per) as u64),
+            global: Global::Linear(groups as u64),
         })
     })
 }

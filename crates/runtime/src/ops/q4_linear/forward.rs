@@ -17,7 +17,7 @@ fn forward(
     call: &OpCall,
     x: TensorId,
     k: usize,
-    out: TensorId,
+    (out, out_user, out_arg): (TensorId, TensorId, usize),
     bias: Option<TensorId>,
     q: Q4,
     (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
@@ -31,6 +31,14 @@ fn forward(
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
             && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
     });
+    // A force_fp16 program's output: the kernels write fp32 `out` and a node converts it into
+    // `out_user`, except the plain half GEMV (M = 1), whose `_f16out` forms write it
+    // themselves (the conversion node then idles at M = 1: one dispatch and barrier fewer).
+    let half_f16_out = (out_user != out
+        && g.shapes().dtype(out_user) == DataType::Float16
+        && dq.is_none()
+        && HALF_F16_OUT.iter().all(|&(_, sh)| g.shader_supported(sh)))
+    .then_some(out_user);
     let big = big_tiles_ok(g);
     let max_m: usize = {
         let d = g.shapes().max_dims(x);
@@ -248,10 +256,10 @@ fn forward(
                             d.spec = dq.spec.to_vec();
                             d
                         }
-                        None => Dispatch::new(
-                            shader_of(kn, false),
-                            [out, x, q.w, q.s, bias_t, part, counters],
-                        ),
+                        None => {
+                            let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
+                            Dispatch::new(sh, [o, x, q.w, q.s, bias_t, part, counters])
+                        }
                     }
                 }
                 _ => match (kn, dq) {
@@ -268,6 +276,10 @@ fn forward(
                         );
                         d.spec = dq.spec.to_vec();
                         d
+                    }
+                    (Kernel::GemvHalf { .. }, None) => {
+                        let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
+                        Dispatch::new(sh, [o, x, q.w, q.s, bias_t])
                     }
                     _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
                 },
@@ -322,28 +334,58 @@ fn forward(
         };
         Ok((idx, launch))
     })?;
-    let Some(partial) = partial else {
-        // No reachable M splits: the first node writes `out` at every M.
-        return Ok(dq_at_m1);
-    };
-    // A one-variant dispatch_select so that profiles name it `op/kernel` like the first
-    // node; it launches no workgroups when the current M's kernel wrote `out` itself.
-    let mut reduce = Dispatch::new(ShaderId::Q4LinearReduce, [out, partial, bias_t]);
-    reduce.local = Some([REDUCE_LOCAL, 1, 1]);
-    g.dispatch_select(call, vec![reduce], move |s| {
-        let (_, m) = current_rows(s, x, k, "x")?;
-        let kn = choose(m);
-        let sk = fwd_split(kn, m);
-        // The split f16 forward sums its slices itself.
-        let own_sum = matches!(kn, Kernel::FwdMma { .. });
-        let launch = if writes_partials(kn) && sk.slices > 1 && !own_sum {
-            reduce_launch(m, n, n, sk.slices, bias.is_some())?
-        } else {
-            idle_reduce(n)?
-        };
-        Ok((0, launch))
-    })?;
+    // No reachable M splits: the first node writes `out` at every M.
+    if let Some(partial) = partial {
+        // A one-variant dispatch_select so that profiles name it `op/kernel` like the first
+        // node; it launches no workgroups when the current M's kernel wrote `out` itself.
+        let mut reduce = Dispatch::new(ShaderId::Q4LinearReduce, [out, partial, bias_t]);
+        reduce.local = Some([REDUCE_LOCAL, 1, 1]);
+        g.dispatch_select(call, vec![reduce], move |s| {
+            let (_, m) = current_rows(s, x, k, "x")?;
+            let kn = choose(m);
+            let sk = fwd_split(kn, m);
+            // The split f16 forward sums its slices itself.
+            let own_sum = matches!(kn, Kernel::FwdMma { .. });
+            let launch = if writes_partials(kn) && sk.slices > 1 && !own_sum {
+                reduce_launch(m, n, n, sk.slices, bias.is_some())?
+            } else {
+                idle_reduce(n)?
+            };
+            Ok((0, launch))
+        })?;
+    }
+    match half_f16_out {
+        None => finish_output(g, call, out, out_user, out_arg)?,
+        Some(o16) => {
+            crate::ops::logic::convert_tensor_unless(g, call, (out, o16, out_arg), move |s| {
+                let (_, m) = current_rows(s, x, k, "x")?;
+                Ok(matches!(choose(m), Kernel::GemvHalf { .. }))
+            })?;
+        }
+    }
     Ok(dq_at_m1)
+}
+
+/// The plain half GEMV's forms and their `_f16out` forms (fp16 output).
+const HALF_F16_OUT: [(ShaderId, ShaderId); 3] = [
+    (ShaderId::Q4LinearGemvHalf, ShaderId::Q4LinearGemvHalfF16out),
+    (
+        ShaderId::Q4LinearGemvHalfEarly,
+        ShaderId::Q4LinearGemvHalfEarlyF16out,
+    ),
+    (
+        ShaderId::Q4LinearGemvHalfSliced,
+        ShaderId::Q4LinearGemvHalfSlicedF16out,
+    ),
+];
+
+/// The half GEMV form `sh` and the tensor it writes: its `_f16out` form and the fp16 output
+/// where there is one, else `sh` and the fp32 `out`.
+fn half_output(sh: ShaderId, out: TensorId, f16_out: Option<TensorId>) -> (ShaderId, TensorId) {
+    match (f16_out, HALF_F16_OUT.iter().find(|(plain, _)| *plain == sh)) {
+        (Some(o16), Some(&(_, f16))) => (f16, o16),
+        _ => (sh, out),
+    }
 }
 
 /// An 8da4w linear's raw fp32 x and its choose_qparams parameters as the DQ half GEMV's
@@ -580,13 +622,13 @@ pub(super) fn build_linear_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
         call,
         x,
         k,
-        out32,
+        (out32, out, 5),
         bias,
         q,
         (peaks, FWD_F16_MIN_M, x16),
         None,
     )?;
-    finish_output(g, call, out32, out, 5)
+    Ok(())
 }
 
 /// `[x, input_scales, input_zp, weights, weight_sums, weight_scales, group_size, bias, out]`:
@@ -671,7 +713,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         call,
         xq,
         k,
-        out32,
+        (out32, out, 8),
         bias,
         q,
         (peaks, FWD_F16_MIN_M, false),
@@ -683,7 +725,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
-    finish_output(g, call, out32, out, 8)
+    Ok(())
 }
 
 /// The 8da4w linear's own fake-quant node: x [.., K] quantized per row with (sc, zp) and
@@ -784,11 +826,11 @@ pub(super) fn build_linear_qcs4w(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) ->
         call,
         x,
         k,
-        out32,
+        (out32, out, 3),
         None,
         q,
         (peaks, QCS4W_F16_MIN_M, x16),
         None,
     )?;
-    finish_output(g, call, out32, out, 3)
+    Ok(())
 }
