@@ -6,8 +6,9 @@
 # node times (`ETVK_BENCH_PROFILE=1`: the norm / `silu_mul_rows_mm` against the elementwise
 # `silu_mul` that runs without the range); the RMSNorm's node time at 64 invocations per row
 # (`ETVK_NORM_LANES=64`, the old width) against the new default; the 8da4w tiny Llamas'
-# whole-execute GPU time with and without the range; then the quantize / llama / unary op
-# families on this GPU.
+# whole-execute GPU time with session 35's graph changes and without (`reduce`: no ranges,
+# the old norm width, fp16 outputs converted by a node: `ETVK_Q4_F16_OUT=0`); then the
+# quantize / llama / unary / q4_linear op families on this GPU.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s35-mm.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s35-mm.sh
 set -euo pipefail
@@ -73,11 +74,12 @@ range_ab() {
     done
     echo "== tiny Llamas, whole executes"
     for round in 1 2; do
-        for f in e6_llama3_tiny_kvcache_8da4w e8_qwen_style_tiny_kvcache_8da4w e9_llama3_tiny_kvcache_8da4w_emb8; do
+        for f in e6_llama3_tiny_kvcache_8da4w e7_llama3_tiny_kvcache_8da4w_fp16_emb4 \
+            e8_qwen_style_tiny_kvcache_8da4w e9_llama3_tiny_kvcache_8da4w_emb8; do
             for v in reduce range; do
                 echo -n "$v $f: "
                 e=""
-                [ $v = reduce ] && e="ETVK_ROW_RANGE=0 ETVK_NORM_LANES=64"
+                [ $v = reduce ] && e="ETVK_ROW_RANGE=0 ETVK_NORM_LANES=64 ETVK_Q4_F16_OUT=0"
                 env $e ETVK_PROFILE_WHOLE=1 .gl/bin/etvk generate tests/fixtures/$f/model.pte \
                     --prompt-tokens 1,2,3,4 --max-new 40 --profile 2>&1 | grep -E 'whole|^decode' | tr '\n' ' '
                 echo
@@ -85,6 +87,6 @@ range_ab() {
         done
     done
     echo "== op families on this GPU"
-    "$(ls .gl/bin/ops-* | head -1)" quantize norm_writes act_quant llama unary --test-threads 1 2>&1 |
+    "$(ls .gl/bin/ops-* | head -1)" quantize norm_writes act_quant llama unary q4_linear --test-threads 1 2>&1 |
         grep -E '^test |test result|FAIL' | head -40
 } 2>&1 | tee "$OUT/s35-mm.txt"

@@ -34,7 +34,10 @@ fn forward(
     // A force_fp16 program's output: the kernels write fp32 `out` and a node converts it into
     // `out_user`, except the plain half GEMV (M = 1), whose `_f16out` forms write it
     // themselves (the conversion node then idles at M = 1: one dispatch and barrier fewer).
-    let half_f16_out = (out_user != out
+    // `ETVK_Q4_F16_OUT=0`: the conversion at every M (comparisons).
+    let f16_out_off = std::env::var("ETVK_Q4_F16_OUT").is_ok_and(|v| v == "0");
+    let half_f16_out = (!f16_out_off
+        && out_user != out
         && g.shapes().dtype(out_user) == DataType::Float16
         && dq.is_none()
         && HALF_F16_OUT.iter().all(|&(_, sh)| g.shader_supported(sh)))
