@@ -105,8 +105,22 @@ layout(set = 0, binding = 0) writeonly buffer Out { float16_t outp[]; };
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 #define OUT_T float
 #endif
+#ifndef X_F16
+#define X_F16 0
+#endif
+#if X_F16
+// `_dq_x16` forms (with DQ and OUT_F16): a force_fp16 program's raw fp16 x, taken to float as
+// the choose_qparams node takes it.
+layout(set = 0, binding = 1) readonly buffer X { float16_t xh[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { f16vec4 xh4[]; };
+#define X_AT(i) float(xh[i])
+#define X4_AT(i) vec4(xh4[i])
+#else
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
+#define X_AT(i) x[i]
+#define X4_AT(i) x4[i]
+#endif
 layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
 layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
@@ -295,12 +309,12 @@ void main() {
 #endif
   vec4 xv[4];
   if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = x4[(k0 >> 2) + i];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = X4_AT((k0 >> 2) + i);
   } else {
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       const uint k = k0 + 4u * i;
-      xv[i] = vec4(k < p.K ? x[k] : 0.0, k + 1u < p.K ? x[k + 1u] : 0.0,
-                   k + 2u < p.K ? x[k + 2u] : 0.0, k + 3u < p.K ? x[k + 3u] : 0.0);
+      xv[i] = vec4(k < p.K ? X_AT(k) : 0.0, k + 1u < p.K ? X_AT(k + 1u) : 0.0,
+                   k + 2u < p.K ? X_AT(k + 2u) : 0.0, k + 3u < p.K ? X_AT(k + 3u) : 0.0);
     }
   }
 #if DQ
@@ -317,14 +331,14 @@ void main() {
     float l = 0.0, u = 0.0;
     if ((p.K & 3u) == 0u) {
       for (uint i = t; i < (p.K >> 2); i += NT) {
-        const vec4 v = x4[i];
+        const vec4 v = X4_AT(i);
         l = min(l, min(min(v.x, v.y), min(v.z, v.w)));
         u = max(u, max(max(v.x, v.y), max(v.z, v.w)));
       }
     } else {
       for (uint i = t; i < p.K; i += NT) {
-        l = min(l, x[i]);
-        u = max(u, x[i]);
+        l = min(l, X_AT(i));
+        u = max(u, X_AT(i));
       }
     }
 #else

@@ -99,9 +99,10 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
     }
 }
 
-/// A force_fp16 8da4w Llama's decode linears write their fp16 outputs from the half GEMV
-/// (`_f16out` forms): the fp32-to-fp16 conversion nodes after them launch nothing at M = 1
-/// and do at the prefill's M. The outputs are checked against the exporter's by the run.
+/// A force_fp16 8da4w Llama's decode linears quantize their fp16 x and write their fp16
+/// outputs in the half GEMV (`_dq_x16` forms): the choose_qparams nodes and the fp32-to-fp16
+/// conversion nodes after the linears launch nothing at M = 1, and do at the prefill's M.
+/// The outputs are checked against the exporter's by the run.
 #[test]
 fn fp16_decode_linears_write_their_outputs() {
     let be = backend();
@@ -113,26 +114,30 @@ fn fp16_decode_linears_write_their_outputs() {
         let nodes = d.profile_nodes();
         let launched =
             |f: &dyn Fn(&str) -> bool| nodes.iter().filter(|n| n.launched && f(&n.op)).count();
-        let f16out = launched(&|op| op.ends_with("_f16out"));
+        let f16out = launched(&|op| op.ends_with("_dq_x16"));
         // The conversion nodes are the op's dispatches without a kernel name.
         let conversions = launched(&|op| op == "et_vk.linear_dq8ca_q4gsw.default");
-        seen.push((tokens, f16out, conversions));
+        let chooses = launched(&|op| op.starts_with("torchao.choose_qparams_affine"));
+        seen.push((tokens, f16out, conversions, chooses));
     })
     .unwrap_or_else(|e| panic!("{e}"));
     // Every one of the 15 linears either writes fp16 itself or has its output converted; in a
-    // prefill only the vocabulary projection (of the last token) is at M = 1.
-    for &(tokens, f16out, conversions) in &seen {
+    // prefill only the vocabulary projection (of the last token) is at M = 1. Per layer four
+    // choose_qparams nodes run (q / k / v share one, w1 / w3 one), and one for the vocabulary
+    // projection.
+    for &(tokens, f16out, conversions, chooses) in &seen {
         assert_eq!(f16out + conversions, 15, "{name}: {seen:?}");
         if tokens == 1 && f16out > 0 {
-            assert_eq!(f16out, 15, "{name}: decode {seen:?}");
+            assert_eq!((f16out, chooses), (15, 0), "{name}: decode {seen:?}");
         }
         if tokens > 1 {
             assert!(f16out <= 1, "{name}: prefill {seen:?}");
+            assert_eq!(chooses + f16out, 9, "{name}: prefill {seen:?}");
         }
     }
     assert!(
-        seen.iter().any(|&(t, f, _)| t == 1 && f > 0)
+        seen.iter().any(|&(t, f, _, _)| t == 1 && f > 0)
             || !be.device_description().contains("llvmpipe"),
-        "{name}: no decode ran the _f16out forms on lavapipe: {seen:?}"
+        "{name}: no decode ran the _dq_x16 forms on lavapipe: {seen:?}"
     );
 }

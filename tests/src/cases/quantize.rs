@@ -150,6 +150,7 @@ pub fn cases() -> Vec<OpCase> {
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
         dq8ca(F16, &[3, 64], &[1, 3, 1], 64, 24, 32, true, (F16, I8), 26),
+        dq8ca_fp16_program(&[3, 96], &[1, 3, 1], 27),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
         // choose_qparams nodes; ops/quantize.rs), and one whose x is written in between.
         dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),
@@ -560,6 +561,40 @@ fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
             None => vec![Tensor::new(F32, &sizes, s)],
         };
         case = case.run(inputs, expected);
+    }
+    case
+}
+
+/// A force_fp16 program's (choose_qparams, 8da4w linear) pair: x and the output fp16 (N =
+/// 24, group size 32). At M = 1 the half GEMV quantizes the fp16 x itself and writes the fp16
+/// output (`_dq_x16`), the choose node and the output conversion idle; at M > 1 they run.
+fn dq8ca_fp16_program(xs: &[usize], ms: &[usize], seed: u64) -> OpCase {
+    let (k, n) = (*xs.last().expect("rank >= 1"), 24);
+    let mut g = CaseGraph::new();
+    let xi = g.input(F16, xs);
+    let (sc, zp) = choose_node(
+        &mut g,
+        xi,
+        xs,
+        "ASYMMETRIC",
+        (F32, I8),
+        (false, false),
+        false,
+    );
+    let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10);
+    let gi = g.int(32);
+    let bias = g.null();
+    let out = g.output(F16, &[xs[0], n]);
+    g.op(DQ8CA, &[xi, sc, zp, qw, qs, qws, gi, bias, out]);
+    let name = format!("float16 x and output x{xs:?} M {ms:?}");
+    let mut case = dq8ca_case(name, g, F16, ms);
+    for (r, &m) in ms.iter().enumerate() {
+        let sizes = [m, k];
+        let x = Tensor::rand_range(F16, &sizes, -2.0, 3.0, seed + 10 * r as u64);
+        let xq = Tensor::f32(&sizes, fake_quant(&x, k, F32));
+        let want = super::q4_linear::forward_ref(&xq, &wd, kp, n, None);
+        let want = Tensor::new(F16, &want.sizes, want.data);
+        case = case.run(vec![x], vec![want]);
     }
     case
 }

@@ -29,8 +29,14 @@ fn forward(
     // The forms that read the row's range from the op before (DQ_MM) reduce nothing.
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
+            && (!d.x16 || (out_user != out && g.shapes().dtype(out_user) == DataType::Float16))
             && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
     });
+    // Where the M = 1 DQ kernel writes (the fp16 output for the x16 forms).
+    let dq_out = match dq {
+        Some(d) if d.x16 => out_user,
+        _ => out,
+    };
     // A force_fp16 program's output: the kernels write fp32 `out` and a node converts it into
     // `out_user`, except the plain half GEMV (M = 1), whose `_f16out` forms write it
     // themselves (the conversion node then idles at M = 1: one dispatch and barrier fewer).
@@ -252,7 +258,7 @@ fn forward(
                         Some(dq) => {
                             let mut d = Dispatch::new(
                                 dq_shaders(&dq)[2],
-                                [out, dq.x, q.w, q.s, bias_t, part, counters]
+                                [dq_out, dq.x, q.w, q.s, bias_t, part, counters]
                                     .into_iter()
                                     .chain(dq.minmax),
                             );
@@ -275,7 +281,9 @@ fn forward(
                         let shader = dq_shaders(&dq)[usize::from(early)];
                         let mut d = Dispatch::new(
                             shader,
-                            [out, dq.x, q.w, q.s, bias_t].into_iter().chain(dq.minmax),
+                            [dq_out, dq.x, q.w, q.s, bias_t]
+                                .into_iter()
+                                .chain(dq.minmax),
                         );
                         d.spec = dq.spec.to_vec();
                         d
@@ -357,14 +365,14 @@ fn forward(
             Ok((0, launch))
         })?;
     }
-    match half_f16_out {
-        None => finish_output(g, call, out, out_user, out_arg)?,
-        Some(o16) => {
-            crate::ops::logic::convert_tensor_unless(g, call, (out, o16, out_arg), move |s| {
-                let (_, m) = current_rows(s, x, k, "x")?;
-                Ok(matches!(choose(m), Kernel::GemvHalf { .. }))
-            })?;
-        }
+    // The half GEMV writes the fp16 output itself at M = 1 (`_f16out`, `_dq_x16`).
+    if half_f16_out.is_some() || dq_out != out {
+        crate::ops::logic::convert_tensor_unless(g, call, (out, out_user, out_arg), move |s| {
+            let (_, m) = current_rows(s, x, k, "x")?;
+            Ok(matches!(choose(m), Kernel::GemvHalf { .. }))
+        })?;
+    } else {
+        finish_output(g, call, out, out_user, out_arg)?;
     }
     Ok(dq_at_m1)
 }
@@ -401,11 +409,20 @@ pub(crate) struct DqGemv {
     /// x's rows' (min(0, min), max(0, max)) as the RMSNorm before wrote them
     /// (`GraphBuilder::row_minmax`), bound last: the `_dq_mm` forms.
     pub(crate) minmax: Option<TensorId>,
+    /// x (and the op's output) fp16, a force_fp16 program's: the `_dq_x16` forms, which
+    /// write the fp16 output themselves.
+    pub(crate) x16: bool,
 }
 
 /// The DQ half GEMV's forms for `dq`: plain, early, sliced.
 fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
-    if dq.minmax.is_some() {
+    if dq.x16 {
+        [
+            ShaderId::Q4LinearGemvHalfDqX16,
+            ShaderId::Q4LinearGemvHalfEarlyDqX16,
+            ShaderId::Q4LinearGemvHalfSlicedDqX16,
+        ]
+    } else if dq.minmax.is_some() {
         [
             ShaderId::Q4LinearGemvHalfDqMm,
             ShaderId::Q4LinearGemvHalfEarlyDqMm,
@@ -699,11 +716,18 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         None => act_fake_quant(g, call, (x, k), (sc, zp), kinds)?,
     };
     // With a fused node, the half GEMV can quantize fp32 x itself at M = 1.
-    let dq = match &fused {
-        Some(f) if g.shapes().dtype(x) == DataType::Float32 => Some(DqGemv {
+    let dq = match (&fused, g.shapes().dtype(x)) {
+        (Some(f), DataType::Float32) => Some(DqGemv {
             x,
             spec: f.spec,
             minmax: g.row_minmax.get(&call.arg(0)?).copied(),
+            x16: false,
+        }),
+        (Some(f), DataType::Float16) => Some(DqGemv {
+            x,
+            spec: f.spec,
+            minmax: None,
+            x16: true,
         }),
         _ => None,
     };
