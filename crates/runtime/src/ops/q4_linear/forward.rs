@@ -27,9 +27,15 @@ fn forward(
     // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
     // or with smaller subgroups, the choose_qparams node quantizes x for every M.
     // The forms that read the row's range from the op before (DQ_MM) reduce nothing.
+    // `ETVK_Q4_F16_OUT=0`: fp16 outputs converted by a node at every M, and no `_dq_x16`
+    // (comparisons).
+    let f16_out_off = std::env::var("ETVK_Q4_F16_OUT").is_ok_and(|v| v == "0");
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
-            && (!d.x16 || (out_user != out && g.shapes().dtype(out_user) == DataType::Float16))
+            && (!d.x16
+                || (!f16_out_off
+                    && out_user != out
+                    && g.shapes().dtype(out_user) == DataType::Float16))
             && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
     });
     // Where the M = 1 DQ kernel writes (the fp16 output for the x16 forms).
@@ -40,8 +46,6 @@ fn forward(
     // A force_fp16 program's output: the kernels write fp32 `out` and a node converts it into
     // `out_user`, except the plain half GEMV (M = 1), whose `_f16out` forms write it
     // themselves (the conversion node then idles at M = 1: one dispatch and barrier fewer).
-    // `ETVK_Q4_F16_OUT=0`: the conversion at every M (comparisons).
-    let f16_out_off = std::env::var("ETVK_Q4_F16_OUT").is_ok_and(|v| v == "0");
     let half_f16_out = (!f16_out_off
         && out_user != out
         && g.shapes().dtype(out_user) == DataType::Float16
