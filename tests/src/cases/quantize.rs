@@ -475,12 +475,12 @@ fn dq8ca_shared_x(xdt: DataType, xs: &[usize], ms: &[usize], seed: u64) -> OpCas
 
 /// A choose_qparams node (per row, fp32 scale, int8 zero point) on y [M, K] and the 8da4w
 /// linear that reads it with a random weight of N = `n` rows (group size 32), its output a
-/// graph output: the weight's f64 values and Kp for the reference.
+/// graph output of dtype `out_dt`: the weight's f64 values and Kp for the reference.
 fn choose_and_linear(
     g: &mut CaseGraph,
     y: usize,
     xs: &[usize],
-    n: usize,
+    (n, out_dt): (usize, DataType),
     seed: u64,
 ) -> (Vec<f64>, usize) {
     let k = *xs.last().expect("rank >= 1");
@@ -488,7 +488,7 @@ fn choose_and_linear(
     let ([qw, qs, qws], wd, kp) = dq8ca_weight(g, k, n, 32, seed);
     let gi = g.int(32);
     let bias = g.null();
-    let out = g.output(F32, &[xs[0], n]);
+    let out = g.output(out_dt, &[xs[0], n]);
     g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
     (wd, kp)
 }
@@ -524,7 +524,7 @@ fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            let (wd, kp) = choose_and_linear(&mut g, y, &xs, n, seed * 10 + i as u64);
+            let (wd, kp) = choose_and_linear(&mut g, y, &xs, (n, F32), seed * 10 + i as u64);
             (wd, kp, n)
         })
         .collect();
@@ -572,20 +572,7 @@ fn dq8ca_fp16_program(xs: &[usize], ms: &[usize], seed: u64) -> OpCase {
     let (k, n) = (*xs.last().expect("rank >= 1"), 24);
     let mut g = CaseGraph::new();
     let xi = g.input(F16, xs);
-    let (sc, zp) = choose_node(
-        &mut g,
-        xi,
-        xs,
-        "ASYMMETRIC",
-        (F32, I8),
-        (false, false),
-        false,
-    );
-    let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10);
-    let gi = g.int(32);
-    let bias = g.null();
-    let out = g.output(F16, &[xs[0], n]);
-    g.op(DQ8CA, &[xi, sc, zp, qw, qs, qws, gi, bias, out]);
+    let (wd, kp) = choose_and_linear(&mut g, xi, xs, (n, F16), seed * 10);
     let name = format!("float16 x and output x{xs:?} M {ms:?}");
     let mut case = dq8ca_case(name, g, F16, ms);
     for (r, &m) in ms.iter().enumerate() {
@@ -615,7 +602,7 @@ fn dq8ca_after_gated_silu(k: usize, ms: &[usize], seed: u64) -> OpCase {
     g.op("aten.silu.default", &[xi, s]);
     let y = g.output(F32, &xs);
     g.op("aten.mul.Tensor", &[s, ui, y]);
-    let (wd, kp) = choose_and_linear(&mut g, y, &xs, n, seed * 10);
+    let (wd, kp) = choose_and_linear(&mut g, y, &xs, (n, F32), seed * 10);
     let name = format!("gated silu then a linear on y[{xs:?}] M {ms:?}");
     let mut case = OpCase::new(DQ8CA, name, g)
         .tol(Tol::new(1e-3, 1e-3))
