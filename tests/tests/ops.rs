@@ -266,7 +266,7 @@ fn norm_writes_row_range_for_dq_gemv() {
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
     // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1).
-    let plans: [(&str, u32, &[u32], &[bool]); 4] = [
+    let plans: [(&str, u32, &[u32], &[bool]); 5] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 96]]",
@@ -286,6 +286,13 @@ fn norm_writes_row_range_for_dq_gemv() {
             1,
             &[2, 4],
             &[true],
+        ),
+        // force_fp16: `_dq_mm_x16`.
+        (
+            "float16 add + rms_norm then two linears on y[[2, 96]]",
+            2,
+            &[3, 5],
+            &[true, false, true],
         ),
         // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
         (
@@ -311,6 +318,8 @@ fn norm_writes_row_range_for_dq_gemv() {
                 }
                 let want = if label.contains("8448") || label.contains("20000") {
                     "_sliced_dq_mm"
+                } else if label.starts_with("float16") {
+                    "_dq_mm_x16"
                 } else {
                     "_dq_mm"
                 };

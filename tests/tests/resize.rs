@@ -100,7 +100,7 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
 }
 
 /// A force_fp16 8da4w Llama's decode linears quantize their fp16 x and write their fp16
-/// outputs in the half GEMV (`_dq_x16` forms): the choose_qparams nodes and the fp32-to-fp16
+/// outputs in the half GEMV (`_dq_x16` / `_dq_mm_x16` forms): the choose_qparams nodes and the fp32-to-fp16
 /// conversion nodes after the linears launch nothing at M = 1, and do at the prefill's M.
 /// The outputs are checked against the exporter's by the run.
 #[test]
@@ -114,21 +114,27 @@ fn fp16_decode_linears_write_their_outputs() {
         let nodes = d.profile_nodes();
         let launched =
             |f: &dyn Fn(&str) -> bool| nodes.iter().filter(|n| n.launched && f(&n.op)).count();
-        let f16out = launched(&|op| op.ends_with("_dq_x16"));
+        let f16out = launched(&|op| op.ends_with("_x16"));
+        let ranged = launched(&|op| op.ends_with("_dq_mm_x16"));
         // The conversion nodes are the op's dispatches without a kernel name.
         let conversions = launched(&|op| op == "et_vk.linear_dq8ca_q4gsw.default");
         let chooses = launched(&|op| op.starts_with("torchao.choose_qparams_affine"));
-        seen.push((tokens, f16out, conversions, chooses));
+        seen.push((tokens, f16out, conversions, chooses, ranged));
     })
     .unwrap_or_else(|e| panic!("{e}"));
     // Every one of the 15 linears either writes fp16 itself or has its output converted; in a
     // prefill only the vocabulary projection (of the last token) is at M = 1. Per layer four
     // choose_qparams nodes run (q / k / v share one, w1 / w3 one), and one for the vocabulary
     // projection.
-    for &(tokens, f16out, conversions, chooses) in &seen {
+    // At decode 13 of the 15 read the row range their fp16 norm or SiLU wrote (all but wo).
+    for &(tokens, f16out, conversions, chooses, ranged) in &seen {
         assert_eq!(f16out + conversions, 15, "{name}: {seen:?}");
         if tokens == 1 && f16out > 0 {
-            assert_eq!((f16out, chooses), (15, 0), "{name}: decode {seen:?}");
+            assert_eq!(
+                (f16out, chooses, ranged),
+                (15, 0, 13),
+                "{name}: decode {seen:?}"
+            );
         }
         if tokens > 1 {
             assert!(f16out <= 1, "{name}: prefill {seen:?}");
@@ -136,7 +142,7 @@ fn fp16_decode_linears_write_their_outputs() {
         }
     }
     assert!(
-        seen.iter().any(|&(t, f, _, _)| t == 1 && f > 0)
+        seen.iter().any(|&(t, f, _, _, _)| t == 1 && f > 0)
             || !be.device_description().contains("llvmpipe"),
         "{name}: no decode ran the _dq_x16 forms on lavapipe: {seen:?}"
     );

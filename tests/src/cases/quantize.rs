@@ -176,9 +176,11 @@ pub fn cases() -> Vec<OpCase> {
         ),
         // After an RMSNorm (alone, or fused with the residual add before it) the norm writes
         // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.
-        dq8ca_after_norm(false, 96, &[1, 3, 1], 22),
-        dq8ca_after_norm(true, 64, &[1, 2, 1], 23),
-        dq8ca_after_norm(false, 8448, &[1], 24),
+        dq8ca_after_norm(F32, false, 96, &[1, 3, 1], 22),
+        dq8ca_after_norm(F32, true, 64, &[1, 2, 1], 23),
+        dq8ca_after_norm(F32, false, 8448, &[1], 24),
+        // force_fp16: the fp16 norm writes the range, the fp16 DQ GEMVs read it (`_dq_mm_x16`).
+        dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28),
         // After a gated SiLU (by rows with their range, `silu_mul_rows_mm`): rows past the
         // values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
         dq8ca_after_gated_silu(20000, &[1, 2, 1], 25),
@@ -493,46 +495,47 @@ fn choose_and_linear(
     (wd, kp)
 }
 
-/// An RMSNorm (eps 0; with `add`, of the sum a + b, which the runtime fuses into one
-/// dispatch) whose output y two (choose_qparams, 8da4w linear) pairs read (N = 24, 40, group
-/// size 32): the norm also writes each row's range for the linears' DQ GEMVs at M = 1
-/// (ops/quantize.rs `plan_row_minmax`). Rows of +-1 (as a + b: b a multiple of 1/8) have a
-/// mean square of exactly 1, so y = +-w exactly in fp32 and the reference quantizes the
-/// same values the GPU does. Run at leading dim each of `ms`.
-fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
+/// An RMSNorm of dtype `dt` (eps 0; with `add`, of the sum a + b, which the runtime fuses
+/// into one dispatch) whose output y two (choose_qparams, 8da4w linear) pairs read (N = 24,
+/// 40, group size 32; outputs of dtype `dt`): the norm also writes each row's range for the
+/// linears' DQ GEMVs at M = 1 (ops/quantize.rs `plan_row_minmax`). Rows of +-1 (as a + b: b a
+/// multiple of 1/8) have a mean square of exactly 1, so y = +-w exactly in `dt` and the
+/// reference quantizes the same values the GPU does. Run at leading dim each of `ms`.
+fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
     let ns = [24usize, 40];
     let xs = [ms.iter().copied().max().unwrap_or(1), k];
     let mut g = CaseGraph::new();
-    let ai = g.input(F32, &xs);
+    let ai = g.input(dt, &xs);
     let mut inputs_b = None;
     let x = if add {
-        let bi = g.input(F32, &xs);
+        let bi = g.input(dt, &xs);
         inputs_b = Some(bi);
         let al = g.int(1);
-        let sum = g.tensor(F32, &xs);
+        let sum = g.tensor(dt, &xs);
         g.op("aten.add.Tensor", &[ai, bi, al, sum]);
         sum
     } else {
         ai
     };
-    let w = Tensor::rand_range(F32, &[k], -1.5, 2.0, seed);
+    let w = Tensor::rand_range(dt, &[k], -1.5, 2.0, seed);
     let wi = g.constant(&w);
     let eps = g.double(0.0);
-    let y = g.tensor(F32, &xs);
+    let y = g.tensor(dt, &xs);
     g.op("et_vk.rms_norm.default", &[x, wi, eps, y]);
     let weights: Vec<_> = ns
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            let (wd, kp) = choose_and_linear(&mut g, y, &xs, (n, F32), seed * 10 + i as u64);
+            let (wd, kp) = choose_and_linear(&mut g, y, &xs, (n, dt), seed * 10 + i as u64);
             (wd, kp, n)
         })
         .collect();
     let name = format!(
-        "{} then two linears on y[{xs:?}] M {ms:?}",
+        "{}{} then two linears on y[{xs:?}] M {ms:?}",
+        if dt == F16 { "float16 " } else { "" },
         if add { "add + rms_norm" } else { "rms_norm" }
     );
-    let mut case = dq8ca_case(name, g, F32, ms);
+    let mut case = dq8ca_case(name, g, dt, ms);
     for (r, &m) in ms.iter().enumerate() {
         let sizes = [m, k];
         let signs = Tensor::rand_range(F32, &sizes, -1.0, 1.0, seed + 10 * r as u64 + 1);
@@ -549,16 +552,19 @@ fn dq8ca_after_norm(add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
         let xq = Tensor::f32(&sizes, fake_quant(&Tensor::new(F32, &sizes, yv), k, F32));
         let expected = weights
             .iter()
-            .map(|(wd, kp, n)| super::q4_linear::forward_ref(&xq, wd, *kp, *n, None))
+            .map(|(wd, kp, n)| {
+                let o = super::q4_linear::forward_ref(&xq, wd, *kp, *n, None);
+                Tensor::new(dt, &o.sizes, o.data)
+            })
             .collect();
         let inputs = match inputs_b {
             Some(_) => {
                 let b = Tensor::rand_range(F32, &sizes, -8.0, 8.0, seed + 10 * r as u64 + 2);
                 let b: Vec<f64> = b.data.iter().map(|v| v.round() / 8.0).collect();
                 let a: Vec<f64> = s.iter().zip(&b).map(|(e, bv)| e - bv).collect();
-                vec![Tensor::new(F32, &sizes, a), Tensor::new(F32, &sizes, b)]
+                vec![Tensor::new(dt, &sizes, a), Tensor::new(dt, &sizes, b)]
             }
-            None => vec![Tensor::new(F32, &sizes, s)],
+            None => vec![Tensor::new(dt, &sizes, s)],
         };
         case = case.run(inputs, expected);
     }

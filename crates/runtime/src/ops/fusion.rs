@@ -139,7 +139,8 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
     let lanes = silu_row_lanes(g, row_len);
     let dispatch = match minmax {
         Some(mm) => {
-            let mut d = Dispatch::new(ShaderId::SiluMulRowsMmF32, [out, x, u, mm]);
+            let rows_shader = float_shader("silu_mul_rows_mm", g.shapes().dtype(x), call)?;
+            let mut d = Dispatch::new(rows_shader, [out, x, u, mm]);
             d.local = Some([lanes, 1, 1]);
             d
         }
@@ -250,7 +251,7 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     let mut bindings = vec![out, a, w, b, sum];
     let minmax = crate::ops::quantize::plan_row_minmax(g, norm.index, norm_op.args[3], out)?;
     if let Some(mm) = minmax {
-        shader = ShaderId::AddRmsNormMmF32;
+        shader = float_shader("add_rms_norm_mm", dt, call)?;
         bindings.push(mm);
     }
     let lanes = norm_lanes(g, g.shapes().max_dims(a).last().copied().unwrap_or(1));

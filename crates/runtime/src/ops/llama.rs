@@ -11,7 +11,6 @@
 //! float for fp16 storage too.
 
 use etvk_format::ir::DataType;
-use etvk_shaders::ShaderId;
 
 use crate::api::Result;
 use crate::builder::{Dispatch, GraphBuilder, OpCall};
@@ -78,7 +77,7 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let mut bindings = vec![out, x, w];
     let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.arg(3)?, out)?;
     if let Some(mm) = minmax {
-        shader = ShaderId::RmsNormMmF32;
+        shader = float_shader("rms_norm_mm", dt, call)?;
         bindings.push(mm);
     }
     let what = call.what();

@@ -662,9 +662,10 @@ fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -
 
 /// Whether the RMSNorm or fused gated SiLU at chain index `at`, writing value `out_val`
 /// (tensor `out`), should also write its rows' minima and maxima (rms_norm.comp's MINMAX
-/// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32, some later `linear_dq8ca_q4gsw` reads it as x (arg 0),
-/// and nothing writes its memory up to the last one. Their DQ half GEMVs then read the row's
-/// range instead of reducing it in every workgroup (H100: 1.2-2.2 us per linear at M = 1,
+/// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32 or fp16, some
+/// later `linear_dq8ca_q4gsw` reads it as x (arg 0), and nothing writes its memory up to the
+/// last one. Their DQ half GEMVs then read the row's range instead of reducing it in every
+/// workgroup (H100: 1.2-2.2 us per linear at M = 1,
 /// docs/performance.md, session 34 run 7). The new [rows, 2] tensor is registered in
 /// `g.row_minmax` under `out_val`. `ETVK_ROW_RANGE=0` (or `ETVK_FUSE=0`) leaves it out
 /// (comparisons).
@@ -675,7 +676,8 @@ pub(crate) fn plan_row_minmax(
     out: TensorId,
 ) -> Result<Option<TensorId>> {
     let off = std::env::var("ETVK_ROW_RANGE").is_ok_and(|v| v == "0");
-    if off || crate::ops::fusion::fusion_off() || g.shapes().dtype(out) != DataType::Float32 {
+    let float = matches!(g.shapes().dtype(out), DataType::Float32 | DataType::Float16);
+    if off || crate::ops::fusion::fusion_off() || !float {
         return Ok(None);
     }
     let chain = &g.graph().chain;

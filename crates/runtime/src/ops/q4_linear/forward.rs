@@ -420,24 +420,27 @@ pub(crate) struct DqGemv {
 
 /// The DQ half GEMV's forms for `dq`: plain, early, sliced.
 fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
-    if dq.x16 {
-        [
+    match (dq.x16, dq.minmax.is_some()) {
+        (true, true) => [
+            ShaderId::Q4LinearGemvHalfDqMmX16,
+            ShaderId::Q4LinearGemvHalfEarlyDqMmX16,
+            ShaderId::Q4LinearGemvHalfSlicedDqMmX16,
+        ],
+        (true, false) => [
             ShaderId::Q4LinearGemvHalfDqX16,
             ShaderId::Q4LinearGemvHalfEarlyDqX16,
             ShaderId::Q4LinearGemvHalfSlicedDqX16,
-        ]
-    } else if dq.minmax.is_some() {
-        [
+        ],
+        (false, true) => [
             ShaderId::Q4LinearGemvHalfDqMm,
             ShaderId::Q4LinearGemvHalfEarlyDqMm,
             ShaderId::Q4LinearGemvHalfSlicedDqMm,
-        ]
-    } else {
-        [
+        ],
+        (false, false) => [
             ShaderId::Q4LinearGemvHalfDq,
             ShaderId::Q4LinearGemvHalfEarlyDq,
             ShaderId::Q4LinearGemvHalfSlicedDq,
-        ]
+        ],
     }
 }
 
@@ -730,7 +733,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         (Some(f), DataType::Float16) => Some(DqGemv {
             x,
             spec: f.spec,
-            minmax: None,
+            minmax: g.row_minmax.get(&call.arg(0)?).copied(),
             x16: true,
         }),
         _ => None,
