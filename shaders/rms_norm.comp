@@ -7,8 +7,8 @@
 // the write, all loaded before the first store (a row of 4096: one round of loads at 512
 // lanes, where the former 64-invocation form looped over 64 values per invocation, twice,
 // its write loop loading after each store). The partial sums meet in a shared-memory tree,
-// so any N works and no subgroup size is assumed. Math in float for every storage type. Rows are numbered linearly over a folded
-// 2-D grid of workgroups.
+// so any N works and no subgroup size is assumed. Math in float for every storage type. Rows
+// are numbered linearly over a folded 2-D grid of workgroups.
 // ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
 // add whose result the next op normalizes and later ops read), then normalized; every
 // element is read and written by the same invocation, so the buffers may alias row-wise.
@@ -45,6 +45,7 @@ layout(set = 0, binding = 4) buffer Sum { DTYPE sum_[]; };
 #define MM_BINDING 3
 #endif
 layout(set = 0, binding = MM_BINDING) writeonly buffer RowMinMax { vec2 row_mm[]; };
+#include "row_range.glsl"
 #endif
 
 layout(push_constant) uniform Params {
@@ -55,9 +56,6 @@ layout(push_constant) uniform Params {
 } p;
 
 shared float s_sum[MAX_LANES];
-#if MINMAX
-shared vec2 s_mm[MAX_LANES];
-#endif
 
 #if ADD
 // The sum as the separate add would store it: rounded to the storage type (on the bits, since
@@ -69,17 +67,11 @@ float add_and_store(uint i, float a, float b) {
 }
 #endif
 
-#if MINMAX
-// Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
-vec2 mm = vec2(0.0);
-#endif
-
 void write_out(uint base, uint j, float o) {
   out_[base + j] = DTYPE(o);
 #if MINMAX
   // As stored (rounded on the bits for fp16: f16_round.glsl).
-  const float os = ROUND_AS(DTYPE, o);
-  mm = vec2(min(mm.x, os), max(mm.y, os));
+  row_range_add(ROUND_AS(DTYPE, o));
 #endif
 }
 
@@ -142,15 +134,6 @@ void main() {
     write_out(base, j, t * scale * float(w_[j]));
   }
 #if MINMAX
-  s_mm[lane] = mm;
-  barrier();
-  for (uint stride = LANES / 2; stride > 0; stride >>= 1) {
-    if (lane < stride) {
-      const vec2 o = s_mm[lane + stride];
-      s_mm[lane] = vec2(min(s_mm[lane].x, o.x), max(s_mm[lane].y, o.y));
-    }
-    barrier();
-  }
-  if (lane == 0u) row_mm[row] = s_mm[0];
+  row_range_write(lane, row);
 #endif
 }

@@ -19,24 +19,19 @@ layout(set = 0, binding = 0) writeonly buffer Out { DTYPE out_[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE in_[]; };
 layout(set = 0, binding = 2) readonly buffer Up { DTYPE up_[]; };
 layout(set = 0, binding = 3) writeonly buffer RowMinMax { vec2 row_mm[]; };
+#include "row_range.glsl"
 
 layout(push_constant) uniform Params {
   uint R;
   uint N;
 } p;
 
-shared vec2 s_mm[MAX_LANES];
-
-// Zero is neutral: the readers take min(lo, 0) and max(hi, 0) (act_qparams.glsl).
-vec2 mm = vec2(0.0);
-
 void gate(uint i, float x, float u) {
   // As silu.comp: exp(-x) may overflow to +inf for very negative x (x / inf = -0).
   const float r = x / (1.0 + exp(-x)) * u;
   out_[i] = DTYPE(r);
   // As stored (rounded on the bits for fp16: f16_round.glsl).
-  const float rs = ROUND_AS(DTYPE, r);
-  mm = vec2(min(mm.x, rs), max(mm.y, rs));
+  row_range_add(ROUND_AS(DTYPE, r));
 }
 
 void main() {
@@ -57,15 +52,8 @@ void main() {
     const uint j = lane + LANES * i;
     if (j < p.N) gate(base + j, xv[i], uv[i]);
   }
-  for (uint j = lane + LANES * VPT; j < p.N; j += LANES) gate(base + j, float(in_[base + j]), float(up_[base + j]));
-  s_mm[lane] = mm;
-  barrier();
-  for (uint stride = LANES / 2; stride > 0; stride >>= 1) {
-    if (lane < stride) {
-      const vec2 o = s_mm[lane + stride];
-      s_mm[lane] = vec2(min(s_mm[lane].x, o.x), max(s_mm[lane].y, o.y));
-    }
-    barrier();
+  for (uint j = lane + LANES * VPT; j < p.N; j += LANES) {
+    gate(base + j, float(in_[base + j]), float(up_[base + j]));
   }
-  if (lane == 0u) row_mm[row] = s_mm[0];
+  row_range_write(lane, row);
 }

@@ -325,9 +325,9 @@ pub struct GraphBuilder<'a> {
     pub(crate) skip_ops: std::collections::HashSet<usize>,
     /// Chain index of an outer `mul` -> the fused gated SiLU it runs instead.
     pub(crate) silu_mul: HashMap<usize, crate::ops::fusion::SiluMul>,
-    /// Value id of an RMSNorm's output -> the [rows, 2] fp32 tensor where the norm also
-    /// writes each row's (min(0, min), max(0, max)), for the 8da4w linears that quantize
-    /// that output per row (ops/quantize.rs `plan_row_minmax`).
+    /// Value id of an RMSNorm's or fused gated SiLU's output -> the [rows, 2] fp32 tensor
+    /// where that op also writes each row's (min(0, min), max(0, max)), for the 8da4w
+    /// linears that quantize that output per row (ops/quantize.rs `plan_row_minmax`).
     pub(crate) row_minmax: HashMap<usize, TensorId>,
 }
 

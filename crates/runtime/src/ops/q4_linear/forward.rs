@@ -23,35 +23,31 @@ fn forward(
     (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
     dq: Option<DqGemv>,
 ) -> Result<bool> {
+    // A force_fp16 program's fp16 output, which the M = 1 half GEMV can write itself
+    // (`_f16out`, `_dq_x16`): the other kernels write fp32 `out` and a node converts it into
+    // `out_user`, idle at M = 1 then (one dispatch and barrier fewer). `ETVK_Q4_F16_OUT=0`:
+    // the conversion at every M (comparisons).
+    let f16_target = (std::env::var("ETVK_Q4_F16_OUT").map_or(true, |v| v != "0")
+        && out_user != out
+        && g.shapes().dtype(out_user) == DataType::Float16)
+        .then_some(out_user);
     // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
     // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
-    // or with smaller subgroups, the choose_qparams node quantizes x for every M.
-    // The forms that read the row's range from the op before (DQ_MM) reduce nothing.
-    // `ETVK_Q4_F16_OUT=0`: fp16 outputs converted by a node at every M, and no `_dq_x16`
-    // (comparisons).
-    let f16_out_off = std::env::var("ETVK_Q4_F16_OUT").is_ok_and(|v| v == "0");
+    // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
+    // that read the row's range from the op before (DQ_MM) reduce nothing; those for fp16 x
+    // write the fp16 output.
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
-            && (!d.x16
-                || (!f16_out_off
-                    && out_user != out
-                    && g.shapes().dtype(out_user) == DataType::Float16))
+            && (!d.x16 || f16_target.is_some())
             && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
     });
-    // Where the M = 1 DQ kernel writes (the fp16 output for the x16 forms).
+    // Where the M = 1 DQ kernel writes.
     let dq_out = match dq {
         Some(d) if d.x16 => out_user,
         _ => out,
     };
-    // A force_fp16 program's output: the kernels write fp32 `out` and a node converts it into
-    // `out_user`, except the plain half GEMV (M = 1), whose `_f16out` forms write it
-    // themselves (the conversion node then idles at M = 1: one dispatch and barrier fewer).
-    let half_f16_out = (!f16_out_off
-        && out_user != out
-        && g.shapes().dtype(out_user) == DataType::Float16
-        && dq.is_none()
-        && HALF_F16_OUT.iter().all(|&(_, sh)| g.shader_supported(sh)))
-    .then_some(out_user);
+    let half_f16_out = f16_target
+        .filter(|_| dq.is_none() && HALF_F16_OUT.iter().all(|&(_, sh)| g.shader_supported(sh)));
     let big = big_tiles_ok(g);
     let max_m: usize = {
         let d = g.shapes().max_dims(x);
@@ -403,14 +399,14 @@ fn half_output(sh: ShaderId, out: TensorId, f16_out: Option<TensorId>) -> (Shade
     }
 }
 
-/// An 8da4w linear's raw fp32 x and its choose_qparams parameters as the DQ half GEMV's
-/// specialization constants 3-7: mapping, quant_min, quant_max, eps (fp32 bits), the
-/// scale / zero point dtypes' kinds.
+/// An 8da4w linear's raw x (fp32, or fp16 with `x16`) and its choose_qparams parameters as
+/// the DQ half GEMV's specialization constants 3-7: mapping, quant_min, quant_max, eps (fp32
+/// bits), the scale / zero point dtypes' kinds.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DqGemv {
     pub(crate) x: TensorId,
     pub(crate) spec: [u32; 5],
-    /// x's rows' (min(0, min), max(0, max)) as the RMSNorm before wrote them
+    /// x's rows' (min(0, min), max(0, max)) as the RMSNorm or gated SiLU before wrote them
     /// (`GraphBuilder::row_minmax`), bound last: the `_dq_mm` forms.
     pub(crate) minmax: Option<TensorId>,
     /// x (and the op's output) fp16, a force_fp16 program's: the `_dq_x16` forms, which

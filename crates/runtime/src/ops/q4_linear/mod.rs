@@ -23,9 +23,11 @@
 //!     the same over slices of at most 256 chunks (one workgroup per slice and block set;
 //!     the last of a set to finish adds the slices' row sums in slice order); an 8da4w
 //!     linear (`linear_dq8ca_q4gsw`) whose choose_qparams node took the fake-quant over runs
-//!     them as `_dq` / `_sliced_dq`, quantizing fp32 x per row itself (the sliced form reads
-//!     the whole row for its min and max), and that node then launches nothing at M = 1
-//!     (ops/quantize.rs);
+//!     them as `_dq` / `_sliced_dq`, quantizing x per row itself (the sliced form reads
+//!     the whole row for its min and max; `_dq_mm*` read the range the norm or SiLU before
+//!     wrote; `_dq*_x16` take a force_fp16 program's fp16 x), and that node then launches
+//!     nothing at M = 1 (ops/quantize.rs); with an fp16 output the M = 1 forms write it
+//!     (`_f16out`, `_dq*_x16`) and the conversion node after them idles;
 //!   - rows of <= 256 chunks otherwise: `_dp4_persist`, one chunk per invocation in whole
 //!     subgroups (`select::persist_gemv_local`), its limbs made once per workgroup, one wave
 //!     of 264 workgroups of 256 (as many invocations in more, smaller ones);
