@@ -8,7 +8,7 @@
 //! no graph output, and x, u and the output have one dtype and the same sizes: that op and
 //! the inner `mul` launch nothing and are not built, the outer `mul` runs `silu_mul`
 //! (`out = x / (1 + exp(-x)) * u`): two or three dispatches become one. When 8da4w linears
-//! read its fp32 output (a Llama MLP's w2), it runs by rows as `silu_mul_rows_mm` and also
+//! read its output (a Llama MLP's w2), it runs by rows as `silu_mul_rows_mm` and also
 //! writes each row's range for their M = 1 DQ GEMVs (ops/quantize.rs `plan_row_minmax`).
 //!
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
@@ -126,7 +126,7 @@ fn tensor_of(g: &GraphBuilder<'_>, call: &OpCall<'_>, v: usize) -> Result<Tensor
     }
 }
 
-/// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its fp32 output
+/// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its output
 /// (`plan_row_minmax`), as `silu_mul_rows_mm`, by rows, also writing each row's range.
 pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> Result<()> {
     let x = tensor_of(g, call, f.x)?;
