@@ -245,6 +245,14 @@ impl OpCase {
         self
     }
 
+    /// Add compile spec `key` = `value` (a forced kernel choice), named in the case's name.
+    pub fn spec(mut self, key: &str, value: &str) -> OpCase {
+        self.name = format!("{} [{key} = {value}]", self.name);
+        self.compile_specs
+            .push((key.to_string(), value.as_bytes().to_vec()));
+        self
+    }
+
     /// Add a run of tensor inputs and tensor outputs.
     pub fn run(self, inputs: Vec<Tensor>, expected: Vec<Tensor>) -> OpCase {
         self.run_vals(

@@ -344,6 +344,46 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
+/// An 8da4w linear on the f16 tensor-core forward (emulated, forced from M = 9) runs its
+/// `_x16` form on the rows' integers q - zp that `q4_dq_rowscale` makes from the raw x, not
+/// the fake-quantized x's hi / lo pairs; the numbers are checked by the quantize family.
+#[test]
+fn dq_linear_takes_the_integer_rows_on_the_f16_forward() {
+    let all = (cases::family("quantize").cases)();
+    // (case name ending, x dtype, f16 kernel, run at M >= 9).
+    let plans = [
+        (
+            "float32 x[130, 64] N 40 gs 32 bias true scale float32 zp int8 M [130, 1, 12] [etvk_q4_gemv = f16_emulated]",
+            "q4_dq_rowscale_f32",
+            "q4_linear_fwd_mma_c_x16_emu",
+            0,
+        ),
+        (
+            "float32 x[20, 100] N 24 gs 20 bias false scale float32 zp int32 M [20] [etvk_q4_gemv = f16_emulated]",
+            "q4_dq_rowscale_f32",
+            "q4_linear_fwd_mma_x16_emu",
+            0,
+        ),
+        (
+            "float16 x[12, 44] N 16 gs 4 bias true scale float16 zp int8 M [12, 1] [etvk_q4_gemv = f16_emulated]",
+            "q4_dq_rowscale_f16",
+            "q4_linear_fwd_mma_x16_emu",
+            0,
+        ),
+    ];
+    for (name, rowscale, kernel, run) in plans {
+        let case = case_ending(&all, name);
+        let nodes = profile_run(case, run);
+        let ran = |part: &str| nodes.iter().any(|n| n.launched && n.op.contains(part));
+        assert!(ran(rowscale), "{name}: no {rowscale} launch in {nodes:?}");
+        assert!(ran(kernel), "{name}: no {kernel} launch in {nodes:?}");
+        assert!(
+            !ran("q4_bwd_rowscale"),
+            "{name}: the fake-quantized x's pairs were made too"
+        );
+    }
+}
+
 /// torchao's int8 weight-only linear (ops/q8_linear.rs): a dequantize_affine node whose
 /// output only aten.linear reads is left out and the linear runs its int8 kernel; with
 /// group-wise scales the node is folded into a constant at load; with the dequantized weight

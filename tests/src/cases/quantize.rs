@@ -184,6 +184,26 @@ pub fn cases() -> Vec<OpCase> {
         // After a gated SiLU (by rows with their range, `silu_mul_rows_mm`): rows past the
         // values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
         dq8ca_after_gated_silu(20000, &[1, 2, 1], 25),
+        // The f16 tensor-core forward (emulated: plain arithmetic for its MMAs, from M = 9)
+        // on the rows' integers q - zp from `q4_dq_rowscale` (its `_x16` forms): the codes
+        // form (group size 32) and the one with the scales in the operands (20), fp16 x,
+        // rows not a multiple of 8, M across the GEMV and the tensor-core kernel.
+        dq8ca(
+            F32,
+            &[130, 64],
+            &[130, 1, 12],
+            64,
+            40,
+            32,
+            true,
+            (F32, I8),
+            29,
+        )
+        .spec("etvk_q4_gemv", "f16_emulated"),
+        dq8ca(F32, &[20, 100], &[20], 100, 24, 20, false, (F32, I32), 30)
+            .spec("etvk_q4_gemv", "f16_emulated"),
+        dq8ca(F16, &[12, 44], &[12, 1], 44, 16, 4, true, (F16, I8), 31)
+            .spec("etvk_q4_gemv", "f16_emulated"),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());

@@ -73,7 +73,10 @@ pub(crate) fn bwd_pair_words(n: usize) -> usize {
 /// and slice of the main kernel's split of the reduction (`[M][slices]`) and the scaled rows
 /// as fp16 hi / lo pairs (`[M, 2 * bwd_pair_words(n)]` words), which the kernel reads as its
 /// A tiles. A 256-invocation workgroup per row and slice at the M where `choose` picks a
-/// tensor-core kernel, idle otherwise.
+/// tensor-core kernel, idle otherwise. `source` (the forward of an 8da4w linear): the shader
+/// that writes the same tensors from that raw x (of `dy`'s sizes) and its quantization
+/// parameters (`q4_dq_rowscale`: the rows' integers q - zp, exact in one fp16, and 1 / scale).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn bwd_rowscale_node(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
@@ -82,6 +85,7 @@ pub(super) fn bwd_rowscale_node(
     max_m: usize,
     kernels: &[Kernel],
     choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
+    source: Option<(ShaderId, TensorId, [u32; 5])>,
 ) -> Result<(TensorId, TensorId)> {
     // A scale per row and slice of the main kernel's split of N. Its slices only grow fewer
     // as M grows (more output tiles ask for less split), so M = 1's bound them.
@@ -104,7 +108,14 @@ pub(super) fn bwd_rowscale_node(
         None,
         format!("{}: d_out as scaled fp16 hi / lo pairs", call.what()),
     )?;
-    let mut d = Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy, pairs]);
+    let mut d = match source {
+        Some((shader, raw, spec)) => {
+            let mut d = Dispatch::new(shader, [rowscale, raw, pairs]);
+            d.spec = spec.to_vec();
+            d
+        }
+        None => Dispatch::new(ShaderId::Q4BwdRowscale, [rowscale, dy, pairs]),
+    };
     d.local = Some([256, 1, 1]);
     let what = call.what();
     g.dispatch_select(call, vec![d], move |s| {
@@ -243,7 +254,7 @@ pub(super) fn build_linear_q4gsw_backward(
         let sc = constant_arg(g, call, q.scales_arg, "weight_scales")?;
         let peaks = g.prepack(sc.value, &q4::group_scale_peaks_layout(n, q.groups))?;
         let (rowscale, pairs) =
-            bwd_rowscale_node(g, call, dy, (n, kout), max_m, &plan.kernels, choose)?;
+            bwd_rowscale_node(g, call, dy, (n, kout), max_m, &plan.kernels, choose, None)?;
         Some((rowscale, pairs, peaks))
     } else {
         None

@@ -36,6 +36,14 @@ fn forward(
     // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
     // that read the row's range from the op before (DQ_MM) reduce nothing; those for fp16 x
     // write the fp16 output.
+    // The f16 tensor-core kernel on an 8da4w linear's integers q - zp (exact in one fp16:
+    // its `_x16` forms) from the raw x, by `q4_dq_rowscale`, instead of the fake-quantized
+    // x's hi / lo pairs. `ETVK_DQ_ROWS=0` keeps the pairs (comparisons).
+    let dq_rows = dq
+        .filter(|_| std::env::var("ETVK_DQ_ROWS").map_or(true, |v| v != "0"))
+        .map(|d| (dq_rowscale_shader(g, d.x), d))
+        .filter(|(sh, _)| g.shader_supported(*sh));
+    let x16 = x16 || dq_rows.is_some();
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
             && (!d.x16 || f16_target.is_some())
@@ -141,8 +149,9 @@ fn forward(
     {
         let sc = constant_arg(g, call, q.scales_arg, "scales")?;
         let peaks = g.prepack(sc.value, &peaks)?;
+        let source = dq_rows.map(|(sh, d)| (sh, d.x, d.spec));
         let (rowscale, pairs) =
-            bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose)?;
+            bwd_rowscale_node(g, call, x, (k, n), max_m, &plan.kernels, choose, source)?;
         // The split forms' counters of finished slices, one per output tile at the largest M
         // (each launch leaves them zero).
         let tiles = plan
@@ -412,6 +421,14 @@ pub(crate) struct DqGemv {
     /// x (and the op's output) fp16, a force_fp16 program's: the `_dq_x16` forms, which
     /// write the fp16 output themselves.
     pub(crate) x16: bool,
+}
+
+/// The `q4_dq_rowscale` form for the raw x `x`'s dtype.
+fn dq_rowscale_shader(g: &GraphBuilder<'_>, x: TensorId) -> ShaderId {
+    match g.shapes().dtype(x) {
+        DataType::Float16 => ShaderId::Q4DqRowscaleF16,
+        _ => ShaderId::Q4DqRowscaleF32,
+    }
 }
 
 /// The DQ half GEMV's forms for `dq`: plain, early, sliced.

@@ -67,7 +67,11 @@
 //!   range from the scales' prepacked peaks, whole tiles, the bias added at the store); H200
 //!   at M = 512: 1.14-1.18x the int8 kernel's speed (docs/performance.md, session 14). An x
 //!   that came in as fp16 takes its `_x16` form: the scaled rows are exact in one fp16, two
-//!   MMAs per fragment pair instead of three (1.21-1.26x). Where every 16 k lie in one
+//!   MMAs per fragment pair instead of three (1.21-1.26x). So does an 8da4w linear whose
+//!   choose_qparams node was fused (ops/quantize.rs): a `q4_dq_rowscale` node quantizes the
+//!   raw x per row as that node does and writes the integers q - zp (|q - zp| <= 255, exact
+//!   in fp16) with 1 / scale as the row scale, in place of the fake-quantized x's pairs
+//!   (`ETVK_DQ_ROWS=0` keeps the pairs; comparisons). Where every 16 k lie in one
 //!   scale group (group size a multiple of 16, or one group per row, as linear_qcs4w's) the
 //!   `_c_` form keeps the weight scales out of the MMAs: the W tile holds the codes - 8
 //!   alone (exact in fp16) and each 16-k product is scaled by its column's scale as it is
