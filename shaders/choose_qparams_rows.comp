@@ -8,7 +8,8 @@
 //
 // FAKEQUANT = 1 (`choose_qparams_fq_rows_*`): the workgroup then also writes its row of x
 // quantized and dequantized with the scale and zero point as stored (what
-// q4_act_fakequant.comp computes from them), as fp32, for the 8da4w linears that read this
+// q4_act_fakequant.comp computes from them), as fp32, and those two values as floats
+// (`row_params`), for the 8da4w linears that read this
 // node's outputs (ops/quantize.rs: the fusion's rules). It saves that node's launch (~4-5
 // us of fixed cost at M = 1 on an H200) and, for fp16 x, the conversion node: the row was
 // just read, so the second pass finds it in the cache.
@@ -31,6 +32,9 @@ layout(set = 0, binding = 1) buffer Zp { uint zp_w[]; };
 layout(set = 0, binding = 2) readonly buffer In { DTYPE x_[]; };
 #if FAKEQUANT
 layout(set = 0, binding = 3) writeonly buffer XQ { float xq[]; };
+// The row's scale and zero point as stored and read back, as floats: the 8da4w linears'
+// integer forms (q4_mma_limbs.comp's DQ form) quantize the raw x with them.
+layout(set = 0, binding = 4) writeonly buffer RowParams { vec2 row_params[]; };
 #endif
 
 layout(push_constant) uniform Params {
@@ -115,6 +119,7 @@ void main() {
 #if FAKEQUANT
     s_stored[0] = qp.z;
     s_stored[1] = qp.w;
+    row_params[row] = qp.zw;
 #endif
   }
 #if FAKEQUANT

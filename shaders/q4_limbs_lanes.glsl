@@ -54,6 +54,34 @@ void make_limbs_lane(vec4 xv, uint t, out uint word[3], out int lsum[3], out flo
   }
 }
 
+// The integers d (|d| <= 255, as floats; an 8da4w linear's q - zp) of this invocation's four
+// activations as two int8 limbs, d = 128 a0 + a1 (a0 in [-2, 2], a1 in [-64, 63]): the
+// words and sums make_limbs_lane gives for its three (two barriers, reached by every
+// invocation).
+void make_int_limbs_lane(vec4 dv, uint t, out uint word[2], out int lsum[2]) {
+  const uint first = t & ~7u;
+  const ivec4 iv = ivec4(dv);
+  const ivec4 a0 = (iv + 64) >> 7;
+  const ivec4 a[2] = ivec4[2](a0, iv - (a0 << 7));
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
+    const uvec4 u = uvec4(a[l]) & 0xFFu;
+    limb_halves[l][t] = (u.x | u.z << 8) | (u.y | u.w << 8) << 16;
+    limb_sums[l][t] = a[l].x + a[l].y + a[l].z + a[l].w;
+  }
+  barrier();
+  const bool odd = (t & 1u) != 0u;
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
+    const uint mine = limb_halves[l][t], other = limb_halves[l][t ^ 1u];
+    word[l] = odd ? (other >> 16) | (mine & 0xFFFF0000u) : (mine & 0xFFFFu) | (other << 16);
+    int s = 0;
+    [[unroll]] for (uint j = 0u; j < 8u; ++j) s += limb_sums[l][first + j];
+    lsum[l] = s;
+  }
+  // The next call writes the halves at once (make_limbs_lane has its amax barrier first):
+  // every read of these must be done.
+  barrier();
+}
+
 // The chunks (items) in groups of 8 per workgroup: a workgroup starts at group
 // limb_lane_first() / 8 and strides by the launch's workgroups, so that a launch capped in
 // size (the runtime's limbs_launch) covers any count, and the loop bound is the same for
@@ -65,8 +93,9 @@ uint limb_lane_stride() {
   return gl_NumWorkGroups.x * gl_NumWorkGroups.y * (LIMB_LOCAL / 8u);
 }
 
+#if !(defined(DQ) && DQ)
 // Invocation t's four activations of chunk c of x's row xr (offset of the row's first
-// element; K its length): zero past the row.
+// element; K its length): zero past the row. (The DQ forms read raw x themselves.)
 vec4 limb_lane_load(uint xr, uint K, uint c, uint t, bool in_range) {
   const uint k = c * 32u + 4u * (t & 7u);
   if (!in_range) return vec4(0.0);
@@ -74,3 +103,4 @@ vec4 limb_lane_load(uint xr, uint K, uint c, uint t, bool in_range) {
   return vec4(k < K ? x[xr + k] : 0.0, k + 1u < K ? x[xr + k + 1u] : 0.0,
               k + 2u < K ? x[xr + k + 2u] : 0.0, k + 3u < K ? x[xr + k + 3u] : 0.0);
 }
+#endif

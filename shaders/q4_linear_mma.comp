@@ -24,6 +24,11 @@
 // the limbs, units and scales go to double-buffered shared memory (one barrier per step)
 // and each subgroup decodes its own rows' codes into a private shared tile.
 //
+// -DLIMBS=2 (`q4_linear_mma_dq_*`): the activations are an 8da4w linear's integers q - zp in
+// two limbs (q4_mma_limbs.comp's DQ form, d = 128 a0 + a1, the unit the row's scale): two
+// MMAs per chunk and fragment instead of three, two thirds of the limb loads, and
+//   out += s[n][g] * scale[m] * (128 C_0 + C_1 - 8 * limb sum).
+//
 // -DEMULATE=1 replaces the cooperative-matrix calls and subgroup built-ins by plain
 // arithmetic on the same shared tiles (each invocation computing 4 elements of its virtual
 // subgroup's 16 x 8 tiles, row-major), so that everything around the MMAs (tiles, limbs,
@@ -45,6 +50,9 @@
 #ifndef MF
 #define MF 1  // 8-row activation fragments per workgroup
 #endif
+#ifndef LIMBS
+#define LIMBS 3  // activation limbs per chunk (2: the DQ forms)
+#endif
 #ifndef STEP
 #define STEP 4  // chunks per step (2 or 4)
 #endif
@@ -65,14 +73,14 @@
 #define MB 8    // row tiles per block of the launch order
 #endif
 #define WPL (STEP / 2)                       // weight uvec4 per invocation per step
-#define BITEMS (STEP * 3 * 8 * MF * 2)       // limb uvec4 per step
+#define BITEMS (STEP * LIMBS * 8 * MF * 2)   // limb uvec4 per step
 #define BPL ((BITEMS + NT - 1) / NT)         // ... per invocation
 #define SITEMS (STEP * 8 * MF)               // unit / limb-sum pairs per step
 #define SPL (STEP / 2)                       // scales per invocation per step (ROWS * STEP / NT)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };   // [M][N]
 layout(set = 0, binding = 1) writeonly buffer Part { float part[]; };  // [slices][M][N]
-layout(set = 0, binding = 2) readonly buffer Limbs { uvec4 limbs[]; }; // [3][KC][Mp] x 2
+layout(set = 0, binding = 2) readonly buffer Limbs { uvec4 limbs[]; }; // [LIMBS][KC][Mp] x 2
 layout(set = 0, binding = 3) readonly buffer Side { uvec2 side[]; };   // [KC][Mp]
 layout(set = 0, binding = 4) readonly buffer W4 { uvec4 w4[]; };       // [N][KC]
 layout(set = 0, binding = 5) readonly buffer S { float s[]; };         // row quads, q4_scales.glsl
@@ -161,8 +169,8 @@ void main() {
     [[unroll]] for (uint u = 0u; u < WPL; ++u) wv[u] = w4[wrow + min((c0) + wj0 + u, p.KC - 1u)]; \
     [[unroll]] for (uint u = 0u; u < BPL; ++u) {                                        \
       const uint i = t + u * NT;                                                        \
-      const uint h = i & 1u, mm = (i >> 1) % (8u * MF), l = (i / (16u * MF)) % 3u;      \
-      const uint j = i / (48u * MF);                                                    \
+      const uint h = i & 1u, mm = (i >> 1) % (8u * MF), l = (i / (16u * MF)) % LIMBS;   \
+      const uint j = i / (16u * LIMBS * MF);                                            \
       const uint cc = min((c0) + j, p.KC - 1u);                                         \
       if (i < BITEMS) bv[u] = limbs[((l * p.KC + cc) * p.Mp + m0 + mm) * 2u + h];       \
     }                                                                                   \
@@ -209,14 +217,14 @@ void main() {
       float sc[CL];
       [[unroll]] for (uint e = 0u; e < CL; ++e) sc[e] = scaleS[(buf * STEP + j) * ROWS + sg * 16u + erow[e]];
       [[unroll]] for (uint f = 0u; f < MF; ++f) {
-        const uint bb = buf * BITEMS + (j * 3u * 8u * MF + 8u * f) * 2u;
+        const uint bb = buf * BITEMS + (j * LIMBS * 8u * MF + 8u * f) * 2u;
 #if EMULATE
         // A (16 x 32, row r: the two uvec4 at 2 r) times each limb's B (32 x 8, column c: the
         // two uvec4 at 2 c), the limbs' sums chained as the MMA form chains them.
         [[unroll]] for (uint e = 0u; e < CL; ++e) {
           const uint ra = sg * STEP * 32u + j * 32u + 2u * erow[e];
-          int c3[3];
-          [[unroll]] for (uint l = 0u; l < 3u; ++l) {
+          int c3[LIMBS];
+          [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
             const uint cb = bb + 16u * MF * l + 2u * ecol[e];
             int v = 0;
             [[unroll]] for (uint h = 0u; h < 2u; ++h) {
@@ -230,7 +238,26 @@ void main() {
             c3[l] = v;
           }
           const uvec2 sd = sideS[buf * SITEMS + j * 8u * MF + 8u * f + ecol[e]];
+#if LIMBS == 2
+          const int v = c3[0] * 128 + c3[1] + int(sd.y);
+#else
           const int v = (c3[0] * 128 + c3[1]) * 128 + c3[2] + int(sd.y);
+#endif
+          acc[f * CL + e] = fma(float(v), sc[e] * uintBitsToFloat(sd.x), acc[f * CL + e]);
+        }
+#else
+#if LIMBS == 2
+        icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b0, b1;
+        coopMatLoadNV(b0, tileB, bb, 2u, true);
+        coopMatLoadNV(b1, tileB, bb + 16u * MF, 2u, true);
+        icoopmatNV<32, gl_ScopeSubgroup, 16, 8> zero = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
+        // One accumulator: C_0 * 128 + C_1.
+        icoopmatNV<32, gl_ScopeSubgroup, 16, 8> d = coopMatMulAddNV(a, b0, zero);
+        [[unroll]] for (uint e = 0u; e < CL; ++e) d[e] = d[e] * 128;
+        d = coopMatMulAddNV(a, b1, d);
+        [[unroll]] for (uint e = 0u; e < CL; ++e) {
+          const uvec2 sd = sideS[buf * SITEMS + j * 8u * MF + 8u * f + ecol[e]];
+          const int v = d[e] + int(sd.y);
           acc[f * CL + e] = fma(float(v), sc[e] * uintBitsToFloat(sd.x), acc[f * CL + e]);
         }
 #else
@@ -261,6 +288,7 @@ void main() {
           acc[f * CL + e] = fma(float(v), sc[e] * uintBitsToFloat(sd.x), acc[f * CL + e]);
         }
 #endif
+#endif  // LIMBS
 #endif  // EMULATE
       }
     }

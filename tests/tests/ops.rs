@@ -254,19 +254,36 @@ fn act_quant_fusion_leaves_out_nodes() {
     }
 }
 
-/// After an RMSNorm (alone or fused with the add before it) or a fused gated SiLU that writes
-/// its rows' range, the 8da4w linears' M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose
-/// node idles; at M > 1 the choose node runs. The numbers are checked by the quantize family.
+/// After an RMSNorm (alone or fused with the add before it), or a fused gated SiLU with
+/// compile spec `etvk_row_range` = `all`, that writes its rows' range, the 8da4w linears'
+/// M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose node idles; at
+/// M > 1 the choose node runs. The numbers are checked by the quantize family. A spec value
+/// outside `norm`, `all`, `off` fails the load, naming the spec.
 #[test]
 fn norm_writes_row_range_for_dq_gemv() {
     let all = (cases::family("quantize").cases)();
+    {
+        let case = &all[0];
+        let mut specs = case.compile_specs.clone();
+        specs.push(("etvk_row_range".to_string(), b"silu".to_vec()));
+        let be = etvk_tests::backend();
+        let err = etvk_runtime::Delegate::init(&be, &case.blob, &specs, &case.named)
+            .err()
+            .expect("a bad etvk_row_range loads");
+        assert!(
+            err.to_string().contains("etvk_row_range")
+                && err.to_string().contains("norm, all, off"),
+            "{err}"
+        );
+    }
     let find = |part: &str| {
         all.iter()
-            .find(|c| c.label().contains(part))
+            .find(|c| c.label().ends_with(part))
+            .or_else(|| all.iter().find(|c| c.label().contains(part)))
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
     // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1).
-    let plans: [(&str, u32, &[u32], &[bool]); 5] = [
+    let plans: [(&str, u32, &[u32], &[bool]); 6] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 96]]",
@@ -296,7 +313,14 @@ fn norm_writes_row_range_for_dq_gemv() {
         ),
         // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
         (
-            "gated silu then a linear on y[[2, 20000]]",
+            "gated silu then a linear on y[[2, 20000]] M [1, 2, 1] [etvk_row_range = all]",
+            2,
+            &[3],
+            &[true, false, true],
+        ),
+        // The SiLU's range is off by default: w2 reduces the row itself.
+        (
+            "gated silu then a linear on y[[2, 20000]] M [1, 2, 1]",
             2,
             &[3],
             &[true, false, true],
@@ -316,7 +340,9 @@ fn norm_writes_row_range_for_dq_gemv() {
                 if !node(linears[0]).op.contains("gemv_half") {
                     continue; // a device without the half GEMV's int8 dot products
                 }
-                let want = if label.contains("8448") || label.contains("20000") {
+                let want = if label.contains("silu") && !label.ends_with("= all]") {
+                    "_sliced_dq"
+                } else if label.contains("8448") || label.contains("20000") {
                     "_sliced_dq_mm"
                 } else if label.starts_with("float16") {
                     "_dq_mm_x16"
@@ -346,7 +372,9 @@ fn norm_writes_row_range_for_dq_gemv() {
 
 /// An 8da4w linear on the f16 tensor-core forward (emulated, forced from M = 9) runs its
 /// `_x16` form on the rows' integers q - zp that `q4_dq_rowscale` makes from the raw x, not
-/// the fake-quantized x's hi / lo pairs; the numbers are checked by the quantize family.
+/// the fake-quantized x's hi / lo pairs; on the int8 one (emulated, from M = 8) its two-limb
+/// form on the limbs `q4_mma_limbs_dq_*` makes of them. The numbers are checked by the
+/// quantize family.
 #[test]
 fn dq_linear_takes_the_integer_rows_on_the_f16_forward() {
     let all = (cases::family("quantize").cases)();
@@ -371,15 +399,38 @@ fn dq_linear_takes_the_integer_rows_on_the_f16_forward() {
             0,
         ),
     ];
-    for (name, rowscale, kernel, run) in plans {
+    let mma = [
+        (
+            "float32 x[40, 96] N 40 gs 32 bias true scale float32 zp int8 M [40, 1, 8, 17] [etvk_q4_mma = emulated]",
+            "q4_mma_limbs_dq_f32",
+            "q4_linear_mma_dq_emu",
+            0,
+        ),
+        (
+            "float32 x[40, 96] N 40 gs 32 bias true scale float32 zp int8 M [40, 1, 8, 17] [etvk_q4_mma = emulated]",
+            "q4_mma_limbs_dq_f32",
+            "q4_linear_mma_dq_emu",
+            3,
+        ),
+        (
+            "float16 x[20, 64] N 16 gs 32 bias true scale float16 zp int8 M [20, 2] [etvk_q4_mma = emulated]",
+            "q4_mma_limbs_dq_f16",
+            "q4_linear_mma_dq_emu",
+            0,
+        ),
+    ];
+    for (name, rowscale, kernel, run) in plans.into_iter().chain(mma) {
         let case = case_ending(&all, name);
         let nodes = profile_run(case, run);
         let ran = |part: &str| nodes.iter().any(|n| n.launched && n.op.contains(part));
         assert!(ran(rowscale), "{name}: no {rowscale} launch in {nodes:?}");
         assert!(ran(kernel), "{name}: no {kernel} launch in {nodes:?}");
         assert!(
-            !ran("q4_bwd_rowscale"),
-            "{name}: the fake-quantized x's pairs were made too"
+            !ran("q4_bwd_rowscale")
+                && !nodes
+                    .iter()
+                    .any(|n| n.launched && n.op.ends_with("/q4_mma_limbs")),
+            "{name}: the fake-quantized x's pairs or limbs were made too"
         );
     }
 }

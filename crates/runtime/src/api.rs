@@ -310,6 +310,18 @@ impl Delegate {
         builder.q4_bwd = text_spec(crate::builder::Q4_BWD_SPEC);
         builder.q4_mma = text_spec(crate::builder::Q4_MMA_SPEC);
         builder.q4_fma = text_spec(crate::builder::Q4_FMA_SPEC);
+        builder.row_range = text_spec(crate::builder::ROW_RANGE_SPEC);
+        if let Some(v) = builder
+            .row_range
+            .as_deref()
+            .filter(|v| !crate::builder::ROW_RANGE_SETTINGS.contains(v))
+        {
+            return Err(crate::error::invalid_arg(format!(
+                "compile spec {} = {v:?} is not one of {}",
+                crate::builder::ROW_RANGE_SPEC,
+                crate::builder::ROW_RANGE_SETTINGS.join(", ")
+            )));
+        }
         crate::ops::q4_linear::check_compile_specs(
             builder.q4_gemv.as_deref(),
             builder.q4_bwd.as_deref(),

@@ -171,6 +171,16 @@ pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
 /// the same). Other values are refused at load.
 pub const Q4_FMA_SPEC: &str = "etvk_q4_fma";
 
+/// Compile spec for the row ranges that an 8da4w linear's producer writes for its M = 1 DQ
+/// GEMVs (ops/quantize.rs `plan_row_minmax`): ASCII `norm` (the default: RMSNorms, alone
+/// or fused with the residual add), `all` (the fused gated SiLU too, which then runs by rows)
+/// or `off`. Environment `ETVK_ROW_RANGE` (`0` = `off`) when the spec is absent. Other
+/// values are refused at load.
+pub const ROW_RANGE_SPEC: &str = "etvk_row_range";
+
+/// The values of [`ROW_RANGE_SPEC`].
+pub const ROW_RANGE_SETTINGS: &[&str] = &["norm", "all", "off"];
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.
@@ -301,6 +311,8 @@ pub struct GraphBuilder<'a> {
     pub q4_mma: Option<String>,
     /// [`Q4_FMA_SPEC`]'s value, when given.
     pub q4_fma: Option<String>,
+    /// Compile spec [`ROW_RANGE_SPEC`], as given.
+    pub row_range: Option<String>,
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
     pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
@@ -376,6 +388,7 @@ impl<'a> GraphBuilder<'a> {
             q4_bwd: None,
             q4_mma: None,
             q4_fma: None,
+            row_range: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

@@ -181,9 +181,11 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_after_norm(F32, false, 8448, &[1], 24),
         // force_fp16: the fp16 norm writes the range, the fp16 DQ GEMVs read it (`_dq_mm_x16`).
         dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28),
-        // After a gated SiLU (by rows with their range, `silu_mul_rows_mm`): rows past the
-        // values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
+        // After a gated SiLU: elementwise (its range off by default), and by rows with
+        // their range (`silu_mul_rows_mm`, compile spec `etvk_row_range` = `all`): rows past
+        // the values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
         dq8ca_after_gated_silu(20000, &[1, 2, 1], 25),
+        dq8ca_after_gated_silu(20000, &[1, 2, 1], 35).spec("etvk_row_range", "all"),
         // The f16 tensor-core forward (emulated: plain arithmetic for its MMAs, from M = 9)
         // on the rows' integers q - zp from `q4_dq_rowscale` (its `_x16` forms): the codes
         // form (group size 32) and the one with the scales in the operands (20), fp16 x,
@@ -204,6 +206,25 @@ pub fn cases() -> Vec<OpCase> {
             .spec("etvk_q4_gemv", "f16_emulated"),
         dq8ca(F16, &[12, 44], &[12, 1], 44, 16, 4, true, (F16, I8), 31)
             .spec("etvk_q4_gemv", "f16_emulated"),
+        // The int8 tensor-core forward (emulated, from M = 8) on the integers in two limbs
+        // (`q4_mma_limbs_dq_*`, `q4_linear_mma_dq_*`): one, two and four 8-row fragments,
+        // rows not a multiple of 32, fp16 x.
+        dq8ca(
+            F32,
+            &[40, 96],
+            &[40, 1, 8, 17],
+            96,
+            40,
+            32,
+            true,
+            (F32, I8),
+            32,
+        )
+        .spec("etvk_q4_mma", "emulated"),
+        dq8ca(F32, &[9, 200], &[9], 200, 24, 64, false, (F32, I32), 33)
+            .spec("etvk_q4_mma", "emulated"),
+        dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
+            .spec("etvk_q4_mma", "emulated"),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());

@@ -8,8 +8,9 @@
 //! no graph output, and x, u and the output have one dtype and the same sizes: that op and
 //! the inner `mul` launch nothing and are not built, the outer `mul` runs `silu_mul`
 //! (`out = x / (1 + exp(-x)) * u`): two or three dispatches become one. When 8da4w linears
-//! read its output (a Llama MLP's w2), it runs by rows as `silu_mul_rows_mm` and also
-//! writes each row's range for their M = 1 DQ GEMVs (ops/quantize.rs `plan_row_minmax`).
+//! read its output (a Llama MLP's w2) and compile spec `etvk_row_range` = `all` asks for it,
+//! it runs by rows as `silu_mul_rows_mm` and also writes each row's range for their M = 1
+//! DQ GEMVs (ops/quantize.rs `plan_row_minmax`; off by default: slower on an H100).
 //!
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
 //! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
@@ -126,15 +127,22 @@ fn tensor_of(g: &GraphBuilder<'_>, call: &OpCall<'_>, v: usize) -> Result<Tensor
     }
 }
 
-/// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its output
-/// (`plan_row_minmax`), as `silu_mul_rows_mm`, by rows, also writing each row's range.
+/// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its output and the
+/// SiLU's ranges are on (`plan_row_minmax`), as `silu_mul_rows_mm`, by rows, also writing
+/// each row's range.
 pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> Result<()> {
     let x = tensor_of(g, call, f.x)?;
     let u = tensor_of(g, call, f.u)?;
     let out = g.tensor_arg(call, 2)?;
     let shader: ShaderId = float_shader("silu_mul", g.shapes().dtype(x), call)?;
     let what = call.what();
-    let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.args[2], out)?;
+    let minmax = crate::ops::quantize::plan_row_minmax(
+        g,
+        call.index,
+        call.args[2],
+        out,
+        crate::ops::quantize::RangeProducer::GatedSilu,
+    )?;
     let row_len = g.shapes().max_dims(out).last().copied().unwrap_or(1);
     let lanes = silu_row_lanes(g, row_len);
     let dispatch = match minmax {
@@ -249,7 +257,13 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     g.skip_ops.insert(norm.index);
     let mut shader = shader;
     let mut bindings = vec![out, a, w, b, sum];
-    let minmax = crate::ops::quantize::plan_row_minmax(g, norm.index, norm_op.args[3], out)?;
+    let minmax = crate::ops::quantize::plan_row_minmax(
+        g,
+        norm.index,
+        norm_op.args[3],
+        out,
+        crate::ops::quantize::RangeProducer::Norm,
+    )?;
     if let Some(mm) = minmax {
         shader = float_shader("add_rms_norm_mm", dt, call)?;
         bindings.push(mm);

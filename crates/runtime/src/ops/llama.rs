@@ -75,7 +75,13 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(w), s.dtype(out)])?;
     let mut shader = float_shader("rms_norm", dt, call)?;
     let mut bindings = vec![out, x, w];
-    let minmax = crate::ops::quantize::plan_row_minmax(g, call.index, call.arg(3)?, out)?;
+    let minmax = crate::ops::quantize::plan_row_minmax(
+        g,
+        call.index,
+        call.arg(3)?,
+        out,
+        crate::ops::quantize::RangeProducer::Norm,
+    )?;
     if let Some(mm) = minmax {
         shader = float_shader("rms_norm_mm", dt, call)?;
         bindings.push(mm);

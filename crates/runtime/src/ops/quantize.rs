@@ -463,7 +463,8 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let x_val = call.arg(0)?;
     let [s_val, z_val] = [outs[0], outs[1]];
     let plan = plan_act_quant(g, call, x, (x_val, s_val, z_val), params);
-    // (xq, how many of its linears read it at M = 1) when this node writes it.
+    // (xq and the rows' parameters, how many of its linears read them at M = 1) when this
+    // node writes them.
     let fq = match plan {
         ChoosePlan::Plain => None,
         ChoosePlan::Fused { other_reader } => {
@@ -473,8 +474,16 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 None,
                 format!("{what}: x quantized and dequantized"),
             )?;
+            let rows = xd[..xd.len() - 1].iter().product::<usize>().max(1);
+            let row_params = g.new_tensor(
+                DataType::Float32,
+                vec![rows, 2],
+                None,
+                format!("{what}: rows' scale and zero point as stored"),
+            )?;
             let used = ActQuantUse {
                 xq,
+                row_params,
                 spec: params.spec(),
                 readers_at_m1: Arc::new(AtomicUsize::new(0)),
             };
@@ -493,7 +502,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             if other_reader {
                 readers.fetch_add(1, Ordering::Relaxed);
             }
-            Some((xq, readers))
+            Some(((xq, row_params), readers))
         }
         ChoosePlan::Reuse { used, skip } => {
             g.act_quant.insert((x_val, s_val, z_val), used);
@@ -507,9 +516,9 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let readers_at_m1 = fq.map(|f| f.1);
     let s = g.shapes();
     let (shader, bindings) = match xq {
-        Some(xq) => (
+        Some((xq, row_params)) => (
             float_shader("choose_qparams_fq_rows", s.dtype(x), call)?,
-            vec![scale, zp, x, xq],
+            vec![scale, zp, x, xq, row_params],
         ),
         None => (
             float_shader("choose_qparams_rows", s.dtype(x), call)?,
@@ -535,7 +544,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             }
             s.set_dims(t, d)?;
         }
-        if let Some(xq) = xq {
+        if let Some((xq, _)) = xq {
             s.set_dims(xq, dims.clone())?;
         }
         // At M = 1 every linear may quantize x itself (the DQ half GEMV): nothing to launch.
@@ -592,6 +601,9 @@ impl ActQuantParams {
 pub(crate) struct ActQuantUse {
     /// The fake-quantized x (fp32, x's sizes).
     pub(crate) xq: TensorId,
+    /// Each row's (scale, zero point) as stored and read back, fp32 [rows, 2] (sized for
+    /// the largest M): the linears' integer forms quantize the raw x with them.
+    pub(crate) row_params: TensorId,
     /// The node's parameters for a DQ half GEMV that quantizes x itself instead.
     pub(crate) spec: [u32; 5],
     /// Readers of `xq` (or of the node's outputs) at M = 1; at 0 the node launches nothing
@@ -660,22 +672,46 @@ fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -
     })
 }
 
+/// The ops that can write their rows' range for the 8da4w linears after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RangeProducer {
+    /// RMSNorm, alone or fused with the residual add before it: on by default. H100
+    /// (docs/performance.md, session 36): the norm's node +0.5-0.6 us at M = 1, each DQ GEMV
+    /// that reads the range 0.2-0.9 us faster (q / k / v and w1 / w3 read one norm's).
+    Norm,
+    /// The fused gated SiLU, which then runs by rows (`silu_mul_rows_mm`): off unless compile
+    /// spec `etvk_row_range` (or `ETVK_ROW_RANGE`) = `all`. H100 (session 36) at M = 1: the
+    /// SiLU by rows took 6.0-13.2 us against the elementwise one's 4.5-5.1 (K = 4096..28672),
+    /// w2's GEMV gained 0.2-2.3: a loss on every shape.
+    GatedSilu,
+}
+
 /// Whether the RMSNorm or fused gated SiLU at chain index `at`, writing value `out_val`
 /// (tensor `out`), should also write its rows' minima and maxima (rms_norm.comp's MINMAX
 /// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32 or fp16, some
 /// later `linear_dq8ca_q4gsw` reads it as x (arg 0), and nothing writes its memory up to the
-/// last one. Their DQ half GEMVs then read the row's range instead of reducing it in every
-/// workgroup (H100: 1.2-2.2 us per linear at M = 1,
-/// docs/performance.md, session 34 run 7). The new [rows, 2] tensor is registered in
-/// `g.row_minmax` under `out_val`. `ETVK_ROW_RANGE=0` (or `ETVK_FUSE=0`) leaves it out
-/// (comparisons).
+/// last one; and `producer`'s ranges are on (compile spec `etvk_row_range`, else
+/// `ETVK_ROW_RANGE`: `norm` by default, `all`, `off` / `0`; `ETVK_FUSE=0` leaves them out
+/// too). Their DQ half GEMVs then read the row's range instead of reducing it in every
+/// workgroup (`RangeProducer` gives the measured trade). The new [rows, 2] tensor is
+/// registered in `g.row_minmax` under `out_val`.
 pub(crate) fn plan_row_minmax(
     g: &mut GraphBuilder<'_>,
     at: usize,
     out_val: usize,
     out: TensorId,
+    producer: RangeProducer,
 ) -> Result<Option<TensorId>> {
-    let off = std::env::var("ETVK_ROW_RANGE").is_ok_and(|v| v == "0");
+    let setting = g
+        .row_range
+        .clone()
+        .or_else(|| std::env::var("ETVK_ROW_RANGE").ok());
+    let off = match (setting.as_deref(), producer) {
+        (Some("0" | "off"), _) => true,
+        (Some("all"), _) => false,
+        (_, RangeProducer::Norm) => false,
+        (_, RangeProducer::GatedSilu) => true,
+    };
     let float = matches!(g.shapes().dtype(out), DataType::Float32 | DataType::Float16);
     if off || crate::ops::fusion::fusion_off() || !float {
         return Ok(None);

@@ -44,6 +44,18 @@ fn forward(
         .map(|d| (dq_rowscale_shader(g, d.x), d))
         .filter(|(sh, _)| g.shader_supported(*sh));
     let x16 = x16 || dq_rows.is_some();
+    // The int8 tensor-core forward on the same integers in two limbs (`q4_mma_limbs_dq_*`,
+    // `q4_linear_mma_dq_*`) instead of three limbs of the fake-quantized x.
+    // `ETVK_DQ_MMA=0` keeps the three limbs (comparisons).
+    let dq_mma = dq
+        .filter(|_| std::env::var("ETVK_DQ_MMA").map_or(true, |v| v != "0"))
+        .map(|d| (dq_mma_limbs_shader(g, d.x), d))
+        .filter(|(sh, _)| {
+            g.shader_supported(*sh)
+                && DQ_MMA
+                    .iter()
+                    .all(|&(three, two)| !g.shader_supported(three) || g.shader_supported(two))
+        });
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
             && (!d.x16 || f16_target.is_some())
@@ -136,7 +148,8 @@ fn forward(
         .iter()
         .any(|kn| matches!(kn, Kernel::Mma { .. }))
     {
-        Some(mma_limbs_node(g, call, x, k, &q, max_m, choose)?)
+        let source = dq_mma.map(|(sh, d)| (sh, d.x, d.row_params));
+        Some(mma_limbs_node(g, call, x, k, &q, max_m, choose, source)?)
     } else {
         None
     };
@@ -224,7 +237,16 @@ fn forward(
                 (_, p, _) if matches!(kn, Kernel::Mma { .. }) => {
                     let (l, sd) = mma_limbs.ok_or_else(|| internal("MMA kernel without limbs"))?;
                     let p = p.ok_or_else(|| internal("MMA kernel without a scratch tensor"))?;
-                    Dispatch::new(shader_of(kn, false), [out, p, l, sd, q.w, q.s, bias_t])
+                    let sh = shader_of(kn, false);
+                    let sh = match dq_mma {
+                        Some(_) => DQ_MMA
+                            .iter()
+                            .find(|(three, _)| *three == sh)
+                            .map(|&(_, two)| two)
+                            .ok_or_else(|| internal("MMA kernel without a DQ form"))?,
+                        None => sh,
+                    };
+                    Dispatch::new(sh, [out, p, l, sd, q.w, q.s, bias_t])
                 }
                 (_, p, _) if matches!(kn, Kernel::FwdMma { split: true, .. }) => {
                     let (rs, pairs, sp, c) = f16_inputs
@@ -421,6 +443,28 @@ pub(crate) struct DqGemv {
     /// x (and the op's output) fp16, a force_fp16 program's: the `_dq_x16` forms, which
     /// write the fp16 output themselves.
     pub(crate) x16: bool,
+    /// Each row's (scale, zero point) as the choose_qparams node stored them (written where
+    /// that node runs, M >= 2): the int8 tensor-core forward's DQ limbs read them.
+    pub(crate) row_params: TensorId,
+}
+
+/// The int8 tensor-core forward's forms and their DQ forms (two limbs of an 8da4w linear's
+/// integers q - zp).
+const DQ_MMA: [(ShaderId, ShaderId); 6] = [
+    (ShaderId::Q4LinearMmaF1, ShaderId::Q4LinearMmaDqF1),
+    (ShaderId::Q4LinearMmaF2, ShaderId::Q4LinearMmaDqF2),
+    (ShaderId::Q4LinearMmaF4, ShaderId::Q4LinearMmaDqF4),
+    (ShaderId::Q4LinearMmaEmuF1, ShaderId::Q4LinearMmaDqEmuF1),
+    (ShaderId::Q4LinearMmaEmuF2, ShaderId::Q4LinearMmaDqEmuF2),
+    (ShaderId::Q4LinearMmaEmuF4, ShaderId::Q4LinearMmaDqEmuF4),
+];
+
+/// The `q4_mma_limbs` DQ form for the raw x `x`'s dtype.
+fn dq_mma_limbs_shader(g: &GraphBuilder<'_>, x: TensorId) -> ShaderId {
+    match g.shapes().dtype(x) {
+        DataType::Float16 => ShaderId::Q4MmaLimbsDqF16,
+        _ => ShaderId::Q4MmaLimbsDqF32,
+    }
 }
 
 /// The `q4_dq_rowscale` form for the raw x `x`'s dtype.
@@ -465,6 +509,7 @@ pub(super) fn mma_rows(m: usize, mf: u32) -> usize {
 
 /// The `q4_mma_limbs` node of a forward op and its two tensors (limbs, side): launched at
 /// the M where `choose` picks the tensor-core kernel, idle otherwise.
+#[allow(clippy::too_many_arguments)]
 fn mma_limbs_node(
     g: &mut GraphBuilder<'_>,
     call: &OpCall,
@@ -473,6 +518,7 @@ fn mma_limbs_node(
     q: &Q4,
     max_m: usize,
     choose: impl Fn(usize) -> Kernel + Send + Sync + 'static,
+    source: Option<(ShaderId, TensorId, TensorId)>,
 ) -> Result<(TensorId, TensorId)> {
     let chunks = q.kpad / 32;
     // mma_rows never exceeds M rounded up to 32 (4 fragments).
@@ -500,7 +546,10 @@ fn mma_limbs_node(
         None,
         format!("{}: MMA activation units", call.what()),
     )?;
-    let mut d = Dispatch::new(ShaderId::Q4MmaLimbs, [limbs, side, x]);
+    let mut d = match source {
+        Some((shader, raw, row_params)) => Dispatch::new(shader, [limbs, side, raw, row_params]),
+        None => Dispatch::new(ShaderId::Q4MmaLimbs, [limbs, side, x]),
+    };
     d.local = Some([64, 1, 1]);
     g.dispatch_select(call, vec![d], move |s| {
         let (_, m) = current_rows(s, x, k, "x")?;
@@ -742,12 +791,14 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             spec: f.spec,
             minmax: g.row_minmax.get(&call.arg(0)?).copied(),
             x16: false,
+            row_params: f.row_params,
         }),
         (Some(f), DataType::Float16) => Some(DqGemv {
             x,
             spec: f.spec,
             minmax: g.row_minmax.get(&call.arg(0)?).copied(),
             x16: true,
+            row_params: f.row_params,
         }),
         _ => None,
     };
