@@ -248,7 +248,7 @@ pub fn run_delegate_with(
     be: &Arc<Backend>,
     after_case: impl FnMut(usize, &Delegate),
 ) -> Result<Delegate, String> {
-    run_delegate_inner(name, be, false, after_case)
+    run_delegate_inner(name, be, (false, &[]), after_case)
 }
 
 /// [`run_delegate_with`] with profiling on: `after_case` can read each execute's
@@ -258,13 +258,23 @@ pub fn run_delegate_profiled(
     be: &Arc<Backend>,
     after_case: impl FnMut(usize, &Delegate),
 ) -> Result<Delegate, String> {
-    run_delegate_inner(name, be, true, after_case)
+    run_delegate_inner(name, be, (true, &[]), after_case)
+}
+
+/// [`run_delegate_profiled`] with compile specs added to the program's (a forced choice).
+pub fn run_delegate_profiled_with(
+    name: &str,
+    be: &Arc<Backend>,
+    specs: &[(String, Vec<u8>)],
+    after_case: impl FnMut(usize, &Delegate),
+) -> Result<Delegate, String> {
+    run_delegate_inner(name, be, (true, specs), after_case)
 }
 
 fn run_delegate_inner(
     name: &str,
     be: &Arc<Backend>,
-    profile: bool,
+    (profile, extra_specs): (bool, &[(String, Vec<u8>)]),
     mut after_case: impl FnMut(usize, &Delegate),
 ) -> Result<Delegate, String> {
     let io = load_io(name)?;
@@ -297,10 +307,16 @@ fn run_delegate_inner(
         return Err(format!("{name}: delegate {di} is {:?}", delegate.id));
     }
 
+    let specs: Vec<(String, Vec<u8>)> = delegate
+        .compile_specs
+        .iter()
+        .cloned()
+        .chain(extra_specs.iter().cloned())
+        .collect();
     let mut d = Delegate::init(
         be,
         program.delegate_blob(delegate),
-        &delegate.compile_specs,
+        &specs,
         &ProgramData(&program),
     )
     .map_err(|e| format!("{name}: init failed: {e} ({:?})", e.kind))?;

@@ -257,8 +257,9 @@ fn act_quant_fusion_leaves_out_nodes() {
 /// After an RMSNorm (alone or fused with the add before it), or a fused gated SiLU with
 /// compile spec `etvk_row_range` = `all`, that writes its rows' range, the 8da4w linears'
 /// M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose node idles; at
-/// M > 1 the choose node runs. The numbers are checked by the quantize family. A spec value
-/// outside `norm`, `all`, `off` fails the load, naming the spec.
+/// M > 1 the choose node runs: on rows of 8448 by default, on short ones with compile spec
+/// `etvk_row_range` = `norm`. The numbers are checked by the quantize family. A spec value
+/// outside `auto`, `norm`, `all`, `off` fails the load, naming the spec.
 #[test]
 fn norm_writes_row_range_for_dq_gemv() {
     let all = (cases::family("quantize").cases)();
@@ -272,7 +273,7 @@ fn norm_writes_row_range_for_dq_gemv() {
             .expect("a bad etvk_row_range loads");
         assert!(
             err.to_string().contains("etvk_row_range")
-                && err.to_string().contains("norm, all, off"),
+                && err.to_string().contains("auto, norm, all, off"),
             "{err}"
         );
     }
@@ -282,34 +283,49 @@ fn norm_writes_row_range_for_dq_gemv() {
             .or_else(|| all.iter().find(|c| c.label().contains(part)))
             .unwrap_or_else(|| panic!("no quantize case named like {part:?}"))
     };
-    // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1).
-    let plans: [(&str, u32, &[u32], &[bool]); 6] = [
+    // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1, the
+    // kernel ending at M = 1).
+    type Plan<'a> = (&'a str, u32, &'a [u32], &'a [bool], &'a str);
+    let plans: [Plan; 7] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
-            "rms_norm then two linears on y[[3, 96]]",
+            "rms_norm then two linears on y[[3, 96]] M [1, 3, 1] [etvk_row_range = norm]",
             1,
             &[2, 4],
             &[true, false, true],
+            "_dq_mm",
         ),
         // add 0 (the norm 1 fused into it), choose 2, linear 3, choose 4, linear 5.
         (
-            "add + rms_norm then two linears on y[[2, 64]]",
+            "add + rms_norm then two linears on y[[2, 64]] M [1, 2, 1] [etvk_row_range = norm]",
             2,
             &[3, 5],
             &[true, false, true],
+            "_dq_mm",
         ),
+        // Rows of 8448 by default (`auto`): the sliced form.
         (
-            "rms_norm then two linears on y[[1, 8448]]",
+            "rms_norm then two linears on y[[1, 8448]] M [1]",
             1,
             &[2, 4],
             &[true],
+            "_sliced_dq_mm",
+        ),
+        // Short rows by default: no range.
+        (
+            "rms_norm then two linears on y[[2, 96]] M [1, 2]",
+            1,
+            &[2, 4],
+            &[true, false],
+            "_dq",
         ),
         // force_fp16: `_dq_mm_x16`.
         (
-            "float16 add + rms_norm then two linears on y[[2, 96]]",
+            "float16 add + rms_norm then two linears on y[[2, 96]] M [1, 2, 1] [etvk_row_range = norm]",
             2,
             &[3, 5],
             &[true, false, true],
+            "_dq_mm_x16",
         ),
         // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
         (
@@ -317,6 +333,7 @@ fn norm_writes_row_range_for_dq_gemv() {
             2,
             &[3],
             &[true, false, true],
+            "_sliced_dq_mm",
         ),
         // The SiLU's range is off by default: w2 reduces the row itself.
         (
@@ -324,9 +341,10 @@ fn norm_writes_row_range_for_dq_gemv() {
             2,
             &[3],
             &[true, false, true],
+            "_sliced_dq",
         ),
     ];
-    for (label, choose, linears, runs) in plans {
+    for (label, choose, linears, runs, want) in plans {
         let case = find(label);
         for (run, &m1) in runs.iter().enumerate() {
             let nodes = profile_run(case, run);
@@ -340,15 +358,6 @@ fn norm_writes_row_range_for_dq_gemv() {
                 if !node(linears[0]).op.contains("gemv_half") {
                     continue; // a device without the half GEMV's int8 dot products
                 }
-                let want = if label.contains("silu") && !label.ends_with("= all]") {
-                    "_sliced_dq"
-                } else if label.contains("8448") || label.contains("20000") {
-                    "_sliced_dq_mm"
-                } else if label.starts_with("float16") {
-                    "_dq_mm_x16"
-                } else {
-                    "_dq_mm"
-                };
                 for &id in linears {
                     assert!(
                         node(id).op.ends_with(want),

@@ -59,18 +59,48 @@ fn decode_steps_rerun_only_the_steps_the_position_reaches() {
     }
 }
 
-/// In export_llm's 8da4w Llama, the linears whose x an RMSNorm wrote read the row range it
-/// wrote (`_dq_mm` forms at M = 1; ops/quantize.rs `plan_row_minmax`): per layer q / k / v
-/// and w1 / w3, and the vocabulary projection; wo, after the attention, and w2, after the
-/// gated SiLU (whose range is off by default), reduce the row themselves (`_dq`). The
-/// outputs are checked against the exporter's by the run itself.
+/// In export_llm's 8da4w Llama, with compile spec `etvk_row_range` = `norm`, the linears
+/// whose x an RMSNorm wrote read the row range it wrote (`_dq_mm` forms at M = 1;
+/// ops/quantize.rs `plan_row_minmax`): per layer q / k / v and w1 / w3, and the vocabulary
+/// projection; wo, after the attention, and w2, after the gated SiLU (whose range is off
+/// by default), reduce the row themselves (`_dq`). By default (`auto`) this model's rows
+/// (64) are too short for the ranges: every linear reduces. The outputs are checked against
+/// the exporter's by the runs themselves.
 #[test]
 fn decode_linears_read_the_row_range_their_producer_wrote() {
     let be = backend();
     let name = "e6_llama3_tiny_kvcache_8da4w";
+    // Two layers: 5 + 5 with the range, 2 + 2 without, and the vocabulary projection.
+    for (setting, want) in [(None, (0, 15)), (Some("norm"), (11, 4))] {
+        let specs: Vec<(String, Vec<u8>)> = setting
+            .map(|v| ("etvk_row_range".to_string(), v.as_bytes().to_vec()))
+            .into_iter()
+            .collect();
+        for kernels in &decode_gemvs(&be, name, &specs) {
+            if !kernels.iter().any(|k| k.contains("gemv_half")) {
+                continue; // a device without the half GEMV's int8 dot products
+            }
+            let with_range = kernels.iter().filter(|k| k.ends_with("_dq_mm")).count();
+            let reducing = kernels.iter().filter(|k| k.ends_with("_dq")).count();
+            assert_eq!(
+                (with_range, reducing),
+                want,
+                "{name} ({setting:?}): decode kernels {kernels:?}"
+            );
+        }
+    }
+}
+
+/// The 8da4w linears' kernels of each decode (one-token) case of fixture `name`, loaded
+/// with compile specs `specs` added.
+fn decode_gemvs(
+    be: &std::sync::Arc<etvk_runtime::Backend>,
+    name: &str,
+    specs: &[(String, Vec<u8>)],
+) -> Vec<Vec<String>> {
     let io = load_io(name).unwrap();
     let mut decode_kernels = Vec::new();
-    etvk_tests::fixtures::run_delegate_profiled(name, &be, |i, d: &Delegate| {
+    etvk_tests::fixtures::run_delegate_profiled_with(name, be, specs, |i, d: &Delegate| {
         let tokens: usize = io.cases[i].inputs[0].load().unwrap().sizes.iter().product();
         if tokens == 1 {
             let gemvs: Vec<String> = d
@@ -84,19 +114,7 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
     })
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(!decode_kernels.is_empty(), "{name}: no decode case");
-    for kernels in &decode_kernels {
-        if !kernels.iter().any(|k| k.contains("gemv_half")) {
-            continue; // a device without the half GEMV's int8 dot products
-        }
-        let with_range = kernels.iter().filter(|k| k.ends_with("_dq_mm")).count();
-        let reducing = kernels.iter().filter(|k| k.ends_with("_dq")).count();
-        // Two layers: 5 + 5 with the range, 2 + 2 without, and the vocabulary projection.
-        assert_eq!(
-            (with_range, reducing),
-            (11, 4),
-            "{name}: decode kernels {kernels:?}"
-        );
-    }
+    decode_kernels
 }
 
 /// A force_fp16 8da4w Llama's decode linears quantize their fp16 x and write their fp16
@@ -109,7 +127,9 @@ fn fp16_decode_linears_write_their_outputs() {
     let name = "e7_llama3_tiny_kvcache_8da4w_fp16_emb4";
     let io = load_io(name).unwrap();
     let mut seen = Vec::new();
-    etvk_tests::fixtures::run_delegate_profiled(name, &be, |i, d: &Delegate| {
+    // The norms' ranges on these short rows too (`norm`), so that `_dq_mm_x16` runs.
+    let specs = [("etvk_row_range".to_string(), b"norm".to_vec())];
+    etvk_tests::fixtures::run_delegate_profiled_with(name, &be, &specs, |i, d: &Delegate| {
         let tokens: usize = io.cases[i].inputs[0].load().unwrap().sizes.iter().product();
         let nodes = d.profile_nodes();
         let launched =

@@ -172,14 +172,14 @@ pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
 pub const Q4_FMA_SPEC: &str = "etvk_q4_fma";
 
 /// Compile spec for the row ranges that an 8da4w linear's producer writes for its M = 1 DQ
-/// GEMVs (ops/quantize.rs `plan_row_minmax`): ASCII `norm` (the default: RMSNorms, alone
-/// or fused with the residual add), `all` (the fused gated SiLU too, which then runs by rows)
-/// or `off`. Environment `ETVK_ROW_RANGE` (`0` = `off`) when the spec is absent. Other
-/// values are refused at load.
+/// GEMVs (ops/quantize.rs `plan_row_minmax`): ASCII `auto` (the default: RMSNorms, alone or
+/// fused with the residual add, on rows of at least 4096), `norm` (every RMSNorm), `all`
+/// (the fused gated SiLU too, which then runs by rows) or `off`. Environment
+/// `ETVK_ROW_RANGE` (`0` = `off`) when the spec is absent. Other values are refused at load.
 pub const ROW_RANGE_SPEC: &str = "etvk_row_range";
 
 /// The values of [`ROW_RANGE_SPEC`].
-pub const ROW_RANGE_SETTINGS: &[&str] = &["norm", "all", "off"];
+pub const ROW_RANGE_SETTINGS: &[&str] = &["auto", "norm", "all", "off"];
 
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {

@@ -176,11 +176,13 @@ pub fn cases() -> Vec<OpCase> {
         ),
         // After an RMSNorm (alone, or fused with the residual add before it) the norm writes
         // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.
-        dq8ca_after_norm(F32, false, 96, &[1, 3, 1], 22),
-        dq8ca_after_norm(F32, true, 64, &[1, 2, 1], 23),
+        dq8ca_after_norm(F32, false, 96, &[1, 3, 1], 22).spec("etvk_row_range", "norm"),
+        dq8ca_after_norm(F32, true, 64, &[1, 2, 1], 23).spec("etvk_row_range", "norm"),
         dq8ca_after_norm(F32, false, 8448, &[1], 24),
         // force_fp16: the fp16 norm writes the range, the fp16 DQ GEMVs read it (`_dq_mm_x16`).
-        dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28),
+        dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28).spec("etvk_row_range", "norm"),
+        // By default (`auto`) a norm of rows under 4096 writes no range: the GEMVs reduce.
+        dq8ca_after_norm(F32, false, 96, &[1, 2], 36),
         // After a gated SiLU: elementwise (its range off by default), and by rows with
         // their range (`silu_mul_rows_mm`, compile spec `etvk_row_range` = `all`): rows past
         // the values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.

@@ -672,12 +672,20 @@ fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -
     })
 }
 
+/// The shortest rows for which an RMSNorm writes its range by default (`auto`). H100
+/// (session 36): at 4096 and 8192 the linears' gain passes the norm's cost with two or
+/// three readers; at 2048 each linear gains 0.1-0.2 us against the norm's 0.5-0.6; the
+/// tiny 8da4w Llamas' decodes (rows of 64) took 4.1-6.7 us longer with it.
+const NORM_RANGE_MIN_ROW: usize = 4096;
+
 /// The ops that can write their rows' range for the 8da4w linears after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RangeProducer {
-    /// RMSNorm, alone or fused with the residual add before it: on by default. H100
+    /// RMSNorm, alone or fused with the residual add before it: by default (`auto`) on rows
+    /// of at least [`NORM_RANGE_MIN_ROW`], on every row with `norm` or `all`. H100
     /// (docs/performance.md, session 36): the norm's node +0.5-0.6 us at M = 1, each DQ GEMV
-    /// that reads the range 0.2-0.9 us faster (q / k / v and w1 / w3 read one norm's).
+    /// that reads the range 0.2-0.9 us faster at K = 4096..8192 (q / k / v and w1 / w3 read
+    /// one norm's).
     Norm,
     /// The fused gated SiLU, which then runs by rows (`silu_mul_rows_mm`): off unless compile
     /// spec `etvk_row_range` (or `ETVK_ROW_RANGE`) = `all`. H100 (session 36) at M = 1: the
@@ -691,8 +699,8 @@ pub(crate) enum RangeProducer {
 /// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32 or fp16, some
 /// later `linear_dq8ca_q4gsw` reads it as x (arg 0), and nothing writes its memory up to the
 /// last one; and `producer`'s ranges are on (compile spec `etvk_row_range`, else
-/// `ETVK_ROW_RANGE`: `norm` by default, `all`, `off` / `0`; `ETVK_FUSE=0` leaves them out
-/// too). Their DQ half GEMVs then read the row's range instead of reducing it in every
+/// `ETVK_ROW_RANGE`: `auto` by default, `norm`, `all`, `off` / `0`; `ETVK_FUSE=0` leaves
+/// them out too). Their DQ half GEMVs then read the row's range instead of reducing it in every
 /// workgroup (`RangeProducer` gives the measured trade). The new [rows, 2] tensor is
 /// registered in `g.row_minmax` under `out_val`.
 pub(crate) fn plan_row_minmax(
@@ -706,10 +714,12 @@ pub(crate) fn plan_row_minmax(
         .row_range
         .clone()
         .or_else(|| std::env::var("ETVK_ROW_RANGE").ok());
+    let row_len = g.shapes().max_dims(out).last().copied().unwrap_or(0);
     let off = match (setting.as_deref(), producer) {
         (Some("0" | "off"), _) => true,
         (Some("all"), _) => false,
-        (_, RangeProducer::Norm) => false,
+        (Some("norm"), RangeProducer::Norm) => false,
+        (_, RangeProducer::Norm) => row_len < NORM_RANGE_MIN_ROW,
         (_, RangeProducer::GatedSilu) => true,
     };
     let float = matches!(g.shapes().dtype(out), DataType::Float32 | DataType::Float16);
