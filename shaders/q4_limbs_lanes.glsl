@@ -12,6 +12,30 @@ shared uint limb_amax[LIMB_LOCAL];
 shared uint limb_halves[3][LIMB_LOCAL];
 shared int limb_sums[3][LIMB_LOCAL];
 
+// Limb l's four digits `a` of invocation t (activations 4 (t % 8) .. + 3 of its chunk), for
+// the chunk's eight invocations to read after a barrier. Activation 4i + q sits at position
+// 4 (i % 2) + q of word i / 2: the even q go to the even-k word's bytes 2 (i % 2) and
+// 2 (i % 2) + 1, the odd q to the odd-k word's. Low half: this invocation's even-k bytes,
+// high half: its odd-k bytes.
+void lane_limb_store(uint l, uint t, ivec4 a) {
+  const uvec4 u = uvec4(a) & 0xFFu;
+  limb_halves[l][t] = (u.x | u.z << 8) | (u.y | u.w << 8) << 16;
+  limb_sums[l][t] = a.x + a.y + a.z + a.w;
+}
+
+// After lane_limb_store and a barrier: the limb-l word invocation t stores (invocation 2j of
+// the chunk the even-k word j, 2j + 1 the odd-k word j) and the chunk's limb-l sum. Even
+// invocation: its even-k half (bytes 0-1) and its partner's (2-3); odd: the partner's odd-k
+// half (bytes 0-1) and its own (2-3).
+uint lane_limb_word(uint l, uint t, out int lsum) {
+  const uint first = t & ~7u;
+  const uint mine = limb_halves[l][t], other = limb_halves[l][t ^ 1u];
+  int s = 0;
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) s += limb_sums[l][first + j];
+  lsum = s;
+  return (t & 1u) != 0u ? (other >> 16) | (mine & 0xFFFF0000u) : (mine & 0xFFFFu) | (other << 16);
+}
+
 // xv: this invocation's four activations (zero past the row). Out: `word[l]`, the limb-l
 // word this invocation stores: invocation 2j of the chunk the even-k word j (make_limbs'
 // le[l][j]), invocation 2j + 1 the odd-k word j (lo[l][j]); the chunk's limb sums and unit.
@@ -33,25 +57,9 @@ void make_limbs_lane(vec4 xv, uint t, out uint word[3], out int lsum[3], out flo
   const ivec4 a1 = (rem + 64) >> 7;
   const ivec4 a2 = rem - (a1 << 7);
   const ivec4 a[3] = ivec4[3](a0, a1, a2);
-  // Activation 4i + q sits at position 4 (i % 2) + q of word i / 2: the even q go to the
-  // even-k word's bytes 2 (i % 2) and 2 (i % 2) + 1, the odd q to the odd-k word's. Low half:
-  // this invocation's even-k bytes, high half: its odd-k bytes.
-  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-    const uvec4 u = uvec4(a[l]) & 0xFFu;
-    limb_halves[l][t] = (u.x | u.z << 8) | (u.y | u.w << 8) << 16;
-    limb_sums[l][t] = a[l].x + a[l].y + a[l].z + a[l].w;
-  }
+  [[unroll]] for (uint l = 0u; l < 3u; ++l) lane_limb_store(l, t, a[l]);
   barrier();
-  const bool odd = (t & 1u) != 0u;
-  [[unroll]] for (uint l = 0u; l < 3u; ++l) {
-    const uint mine = limb_halves[l][t], other = limb_halves[l][t ^ 1u];
-    // Even invocation: its even-k half (bytes 0-1) and its partner's (2-3); odd: the
-    // partner's odd-k half (bytes 0-1) and its own (2-3).
-    word[l] = odd ? (other >> 16) | (mine & 0xFFFF0000u) : (mine & 0xFFFFu) | (other << 16);
-    int s = 0;
-    [[unroll]] for (uint j = 0u; j < 8u; ++j) s += limb_sums[l][first + j];
-    lsum[l] = s;
-  }
+  [[unroll]] for (uint l = 0u; l < 3u; ++l) word[l] = lane_limb_word(l, t, lsum[l]);
 }
 
 // The integers d (|d| <= 255, as floats; an 8da4w linear's q - zp) of this invocation's four
@@ -59,24 +67,12 @@ void make_limbs_lane(vec4 xv, uint t, out uint word[3], out int lsum[3], out flo
 // words and sums make_limbs_lane gives for its three (two barriers, reached by every
 // invocation).
 void make_int_limbs_lane(vec4 dv, uint t, out uint word[2], out int lsum[2]) {
-  const uint first = t & ~7u;
   const ivec4 iv = ivec4(dv);
   const ivec4 a0 = (iv + 64) >> 7;
   const ivec4 a[2] = ivec4[2](a0, iv - (a0 << 7));
-  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
-    const uvec4 u = uvec4(a[l]) & 0xFFu;
-    limb_halves[l][t] = (u.x | u.z << 8) | (u.y | u.w << 8) << 16;
-    limb_sums[l][t] = a[l].x + a[l].y + a[l].z + a[l].w;
-  }
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) lane_limb_store(l, t, a[l]);
   barrier();
-  const bool odd = (t & 1u) != 0u;
-  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
-    const uint mine = limb_halves[l][t], other = limb_halves[l][t ^ 1u];
-    word[l] = odd ? (other >> 16) | (mine & 0xFFFF0000u) : (mine & 0xFFFFu) | (other << 16);
-    int s = 0;
-    [[unroll]] for (uint j = 0u; j < 8u; ++j) s += limb_sums[l][first + j];
-    lsum[l] = s;
-  }
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) word[l] = lane_limb_word(l, t, lsum[l]);
   // The next call writes the halves at once (make_limbs_lane has its amax barrier first):
   // every read of these must be done.
   barrier();
