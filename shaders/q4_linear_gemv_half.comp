@@ -48,6 +48,10 @@
 // At M = 1 the choose_qparams node then launches nothing (ops/quantize.rs). The runtime takes
 // these forms only with subgroup reductions and subgroups of at least 4.
 //
+// SILU = 1 (with DQ: `_dq_silu`, `_early_dq_silu`, `_sliced_dq_silu`): x = silu(gate) * up
+// of a fused gated SiLU (a Llama MLP's w2), computed from its two inputs where x is loaded;
+// the SiLU node then launches nothing at M = 1.
+//
 // DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
 // rms_norm.comp's MINMAX forms, or the gated SiLU, silu_mul_rows.comp) wrote the row's
 // (min(0, min x), max(0, max x)) to `row_mm`: no reduction, no barrier, no subgroup
@@ -108,7 +112,34 @@ layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 #ifndef X_F16
 #define X_F16 0
 #endif
-#if X_F16
+#ifndef SILU
+#define SILU 0
+#endif
+// The binding after the others (the row range of DQ_MM, or SILU's up).
+#if SLICED
+#define EXTRA_BINDING 7
+#else
+#define EXTRA_BINDING 5
+#endif
+#if SILU
+// `_dq_silu` forms (with DQ, fp32): x is a fused gated SiLU's output that no node wrote at
+// M = 1: silu(gate) * up computed here as silu.comp's GATE form computes it (binding 1 the
+// gate, the last binding up), so that node launches nothing (ops/fusion.rs).
+layout(set = 0, binding = 1) readonly buffer X { float xg[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { vec4 xg4[]; };
+layout(set = 0, binding = EXTRA_BINDING) readonly buffer Up { float up[]; };
+layout(set = 0, binding = EXTRA_BINDING) readonly buffer Up4 { vec4 up4[]; };
+float silu_gate(float a, float u) {
+  float r = a / (1.0 + exp(-a));
+  r *= u;
+  return r;
+}
+vec4 silu_gate4(vec4 a, vec4 u) {
+  return vec4(silu_gate(a.x, u.x), silu_gate(a.y, u.y), silu_gate(a.z, u.z), silu_gate(a.w, u.w));
+}
+#define X_AT(i) silu_gate(xg[i], up[i])
+#define X4_AT(i) silu_gate4(xg4[i], up4[i])
+#elif X_F16
 // `_dq_x16` forms (with DQ and OUT_F16): a force_fp16 program's raw fp16 x, taken to float as
 // the choose_qparams node takes it.
 layout(set = 0, binding = 1) readonly buffer X { float16_t xh[]; };
@@ -130,12 +161,7 @@ layout(set = 0, binding = 6) coherent buffer Count { uint count[]; };  // [P], 0
 #endif
 #if DQ_MM
 // [M] (lower, upper) of x's rows; after the other bindings.
-#if SLICED
-#define MM_BINDING 7
-#else
-#define MM_BINDING 5
-#endif
-layout(set = 0, binding = MM_BINDING) readonly buffer RowMinMax { vec2 row_mm[]; };
+layout(set = 0, binding = EXTRA_BINDING) readonly buffer RowMinMax { vec2 row_mm[]; };
 #endif
 
 // The push constants of the wide GEMVs (a node's variants share one size); the sliced form

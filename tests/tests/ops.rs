@@ -379,6 +379,59 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
+/// A fused gated SiLU that only an 8da4w linear reads launches nothing at M = 1: the linear's
+/// DQ GEMV computes it (`_dq_silu`, sliced past 8192), and the choose node idles; at M > 1
+/// the SiLU runs. When the choose's scale is a graph output the SiLU runs at M = 1 too. The
+/// numbers are checked by the quantize family.
+#[test]
+fn gated_silu_runs_inside_the_dq_gemv_at_m1() {
+    let all = (cases::family("quantize").cases)();
+    // (case ending, the M = 1 kernel ending, SiLU launched at M = 1).
+    let plans = [
+        (
+            "silu into the linear on y[[3, 202]] M [1, 3, 1] scale out false",
+            "_dq_silu",
+            false,
+        ),
+        (
+            "silu into the linear on y[[2, 8448]] M [1, 2, 1] scale out false",
+            "_sliced_dq_silu",
+            false,
+        ),
+        (
+            "silu into the linear on y[[2, 96]] M [1, 2, 1] scale out true",
+            "_dq_silu",
+            true,
+        ),
+    ];
+    // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
+    for (name, kernel, silu_at_m1) in plans {
+        let case = case_ending(&all, name);
+        for run in 0..2 {
+            let nodes = profile_run(case, run);
+            let node = |id: u32| {
+                nodes
+                    .iter()
+                    .find(|n| n.node_id == id && (id != 3 || n.launched))
+                    .unwrap_or_else(|| panic!("{name} run {run}: no node {id} in {nodes:?}"))
+            };
+            if !node(3).op.contains("gemv_half") && run == 0 {
+                continue; // a device without the half GEMV's int8 dot products
+            }
+            if run == 0 {
+                assert!(
+                    node(3).op.ends_with(kernel),
+                    "{name}: linear ran {}",
+                    node(3).op
+                );
+                assert_eq!(node(1).launched, silu_at_m1, "{name}: SiLU at M = 1");
+            } else {
+                assert!(node(1).launched, "{name}: SiLU idle at M > 1");
+            }
+        }
+    }
+}
+
 /// An 8da4w linear on the f16 tensor-core forward (emulated, forced from M = 9) runs its
 /// `_x16` form on the rows' integers q - zp that `q4_dq_rowscale` makes from the raw x, not
 /// the fake-quantized x's hi / lo pairs; on the int8 one (emulated, from M = 8) its two-limb

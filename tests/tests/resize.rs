@@ -62,16 +62,18 @@ fn decode_steps_rerun_only_the_steps_the_position_reaches() {
 /// In export_llm's 8da4w Llama, with compile spec `etvk_row_range` = `norm`, the linears
 /// whose x an RMSNorm wrote read the row range it wrote (`_dq_mm` forms at M = 1;
 /// ops/quantize.rs `plan_row_minmax`): per layer q / k / v and w1 / w3, and the vocabulary
-/// projection; wo, after the attention, and w2, after the gated SiLU (whose range is off
-/// by default), reduce the row themselves (`_dq`). By default (`auto`) this model's rows
-/// (64) are too short for the ranges: every linear reduces. The outputs are checked against
-/// the exporter's by the runs themselves.
+/// projection; wo, after the attention, reduces the row itself (`_dq`), and w2 computes
+/// its x from the gated SiLU's inputs and reduces it (`_dq_silu`: the SiLU's range is off
+/// by default, and the SiLU node idles at M = 1). By default (`auto`) this model's rows (64)
+/// are too short for the ranges. The outputs are checked against the exporter's by the runs
+/// themselves.
 #[test]
 fn decode_linears_read_the_row_range_their_producer_wrote() {
     let be = backend();
     let name = "e6_llama3_tiny_kvcache_8da4w";
-    // Two layers: 5 + 5 with the range, 2 + 2 without, and the vocabulary projection.
-    for (setting, want) in [(None, (0, 15)), (Some("norm"), (11, 4))] {
+    // Two layers: 5 + 5 with the range, 1 + 1 without, 1 + 1 SiLU, and the vocabulary
+    // projection.
+    for (setting, want) in [(None, (0, 13, 2)), (Some("norm"), (11, 2, 2))] {
         let specs: Vec<(String, Vec<u8>)> = setting
             .map(|v| ("etvk_row_range".to_string(), v.as_bytes().to_vec()))
             .into_iter()
@@ -82,8 +84,9 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
             }
             let with_range = kernels.iter().filter(|k| k.ends_with("_dq_mm")).count();
             let reducing = kernels.iter().filter(|k| k.ends_with("_dq")).count();
+            let silu = kernels.iter().filter(|k| k.ends_with("_dq_silu")).count();
             assert_eq!(
-                (with_range, reducing),
+                (with_range, reducing, silu),
                 want,
                 "{name} ({setting:?}): decode kernels {kernels:?}"
             );

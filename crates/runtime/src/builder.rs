@@ -333,6 +333,9 @@ pub struct GraphBuilder<'a> {
     pub(crate) deferred_resize: bool,
     /// Contiguous copies whose output may share the input's storage (`storage.rs`).
     pub(crate) view_candidates: Vec<crate::storage::ViewCandidate>,
+    /// Tensors a fusion reads after the last read the exporter planned (ops/fusion.rs): each
+    /// gets a memory object of its own unless it already has one (`storage.rs`).
+    pub(crate) kept_past_plan: Vec<TensorId>,
     /// Chain ops another op's fusion built (`ops/fusion.rs`): not built themselves.
     pub(crate) skip_ops: std::collections::HashSet<usize>,
     /// Chain index of an outer `mul` -> the fused gated SiLU it runs instead.
@@ -341,6 +344,10 @@ pub struct GraphBuilder<'a> {
     /// where that op also writes each row's (min(0, min), max(0, max)), for the 8da4w
     /// linears that quantize that output per row (ops/quantize.rs `plan_row_minmax`).
     pub(crate) row_minmax: HashMap<usize, TensorId>,
+    /// Fused gated SiLUs whose output only choose_qparams nodes and 8da4w linears read, by
+    /// that output's value id: the linears' M = 1 DQ GEMVs may compute it themselves
+    /// (ops/fusion.rs `SiluSource`).
+    pub(crate) silu_sources: HashMap<usize, crate::ops::fusion::SiluSource>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -376,9 +383,11 @@ impl<'a> GraphBuilder<'a> {
             dummy: None,
             alternatives: Vec::new(),
             view_candidates: Vec::new(),
+            kept_past_plan: Vec::new(),
             skip_ops: std::collections::HashSet::new(),
             silu_mul: HashMap::new(),
             row_minmax: HashMap::new(),
+            silu_sources: HashMap::new(),
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,
@@ -1178,7 +1187,7 @@ impl<'a> GraphBuilder<'a> {
                 _ => OutputSlot::Ignored,
             });
         }
-        let aliased = self.plan_storage(&inputs);
+        let aliased = self.plan_storage(&inputs)?;
         log::debug!("{aliased} contiguous copies share their input's storage");
         ComputeGraph::finalize(self, inputs, outputs)
     }

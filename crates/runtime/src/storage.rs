@@ -15,6 +15,14 @@
 //! - the copy's node is the only one that writes the output;
 //! - no other tensor planned into the memory objects they leave reads data it never wrote
 //!   (an alias the exporter meant through that object).
+//!
+//! Tensors read past their planned lifetime: a fusion that reads a tensor at a later node
+//! than the exporter planned its last read (the fused gated SiLU reads its gate at the outer
+//! `mul`; the 8da4w linear after it may compute the SiLU from gate and up) registers it in
+//! `kept_past_plan`; such a tensor moves into a memory object of its own when its planned
+//! one holds other tensors (which the exporter may have written over it in between). Where
+//! that could break an alias the plan means, the load fails rather than compute from
+//! overwritten data.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -117,17 +125,54 @@ impl GraphBuilder<'_> {
 
     /// The storage decisions of the module doc; returns how many copies launch nothing.
     /// `ETVK_VIEW_ALIAS=0` keeps every copy (comparisons).
-    pub(crate) fn plan_storage(&mut self, inputs: &[InputSlot]) -> usize {
-        if self.view_candidates.is_empty()
-            || std::env::var("ETVK_VIEW_ALIAS").is_ok_and(|v| v == "0")
-        {
-            return 0;
+    pub(crate) fn plan_storage(&mut self, inputs: &[InputSlot]) -> crate::api::Result<usize> {
+        if self.view_candidates.is_empty() && self.kept_past_plan.is_empty() {
+            return Ok(0);
         }
         let mut acc = Accesses::of(self, inputs);
-        self.alias_views(&mut acc)
+        let (count, own) = if std::env::var("ETVK_VIEW_ALIAS").is_ok_and(|v| v == "0") {
+            (0, HashSet::new())
+        } else {
+            self.alias_views(&mut acc)
+        };
+        self.keep_past_plan(&acc, &own)?;
+        Ok(count)
     }
 
-    fn alias_views(&mut self, acc: &mut Accesses) -> usize {
+    /// Moves each tensor of `kept_past_plan` whose memory object holds other tensors into
+    /// one of its own (`own`: the objects `alias_views` made, a tensor and its views only).
+    fn keep_past_plan(&mut self, acc: &Accesses, own: &HashSet<MemId>) -> crate::api::Result<()> {
+        let kept = std::mem::take(&mut self.kept_past_plan);
+        let mut done: HashSet<TensorId> = HashSet::new();
+        for t in kept {
+            let m = self.tensor_mem[t.0];
+            if !done.insert(t) || own.contains(&m) {
+                continue;
+            }
+            let others: Vec<TensorId> = (0..self.tensor_mem.len())
+                .map(TensorId)
+                .filter(|&y| y != t && self.tensor_mem[y.0] == m)
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
+            if acc.reads_through_memory(t) || others.iter().any(|&y| acc.reads_through_memory(y)) {
+                return Err(crate::error::internal(format!(
+                    "a fusion reads {} past its planned lifetime, and its memory object is \
+                     also read through another tensor; load with ETVK_FUSE=0",
+                    self.shapes.tensors[t.0].label
+                )));
+            }
+            let label = format!("{} (kept past its plan)", self.shapes.tensors[t.0].label);
+            let new = self.new_mem(self.tensor_bytes(t), label);
+            self.tensor_mem[t.0] = new;
+        }
+        Ok(())
+    }
+
+    /// Returns how many copies launch nothing and the memory objects made for a tensor and
+    /// its views.
+    fn alias_views(&mut self, acc: &mut Accesses) -> (usize, HashSet<MemId>) {
         // Each memory object's tensors as planned (those moved since are skipped by their
         // current memory).
         let by_mem = self.tensors_by_mem();
@@ -186,6 +231,6 @@ impl GraphBuilder<'_> {
             self.nodes[v].launch.global = Global::Linear(0);
             count += 1;
         }
-        count
+        (count, moved.into_keys().collect())
     }
 }

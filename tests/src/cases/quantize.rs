@@ -188,6 +188,12 @@ pub fn cases() -> Vec<OpCase> {
         // the values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
         dq8ca_after_gated_silu(20000, &[1, 2, 1], 25),
         dq8ca_after_gated_silu(20000, &[1, 2, 1], 35).spec("etvk_row_range", "all"),
+        // A gated SiLU only the linear reads: computed in its M = 1 DQ GEMV (`_dq_silu`),
+        // unsliced (a row not a multiple of 4) and sliced; run by its node when the choose's
+        // scale is a graph output.
+        dq8ca_silu_into_gemv(202, &[1, 3, 1], false, 37),
+        dq8ca_silu_into_gemv(8448, &[1, 2, 1], false, 38),
+        dq8ca_silu_into_gemv(96, &[1, 2, 1], true, 39),
         // The f16 tensor-core forward (emulated: plain arithmetic for its MMAs, from M = 9)
         // on the rows' integers q - zp from `q4_dq_rowscale` (its `_x16` forms): the codes
         // form (group size 32) and the one with the scales in the operands (20), fp16 x,
@@ -670,6 +676,68 @@ fn dq8ca_after_gated_silu(k: usize, ms: &[usize], seed: u64) -> OpCase {
         let xq = Tensor::f32(&sizes, fake_quant(&yt, k, F32));
         let lin = super::q4_linear::forward_ref(&xq, &wd, kp, n, None);
         case = case.run(vec![x, u], vec![yt, lin]);
+    }
+    case
+}
+
+/// A gated SiLU y = silu(x) * u [M, k] that only a (choose_qparams, 8da4w linear) pair
+/// reads (N = 8, group size 32): at M = 1 the linear's DQ GEMV computes y itself from x and
+/// u (`_dq_silu` forms: unsliced, or sliced past 8192) and the SiLU node launches nothing;
+/// at M > 1 it runs. With `scale_out` the choose's scale is also a graph output, so that
+/// node, and with it the SiLU, runs at M = 1 too. Run at leading dim each of `ms`.
+fn dq8ca_silu_into_gemv(k: usize, ms: &[usize], scale_out: bool, seed: u64) -> OpCase {
+    let n = 8;
+    let xs = [ms.iter().copied().max().unwrap_or(1), k];
+    let mut g = CaseGraph::new();
+    let xi = g.input(F32, &xs);
+    let ui = g.input(F32, &xs);
+    let s = g.tensor(F32, &xs);
+    g.op("aten.silu.default", &[xi, s]);
+    let y = g.tensor(F32, &xs);
+    g.op("aten.mul.Tensor", &[s, ui, y]);
+    let (sc, zp) = choose_node(
+        &mut g,
+        y,
+        &xs,
+        "ASYMMETRIC",
+        (F32, I8),
+        (false, false),
+        false,
+    );
+    if scale_out {
+        g.mark_output(sc);
+    }
+    let ([qw, qs, qws], wd, kp) = dq8ca_weight(&mut g, k, n, 32, seed * 10);
+    let gi = g.int(32);
+    let bias = g.null();
+    let out = g.output(F32, &[xs[0], n]);
+    g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
+    let name = format!("silu into the linear on y[{xs:?}] M {ms:?} scale out {scale_out}");
+    let mut case = OpCase::new(DQ8CA, name, g)
+        .tol(Tol::new(1e-3, 1e-3))
+        .dynamic();
+    for (r, &m) in ms.iter().enumerate() {
+        let sizes = [m, k];
+        let x = Tensor::rand_range(F32, &sizes, -6.0, 6.0, seed + 10 * r as u64);
+        let u = Tensor::rand_range(F32, &sizes, -2.0, 2.0, seed + 10 * r as u64 + 5);
+        let yv: Vec<f64> = x
+            .data
+            .iter()
+            .zip(&u.data)
+            .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+            .collect();
+        let yt = Tensor::new(F32, &sizes, yv);
+        let xq = Tensor::f32(&sizes, fake_quant(&yt, k, F32));
+        let mut want = Vec::new();
+        if scale_out {
+            let sv: Vec<f64> = rows_of(&yt, k)
+                .iter()
+                .map(|row| torchao_qparams(row, "ASYMMETRIC", (-128, 127), f32::EPSILON).0 as f64)
+                .collect();
+            want.push(Tensor::new(F32, &[m], sv));
+        }
+        want.push(super::q4_linear::forward_ref(&xq, &wd, kp, n, None));
+        case = case.run(vec![x, u], want);
     }
     case
 }

@@ -419,6 +419,45 @@ fn gated_silu_cases() -> Vec<OpCase> {
             }
         }
     }
+    // The exporter's plan ends the gate's life at the inner mul and reuses its memory object
+    // for up (written after it): the fused node, which reads the gate at the outer mul, must
+    // get it a memory object of its own (storage.rs `kept_past_plan`).
+    {
+        let dims = [2, 40];
+        let mut g = CaseGraph::new();
+        let xi = g.input(F32, &dims);
+        let ui = g.input(F32, &dims);
+        let gate = g.tensor(F32, &dims);
+        let fmt = g.null();
+        g.op("aten.clone.default", &[xi, fmt, gate]);
+        let s = g.tensor(F32, &dims);
+        g.op("aten.sigmoid.default", &[gate, s]);
+        let inner = g.tensor(F32, &dims);
+        g.op("aten.mul.Tensor", &[gate, s, inner]);
+        let up = g.tensor(F32, &dims);
+        g.op("aten.clone.default", &[ui, fmt, up]);
+        let out = g.output(F32, &dims);
+        g.op("aten.mul.Tensor", &[inner, up, out]);
+        g.builder().set_mem_obj(gate, Some(7));
+        g.builder().set_mem_obj(up, Some(7));
+        let xt = Tensor::rand_range(F32, &dims, -6.0, 6.0, 9190);
+        let ut = Tensor::rand_range(F32, &dims, -2.0, 2.0, 9195);
+        let want: Vec<f64> = xt
+            .data
+            .iter()
+            .zip(&ut.data)
+            .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+            .collect();
+        v.push(
+            OpCase::new(
+                "aten.sigmoid.default",
+                "float32 gated silu (sigmoid, mul), the gate's memory planned for up",
+                g,
+            )
+            .tol(Tol::new(1e-6, 1e-5))
+            .run(vec![xt, ut], vec![Tensor::new(F32, &dims, want)]),
+        );
+    }
     v
 }
 

@@ -11,6 +11,11 @@
 //! read its output (a Llama MLP's w2) and compile spec `etvk_row_range` = `all` asks for it,
 //! it runs by rows as `silu_mul_rows_mm` and also writes each row's range for their M = 1
 //! DQ GEMVs (ops/quantize.rs `plan_row_minmax`; off by default: slower on an H100).
+//! Otherwise, when only choose_qparams nodes and 8da4w linears read its (fp32) output, the
+//! linears' M = 1 DQ GEMVs compute `silu(gate) * up` where they load x (`_dq_silu` forms,
+//! `SiluSource`) and the SiLU node launches nothing at M = 1 (`ETVK_SILU_GEMV=0` turns that
+//! off). The fused node reads its gate later than the exporter planned (and the linears
+//! read gate and up later still): those tensors are kept past their plan (storage.rs).
 //!
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
 //! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
@@ -30,6 +35,9 @@ use crate::graph::{to_u32, Global, Launch, Push};
 use crate::ops::float_shader;
 use crate::ops::llama::{norm_lanes, rms_norm_launch, row_lanes_cap};
 use crate::ops::training::folded_grid;
+use etvk_format::ir::DataType;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 const MUL: &str = "aten.mul.Tensor";
 
@@ -127,6 +135,67 @@ fn tensor_of(g: &GraphBuilder<'_>, call: &OpCall<'_>, v: usize) -> Result<Tensor
     }
 }
 
+/// A fused gated SiLU (fp32) whose output `out` only choose_qparams nodes and 8da4w linears
+/// read (as their x, arg 0) up to the last linear, and nothing after: at M = 1 those linears'
+/// DQ half GEMVs can compute `silu(gate) * up` where they load x (`_dq_silu` forms), and the
+/// SiLU node then launches nothing, unless something still reads its output there.
+#[derive(Debug, Clone)]
+pub(crate) struct SiluSource {
+    pub(crate) gate: TensorId,
+    pub(crate) up: TensorId,
+    /// Readers of the output at M = 1 that do not compute it themselves (a linear on another
+    /// kernel, a choose_qparams node that runs there); counted while the graph is built.
+    pub(crate) blockers: Arc<AtomicUsize>,
+    /// The M = 1 reader counts of the fused choose_qparams nodes on the output: each must
+    /// be idle (0) there too.
+    pub(crate) chooses: Arc<Mutex<Vec<Arc<AtomicUsize>>>>,
+}
+
+impl SiluSource {
+    /// Whether the SiLU node must run at M = 1.
+    fn needed_at_m1(&self) -> bool {
+        self.blockers.load(Ordering::Relaxed) > 0
+            || self
+                .chooses
+                .lock()
+                .map_or(true, |c| c.iter().any(|r| r.load(Ordering::Relaxed) > 0))
+    }
+
+    /// Counts a reader that needs the SiLU's output at M = 1.
+    pub(crate) fn block(&self) {
+        self.blockers.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether the 8da4w linears after the fused SiLU at chain index `at` (output value
+/// `out_val`, tensor `out`) may compute it themselves at M = 1 (`SiluSource`): `out` is
+/// fp32 and no graph output, some later `linear_dq8ca_q4gsw` reads it as x, every op up to
+/// the last of them that refers to its memory is a choose_qparams node or 8da4w linear
+/// reading it as arg 0, and no op after that refers to it. The SiLU's inputs are then read
+/// up to that linear, past their planned lifetime: the caller keeps them
+/// (`GraphBuilder::kept_past_plan`). `ETVK_SILU_GEMV=0` turns it off (comparisons).
+fn silu_into_gemv(g: &GraphBuilder<'_>, at: usize, (out_val, out): (usize, TensorId)) -> bool {
+    const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
+    if std::env::var("ETVK_SILU_GEMV").is_ok_and(|v| v == "0")
+        || g.shapes().dtype(out) != DataType::Float32
+        || g.graph().output_ids.contains(&out_val)
+    {
+        return false;
+    }
+    let chain = &g.graph().chain;
+    let last = chain
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .rev()
+        .find(|(_, op)| op.name == DQ8CA && op.args.len() == 9 && op.args[0] == out_val)
+        .map(|(j, _)| j);
+    let Some(last) = last else {
+        return false;
+    };
+    crate::ops::quantize::x_kept_between(g, out, at, last) && uses(g, out_val, last).is_empty()
+}
+
 /// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its output and the
 /// SiLU's ranges are on (`plan_row_minmax`), as `silu_mul_rows_mm`, by rows, also writing
 /// each row's range.
@@ -154,6 +223,25 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
         }
         None => Dispatch::new(shader, [out, x, u]),
     };
+    let source =
+        (minmax.is_none() && silu_into_gemv(g, call.index, (call.args[2], out))).then(|| {
+            SiluSource {
+                gate: x,
+                up: u,
+                blockers: Arc::new(AtomicUsize::new(0)),
+                chooses: Arc::new(Mutex::new(Vec::new())),
+            }
+        });
+    // The fused node reads x at the outer mul, past the inner ops where the exporter planned
+    // its last read; the linears that compute the SiLU read x and u up to the last of them.
+    g.kept_past_plan.push(x);
+    if let Some(src) = &source {
+        g.kept_past_plan.push(u);
+        g.silu_sources.insert(call.args[2], src.clone());
+        // Whether the node idles at M = 1 depends on the linears built after it: its launch
+        // is made again at the first execute, when they have all counted.
+        g.deferred_resize = true;
+    }
     g.dispatch(call, dispatch, move |s| {
         let dims = s.dims(x).to_vec();
         if s.dims(u) != dims.as_slice() {
@@ -165,6 +253,11 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
         let numel: usize = dims.iter().product();
         let n = dims.last().copied().unwrap_or(1);
         s.set_dims(out, dims)?;
+        // At M = 1 the linears may compute the output themselves: nothing to launch.
+        let numel = match &source {
+            Some(src) if numel == n && !src.needed_at_m1() => 0,
+            _ => numel,
+        };
         let Some(mm) = minmax else {
             return Ok(Launch {
                 push: Push::new().u32(to_u32(numel, "numel")?).finish(),

@@ -463,6 +463,14 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let x_val = call.arg(0)?;
     let [s_val, z_val] = [outs[0], outs[1]];
     let plan = plan_act_quant(g, call, x, (x_val, s_val, z_val), params);
+    // x a fused gated SiLU's output that the linears may compute at M = 1: this node must
+    // idle there too, or the SiLU runs.
+    if let Some(src) = g.silu_sources.get(&x_val) {
+        match &plan {
+            ChoosePlan::Fused { .. } | ChoosePlan::Reuse { skip: true, .. } => {}
+            _ => src.block(),
+        }
+    }
     // (xq and the rows' parameters, how many of its linears read them at M = 1) when this
     // node writes them.
     let fq = match plan {
@@ -494,6 +502,11 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 index: call.index,
             });
             g.act_quant.insert((x_val, s_val, z_val), used.clone());
+            if let Some(src) = g.silu_sources.get(&x_val) {
+                if let Ok(mut c) = src.chooses.lock() {
+                    c.push(used.readers_at_m1.clone());
+                }
+            }
             // Other readers of the scale and zero point need this node at every M.
             let readers = used.readers_at_m1;
             // Whether the node idles at M = 1 depends on the linears built after it: its
@@ -653,7 +666,7 @@ pub(crate) fn op_refs<'g>(
 /// `from` and `last`: every op there that refers to a value held in x's memory (x, its
 /// aliases, values planned into its mem_obj) is a choose_qparams or 8da4w linear reading it
 /// as arg 0 (no op may write it).
-fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -> bool {
+pub(crate) fn x_kept_between(g: &GraphBuilder<'_>, x: TensorId, from: usize, last: usize) -> bool {
     let mem = g.tensor_mem[x.0];
     let in_x_memory = |v: usize| match g.value(v) {
         Ok(GValue::Tensor(t)) => g.tensor_mem[t.0] == mem,

@@ -289,9 +289,10 @@ fn forward(
                         Some(dq) => {
                             let mut d = Dispatch::new(
                                 dq_shaders(&dq)[2],
-                                [dq_out, dq.x, q.w, q.s, bias_t, part, counters]
+                                [dq_out, dq.gemv_x(), q.w, q.s, bias_t, part, counters]
                                     .into_iter()
-                                    .chain(dq.minmax),
+                                    .chain(dq.minmax)
+                                    .chain(dq.silu.map(|s| s.1)),
                             );
                             d.spec = dq.spec.to_vec();
                             d
@@ -312,9 +313,10 @@ fn forward(
                         let shader = dq_shaders(&dq)[usize::from(early)];
                         let mut d = Dispatch::new(
                             shader,
-                            [dq_out, dq.x, q.w, q.s, bias_t]
+                            [dq_out, dq.gemv_x(), q.w, q.s, bias_t]
                                 .into_iter()
-                                .chain(dq.minmax),
+                                .chain(dq.minmax)
+                                .chain(dq.silu.map(|s| s.1)),
                         );
                         d.spec = dq.spec.to_vec();
                         d
@@ -446,6 +448,16 @@ pub(crate) struct DqGemv {
     /// Each row's (scale, zero point) as the choose_qparams node stored them (written where
     /// that node runs, M >= 2): the int8 tensor-core forward's DQ limbs read them.
     pub(crate) row_params: TensorId,
+    /// x is a fused gated SiLU's output (`ops::fusion::SiluSource`), fp32: its (gate, up),
+    /// from which the `_dq_silu` forms compute x at M = 1 (bound as x and last).
+    pub(crate) silu: Option<(TensorId, TensorId)>,
+}
+
+impl DqGemv {
+    /// What the M = 1 DQ GEMV binds as x: the raw x, or the fused SiLU's gate.
+    fn gemv_x(&self) -> TensorId {
+        self.silu.map_or(self.x, |s| s.0)
+    }
 }
 
 /// The int8 tensor-core forward's forms and their DQ forms (two limbs of an 8da4w linear's
@@ -477,6 +489,13 @@ fn dq_rowscale_shader(g: &GraphBuilder<'_>, x: TensorId) -> ShaderId {
 
 /// The DQ half GEMV's forms for `dq`: plain, early, sliced.
 fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
+    if dq.silu.is_some() {
+        return [
+            ShaderId::Q4LinearGemvHalfDqSilu,
+            ShaderId::Q4LinearGemvHalfEarlyDqSilu,
+            ShaderId::Q4LinearGemvHalfSlicedDqSilu,
+        ];
+    }
     match (dq.x16, dq.minmax.is_some()) {
         (true, true) => [
             ShaderId::Q4LinearGemvHalfDqMmX16,
@@ -784,21 +803,29 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         Some(f) => f.xq,
         None => act_fake_quant(g, call, (x, k), (sc, zp), kinds)?,
     };
-    // With a fused node, the half GEMV can quantize fp32 x itself at M = 1.
+    // With a fused node, the half GEMV can quantize fp32 x itself at M = 1 (and compute x
+    // itself from a fused gated SiLU's inputs, where no range is read).
+    let silu_source = g.silu_sources.get(&call.arg(0)?).cloned();
+    let minmax = g.row_minmax.get(&call.arg(0)?).copied();
     let dq = match (&fused, g.shapes().dtype(x)) {
         (Some(f), DataType::Float32) => Some(DqGemv {
             x,
             spec: f.spec,
-            minmax: g.row_minmax.get(&call.arg(0)?).copied(),
+            minmax,
             x16: false,
             row_params: f.row_params,
+            silu: silu_source
+                .as_ref()
+                .filter(|_| minmax.is_none())
+                .map(|s| (s.gate, s.up)),
         }),
         (Some(f), DataType::Float16) => Some(DqGemv {
             x,
             spec: f.spec,
-            minmax: g.row_minmax.get(&call.arg(0)?).copied(),
+            minmax,
             x16: true,
             row_params: f.row_params,
+            silu: None,
         }),
         _ => None,
     };
@@ -821,6 +848,12 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         if !dq_at_m1 {
             f.readers_at_m1
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    // The SiLU node must run at M = 1 unless this linear's M = 1 kernel computes x itself.
+    if let Some(src) = silu_source {
+        if !(dq_at_m1 && dq.is_some_and(|d| d.silu.is_some())) {
+            src.block();
         }
     }
     Ok(())
