@@ -9,8 +9,9 @@ use super::*;
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
 /// came in as fp16 (arg 0; `x` is then its fp32 copy). `dq`: an 8da4w linear's raw x and
 /// quantization parameters, which the half GEMV (unsliced or sliced) can take instead of `x`
-/// (its DQ forms); the result says whether the M = 1 kernel does (then `x` is not read at
-/// M = 1).
+/// (its DQ forms), and from which the tensor-core kernels take the integers q - zp (f16:
+/// `q4_dq_rowscale`; int8: `q4_mma_limbs_dq`); the result says whether the M = 1 kernel
+/// does (then `x` is not read at M = 1).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -31,11 +32,6 @@ fn forward(
         && out_user != out
         && g.shapes().dtype(out_user) == DataType::Float16)
         .then_some(out_user);
-    // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
-    // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
-    // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
-    // that read the row's range from the op before (DQ_MM) reduce nothing; those for fp16 x
-    // write the fp16 output.
     // The f16 tensor-core kernel on an 8da4w linear's integers q - zp (exact in one fp16:
     // its `_x16` forms) from the raw x, by `q4_dq_rowscale`, instead of the fake-quantized
     // x's hi / lo pairs. `ETVK_DQ_ROWS=0` keeps the pairs (comparisons).
@@ -56,6 +52,11 @@ fn forward(
                     .iter()
                     .all(|&(three, two)| !g.shader_supported(three) || g.shader_supported(two))
         });
+    // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
+    // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
+    // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
+    // that read the row's range from the op before (DQ_MM) reduce nothing; those for fp16 x
+    // write the fp16 output.
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
             && (!d.x16 || f16_target.is_some())
