@@ -19,10 +19,10 @@
 //! Tensors read past their planned lifetime: a fusion that reads a tensor at a later node
 //! than the exporter planned its last read (the fused gated SiLU reads its gate at the outer
 //! `mul`; the 8da4w linear after it may compute the SiLU from gate and up) registers it in
-//! `kept_past_plan`; such a tensor moves into a memory object of its own when its planned
-//! one holds other tensors (which the exporter may have written over it in between). Where
-//! that could break an alias the plan means, the load fails rather than compute from
-//! overwritten data.
+//! `kept_past_plan`; such a tensor moves out of its planned memory object when that holds
+//! other tensors (which the exporter may have written over it in between), into one shared
+//! only with other such tensors whose spans of nodes do not overlap. Where that could break
+//! an alias the plan means, the load fails rather than compute from overwritten data.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,12 +141,15 @@ impl GraphBuilder<'_> {
 
     /// Moves each tensor of `kept_past_plan` whose memory object holds other tensors into
     /// one of its own (`own`: the objects `alias_views` made, a tensor and its views only).
+    /// Those objects are shared among such tensors whose spans of nodes (first to last
+    /// binding) do not overlap, as a layer's gate and up and the next layer's do not: the
+    /// extra memory is one layer's worth, not one per layer.
     fn keep_past_plan(&mut self, acc: &Accesses, own: &HashSet<MemId>) -> crate::api::Result<()> {
         let kept = std::mem::take(&mut self.kept_past_plan);
-        let mut done: HashSet<TensorId> = HashSet::new();
+        let mut moving: Vec<TensorId> = Vec::new();
         for t in kept {
             let m = self.tensor_mem[t.0];
-            if !done.insert(t) || own.contains(&m) {
+            if moving.contains(&t) || own.contains(&m) || acc.persistent.contains(&t) {
                 continue;
             }
             let others: Vec<TensorId> = (0..self.tensor_mem.len())
@@ -163,9 +166,51 @@ impl GraphBuilder<'_> {
                     self.shapes.tensors[t.0].label
                 )));
             }
-            let label = format!("{} (kept past its plan)", self.shapes.tensors[t.0].label);
-            let new = self.new_mem(self.tensor_bytes(t), label);
-            self.tensor_mem[t.0] = new;
+            moving.push(t);
+        }
+        if moving.is_empty() {
+            return Ok(());
+        }
+        // Each moving tensor's span: the first and last node that binds it (any variant).
+        let mut span: HashMap<TensorId, (usize, usize)> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let mut note = |bindings: &[Binding]| {
+                for bd in bindings {
+                    if let Binding::Tensor(t) = bd {
+                        if moving.contains(t) {
+                            let e = span.entry(*t).or_insert((i, i));
+                            e.0 = e.0.min(i);
+                            e.1 = e.1.max(i);
+                        }
+                    }
+                }
+            };
+            match self.alternatives.get(i).and_then(|a| a.as_ref()) {
+                Some(a) => a.variants.iter().for_each(|(d, _, _)| note(&d.bindings)),
+                None => note(&node.bindings),
+            }
+        }
+        moving.sort_by_key(|t| span.get(t).map_or(0, |s| s.0));
+        // (object, the last node of its latest tensor).
+        let mut pool: Vec<(MemId, usize)> = Vec::new();
+        for t in moving {
+            let (first, last) = span.get(&t).copied().unwrap_or((0, usize::MAX));
+            let bytes = self.tensor_bytes(t);
+            let m = match pool.iter_mut().find(|(_, end)| *end < first) {
+                Some(slot) => {
+                    slot.1 = last;
+                    let spec = &mut self.mems[slot.0 .0];
+                    spec.bytes = spec.bytes.max(bytes);
+                    slot.0
+                }
+                None => {
+                    let label = format!("{} (kept past its plan)", self.shapes.tensors[t.0].label);
+                    let m = self.new_mem(bytes, label);
+                    pool.push((m, last));
+                    m
+                }
+            };
+            self.tensor_mem[t.0] = m;
         }
         Ok(())
     }
