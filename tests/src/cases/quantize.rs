@@ -664,20 +664,26 @@ fn dq8ca_after_gated_silu(k: usize, ms: &[usize], seed: u64) -> OpCase {
         .dynamic();
     for (r, &m) in ms.iter().enumerate() {
         let sizes = [m, k];
-        let x = Tensor::rand_range(F32, &sizes, -6.0, 6.0, seed + 10 * r as u64);
-        let u = Tensor::rand_range(F32, &sizes, -2.0, 2.0, seed + 10 * r as u64 + 5);
-        let yv: Vec<f64> = x
-            .data
-            .iter()
-            .zip(&u.data)
-            .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
-            .collect();
-        let yt = Tensor::new(F32, &sizes, yv);
+        let (x, u, yt) = gated_silu_inputs(&sizes, seed + 10 * r as u64);
         let xq = Tensor::f32(&sizes, fake_quant(&yt, k, F32));
         let lin = super::q4_linear::forward_ref(&xq, &wd, kp, n, None);
         case = case.run(vec![x, u], vec![yt, lin]);
     }
     case
+}
+
+/// Random x in [-6, 6], u in [-2, 2] of `sizes` and the f64 gated SiLU y = silu(x) * u.
+fn gated_silu_inputs(sizes: &[usize], seed: u64) -> (Tensor, Tensor, Tensor) {
+    let x = Tensor::rand_range(F32, sizes, -6.0, 6.0, seed);
+    let u = Tensor::rand_range(F32, sizes, -2.0, 2.0, seed + 5);
+    let yv: Vec<f64> = x
+        .data
+        .iter()
+        .zip(&u.data)
+        .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+        .collect();
+    let y = Tensor::new(F32, sizes, yv);
+    (x, u, y)
 }
 
 /// A gated SiLU y = silu(x) * u [M, k] that only a (choose_qparams, 8da4w linear) pair
@@ -718,15 +724,7 @@ fn dq8ca_silu_into_gemv(k: usize, ms: &[usize], scale_out: bool, seed: u64) -> O
         .dynamic();
     for (r, &m) in ms.iter().enumerate() {
         let sizes = [m, k];
-        let x = Tensor::rand_range(F32, &sizes, -6.0, 6.0, seed + 10 * r as u64);
-        let u = Tensor::rand_range(F32, &sizes, -2.0, 2.0, seed + 10 * r as u64 + 5);
-        let yv: Vec<f64> = x
-            .data
-            .iter()
-            .zip(&u.data)
-            .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
-            .collect();
-        let yt = Tensor::new(F32, &sizes, yv);
+        let (x, u, yt) = gated_silu_inputs(&sizes, seed + 10 * r as u64);
         let xq = Tensor::f32(&sizes, fake_quant(&yt, k, F32));
         let mut want = Vec::new();
         if scale_out {

@@ -175,22 +175,13 @@ impl SiluSource {
 /// up to that linear, past their planned lifetime: the caller keeps them
 /// (`GraphBuilder::kept_past_plan`). `ETVK_SILU_GEMV=0` turns it off (comparisons).
 fn silu_into_gemv(g: &GraphBuilder<'_>, at: usize, (out_val, out): (usize, TensorId)) -> bool {
-    const DQ8CA: &str = "et_vk.linear_dq8ca_q4gsw.default";
     if std::env::var("ETVK_SILU_GEMV").is_ok_and(|v| v == "0")
         || g.shapes().dtype(out) != DataType::Float32
         || g.graph().output_ids.contains(&out_val)
     {
         return false;
     }
-    let chain = &g.graph().chain;
-    let last = chain
-        .iter()
-        .enumerate()
-        .skip(at + 1)
-        .rev()
-        .find(|(_, op)| op.name == DQ8CA && op.args.len() == 9 && op.args[0] == out_val)
-        .map(|(j, _)| j);
-    let Some(last) = last else {
+    let Some(last) = crate::ops::quantize::last_dq_linear_reader(g, at, out_val) else {
         return false;
     };
     crate::ops::quantize::x_kept_between(g, out, at, last) && uses(g, out_val, last).is_empty()

@@ -662,6 +662,19 @@ pub(crate) fn op_refs<'g>(
     })
 }
 
+/// The chain index of the last `linear_dq8ca_q4gsw` after index `at` that reads value `v` as
+/// its x (arg 0).
+pub(crate) fn last_dq_linear_reader(g: &GraphBuilder<'_>, at: usize, v: usize) -> Option<usize> {
+    g.graph()
+        .chain
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .rev()
+        .find(|(_, op)| op.name == DQ8CA && op.args.len() == 9 && op.args[0] == v)
+        .map(|(j, _)| j)
+}
+
 /// Whether the memory of tensor x keeps its contents over the chain ops strictly between
 /// `from` and `last`: every op there that refers to a value held in x's memory (x, its
 /// aliases, values planned into its mem_obj) is a choose_qparams or 8da4w linear reading it
@@ -739,15 +752,7 @@ pub(crate) fn plan_row_minmax(
     if off || crate::ops::fusion::fusion_off() || !float {
         return Ok(None);
     }
-    let chain = &g.graph().chain;
-    let last = chain
-        .iter()
-        .enumerate()
-        .skip(at + 1)
-        .rev()
-        .find(|(_, op)| op.name == DQ8CA && op.args.len() == 9 && op.args[0] == out_val)
-        .map(|(j, _)| j);
-    let Some(last) = last else {
+    let Some(last) = last_dq_linear_reader(g, at, out_val) else {
         return Ok(None);
     };
     if !x_kept_between(g, out, at, last) {
