@@ -78,11 +78,16 @@ float act_inv_scale(float s) {
   return invc;
 }
 
+// x quantized to int8 with zero point z (invc = act_inv_scale(s)), as the integer q - z in
+// [-255, 255] (exact in float): what the 8da4w linears' integer forms take.
+float act_quant_offset(float x, float z, float invc) {
+  precise float t = x * invc;
+  return clamp(roundEven(t) + z, -128.0, 127.0) - z;
+}
+
 // x quantized to int8 with (s, z) and dequantized: q4_act_fakequant.comp's arithmetic, term
 // for term (invc = act_inv_scale(s)).
 float act_fake_quant(float x, float s, float z, float invc) {
-  precise float t = x * invc;
-  const float q = clamp(roundEven(t) + z, -128.0, 127.0);
-  precise float o = (q - z) * s;
+  precise float o = act_quant_offset(x, z, invc) * s;
   return o;
 }

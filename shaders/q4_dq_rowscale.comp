@@ -84,8 +84,7 @@ void main() {
     [[unroll]] for (uint e = 0u; e < 2u; ++e) {
       const uint n = 2u * w + e;
       if (n < p.N) {
-        precise float q = float(a[base + n]) * invc;
-        d[e] = finite ? clamp(roundEven(q) + zp, -128.0, 127.0) - zp : uintBitsToFloat(0x7FC00000u);
+        d[e] = finite ? act_quant_offset(float(a[base + n]), zp, invc) : uintBitsToFloat(0x7FC00000u);
       }
     }
     ahl[out0 + w] = packFloat2x16(f16vec2(d));

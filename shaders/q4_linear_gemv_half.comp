@@ -414,10 +414,7 @@ void main() {
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         float dv = 0.0;
-        if (k0 + 4u * i + c < p.K) {
-          precise float t = xv[i][c] * invc;
-          dv = clamp(roundEven(t) + qp.w, -128.0, 127.0) - qp.w;
-        }
+        if (k0 + 4u * i + c < p.K) dv = act_quant_offset(xv[i][c], qp.w, invc);
         xv[i][c] = dv;
       }
     }

@@ -61,10 +61,7 @@ void main() {
     vec4 dv = vec4(0.0);
     [[unroll]] for (uint e = 0u; e < 4u; ++e) {
       const uint k = c * 32u + 4u * (t & 7u) + e;
-      if (row && k < p.K) {
-        precise float q = float(xr[m * p.K + k]) * invc;
-        dv[e] = clamp(roundEven(q) + qp.y, -128.0, 127.0) - qp.y;
-      }
+      if (row && k < p.K) dv[e] = act_quant_offset(float(xr[m * p.K + k]), qp.y, invc);
     }
     uint word[2];
     int lsum[2];

@@ -172,12 +172,13 @@ impl GraphBuilder<'_> {
             return Ok(());
         }
         // Each moving tensor's span: the first and last node that binds it (any variant).
+        let moving_set: HashSet<TensorId> = moving.iter().copied().collect();
         let mut span: HashMap<TensorId, (usize, usize)> = HashMap::new();
         for (i, node) in self.nodes.iter().enumerate() {
             let mut note = |bindings: &[Binding]| {
                 for bd in bindings {
                     if let Binding::Tensor(t) = bd {
-                        if moving.contains(t) {
+                        if moving_set.contains(t) {
                             let e = span.entry(*t).or_insert((i, i));
                             e.0 = e.0.min(i);
                             e.1 = e.1.max(i);
