@@ -52,6 +52,14 @@
 // of a fused gated SiLU (a Llama MLP's w2), computed from its two inputs where x is loaded;
 // the SiLU node then launches nothing at M = 1.
 //
+// NORM = 1 (with DQ: `_dq_norm`, `_early_dq_norm`, `_sliced_dq_norm`): x = RMSNorm(v) * w of an
+// et_vk.rms_norm node whose output only this linear's kind reads (ops/fusion.rs), computed
+// here where x is loaded: the row's sum of squares (subgroup sums and one barrier; sliced, by
+// reading the whole row once more), then v * rsqrt(mean + eps) * w as rms_norm.comp orders
+// it (eps as specialization constant 8, w bound after the others). NORM_ADD = 1 (`_addnorm`
+// forms): v = a + b of the fused add before the norm (b bound last), whose node then only
+// writes the sum. The norm node launches nothing at M = 1.
+//
 // DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
 // rms_norm.comp's MINMAX forms, or the gated SiLU, silu_mul_rows.comp) wrote the row's
 // (min(0, min x), max(0, max x)) to `row_mm`: no reduction, no barrier, no subgroup
@@ -115,6 +123,12 @@ layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };
 #ifndef SILU
 #define SILU 0
 #endif
+#ifndef NORM
+#define NORM 0
+#endif
+#ifndef NORM_ADD
+#define NORM_ADD 0
+#endif
 // The binding after the others (the row range of DQ_MM, or SILU's up).
 #if SLICED
 #define EXTRA_BINDING 7
@@ -139,6 +153,26 @@ vec4 silu_gate4(vec4 a, vec4 u) {
 }
 #define X_AT(i) silu_gate(xg[i], up[i])
 #define X4_AT(i) silu_gate4(xg4[i], up4[i])
+#elif NORM
+// `_dq_norm` forms (with DQ, fp32): the norm's input v (binding 1; with NORM_ADD the add's a,
+// and b bound after w) and weight w, from which x is computed after the row's sum of squares.
+layout(constant_id = 8) const uint NORM_EPS_BITS = 0u;
+layout(set = 0, binding = 1) readonly buffer X { float xa[]; };
+layout(set = 0, binding = 1) readonly buffer X4 { vec4 xa4[]; };
+layout(set = 0, binding = EXTRA_BINDING) readonly buffer NormW { float nw[]; };
+layout(set = 0, binding = EXTRA_BINDING) readonly buffer NormW4 { vec4 nw4[]; };
+#if NORM_ADD
+layout(set = 0, binding = EXTRA_BINDING + 1) readonly buffer XB { float xb[]; };
+layout(set = 0, binding = EXTRA_BINDING + 1) readonly buffer XB4 { vec4 xb4[]; };
+#define X_AT(i) (xa[i] + xb[i])
+#define X4_AT(i) (xa4[i] + xb4[i])
+#else
+#define X_AT(i) xa[i]
+#define X4_AT(i) xa4[i]
+#endif
+// x itself: the loaded v normalized (`nscale`: rsqrt(mean + eps), in scope where used).
+#define XN_AT(i) (X_AT(i) * nscale * nw[i])
+#define XN4_AT(i) (X4_AT(i) * nscale * nw4[i])
 #elif X_F16
 // `_dq_x16` forms (with DQ and OUT_F16): a force_fp16 program's raw fp16 x, taken to float as
 // the choose_qparams node takes it.
@@ -151,6 +185,10 @@ layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 #define X_AT(i) x[i]
 #define X4_AT(i) x4[i]
+#endif
+#if !NORM
+#define XN_AT(i) X_AT(i)
+#define XN4_AT(i) X4_AT(i)
 #endif
 layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
 layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
@@ -191,6 +229,9 @@ shared float red2[RW * SEGS];
 // Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups (NT <= 512 in
 // subgroups of >= 4), zero past the last subgroup up to a multiple of 4.
 shared vec4 dq_part[64];
+#endif
+#if NORM
+shared float norm_part[128];  // per-subgroup sums of squares
 #endif
 #if SLICED
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
@@ -343,6 +384,47 @@ void main() {
                    k + 2u < p.K ? X_AT(k + 2u) : 0.0, k + 3u < p.K ? X_AT(k + 3u) : 0.0);
     }
   }
+#if NORM
+  // The row's sum of squares, then x = v * rsqrt(mean + eps) * w (rms_norm.comp's order).
+  float nscale;
+  {
+    float ss = 0.0;
+#if SLICED
+    // A slice holds part of the row: the whole row once more (from L2 once read).
+    if ((p.K & 3u) == 0u) {
+      for (uint i = t; i < (p.K >> 2); i += NT) {
+        const vec4 v = X4_AT(i);
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      }
+    } else {
+      for (uint i = t; i < p.K; i += NT) {
+        const float v = X_AT(i);
+        ss += v * v;
+      }
+    }
+#else
+    // Invocations past the row hold copies of its last half chunk: they count zero (values
+    // past K were loaded as zeros).
+    if (LIVE) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        ss += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
+      }
+    }
+#endif
+    ss = subgroupAdd(ss);
+    if (gl_SubgroupInvocationID == 0u) norm_part[gl_SubgroupID] = ss;
+    barrier();
+    float total = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
+    nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const uint k = k0 + 4u * i + c;
+        xv[i][c] = k < p.K ? xv[i][c] * nscale * nw[k] : 0.0;
+      }
+    }
+  }
+#endif
 #if DQ
   float dq_scale = 0.0;
   {
@@ -357,14 +439,15 @@ void main() {
     float l = 0.0, u = 0.0;
     if ((p.K & 3u) == 0u) {
       for (uint i = t; i < (p.K >> 2); i += NT) {
-        const vec4 v = X4_AT(i);
+        const vec4 v = XN4_AT(i);
         l = min(l, min(min(v.x, v.y), min(v.z, v.w)));
         u = max(u, max(max(v.x, v.y), max(v.z, v.w)));
       }
     } else {
       for (uint i = t; i < p.K; i += NT) {
-        l = min(l, X_AT(i));
-        u = max(u, X_AT(i));
+        const float v = XN_AT(i);
+        l = min(l, v);
+        u = max(u, v);
       }
     }
 #else

@@ -12,6 +12,8 @@
 // ADD = 1 (`add_rms_norm`, ops/fusion.rs): x = a + b is first written to `sum` (a residual
 // add whose result the next op normalizes and later ops read), then normalized; every
 // element is read and written by the same invocation, so the buffers may alias row-wise.
+// With ADD, `sum_only` = 1 writes the sum alone: the 8da4w linears that read out compute the
+// norm themselves at M = 1 (q4_linear_gemv_half.comp's NORM_ADD forms; ops/fusion.rs).
 // MINMAX = 1 (`rms_norm_mm`, `add_rms_norm_mm`, ops/quantize.rs): also writes each row's
 // (min(0, min_j out), max(0, max_j out)) as stored, for the 8da4w linears that read out and
 // quantize it per row (q4_linear_gemv_half.comp's DQ_MM forms): the minimum and maximum
@@ -52,7 +54,7 @@ layout(push_constant) uniform Params {
   uint R;
   uint N;
   float eps;
-  uint pad_;
+  uint sum_only;  // ADD: write the sum, not the norm
 } p;
 
 shared float s_sum[MAX_LANES];
@@ -82,6 +84,12 @@ void main() {
   }
   uint lane = gl_LocalInvocationID.x;
   uint base = row * p.N;
+#if ADD
+  if (p.sum_only != 0u) {
+    for (uint j = lane; j < p.N; j += LANES) add_and_store(base + j, float(x_[base + j]), float(b_[base + j]));
+    return;  // whole workgroup (a push constant)
+  }
+#endif
   // Every load before the first store (a store may alias them as far as the compiler
   // knows, so loads after it would wait for it).
   float v[VPT], wv[VPT];

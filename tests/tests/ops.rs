@@ -254,11 +254,10 @@ fn act_quant_fusion_leaves_out_nodes() {
     }
 }
 
-/// After an RMSNorm (alone or fused with the add before it), or a fused gated SiLU with
-/// compile spec `etvk_row_range` = `all`, that writes its rows' range, the 8da4w linears'
-/// M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose node idles; at
-/// M > 1 the choose node runs: on rows of 8448 by default, on short ones with compile spec
-/// `etvk_row_range` = `norm`. The numbers are checked by the quantize family. A spec value
+/// After an RMSNorm (alone or fused with the add before it) with compile spec
+/// `etvk_row_range` = `norm`, or a fused gated SiLU with `all`, that writes its rows' range,
+/// the 8da4w linears' M = 1 DQ GEMVs read that range (`_dq_mm`, sliced too) and their choose
+/// node idles; at M > 1 the choose node runs. The numbers are checked by the quantize family. A spec value
 /// outside `auto`, `norm`, `all`, `off` fails the load, naming the spec.
 #[test]
 fn norm_writes_row_range_for_dq_gemv() {
@@ -286,7 +285,7 @@ fn norm_writes_row_range_for_dq_gemv() {
     // (case, node id of the norm's first choose, linear ids, runs at M = 1 / M > 1, the
     // kernel ending at M = 1).
     type Plan<'a> = (&'a str, u32, &'a [u32], &'a [bool], &'a str);
-    let plans: [Plan; 7] = [
+    let plans: [Plan; 6] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 96]] M [1, 3, 1] [etvk_row_range = norm]",
@@ -303,21 +302,13 @@ fn norm_writes_row_range_for_dq_gemv() {
             &[true, false, true],
             "_dq_mm",
         ),
-        // Rows of 8448 by default (`auto`): the sliced form.
+        // Rows of 8448: the sliced form.
         (
-            "rms_norm then two linears on y[[1, 8448]] M [1]",
+            "rms_norm then two linears on y[[1, 8448]] M [1] [etvk_row_range = norm]",
             1,
             &[2, 4],
             &[true],
             "_sliced_dq_mm",
-        ),
-        // Short rows by default: no range.
-        (
-            "rms_norm then two linears on y[[2, 96]] M [1, 2]",
-            1,
-            &[2, 4],
-            &[true, false],
-            "_dq",
         ),
         // force_fp16: `_dq_mm_x16`.
         (
@@ -374,6 +365,80 @@ fn norm_writes_row_range_for_dq_gemv() {
                     node(choose).launched,
                     "{label} run {run}: choose idle at M > 1"
                 );
+            }
+        }
+    }
+}
+
+/// An fp32 RMSNorm that only 8da4w linears read (through their choose nodes) launches
+/// nothing at M = 1 by default: their DQ GEMVs compute it (`_dq_norm`, sliced past 8192
+/// values); fused with the add before it, the add's node writes the sum alone and the
+/// GEMVs compute the norm of a + b (`_dq_addnorm`). At M > 1 the norm runs. The numbers
+/// (the sum a graph output too) are checked by the quantize family.
+#[test]
+fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
+    let all = (cases::family("quantize").cases)();
+    // (case ending, norm node id, linear ids, the M = 1 kernel ending).
+    let plans: [(&str, u32, [u32; 2], &str); 5] = [
+        // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
+        (
+            "rms_norm then two linears on y[[3, 128]] M [1, 3, 1]",
+            0,
+            [2, 4],
+            "_dq_norm",
+        ),
+        (
+            "rms_norm then two linears on y[[2, 16384]] M [1, 2]",
+            0,
+            [2, 4],
+            "_sliced_dq_norm",
+        ),
+        // add 0 (the norm 1 fused into it), choose 2, linear 3, choose 4, linear 5.
+        (
+            "add + rms_norm then two linears on y[[2, 202]] M [1, 2, 1]",
+            0,
+            [3, 5],
+            "_dq_addnorm",
+        ),
+        (
+            "add + rms_norm then two linears on y[[3, 8450]] M [1, 3, 1]",
+            0,
+            [3, 5],
+            "_sliced_dq_addnorm",
+        ),
+        (
+            "add + rms_norm then two linears on y[[3, 64]] M [1, 3, 1]",
+            0,
+            [3, 5],
+            "_dq_addnorm",
+        ),
+    ];
+    for (name, norm, linears, kernel) in plans {
+        let case = case_ending(&all, name);
+        let add = name.starts_with("add");
+        for run in 0..2 {
+            let nodes = profile_run(case, run);
+            let node = |id: u32| {
+                nodes
+                    .iter()
+                    .find(|n| n.node_id == id && (!linears.contains(&id) || n.launched))
+                    .unwrap_or_else(|| panic!("{name} run {run}: no node {id} in {nodes:?}"))
+            };
+            if !node(linears[0]).op.contains("gemv_half") && run == 0 {
+                continue; // a device without the half GEMV's int8 dot products
+            }
+            if run == 0 {
+                for id in linears {
+                    assert!(
+                        node(id).op.ends_with(kernel),
+                        "{name}: linear {id} ran {}",
+                        node(id).op
+                    );
+                }
+                // The fused add still writes the sum (a graph output here).
+                assert_eq!(node(norm).launched, add, "{name}: norm node at M = 1");
+            } else {
+                assert!(node(norm).launched, "{name}: norm idle at M > 1");
             }
         }
     }

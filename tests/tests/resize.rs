@@ -59,34 +59,41 @@ fn decode_steps_rerun_only_the_steps_the_position_reaches() {
     }
 }
 
-/// In export_llm's 8da4w Llama, with compile spec `etvk_row_range` = `norm`, the linears
-/// whose x an RMSNorm wrote read the row range it wrote (`_dq_mm` forms at M = 1;
-/// ops/quantize.rs `plan_row_minmax`): per layer q / k / v and w1 / w3, and the vocabulary
-/// projection; wo, after the attention, reduces the row itself (`_dq`), and w2 computes
-/// its x from the gated SiLU's inputs and reduces it (`_dq_silu`: the SiLU's range is off
-/// by default, and the SiLU node idles at M = 1). By default (`auto`) this model's rows (64)
-/// are too short for the ranges. The outputs are checked against the exporter's by the runs
+/// In export_llm's 8da4w Llama the linears whose x an RMSNorm wrote (per layer q / k / v and
+/// w1 / w3, and the vocabulary projection) compute that norm themselves at M = 1 by default
+/// (`_dq_norm`, or `_dq_addnorm` where the residual add is fused into the norm; ops/fusion.rs)
+/// and no norm node launches (the adds write their sums); with compile spec
+/// `etvk_row_range` = `norm` they read the row range the norm wrote instead (`_dq_mm` forms;
+/// ops/quantize.rs `plan_row_minmax`). wo, after the attention, reduces the row itself
+/// (`_dq`), and w2 computes its x from the gated SiLU's inputs and reduces it (`_dq_silu`:
+/// the SiLU node idles at M = 1). The outputs are checked against the exporter's by the runs
 /// themselves.
 #[test]
 fn decode_linears_read_the_row_range_their_producer_wrote() {
     let be = backend();
     let name = "e6_llama3_tiny_kvcache_8da4w";
-    // Two layers: 5 + 5 with the range, 1 + 1 without, 1 + 1 SiLU, and the vocabulary
-    // projection.
-    for (setting, want) in [(None, (0, 13, 2)), (Some("norm"), (11, 2, 2))] {
+    // Two layers: 5 + 5 after a norm, 1 + 1 after the attention, 1 + 1 SiLU, and the
+    // vocabulary projection; two norm nodes are not fused with an add (the first and the
+    // last). (range, reducing, SiLU, norm inside, norm nodes launched).
+    for (setting, want) in [(None, (0, 2, 2, 11, 0)), (Some("norm"), (11, 2, 2, 0, 2))] {
         let specs: Vec<(String, Vec<u8>)> = setting
             .map(|v| ("etvk_row_range".to_string(), v.as_bytes().to_vec()))
             .into_iter()
             .collect();
-        for kernels in &decode_gemvs(&be, name, &specs) {
+        for (kernels, norms) in &decode_gemvs(&be, name, &specs) {
             if !kernels.iter().any(|k| k.contains("gemv_half")) {
                 continue; // a device without the half GEMV's int8 dot products
             }
-            let with_range = kernels.iter().filter(|k| k.ends_with("_dq_mm")).count();
-            let reducing = kernels.iter().filter(|k| k.ends_with("_dq")).count();
-            let silu = kernels.iter().filter(|k| k.ends_with("_dq_silu")).count();
+            let count = |end: &str| kernels.iter().filter(|k| k.ends_with(end)).count();
+            let inside = count("_dq_norm") + count("_dq_addnorm");
             assert_eq!(
-                (with_range, reducing, silu),
+                (
+                    count("_dq_mm"),
+                    count("_dq"),
+                    count("_dq_silu"),
+                    inside,
+                    *norms
+                ),
                 want,
                 "{name} ({setting:?}): decode kernels {kernels:?}"
             );
@@ -95,12 +102,13 @@ fn decode_linears_read_the_row_range_their_producer_wrote() {
 }
 
 /// The 8da4w linears' kernels of each decode (one-token) case of fixture `name`, loaded
-/// with compile specs `specs` added.
+/// with compile specs `specs` added, with how many RMSNorm nodes launched there (a norm
+/// fused with the add before it is the add's node, which writes the sum at M = 1 anyway).
 fn decode_gemvs(
     be: &std::sync::Arc<etvk_runtime::Backend>,
     name: &str,
     specs: &[(String, Vec<u8>)],
-) -> Vec<Vec<String>> {
+) -> Vec<(Vec<String>, usize)> {
     let io = load_io(name).unwrap();
     let mut decode_kernels = Vec::new();
     etvk_tests::fixtures::run_delegate_profiled_with(name, be, specs, |i, d: &Delegate| {
@@ -112,7 +120,12 @@ fn decode_gemvs(
                 .filter(|n| n.launched && n.op.starts_with("et_vk.linear_dq8ca_q4gsw"))
                 .map(|n| n.op.rsplit('/').next().unwrap_or("").to_string())
                 .collect();
-            decode_kernels.push(gemvs);
+            let norms = d
+                .profile_nodes()
+                .iter()
+                .filter(|n| n.launched && n.op.starts_with("et_vk.rms_norm"))
+                .count();
+            decode_kernels.push((gemvs, norms));
         }
     })
     .unwrap_or_else(|e| panic!("{e}"));

@@ -344,10 +344,10 @@ pub struct GraphBuilder<'a> {
     /// where that op also writes each row's (min(0, min), max(0, max)), for the 8da4w
     /// linears that quantize that output per row (ops/quantize.rs `plan_row_minmax`).
     pub(crate) row_minmax: HashMap<usize, TensorId>,
-    /// Fused gated SiLUs whose output only choose_qparams nodes and 8da4w linears read, by
-    /// that output's value id: the linears' M = 1 DQ GEMVs may compute it themselves
-    /// (ops/fusion.rs `SiluSource`).
-    pub(crate) silu_sources: HashMap<usize, crate::ops::fusion::SiluSource>,
+    /// Fused gated SiLUs and RMSNorms whose output only choose_qparams nodes and 8da4w
+    /// linears read, by that output's value id: the linears' M = 1 DQ GEMVs may compute it
+    /// themselves (ops/fusion.rs `XSource`).
+    pub(crate) x_sources: HashMap<usize, crate::ops::fusion::XSource>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -387,7 +387,7 @@ impl<'a> GraphBuilder<'a> {
             skip_ops: std::collections::HashSet::new(),
             silu_mul: HashMap::new(),
             row_minmax: HashMap::new(),
-            silu_sources: HashMap::new(),
+            x_sources: HashMap::new(),
             dynamic,
             cpu_prepack: false,
             q4_gemv: None,

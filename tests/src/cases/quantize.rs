@@ -178,11 +178,17 @@ pub fn cases() -> Vec<OpCase> {
         // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.
         dq8ca_after_norm(F32, false, 96, &[1, 3, 1], 22).spec("etvk_row_range", "norm"),
         dq8ca_after_norm(F32, true, 64, &[1, 2, 1], 23).spec("etvk_row_range", "norm"),
-        dq8ca_after_norm(F32, false, 8448, &[1], 24),
+        dq8ca_after_norm(F32, false, 8448, &[1], 24).spec("etvk_row_range", "norm"),
         // force_fp16: the fp16 norm writes the range, the fp16 DQ GEMVs read it (`_dq_mm_x16`).
         dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28).spec("etvk_row_range", "norm"),
-        // By default (`auto`) a norm of rows under 4096 writes no range: the GEMVs reduce.
-        dq8ca_after_norm(F32, false, 96, &[1, 2], 36),
+        // By default the fp32 norm is computed inside the M = 1 DQ GEMVs (`_dq_norm`,
+        // `_dq_addnorm`, the add node writing the sum alone), unsliced (rows not a
+        // multiple of 4 too) and sliced.
+        dq8ca_after_norm(F32, false, 128, &[1, 3, 1], 39),
+        dq8ca_after_norm(F32, true, 202, &[1, 2, 1], 40),
+        dq8ca_after_norm(F32, false, 16384, &[1, 2], 41),
+        dq8ca_after_norm(F32, true, 8450, &[1, 3, 1], 44),
+        dq8ca_after_norm(F32, true, 64, &[1, 3, 1], 43),
         // After a gated SiLU: elementwise (its range off by default), and by rows with
         // their range (`silu_mul_rows_mm`, compile spec `etvk_row_range` = `all`): rows past
         // the values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.
@@ -545,11 +551,17 @@ fn choose_and_linear(
 }
 
 /// An RMSNorm of dtype `dt` (eps 0; with `add`, of the sum a + b, which the runtime fuses
-/// into one dispatch) whose output y two (choose_qparams, 8da4w linear) pairs read (N = 24,
-/// 40, group size 32; outputs of dtype `dt`): the norm also writes each row's range for the
-/// linears' DQ GEMVs at M = 1 (ops/quantize.rs `plan_row_minmax`). Rows of +-1 (as a + b: b a
-/// multiple of 1/8) have a mean square of exactly 1, so y = +-w exactly in `dt` and the
-/// reference quantizes the same values the GPU does. Run at leading dim each of `ms`.
+/// into one dispatch; the sum is then also a graph output, first) whose output y two
+/// (choose_qparams, 8da4w linear) pairs read (N = 24, 40, group size 32; outputs of dtype
+/// `dt`): the norm writes each row's range for the linears' M = 1 DQ GEMVs where compile spec
+/// `etvk_row_range` asks (ops/quantize.rs `plan_row_minmax`), else (fp32) those GEMVs compute
+/// the norm themselves (`_dq_norm`, `_dq_addnorm`). Each row is +-c (as a + b: b a multiple
+/// of 1/8): its mean square is c^2, so y = +-w exactly in `dt` and the reference quantizes
+/// the same values the GPU does. c is 1, or where K is a power of two 2 or 0.5 on some rows
+/// (by run and row), so that the scale 1 / c is applied (a norm left out would give +-c w):
+/// there the GPU's division of the sum by K is exact, where a times 1 / K may be an ulp off
+/// (and a value of the int8 quantization round the other way). Run at leading dim each of
+/// `ms`.
 fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
     let ns = [24usize, 40];
     let xs = [ms.iter().copied().max().unwrap_or(1), k];
@@ -562,6 +574,7 @@ fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) 
         let al = g.int(1);
         let sum = g.tensor(dt, &xs);
         g.op("aten.add.Tensor", &[ai, bi, al, sum]);
+        g.mark_output(sum);
         sum
     } else {
         ai
@@ -591,15 +604,26 @@ fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) 
         let s: Vec<f64> = signs
             .data
             .iter()
-            .map(|&v| if v < 0.0 { -1.0 } else { 1.0 })
+            .enumerate()
+            .map(|(i, &v)| {
+                let c = match k.is_power_of_two() {
+                    true => [1.0, 2.0, 0.5][(2 * r + i / k + 1) % 3],
+                    false => 1.0,
+                };
+                if v < 0.0 {
+                    -c
+                } else {
+                    c
+                }
+            })
             .collect();
         let yv: Vec<f64> = s
             .iter()
             .enumerate()
-            .map(|(i, &e)| e * w.data[i % k])
+            .map(|(i, &e)| e.signum() * w.data[i % k])
             .collect();
         let xq = Tensor::f32(&sizes, fake_quant(&Tensor::new(F32, &sizes, yv), k, F32));
-        let expected = weights
+        let mut expected: Vec<Tensor> = weights
             .iter()
             .map(|(wd, kp, n)| {
                 let o = super::q4_linear::forward_ref(&xq, wd, *kp, *n, None);
@@ -611,6 +635,7 @@ fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) 
                 let b = Tensor::rand_range(F32, &sizes, -8.0, 8.0, seed + 10 * r as u64 + 2);
                 let b: Vec<f64> = b.data.iter().map(|v| v.round() / 8.0).collect();
                 let a: Vec<f64> = s.iter().zip(&b).map(|(e, bv)| e - bv).collect();
+                expected.insert(0, Tensor::new(dt, &sizes, s.clone()));
                 vec![Tensor::new(dt, &sizes, a), Tensor::new(dt, &sizes, b)]
             }
             None => vec![Tensor::new(dt, &sizes, s)],

@@ -13,13 +13,22 @@
 //! DQ GEMVs (ops/quantize.rs `plan_row_minmax`; off by default: slower on an H100).
 //! Otherwise, when only choose_qparams nodes and 8da4w linears read its (fp32) output, the
 //! linears' M = 1 DQ GEMVs compute `silu(gate) * up` where they load x (`_dq_silu` forms,
-//! `SiluSource`) and the SiLU node launches nothing at M = 1 (`ETVK_SILU_GEMV=0` turns that
-//! off). The fused node reads its gate later than the exporter planned (and the linears
-//! read gate and up later still): those tensors are kept past their plan (storage.rs).
+//! `XSource`) and the SiLU node launches nothing at M = 1 (`ETVK_SILU_GEMV=0` turns that
+//! off; H100: 1.3-4.3 us less per w2 and token, docs/performance.md, session 37). The fused
+//! node reads its gate later than the exporter planned (and the linears read gate and up
+//! later still): those tensors are kept past their plan (storage.rs).
 //!
 //! **Residual add + RMSNorm**: `aten.add.Tensor(a, b)` (alpha 1, no broadcasting) right
 //! before an `et_vk.rms_norm` of its sum: the add's node runs `add_rms_norm`, writing the
 //! sum (later ops read it: the residual) and the normalized rows; the norm is not built.
+//!
+//! **RMSNorm inside the linears**: an fp32 RMSNorm (alone or fused with the add) whose output
+//! only choose_qparams nodes and 8da4w linears read (a Llama's q / k / v, w1 / w3) is
+//! computed by their M = 1 DQ GEMVs where they load x (`_dq_norm`, `_dq_addnorm`: the
+//! row's sum of squares in every workgroup), and the norm node launches nothing at M = 1
+//! (with the add, it writes the sum alone, beside the GEMVs rather than before them).
+//! Taken over the norm's row range unless compile spec `etvk_row_range` forces the range
+//! (`norm`, `all`); `ETVK_NORM_GEMV=0` turns it off (comparisons).
 //!
 //! **KV-cache attention** (`ops/attention.rs`): `sdpa_with_kv_cache` writes the call's keys
 //! and values into its caches from the attention dispatch itself (`sdpa_kv_*`) instead of
@@ -135,14 +144,56 @@ fn tensor_of(g: &GraphBuilder<'_>, call: &OpCall<'_>, v: usize) -> Result<Tensor
     }
 }
 
-/// A fused gated SiLU (fp32) whose output `out` only choose_qparams nodes and 8da4w linears
-/// read (as their x, arg 0) up to the last linear, and nothing after: at M = 1 those linears'
-/// DQ half GEMVs can compute `silu(gate) * up` where they load x (`_dq_silu` forms), and the
-/// SiLU node then launches nothing, unless something still reads its output there.
+/// What the M = 1 DQ half GEMVs of an op's output compute that output from, where they load
+/// x, so that the op launches nothing there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum GemvX {
+    /// A fused gated SiLU: `silu(gate) * up` (`_dq_silu` forms).
+    Silu { gate: TensorId, up: TensorId },
+    /// An RMSNorm of v, or of `v + b` where the add before it is fused (`_dq_norm`,
+    /// `_dq_addnorm` forms), with weight w and eps.
+    Norm {
+        v: TensorId,
+        b: Option<TensorId>,
+        w: TensorId,
+        eps: f32,
+    },
+}
+
+impl GemvX {
+    /// What the GEMV binds as x (binding 1).
+    pub(crate) fn x_binding(&self) -> TensorId {
+        match *self {
+            GemvX::Silu { gate, .. } => gate,
+            GemvX::Norm { v, .. } => v,
+        }
+    }
+
+    /// What the GEMV binds after its other bindings.
+    pub(crate) fn extra_bindings(&self) -> Vec<TensorId> {
+        match *self {
+            GemvX::Silu { up, .. } => vec![up],
+            GemvX::Norm { w, b, .. } => std::iter::once(w).chain(b).collect(),
+        }
+    }
+
+    /// Specialization constants after the DQ ones (the norm's eps).
+    pub(crate) fn spec(&self) -> Option<u32> {
+        match *self {
+            GemvX::Silu { .. } => None,
+            GemvX::Norm { eps, .. } => Some(eps.to_bits()),
+        }
+    }
+}
+
+/// An fp32 op output `out` (a fused gated SiLU's, an RMSNorm's) that only choose_qparams
+/// nodes and 8da4w linears read (as their x, arg 0) up to the last linear, and nothing after:
+/// at M = 1 those linears' DQ half GEMVs can compute it where they load x ([`GemvX`]), and
+/// the op then launches nothing (the fused add before a norm only writes its sum), unless
+/// something still reads its output there.
 #[derive(Debug, Clone)]
-pub(crate) struct SiluSource {
-    pub(crate) gate: TensorId,
-    pub(crate) up: TensorId,
+pub(crate) struct XSource {
+    pub(crate) x: GemvX,
     /// Readers of the output at M = 1 that do not compute it themselves (a linear on another
     /// kernel, a choose_qparams node that runs there); counted while the graph is built.
     pub(crate) blockers: Arc<AtomicUsize>,
@@ -151,8 +202,16 @@ pub(crate) struct SiluSource {
     pub(crate) chooses: Arc<Mutex<Vec<Arc<AtomicUsize>>>>,
 }
 
-impl SiluSource {
-    /// Whether the SiLU node must run at M = 1.
+impl XSource {
+    fn new(x: GemvX) -> XSource {
+        XSource {
+            x,
+            blockers: Arc::new(AtomicUsize::new(0)),
+            chooses: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Whether the op must write its output at M = 1.
     fn needed_at_m1(&self) -> bool {
         self.blockers.load(Ordering::Relaxed) > 0
             || self
@@ -167,15 +226,22 @@ impl SiluSource {
     }
 }
 
-/// Whether the 8da4w linears after the fused SiLU at chain index `at` (output value
-/// `out_val`, tensor `out`) may compute it themselves at M = 1 (`SiluSource`): `out` is
-/// fp32 and no graph output, some later `linear_dq8ca_q4gsw` reads it as x, every op up to
-/// the last of them that refers to its memory is a choose_qparams node or 8da4w linear
-/// reading it as arg 0, and no op after that refers to it. The SiLU's inputs are then read
-/// up to that linear, past their planned lifetime: the caller keeps them
-/// (`GraphBuilder::kept_past_plan`). `ETVK_SILU_GEMV=0` turns it off (comparisons).
-fn silu_into_gemv(g: &GraphBuilder<'_>, at: usize, (out_val, out): (usize, TensorId)) -> bool {
-    if std::env::var("ETVK_SILU_GEMV").is_ok_and(|v| v == "0")
+/// Whether the 8da4w linears after the op at chain index `at` (output value `out_val`,
+/// tensor `out`) may compute its output themselves at M = 1 ([`XSource`]): `out` is fp32 and
+/// no graph output, some later `linear_dq8ca_q4gsw` reads it as x, every op up to the last of
+/// them that refers to its memory is a choose_qparams node or 8da4w linear reading it as arg
+/// 0, no op after that refers to it, and no op up to that linear refers to the op's `inputs`
+/// (which the linears then read, past their planned lifetime: the caller keeps them,
+/// `GraphBuilder::kept_past_plan`). `switch` = `0` turns it off (comparisons).
+fn x_into_gemv(
+    g: &GraphBuilder<'_>,
+    at: usize,
+    (out_val, out): (usize, TensorId),
+    inputs: &[usize],
+    switch: &str,
+) -> bool {
+    if std::env::var(switch).is_ok_and(|v| v == "0")
+        || fusion_off()
         || g.shapes().dtype(out) != DataType::Float32
         || g.graph().output_ids.contains(&out_val)
     {
@@ -184,7 +250,92 @@ fn silu_into_gemv(g: &GraphBuilder<'_>, at: usize, (out_val, out): (usize, Tenso
     let Some(last) = crate::ops::quantize::last_dq_linear_reader(g, at, out_val) else {
         return false;
     };
-    crate::ops::quantize::x_kept_between(g, out, at, last) && uses(g, out_val, last).is_empty()
+    crate::ops::quantize::x_kept_between(g, out, at, last)
+        && uses(g, out_val, last).is_empty()
+        && inputs
+            .iter()
+            .all(|&v| uses(g, v, at).iter().all(|&(i, _)| i > last))
+}
+
+/// The RMSNorm at chain index `at` (output value `out_val`, tensor `out`), computed as `x`
+/// (a [`GemvX::Norm`] of input values `inputs`), when its 8da4w linears may compute it
+/// themselves at M = 1 (`x_into_gemv`; all of it fp32): registers the source and keeps the
+/// inputs past their plan. Not where the norm's row range is forced on (compile spec
+/// `etvk_row_range` = norm | all), nor with `ETVK_NORM_GEMV=0` (comparisons).
+fn norm_into_gemv(
+    g: &mut GraphBuilder<'_>,
+    at: usize,
+    (out_val, out): (usize, TensorId),
+    x: GemvX,
+    inputs: &[usize],
+) -> Option<XSource> {
+    let GemvX::Norm { v, b, w, .. } = x else {
+        return None;
+    };
+    let s = g.shapes();
+    let fp32 = std::iter::once(v)
+        .chain(b)
+        .chain([w])
+        .all(|t| s.dtype(t) == DataType::Float32);
+    if !fp32
+        || crate::ops::quantize::norm_range_forced(g)
+        || !x_into_gemv(g, at, (out_val, out), inputs, "ETVK_NORM_GEMV")
+    {
+        return None;
+    }
+    let src = XSource::new(x);
+    g.kept_past_plan.push(v);
+    g.kept_past_plan.extend(b);
+    g.x_sources.insert(out_val, src.clone());
+    // Whether the norm idles at M = 1 depends on the linears built after it: its launch is
+    // made again at the first execute, when they have all counted.
+    g.deferred_resize = true;
+    Some(src)
+}
+
+/// The norm's launch (`launch`, over `rows` rows) when its linears may compute its output
+/// (`source`): at M = 1, where none needs it written, nothing, or with the fused add
+/// (`add`) the sum alone (rms_norm.comp's `sum_only`).
+pub(crate) fn norm_launch_at(
+    source: Option<&XSource>,
+    rows: usize,
+    add: bool,
+    mut launch: Launch,
+) -> Launch {
+    if source.is_some_and(|src| rows == 1 && !src.needed_at_m1()) {
+        if add {
+            // The push block's last word (R, N, eps, sum_only).
+            let n = launch.push.len();
+            launch.push[n - 4..].copy_from_slice(&1u32.to_le_bytes());
+        } else {
+            launch.global = Global::Grid([0, 1, 1]);
+        }
+    }
+    launch
+}
+
+/// The RMSNorm at `call` (`[x, weight, eps, out]`, built by ops/llama.rs) computed by its
+/// 8da4w linears at M = 1 where they may (`norm_into_gemv`).
+pub(crate) fn plain_norm_source(
+    g: &mut GraphBuilder<'_>,
+    call: &OpCall<'_>,
+    (x, w, out): (TensorId, TensorId, TensorId),
+    eps: f32,
+) -> Result<Option<XSource>> {
+    let x_val = call.arg(0)?;
+    let gx = GemvX::Norm {
+        v: x,
+        b: None,
+        w,
+        eps,
+    };
+    Ok(norm_into_gemv(
+        g,
+        call.index,
+        (call.arg(3)?, out),
+        gx,
+        &[x_val],
+    ))
 }
 
 /// The outer `mul` at `call` as `silu_mul(x, u)`; when 8da4w linears read its output and the
@@ -214,21 +365,21 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
         }
         None => Dispatch::new(shader, [out, x, u]),
     };
-    let source =
-        (minmax.is_none() && silu_into_gemv(g, call.index, (call.args[2], out))).then(|| {
-            SiluSource {
-                gate: x,
-                up: u,
-                blockers: Arc::new(AtomicUsize::new(0)),
-                chooses: Arc::new(Mutex::new(Vec::new())),
-            }
-        });
+    let into_gemv = minmax.is_none()
+        && x_into_gemv(
+            g,
+            call.index,
+            (call.args[2], out),
+            &[f.x, f.u],
+            "ETVK_SILU_GEMV",
+        );
+    let source = into_gemv.then(|| XSource::new(GemvX::Silu { gate: x, up: u }));
     // The fused node reads x at the outer mul, past the inner ops where the exporter planned
     // its last read; the linears that compute the SiLU read x and u up to the last of them.
     g.kept_past_plan.push(x);
     if let Some(src) = &source {
         g.kept_past_plan.push(u);
-        g.silu_sources.insert(call.args[2], src.clone());
+        g.x_sources.insert(call.args[2], src.clone());
         // Whether the node idles at M = 1 depends on the linears built after it: its launch
         // is made again at the first execute, when they have all counted.
         g.deferred_resize = true;
@@ -341,13 +492,24 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
     g.skip_ops.insert(norm.index);
     let mut shader = shader;
     let mut bindings = vec![out, a, w, b, sum];
-    let minmax = crate::ops::quantize::plan_row_minmax(
-        g,
-        norm.index,
-        norm_op.args[3],
-        out,
-        crate::ops::quantize::RangeProducer::Norm,
-    )?;
+    let gx = GemvX::Norm {
+        v: a,
+        b: Some(b),
+        w,
+        eps,
+    };
+    let (a_val, b_val) = (call.args[0], call.args[1]);
+    let source = norm_into_gemv(g, norm.index, (norm_op.args[3], out), gx, &[a_val, b_val]);
+    let minmax = match source {
+        Some(_) => None,
+        None => crate::ops::quantize::plan_row_minmax(
+            g,
+            norm.index,
+            norm_op.args[3],
+            out,
+            crate::ops::quantize::RangeProducer::Norm,
+        )?,
+    };
     if let Some(mm) = minmax {
         shader = float_shader("add_rms_norm_mm", dt, call)?;
         bindings.push(mm);
@@ -363,7 +525,9 @@ pub(crate) fn add_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Resul
                 s.dims(b)
             )));
         }
-        rms_norm_launch(s, a, w, (&[sum, out], minmax), (eps, lanes), &what)
+        let launch = rms_norm_launch(s, a, w, (&[sum, out], minmax), (eps, lanes), &what)?;
+        let rows = s.numel(a) / s.dims(a).last().copied().unwrap_or(1).max(1);
+        Ok(norm_launch_at(source.as_ref(), rows, true, launch))
     })?;
     Ok(true)
 }

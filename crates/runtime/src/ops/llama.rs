@@ -75,13 +75,18 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let dt = same_dtype(call, &[s.dtype(x), s.dtype(w), s.dtype(out)])?;
     let mut shader = float_shader("rms_norm", dt, call)?;
     let mut bindings = vec![out, x, w];
-    let minmax = crate::ops::quantize::plan_row_minmax(
-        g,
-        call.index,
-        call.arg(3)?,
-        out,
-        crate::ops::quantize::RangeProducer::Norm,
-    )?;
+    // Computed by its 8da4w linears at M = 1 where they may; else perhaps with row ranges.
+    let source = crate::ops::fusion::plain_norm_source(g, call, (x, w, out), eps)?;
+    let minmax = match source {
+        Some(_) => None,
+        None => crate::ops::quantize::plan_row_minmax(
+            g,
+            call.index,
+            call.arg(3)?,
+            out,
+            crate::ops::quantize::RangeProducer::Norm,
+        )?,
+    };
     if let Some(mm) = minmax {
         shader = float_shader("rms_norm_mm", dt, call)?;
         bindings.push(mm);
@@ -91,7 +96,14 @@ fn build_rms_norm(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     let mut d = Dispatch::new(shader, bindings);
     d.local = Some([lanes, 1, 1]);
     g.dispatch(call, d, move |s| {
-        rms_norm_launch(s, x, w, (&[out], minmax), (eps, lanes), &what)
+        let launch = rms_norm_launch(s, x, w, (&[out], minmax), (eps, lanes), &what)?;
+        let rows = s.numel(x) / s.dims(x).last().copied().unwrap_or(1).max(1);
+        Ok(crate::ops::fusion::norm_launch_at(
+            source.as_ref(),
+            rows,
+            false,
+            launch,
+        ))
     })
 }
 

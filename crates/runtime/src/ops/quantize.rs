@@ -463,9 +463,9 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let x_val = call.arg(0)?;
     let [s_val, z_val] = [outs[0], outs[1]];
     let plan = plan_act_quant(g, call, x, (x_val, s_val, z_val), params);
-    // x a fused gated SiLU's output that the linears may compute at M = 1: this node must
-    // idle there too, or the SiLU runs.
-    if let Some(src) = g.silu_sources.get(&x_val) {
+    // x an op's output that the linears may compute at M = 1 (a fused gated SiLU's, an
+    // RMSNorm's): this node must idle there too, or that op writes it.
+    if let Some(src) = g.x_sources.get(&x_val) {
         match &plan {
             ChoosePlan::Fused { .. } | ChoosePlan::Reuse { skip: true, .. } => {}
             _ => src.block(),
@@ -502,7 +502,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 index: call.index,
             });
             g.act_quant.insert((x_val, s_val, z_val), used.clone());
-            if let Some(src) = g.silu_sources.get(&x_val) {
+            if let Some(src) = g.x_sources.get(&x_val) {
                 if let Ok(mut c) = src.chooses.lock() {
                     c.push(used.readers_at_m1.clone());
                 }
@@ -729,6 +729,17 @@ pub(crate) enum RangeProducer {
 /// them out too). Their DQ half GEMVs then read the row's range instead of reducing it in every
 /// workgroup (`RangeProducer` gives the measured trade). The new [rows, 2] tensor is
 /// registered in `g.row_minmax` under `out_val`.
+/// Whether compile spec `etvk_row_range` (else `ETVK_ROW_RANGE`) asks for the RMSNorms'
+/// row ranges explicitly (`norm`, `all`), over the norm computed inside the linears
+/// (ops/fusion.rs `norm_into_gemv`).
+pub(crate) fn norm_range_forced(g: &GraphBuilder<'_>) -> bool {
+    let setting = g
+        .row_range
+        .clone()
+        .or_else(|| std::env::var("ETVK_ROW_RANGE").ok());
+    matches!(setting.as_deref(), Some("norm" | "all"))
+}
+
 pub(crate) fn plan_row_minmax(
     g: &mut GraphBuilder<'_>,
     at: usize,

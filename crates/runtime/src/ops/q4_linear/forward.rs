@@ -2,6 +2,7 @@
 //! tiled) and `et_vk.linear_qcs4w`, with the activation-limb and row-scale nodes they need.
 
 use super::*;
+use crate::ops::fusion::GemvX;
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
@@ -292,10 +293,9 @@ fn forward(
                                 dq_shaders(&dq)[2],
                                 [dq_out, dq.gemv_x(), q.w, q.s, bias_t, part, counters]
                                     .into_iter()
-                                    .chain(dq.minmax)
-                                    .chain(dq.silu.map(|s| s.1)),
+                                    .chain(dq.extra_bindings()),
                             );
-                            d.spec = dq.spec.to_vec();
+                            d.spec = dq.spec();
                             d
                         }
                         None => {
@@ -316,10 +316,9 @@ fn forward(
                             shader,
                             [dq_out, dq.gemv_x(), q.w, q.s, bias_t]
                                 .into_iter()
-                                .chain(dq.minmax)
-                                .chain(dq.silu.map(|s| s.1)),
+                                .chain(dq.extra_bindings()),
                         );
-                        d.spec = dq.spec.to_vec();
+                        d.spec = dq.spec();
                         d
                     }
                     (Kernel::GemvHalf { .. }, None) => {
@@ -449,15 +448,34 @@ pub(crate) struct DqGemv {
     /// Each row's (scale, zero point) as the choose_qparams node stored them (written where
     /// that node runs, M >= 2): the int8 tensor-core forward's DQ limbs read them.
     pub(crate) row_params: TensorId,
-    /// x is a fused gated SiLU's output (`ops::fusion::SiluSource`), fp32: its (gate, up),
-    /// from which the `_dq_silu` forms compute x at M = 1 (bound as x and last).
-    pub(crate) silu: Option<(TensorId, TensorId)>,
+    /// x is an op's output (fp32) that the `_dq_silu` / `_dq_norm` / `_dq_addnorm` forms
+    /// compute at M = 1 from that op's inputs (`ops::fusion::XSource`).
+    pub(crate) computed: Option<GemvX>,
 }
 
 impl DqGemv {
-    /// What the M = 1 DQ GEMV binds as x: the raw x, or the fused SiLU's gate.
+    /// What the M = 1 DQ GEMV binds as x: the raw x, or the op's first input.
     fn gemv_x(&self) -> TensorId {
-        self.silu.map_or(self.x, |s| s.0)
+        self.computed.map_or(self.x, |c| c.x_binding())
+    }
+
+    /// The M = 1 DQ GEMV's bindings after bias (and the sliced form's row sums): the row
+    /// range, or the computing op's other inputs.
+    fn extra_bindings(&self) -> Vec<TensorId> {
+        let computed = self
+            .computed
+            .map(|c| c.extra_bindings())
+            .unwrap_or_default();
+        self.minmax.into_iter().chain(computed).collect()
+    }
+
+    /// The M = 1 DQ GEMV's specialization constants (ids 3..).
+    fn spec(&self) -> Vec<u32> {
+        self.spec
+            .iter()
+            .copied()
+            .chain(self.computed.and_then(|c| c.spec()))
+            .collect()
     }
 }
 
@@ -490,12 +508,29 @@ fn dq_rowscale_shader(g: &GraphBuilder<'_>, x: TensorId) -> ShaderId {
 
 /// The DQ half GEMV's forms for `dq`: plain, early, sliced.
 fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
-    if dq.silu.is_some() {
-        return [
-            ShaderId::Q4LinearGemvHalfDqSilu,
-            ShaderId::Q4LinearGemvHalfEarlyDqSilu,
-            ShaderId::Q4LinearGemvHalfSlicedDqSilu,
-        ];
+    match dq.computed {
+        Some(GemvX::Silu { .. }) => {
+            return [
+                ShaderId::Q4LinearGemvHalfDqSilu,
+                ShaderId::Q4LinearGemvHalfEarlyDqSilu,
+                ShaderId::Q4LinearGemvHalfSlicedDqSilu,
+            ]
+        }
+        Some(GemvX::Norm { b: None, .. }) => {
+            return [
+                ShaderId::Q4LinearGemvHalfDqNorm,
+                ShaderId::Q4LinearGemvHalfEarlyDqNorm,
+                ShaderId::Q4LinearGemvHalfSlicedDqNorm,
+            ]
+        }
+        Some(GemvX::Norm { b: Some(_), .. }) => {
+            return [
+                ShaderId::Q4LinearGemvHalfDqAddnorm,
+                ShaderId::Q4LinearGemvHalfEarlyDqAddnorm,
+                ShaderId::Q4LinearGemvHalfSlicedDqAddnorm,
+            ]
+        }
+        None => {}
     }
     match (dq.x16, dq.minmax.is_some()) {
         (true, true) => [
@@ -805,8 +840,8 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         None => act_fake_quant(g, call, (x, k), (sc, zp), kinds)?,
     };
     // With a fused node, the half GEMV can quantize fp32 x itself at M = 1 (and compute x
-    // itself from a fused gated SiLU's inputs, where no range is read).
-    let silu_source = g.silu_sources.get(&call.arg(0)?).cloned();
+    // itself from the inputs of a fused gated SiLU or an RMSNorm, where no range is read).
+    let x_source = g.x_sources.get(&call.arg(0)?).cloned();
     let minmax = g.row_minmax.get(&call.arg(0)?).copied();
     let dq = match (&fused, g.shapes().dtype(x)) {
         (Some(f), DataType::Float32) => Some(DqGemv {
@@ -815,10 +850,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             minmax,
             x16: false,
             row_params: f.row_params,
-            silu: silu_source
-                .as_ref()
-                .filter(|_| minmax.is_none())
-                .map(|s| (s.gate, s.up)),
+            computed: x_source.as_ref().filter(|_| minmax.is_none()).map(|s| s.x),
         }),
         (Some(f), DataType::Float16) => Some(DqGemv {
             x,
@@ -826,7 +858,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             minmax,
             x16: true,
             row_params: f.row_params,
-            silu: None,
+            computed: None,
         }),
         _ => None,
     };
@@ -851,9 +883,10 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
-    // The SiLU node must run at M = 1 unless this linear's M = 1 kernel computes x itself.
-    if let Some(src) = silu_source {
-        if !(dq_at_m1 && dq.is_some_and(|d| d.silu.is_some())) {
+    // The op that writes x must run at M = 1 unless this linear's M = 1 kernel computes x
+    // itself.
+    if let Some(src) = x_source {
+        if !(dq_at_m1 && dq.is_some_and(|d| d.computed.is_some())) {
             src.block();
         }
     }
