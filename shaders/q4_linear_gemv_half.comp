@@ -54,9 +54,10 @@
 //
 // NORM = 1 (with DQ: `_dq_norm`, `_early_dq_norm`, `_sliced_dq_norm`): x = RMSNorm(v) * w of an
 // et_vk.rms_norm node whose output only this linear's kind reads (ops/fusion.rs), computed
-// here where x is loaded: the row's sum of squares (subgroup sums and one barrier; sliced, by
-// reading the whole row once more), then v * rsqrt(mean + eps) * w as rms_norm.comp orders
-// it (eps as specialization constant 8, w bound after the others). NORM_ADD = 1 (`_addnorm`
+// here where x is loaded: (v * w) * rsqrt(mean(v^2) + eps), the row's sum of squares reduced
+// with its min / max (eps as specialization constant 8, w bound after the others; the
+// product rounded before the scale, where rms_norm.comp scales v first, so that the min /
+// max of v * w scaled are exactly those of x). NORM_ADD = 1 (`_addnorm`
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
@@ -170,9 +171,6 @@ layout(set = 0, binding = EXTRA_BINDING + 1) readonly buffer XB4 { vec4 xb4[]; }
 #define X_AT(i) xa[i]
 #define X4_AT(i) xa4[i]
 #endif
-// x itself: the loaded v normalized (`nscale`: rsqrt(mean + eps), in scope where used).
-#define XN_AT(i) (X_AT(i) * nscale * nw[i])
-#define XN4_AT(i) (X4_AT(i) * nscale * nw4[i])
 #elif X_F16
 // `_dq_x16` forms (with DQ and OUT_F16): a force_fp16 program's raw fp16 x, taken to float as
 // the choose_qparams node takes it.
@@ -185,10 +183,6 @@ layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 #define X_AT(i) x[i]
 #define X4_AT(i) x4[i]
-#endif
-#if !NORM
-#define XN_AT(i) X_AT(i)
-#define XN4_AT(i) X4_AT(i)
 #endif
 layout(set = 0, binding = 2) readonly buffer W2 { uvec2 w2[]; };
 layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
@@ -385,42 +379,23 @@ void main() {
     }
   }
 #if NORM
-  // The row's sum of squares, then x = v * rsqrt(mean + eps) * w (rms_norm.comp's order).
-  float nscale;
+  // x = (v * w) * rsqrt(mean(v^2) + eps): here the products p = v * w and this invocation's
+  // share of the sum of squares; the sum, the scale and x come with the row's min / max
+  // (one reduction, one barrier: the min / max of p scaled are those of x, as a product
+  // with a positive scale rounds monotonically).
+  float ss = 0.0;
   {
-    float ss = 0.0;
-#if SLICED
-    // A slice holds part of the row: the whole row once more (from L2 once read).
-    if ((p.K & 3u) == 0u) {
-      for (uint i = t; i < (p.K >> 2); i += NT) {
-        const vec4 v = X4_AT(i);
-        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-      }
-    } else {
-      for (uint i = t; i < p.K; i += NT) {
-        const float v = X_AT(i);
-        ss += v * v;
-      }
-    }
-#else
+#if !SLICED
     // Invocations past the row hold copies of its last half chunk: they count zero (values
     // past K were loaded as zeros).
     if (LIVE) {
-      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-        ss += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
-      }
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) ss += dot(xv[i], xv[i]);
     }
 #endif
-    ss = subgroupAdd(ss);
-    if (gl_SubgroupInvocationID == 0u) norm_part[gl_SubgroupID] = ss;
-    barrier();
-    float total = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
-    nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         const uint k = k0 + 4u * i + c;
-        xv[i][c] = k < p.K ? xv[i][c] * nscale * nw[k] : 0.0;
+        xv[i][c] = k < p.K ? xv[i][c] * nw[k] : 0.0;
       }
     }
   }
@@ -439,13 +414,25 @@ void main() {
     float l = 0.0, u = 0.0;
     if ((p.K & 3u) == 0u) {
       for (uint i = t; i < (p.K >> 2); i += NT) {
-        const vec4 v = XN4_AT(i);
+#if NORM
+        const vec4 xr = X4_AT(i);
+        ss += dot(xr, xr);
+        const vec4 v = xr * nw4[i];
+#else
+        const vec4 v = X4_AT(i);
+#endif
         l = min(l, min(min(v.x, v.y), min(v.z, v.w)));
         u = max(u, max(max(v.x, v.y), max(v.z, v.w)));
       }
     } else {
       for (uint i = t; i < p.K; i += NT) {
-        const float v = XN_AT(i);
+#if NORM
+        const float xr = X_AT(i);
+        ss += xr * xr;
+        const float v = xr * nw[i];
+#else
+        const float v = X_AT(i);
+#endif
         l = min(l, v);
         u = max(u, v);
       }
@@ -469,10 +456,16 @@ void main() {
     // 31-step serial folds (H100, docs/performance.md, session 34).
     l = subgroupMin(l);
     u = subgroupMax(u);
+#if NORM
+    ss = subgroupAdd(ss);
+#endif
     const uint nsg = gl_NumSubgroups, nsg4 = (nsg + 3u) >> 2;
     if (gl_SubgroupInvocationID == 0u) {
       dq_part[gl_SubgroupID >> 2][gl_SubgroupID & 3u] = l;
       dq_part[32u + (gl_SubgroupID >> 2)][gl_SubgroupID & 3u] = u;
+#if NORM
+      norm_part[gl_SubgroupID] = ss;
+#endif
     }
     // Zeros (neutral: act_qparams takes min(lo, 0), max(hi, 0)) after the last partial.
     if (t >= nsg && t < 4u * nsg4) {
@@ -487,6 +480,16 @@ void main() {
     }
     l = min(min(l4.x, l4.y), min(l4.z, l4.w));
     u = max(max(u4.x, u4.y), max(u4.z, u4.w));
+#if NORM
+    {
+      float total = 0.0;
+      for (uint i = 0u; i < nsg; ++i) total += norm_part[i];
+      const float nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+      l *= nscale;
+      u *= nscale;
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] *= nscale;
+    }
+#endif
 #endif  // DQ_MM
     const vec4 qp = act_qparams(l, u, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
                                 DQ_KINDS);
