@@ -21,9 +21,22 @@
 // query head, instead of by two copy dispatches before: the cache-update level of a decode
 // step and its barrier go. Keys at or past start_pos are read from k / v themselves, so no
 // workgroup reads a cache row this dispatch writes.
+//
+// ROPE = 1 (with FUSED_KV, `sdpa_kv_rope_*`): q and the call's k are the inputs of an
+// et_vk.apply_rotary_emb whose outputs only this attention read (ops/fusion.rs), rotated here
+// as rotary.comp rotates them (pair-interleaved; cos / sin [S, D/2], bindings 8, 9, at the row's
+// position within the call; rounded to the storage type): q where it is loaded, the call's
+// keys where they are read and written into the cache. The RoPE node launches nothing.
 #include "common.glsl"
+#include "f16_round.glsl"
 #ifndef FUSED_KV
 #define FUSED_KV 0
+#endif
+#ifndef ROPE
+#define ROPE 0
+#endif
+#if ROPE && !FUSED_KV
+#error ROPE needs FUSED_KV
 #endif
 
 #define LANES 64     // must equal the local size (64, 1, 1)
@@ -49,6 +62,10 @@ layout(set = 0, binding = 5) readonly buffer Scalars { int scalars_[]; };
 layout(set = 0, binding = 6) readonly buffer KN { DTYPE kn_[]; };
 layout(set = 0, binding = 7) readonly buffer VN { DTYPE vn_[]; };
 #endif
+#if ROPE
+layout(set = 0, binding = 8) readonly buffer Cos { DTYPE cos_[]; };
+layout(set = 0, binding = 9) readonly buffer Sin { DTYPE sin_[]; };
+#endif
 
 layout(push_constant) uniform Params {
   uint rows;     // B * H * S
@@ -71,6 +88,16 @@ layout(push_constant) uniform Params {
 shared float s_q[LANES * PER_LANE];
 shared float s_score[LANES];
 
+#if ROPE
+// Pair `pr` (elements 2 pr, 2 pr + 1) at row position `pos` of the call, rotated:
+// rotary.comp's arithmetic, rounded as its stores round.
+vec2 rope_pair(float r, float im, uint pos, uint pr) {
+  const uint f = pos * (p.D >> 1) + pr;
+  const float c = float(cos_[f]), sn = float(sin_[f]);
+  return vec2(ROUND_AS(DTYPE, r * c - im * sn), ROUND_AS(DTYPE, r * sn + im * c));
+}
+#endif
+
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   if (row >= p.rows) {
@@ -81,9 +108,17 @@ void main() {
   uint h = (row / p.S) % p.H;
   uint b = row / (p.S * p.H);
   uint qbase = b * p.qst.x + h * p.qst.y + i * p.qst.z;
+#if ROPE
+  for (uint pr = lane; pr < (p.D >> 1); pr += LANES) {
+    const vec2 o = rope_pair(float(q_[qbase + 2u * pr]), float(q_[qbase + 2u * pr + 1u]), i, pr);
+    s_q[2u * pr] = o.x;
+    s_q[2u * pr + 1u] = o.y;
+  }
+#else
   for (uint d = lane; d < p.D; d += LANES) {
     s_q[d] = float(q_[qbase + d]);
   }
+#endif
   barrier();
 
   uint start = 0;
@@ -99,10 +134,19 @@ void main() {
   const uint nbase = b * p.kst.w + (h / p.group) * p.kst.y;
   if (h % p.group == 0u && start + i < p.L) {
     const uint src = nbase + i * p.kst.z, dst = kbase + (start + i) * p.kst.z;
+#if ROPE
+    for (uint pr = lane; pr < (p.D >> 1); pr += LANES) {
+      const vec2 o = rope_pair(float(kn_[src + 2u * pr]), float(kn_[src + 2u * pr + 1u]), i, pr);
+      k_[dst + 2u * pr] = DTYPE(o.x);
+      k_[dst + 2u * pr + 1u] = DTYPE(o.y);
+    }
+    for (uint d = lane; d < p.D; d += LANES) v_[dst + d] = vn_[src + d];
+#else
     for (uint d = lane; d < p.D; d += LANES) {
       k_[dst + d] = kn_[src + d];
       v_[dst + d] = vn_[src + d];
     }
+#endif
   }
 #endif
 
@@ -120,9 +164,17 @@ void main() {
 #if FUSED_KV
       if (j >= start) {
         const uint nb = nbase + (j - start) * p.kst.z;
+#if ROPE
+        for (uint pr = 0; pr < (p.D >> 1); ++pr) {
+          const vec2 kr = rope_pair(float(kn_[nb + 2u * pr]), float(kn_[nb + 2u * pr + 1u]), j - start, pr);
+          dot_ += s_q[2u * pr] * kr.x;
+          dot_ += s_q[2u * pr + 1u] * kr.y;
+        }
+#else
         for (uint d = 0; d < p.D; ++d) {
           dot_ += s_q[d] * float(kn_[nb + d]);
         }
+#endif
       } else
 #endif
       {

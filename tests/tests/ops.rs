@@ -637,7 +637,9 @@ fn add_then_rms_norm_runs_as_one_dispatch() {
 /// `sdpa_with_kv_cache` is one dispatch that also writes the caches (ops/attention.rs,
 /// `sdpa_kv_*`), at every run of each of its cases (prefill, then later positions); the
 /// numbers, and that the caches hold the keys for later calls, are checked by the attention
-/// family's multi-run cases.
+/// family's multi-run cases. After an `et_vk.apply_rotary_emb` that only it reads, it
+/// rotates q and k itself (`sdpa_kv_rope_*`) and the RoPE has no node at any M (the rotated
+/// numbers are checked by the attention family's `RoPE into` cases).
 #[test]
 fn kv_cache_attention_is_one_dispatch() {
     let all = (cases::family("attention").cases)();
@@ -660,6 +662,13 @@ fn kv_cache_attention_is_one_dispatch() {
                 case.label(),
                 sdpa.len()
             );
+            if case.label().contains("RoPE into") {
+                assert!(
+                    !nodes.iter().any(|n| n.op.contains("rotary")),
+                    "{} run {run}: a RoPE node in {nodes:?}",
+                    case.label()
+                );
+            }
         }
     }
 }

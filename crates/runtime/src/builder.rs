@@ -340,6 +340,9 @@ pub struct GraphBuilder<'a> {
     pub(crate) skip_ops: std::collections::HashSet<usize>,
     /// Chain index of an outer `mul` -> the fused gated SiLU it runs instead.
     pub(crate) silu_mul: HashMap<usize, crate::ops::fusion::SiluMul>,
+    /// Chain index of an `sdpa_with_kv_cache` -> the RoPE it applies itself
+    /// (ops/fusion.rs `plan_rope_into_sdpa`).
+    pub(crate) rope_sdpa: HashMap<usize, crate::ops::fusion::RopeInputs>,
     /// Value id of an RMSNorm's or fused gated SiLU's output -> the [rows, 2] fp32 tensor
     /// where that op also writes each row's (min(0, min), max(0, max)), for the 8da4w
     /// linears that quantize that output per row (ops/quantize.rs `plan_row_minmax`).
@@ -386,6 +389,7 @@ impl<'a> GraphBuilder<'a> {
             kept_past_plan: Vec::new(),
             skip_ops: std::collections::HashSet::new(),
             silu_mul: HashMap::new(),
+            rope_sdpa: HashMap::new(),
             row_minmax: HashMap::new(),
             x_sources: HashMap::new(),
             dynamic,

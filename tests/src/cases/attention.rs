@@ -19,11 +19,13 @@ const KV: &str = "sdpa_with_kv_cache.default";
 const UPDATE: &str = "update_cache.default";
 const CUSTOM: &str = "llama.custom_sdpa.default";
 const CLONE: &str = "aten.clone.default";
+const ROTARY: &str = "et_vk.apply_rotary_emb.default";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
     let mut v = sdpa_cases();
     v.extend(kv_cases());
+    v.extend(rope_kv_cases());
     v.extend(update_cache_cases());
     v.extend(custom_sdpa_cases());
     v
@@ -397,6 +399,106 @@ fn kv_cases() -> Vec<OpCase> {
             false,
             &[(0, 40), (40, 30), (70, 2)],
             9700,
+        ),
+    ]
+}
+
+/// `et_vk.apply_rotary_emb` of q and k (tables cos / sin `[S, D/2]` as inputs, the rows of
+/// the call's positions, as export_llm slices them) whose outputs only an
+/// `sdpa_with_kv_cache` reads: the runtime leaves the rotation to the attention
+/// (`sdpa_kv_rope_*`: q as loaded, the call's keys as read and written into the cache).
+/// Steps `(start_pos, S)` on one delegate against the f64 RoPE and attention.
+fn rope_kv_case(
+    dt: DataType,
+    name: &str,
+    (q, kv, cache): ([usize; 4], [usize; 4], [usize; 4]),
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
+    let half = q[3] / 2;
+    let mut g = CaseGraph::new();
+    let qi = g.input(dt, &q);
+    let ki = g.input(dt, &kv);
+    let vi = g.input(dt, &kv);
+    let ci = g.input(dt, &[q[1], half]);
+    let si = g.input(dt, &[q[1], half]);
+    let qo = g.tensor(dt, &q);
+    let ko = g.tensor(dt, &kv);
+    let outs = g.value_list(&[qo, ko]);
+    g.op(ROTARY, &[qi, ki, ci, si, outs]);
+    let sp = g.symint();
+    g.builder().mark_input(sp);
+    let sl = g.symint();
+    g.builder().mark_input(sl);
+    let zeros = Tensor::new(dt, &cache, vec![0.0; cache.iter().product()]);
+    let kc = g.constant(&zeros);
+    let vc = g.constant(&zeros);
+    let (mask, dropout, causal, scale) = (g.null(), g.int(0), g.bool(true), g.null());
+    let out = g.output(dt, &q);
+    g.op(
+        KV,
+        &[
+            qo, ko, vi, kc, vc, sp, sl, mask, dropout, causal, scale, out,
+        ],
+    );
+    let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
+    let mut case = OpCase::new(KV, format!("RoPE into {name}"), g)
+        .tol(tol)
+        .dynamic();
+    let mut r = KvRef::new(cache, true);
+    for (i, &(start, s)) in steps.iter().enumerate() {
+        let sd = 3 * i as u64 + seed;
+        let qt = Tensor::rand_range(dt, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        // The tables' rows of positions start.. start + s.
+        let (c_all, s_all) = super::llama::freqs(dt, start + s, half);
+        let rows = |t: &Tensor| Tensor::new(dt, &[s, half], t.data[start * half..].to_vec());
+        let (c, sn) = (rows(&c_all), rows(&s_all));
+        let (qr, kr) = (
+            super::llama::rotary_ref(&qt, &c, &sn, dt),
+            super::llama::rotary_ref(&kt, &c, &sn, dt),
+        );
+        let want = r.step(&qr, &kr, &vt, start);
+        let want = Tensor::new(dt, &want.sizes, want.data);
+        let inputs: Vec<Val> = vec![
+            qt.into(),
+            kt.into(),
+            vt.into(),
+            c.into(),
+            sn.into(),
+            Val::Int(start as i64),
+            Val::Int(s as i64),
+        ];
+        case = case.run_vals(inputs, vec![want.into()]);
+    }
+    case
+}
+
+fn rope_kv_cases() -> Vec<OpCase> {
+    vec![
+        // Grouped-query prefill, decode steps and a chunk (dynamic S), D = 16.
+        rope_kv_case(
+            F32,
+            "GQA prefill + decode q [1, <=5, 4, 16] kv heads 2 cache [1, 20, 2, 16]",
+            ([1, 5, 4, 16], [1, 5, 2, 16], [1, 20, 2, 16]),
+            &[(0, 5), (5, 1), (6, 1), (7, 3), (10, 1)],
+            9750,
+        ),
+        // Head dim 160: pairs past one per lane, two per lane in the key loop.
+        rope_kv_case(
+            F32,
+            "D 160 q [1, <=3, 2, 160] cache [1, 8, 2, 160]",
+            ([1, 3, 2, 160], [1, 3, 2, 160], [1, 8, 2, 160]),
+            &[(0, 3), (3, 1), (4, 2)],
+            9760,
+        ),
+        rope_kv_case(
+            F16,
+            "fp16 GQA q [1, <=4, 4, 16] kv heads 2 cache [1, 12, 2, 16]",
+            ([1, 4, 4, 16], [1, 4, 2, 16], [1, 12, 2, 16]),
+            &[(0, 4), (4, 1), (5, 2)],
+            9770,
         ),
     ]
 }

@@ -303,7 +303,7 @@ fn softmax_cases() -> Vec<OpCase> {
 
 // ---------------------------------------------------------------- rotary
 
-fn rotary_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, dt: DataType) -> Tensor {
+pub(super) fn rotary_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, dt: DataType) -> Tensor {
     let (s, h, d) = (x.sizes[1], x.sizes[2], x.sizes[3]);
     let half = d / 2;
     let mut out = x.data.clone();
@@ -319,7 +319,7 @@ fn rotary_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, dt: DataType) -> Tensor {
 }
 
 /// Cos / sin tables of the Llama frequencies for `seq` positions and `half` pairs.
-fn freqs(dt: DataType, seq: usize, half: usize) -> (Tensor, Tensor) {
+pub(super) fn freqs(dt: DataType, seq: usize, half: usize) -> (Tensor, Tensor) {
     let theta = |p: usize, k: usize| p as f64 / 10000f64.powf(2.0 * k as f64 / (2 * half) as f64);
     let mk = |f: fn(f64) -> f64| {
         let data = (0..seq * half)

@@ -384,11 +384,14 @@ fn build_sdpa_kv_cache(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()
     )?;
     let pos_v = call.arg(5)?;
     if !crate::ops::fusion::fusion_off() {
+        // The RoPE before, when it left q and k to this dispatch (ops/fusion.rs): its inputs.
+        let rope = g.rope_sdpa.get(&call.index).copied();
+        let (q, k) = rope.map_or((q, k), |r| (r.xq, r.xk));
         return attention_writing_caches(
             g,
             call,
             [q, k, v, k_cache, v_cache, out],
-            dt,
+            (dt, rope),
             pos_v,
             pos_slot,
             causal,
@@ -432,24 +435,57 @@ fn cache_attention_bindings(
 
 /// `sdpa_with_kv_cache` as one dispatch (`sdpa_kv_*`): the attention reads the call's keys
 /// and values from k / v and writes them into the caches at rows start_pos.. (tensors
-/// `[q, k, v, k_cache, v_cache, out]`).
+/// `[q, k, v, k_cache, v_cache, out]`); with `rope`, q and k are the inputs of the RoPE
+/// before, which it rotates itself (`sdpa_kv_rope_*`).
 #[allow(clippy::too_many_arguments)]
 fn attention_writing_caches(
     g: &mut GraphBuilder<'_>,
     call: &OpCall<'_>,
     [q, k, v, k_cache, v_cache, out]: [TensorId; 6],
-    dt: DataType,
+    (dt, rope): (DataType, Option<crate::ops::fusion::RopeInputs>),
     pos_v: usize,
     pos_slot: u32,
     causal: bool,
     scale: Option<f64>,
 ) -> Result<()> {
     let what = call.what();
-    let shader = sdpa_shader_of(&what, dt, true)?;
     let mut bindings = cache_attention_bindings(out, q, k_cache, v_cache);
     bindings.extend([Binding::Tensor(k), Binding::Tensor(v)]);
+    let shader = match rope {
+        Some(r) => {
+            bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
+            match dt {
+                DataType::Float32 => ShaderId::SdpaKvRopeF32,
+                DataType::Float16 => ShaderId::SdpaKvRopeF16,
+                other => {
+                    return Err(unsupported(format!(
+                        "{what}: dtype {other:?} (fp32 / fp16 only)"
+                    )))
+                }
+            }
+        }
+        None => sdpa_shader_of(&what, dt, true)?,
+    };
     g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
+        if let Some(r) = rope {
+            // The RoPE's own checks (ops/llama.rs `build_rotary`).
+            if c.d % 2 != 0 {
+                return Err(invalid_arg(format!(
+                    "{what} (with the RoPE before): head dim {} of q {qd:?} must be even (interleaved pairs)",
+                    c.d
+                )));
+            }
+            let want = [c.sq, c.d / 2];
+            for f in [r.cos, r.sin] {
+                if s.dims(f) != want {
+                    return Err(invalid_arg(format!(
+                        "{what} (with the RoPE before): freqs sizes {:?} must be [S, D/2] = {want:?} for q {qd:?}",
+                        s.dims(f)
+                    )));
+                }
+            }
+        }
         for (src, role) in [(k, "k"), (v, "v")] {
             let sd = s.dims(src);
             if sd != [c.b, c.sq, c.h_kv, c.d] {

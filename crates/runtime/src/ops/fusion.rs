@@ -63,7 +63,8 @@ fn uses(g: &GraphBuilder<'_>, v: usize, after: usize) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
     for (i, op) in graph.chain.iter().enumerate().skip(after + 1) {
         for (p, &a) in op.args.iter().enumerate() {
-            if a == v {
+            let listed = matches!(g.value(a), Ok(GValue::ValueList(l)) if l.contains(&v));
+            if a == v || listed {
                 found.push((i, p));
             }
         }
@@ -130,6 +131,79 @@ pub(crate) fn plan_from(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<b
     }
     g.skip_ops.extend(skip);
     g.silu_mul.insert(k, SiluMul { x, u });
+    Ok(true)
+}
+
+/// The inputs of an `et_vk.apply_rotary_emb` that the `sdpa_with_kv_cache` reading its two
+/// outputs applies itself (`sdpa_kv_rope_*`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RopeInputs {
+    pub(crate) xq: TensorId,
+    pub(crate) xk: TensorId,
+    pub(crate) cos: TensorId,
+    pub(crate) sin: TensorId,
+}
+
+const ROPE: &str = "et_vk.apply_rotary_emb.default";
+const SDPA_KV: &str = "sdpa_with_kv_cache.default";
+
+/// The RoPE at `call` (`[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`) left to
+/// the attention when one later `sdpa_with_kv_cache` reads its outputs, as its q and k, and
+/// nothing else does (no graph output either), no op between them refers to xq or xk, and
+/// only other RoPEs refer to the tables there: the attention rotates q and the call's keys
+/// itself (`sdpa_kv_rope_*`) and the RoPE builds nothing, at every M. Its inputs are then
+/// read past their planned lifetime (kept: `GraphBuilder::kept_past_plan`).
+/// `ETVK_ROPE_SDPA=0` turns it off (comparisons). Returns whether it applies.
+pub(crate) fn plan_rope_into_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<bool> {
+    if fusion_off()
+        || std::env::var("ETVK_ROPE_SDPA").is_ok_and(|v| v == "0")
+        || call.name != ROPE
+        || call.args.len() != 5
+    {
+        return Ok(false);
+    }
+    let outs = match g.value(call.args[4])? {
+        GValue::ValueList(l) if l.len() == 2 => [l[0], l[1]],
+        _ => return Ok(false),
+    };
+    let graph = g.graph();
+    if outs.iter().any(|o| graph.output_ids.contains(o)) {
+        return Ok(false);
+    }
+    let (at, [xq_v, xk_v, cos_v, sin_v]) = (call.index, [0, 1, 2, 3].map(|i| call.args[i]));
+    let sdpa = match (
+        uses(g, outs[0], at).as_slice(),
+        uses(g, outs[1], at).as_slice(),
+    ) {
+        ([(j, 0)], [(j2, 1)]) if j == j2 => *j,
+        _ => return Ok(false),
+    };
+    let op = &graph.chain[sdpa];
+    if op.name != SDPA_KV || op.args.len() != 12 {
+        return Ok(false);
+    }
+    let before = |v: usize| uses(g, v, at).into_iter().filter(move |&(i, _)| i < sdpa);
+    let tables_read_only = [cos_v, sin_v]
+        .iter()
+        .all(|&v| before(v).all(|(i, p)| graph.chain[i].name == ROPE && (p == 2 || p == 3)));
+    if before(xq_v).next().is_some() || before(xk_v).next().is_some() || !tables_read_only {
+        return Ok(false);
+    }
+    let tensor = |v: usize| match g.value(v) {
+        Ok(GValue::Tensor(t)) => Some(*t),
+        _ => None,
+    };
+    let (Some(xq), Some(xk), Some(cos), Some(sin)) =
+        (tensor(xq_v), tensor(xk_v), tensor(cos_v), tensor(sin_v))
+    else {
+        return Ok(false);
+    };
+    let s = g.shapes();
+    if [xk, cos, sin].iter().any(|&t| s.dtype(t) != s.dtype(xq)) {
+        return Ok(false);
+    }
+    g.kept_past_plan.extend([xq, xk, cos, sin]);
+    g.rope_sdpa.insert(sdpa, RopeInputs { xq, xk, cos, sin });
     Ok(true)
 }
 

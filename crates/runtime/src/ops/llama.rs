@@ -283,6 +283,10 @@ fn rotary_operands(
 /// `[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`: one dispatch per output.
 fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(5)?;
+    // Left to the attention that reads both outputs, where it may (ops/fusion.rs).
+    if crate::ops::fusion::plan_rope_into_sdpa(g, call)? {
+        return Ok(());
+    }
     let what = call.what();
     let (xq, xk, cos, sin, outs, dt) = rotary_operands(g, call, 4)?;
     let shader = float_shader("rotary", dt, call)?;
