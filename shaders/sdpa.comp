@@ -27,6 +27,9 @@
 // as rotary.comp rotates them (pair-interleaved; cos / sin [S, D/2], bindings 8, 9, at the row's
 // position within the call; rounded to the storage type): q where it is loaded, the call's
 // keys where they are read and written into the cache. The RoPE node launches nothing.
+// ROPE = 2 (`sdpa_kv_rope_hf_*`): the same for et_vk.apply_rotary_emb_hf, as rotary_hf.comp
+// rotates (rotate-half over the first R dims; tables [rows, R] at row start + s, its start
+// from scalar slot `rope.z`; R = `rope.x`, rows = `rope.y`).
 #include "common.glsl"
 #include "f16_round.glsl"
 #ifndef FUSED_KV
@@ -83,18 +86,32 @@ layout(push_constant) uniform Params {
   uvec4 qst;     // q strides: batch, head, seq, -
   uvec4 kst;     // k / v strides: batch, head, seq, FUSED_KV: the call's k / v batch stride
   uvec4 ost;     // out strides: batch, head, seq, -
+  uvec4 rope;    // ROPE = 2: rotary dim R, table rows, start_pos slot, -
 } p;
 
 shared float s_q[LANES * PER_LANE];
 shared float s_score[LANES];
 
-#if ROPE
+#if ROPE == 1
 // Pair `pr` (elements 2 pr, 2 pr + 1) at row position `pos` of the call, rotated:
 // rotary.comp's arithmetic, rounded as its stores round.
 vec2 rope_pair(float r, float im, uint pos, uint pr) {
   const uint f = pos * (p.D >> 1) + pr;
   const float c = float(cos_[f]), sn = float(sin_[f]);
   return vec2(ROUND_AS(DTYPE, r * c - im * sn), ROUND_AS(DTYPE, r * sn + im * c));
+}
+#elif ROPE == 2
+// Element d of the row at `base` of q_ (KN = false) or kn_ (true), at position `pos` of the
+// tables: rotary_hf.comp's arithmetic, rounded as its stores round.
+float rope_hf(bool kn, uint base, uint d, uint pos) {
+  const float x = kn ? float(kn_[base + d]) : float(q_[base + d]);
+  if (d >= p.rope.x) return x;
+  const uint half_r = p.rope.x >> 1;
+  const uint o = d < half_r ? d + half_r : d - half_r;
+  const float xo = kn ? float(kn_[base + o]) : float(q_[base + o]);
+  const float rot = d < half_r ? -xo : xo;
+  const uint f = min(pos, p.rope.y - 1u) * p.rope.x + d;
+  return ROUND_AS(DTYPE, x * float(cos_[f]) + rot * float(sin_[f]));
 }
 #endif
 
@@ -108,7 +125,11 @@ void main() {
   uint h = (row / p.S) % p.H;
   uint b = row / (p.S * p.H);
   uint qbase = b * p.qst.x + h * p.qst.y + i * p.qst.z;
-#if ROPE
+#if ROPE == 2
+  // The tables' row of the call's first position (rotary_hf.comp reads start_pos + s).
+  const uint rope_start = uint(max(scalars_[p.rope.z], 0));
+  for (uint d = lane; d < p.D; d += LANES) s_q[d] = rope_hf(false, qbase, d, rope_start + i);
+#elif ROPE == 1
   for (uint pr = lane; pr < (p.D >> 1); pr += LANES) {
     const vec2 o = rope_pair(float(q_[qbase + 2u * pr]), float(q_[qbase + 2u * pr + 1u]), i, pr);
     s_q[2u * pr] = o.x;
@@ -134,7 +155,12 @@ void main() {
   const uint nbase = b * p.kst.w + (h / p.group) * p.kst.y;
   if (h % p.group == 0u && start + i < p.L) {
     const uint src = nbase + i * p.kst.z, dst = kbase + (start + i) * p.kst.z;
-#if ROPE
+#if ROPE == 2
+    for (uint d = lane; d < p.D; d += LANES) {
+      k_[dst + d] = DTYPE(rope_hf(true, src, d, rope_start + i));
+      v_[dst + d] = vn_[src + d];
+    }
+#elif ROPE == 1
     for (uint pr = lane; pr < (p.D >> 1); pr += LANES) {
       const vec2 o = rope_pair(float(kn_[src + 2u * pr]), float(kn_[src + 2u * pr + 1u]), i, pr);
       k_[dst + 2u * pr] = DTYPE(o.x);
@@ -164,7 +190,11 @@ void main() {
 #if FUSED_KV
       if (j >= start) {
         const uint nb = nbase + (j - start) * p.kst.z;
-#if ROPE
+#if ROPE == 2
+        for (uint d = 0; d < p.D; ++d) {
+          dot_ += s_q[d] * rope_hf(true, nb, d, rope_start + (j - start));
+        }
+#elif ROPE == 1
         for (uint pr = 0; pr < (p.D >> 1); ++pr) {
           const vec2 kr = rope_pair(float(kn_[nb + 2u * pr]), float(kn_[nb + 2u * pr + 1u]), j - start, pr);
           dot_ += s_q[2u * pr] * kr.x;

@@ -370,16 +370,18 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
-/// An fp32 RMSNorm that only 8da4w linears read (through their choose nodes) launches
-/// nothing at M = 1 by default: their DQ GEMVs compute it (`_dq_norm`, sliced past 8192
-/// values); fused with the add before it, the add's node writes the sum alone and the
-/// GEMVs compute the norm of a + b (`_dq_addnorm`). At M > 1 the norm runs. The numbers
-/// (the sum a graph output too) are checked by the quantize family.
+/// An fp32 RMSNorm of rows up to 2048 that only 8da4w linears read (through their choose
+/// nodes) launches nothing at M = 1 by default: their DQ GEMVs compute it (`_dq_norm`);
+/// fused with the add before it, the add's node writes the sum alone and the GEMVs compute
+/// the norm of a + b (`_dq_addnorm`). Longer rows with compile spec `etvk_norm_gemv` =
+/// `all` (sliced past 8192 values); by default rows of 4096 keep the node, which writes the
+/// row range (`_dq_mm`). At M > 1 the norm runs. The numbers (the sum a graph output too)
+/// are checked by the quantize family.
 #[test]
 fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
     let all = (cases::family("quantize").cases)();
     // (case ending, norm node id, linear ids, the M = 1 kernel ending).
-    let plans: [(&str, u32, [u32; 2], &str); 5] = [
+    let plans: [(&str, u32, [u32; 2], &str); 6] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 128]] M [1, 3, 1]",
@@ -388,7 +390,7 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
             "_dq_norm",
         ),
         (
-            "rms_norm then two linears on y[[2, 16384]] M [1, 2]",
+            "rms_norm then two linears on y[[2, 16384]] M [1, 2] [etvk_norm_gemv = all]",
             0,
             [2, 4],
             "_sliced_dq_norm",
@@ -401,7 +403,7 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
             "_dq_addnorm",
         ),
         (
-            "add + rms_norm then two linears on y[[3, 8450]] M [1, 3, 1]",
+            "add + rms_norm then two linears on y[[3, 8450]] M [1, 3, 1] [etvk_norm_gemv = all]",
             0,
             [3, 5],
             "_sliced_dq_addnorm",
@@ -412,7 +414,27 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
             [3, 5],
             "_dq_addnorm",
         ),
+        (
+            "add + rms_norm then two linears on y[[2, 4096]] M [1, 2]",
+            0,
+            [3, 5],
+            "_dq_mm",
+        ),
     ];
+    {
+        let case = &all[0];
+        let mut specs = case.compile_specs.clone();
+        specs.push(("etvk_norm_gemv".to_string(), b"some".to_vec()));
+        let be = etvk_tests::backend();
+        let err = etvk_runtime::Delegate::init(&be, &case.blob, &specs, &case.named)
+            .err()
+            .expect("a bad etvk_norm_gemv loads");
+        assert!(
+            err.to_string().contains("etvk_norm_gemv")
+                && err.to_string().contains("auto, all, off"),
+            "{err}"
+        );
+    }
     for (name, norm, linears, kernel) in plans {
         let case = case_ending(&all, name);
         let add = name.starts_with("add");
@@ -435,8 +457,10 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
                         node(id).op
                     );
                 }
-                // The fused add still writes the sum (a graph output here).
-                assert_eq!(node(norm).launched, add, "{name}: norm node at M = 1");
+                // The fused add still writes the sum (a graph output here); a norm left to
+                // its node runs.
+                let node_runs = add || kernel == "_dq_mm";
+                assert_eq!(node(norm).launched, node_runs, "{name}: norm node at M = 1");
             } else {
                 assert!(node(norm).launched, "{name}: norm idle at M > 1");
             }

@@ -311,16 +311,25 @@ impl Delegate {
         builder.q4_mma = text_spec(crate::builder::Q4_MMA_SPEC);
         builder.q4_fma = text_spec(crate::builder::Q4_FMA_SPEC);
         builder.row_range = text_spec(crate::builder::ROW_RANGE_SPEC);
-        if let Some(v) = builder
-            .row_range
-            .as_deref()
-            .filter(|v| !crate::builder::ROW_RANGE_SETTINGS.contains(v))
-        {
-            return Err(crate::error::invalid_arg(format!(
-                "compile spec {} = {v:?} is not one of {}",
+        builder.norm_gemv = text_spec(crate::builder::NORM_GEMV_SPEC);
+        for (name, value, settings) in [
+            (
                 crate::builder::ROW_RANGE_SPEC,
-                crate::builder::ROW_RANGE_SETTINGS.join(", ")
-            )));
+                &builder.row_range,
+                crate::builder::ROW_RANGE_SETTINGS,
+            ),
+            (
+                crate::builder::NORM_GEMV_SPEC,
+                &builder.norm_gemv,
+                crate::builder::NORM_GEMV_SETTINGS,
+            ),
+        ] {
+            if let Some(v) = value.as_deref().filter(|v| !settings.contains(v)) {
+                return Err(crate::error::invalid_arg(format!(
+                    "compile spec {name} = {v:?} is not one of {}",
+                    settings.join(", ")
+                )));
+            }
         }
         crate::ops::q4_linear::check_compile_specs(
             builder.q4_gemv.as_deref(),

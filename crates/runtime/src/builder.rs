@@ -181,6 +181,16 @@ pub const ROW_RANGE_SPEC: &str = "etvk_row_range";
 /// The values of [`ROW_RANGE_SPEC`].
 pub const ROW_RANGE_SETTINGS: &[&str] = &["auto", "norm", "all", "off"];
 
+/// Compile spec for the RMSNorms that their 8da4w linears compute themselves at M = 1
+/// (ops/fusion.rs `norm_into_gemv`): ASCII `auto` (the default: rows of at most 2048, where
+/// the GEMVs' extra cost stays under the norm node's; H100, docs/performance.md, session 37),
+/// `all` (any row) or `off`. Environment `ETVK_NORM_GEMV` (`0` = `off`) when the spec is
+/// absent. Other values are refused at load.
+pub const NORM_GEMV_SPEC: &str = "etvk_norm_gemv";
+
+/// The values of [`NORM_GEMV_SPEC`].
+pub const NORM_GEMV_SETTINGS: &[&str] = &["auto", "all", "off"];
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.
@@ -313,6 +323,8 @@ pub struct GraphBuilder<'a> {
     pub q4_fma: Option<String>,
     /// Compile spec [`ROW_RANGE_SPEC`], as given.
     pub row_range: Option<String>,
+    /// Compile spec [`NORM_GEMV_SPEC`], as given.
+    pub norm_gemv: Option<String>,
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
     pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
@@ -402,6 +414,7 @@ impl<'a> GraphBuilder<'a> {
             q4_mma: None,
             q4_fma: None,
             row_range: None,
+            norm_gemv: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

@@ -20,6 +20,7 @@ const UPDATE: &str = "update_cache.default";
 const CUSTOM: &str = "llama.custom_sdpa.default";
 const CLONE: &str = "aten.clone.default";
 const ROTARY: &str = "et_vk.apply_rotary_emb.default";
+const ROTARY_HF: &str = "et_vk.apply_rotary_emb_hf.default";
 
 /// Every case of the family.
 pub fn cases() -> Vec<OpCase> {
@@ -475,8 +476,84 @@ fn rope_kv_case(
     case
 }
 
+/// `et_vk.apply_rotary_emb_hf` (full tables `[rows, R]` as constants, rotary dim R <= D,
+/// read from row start_pos, the attention's own start_pos) whose outputs only an
+/// `sdpa_with_kv_cache` reads: left to the attention (`sdpa_kv_rope_hf_*`), as
+/// [`rope_kv_case`] for the pair form.
+fn rope_hf_kv_case(
+    name: &str,
+    (q, kv, cache): ([usize; 4], [usize; 4], [usize; 4]),
+    r: usize,
+    steps: &[(usize, usize)],
+    seed: u64,
+) -> OpCase {
+    let mut g = CaseGraph::new();
+    let qi = g.input(F32, &q);
+    let ki = g.input(F32, &kv);
+    let vi = g.input(F32, &kv);
+    let (c, sn) = super::llama::hf_freqs(F32, cache[1], r);
+    let ci = g.constant(&c);
+    let si = g.constant(&sn);
+    let sp = g.symint();
+    g.builder().mark_input(sp);
+    let sl = g.symint();
+    g.builder().mark_input(sl);
+    let qo = g.tensor(F32, &q);
+    let ko = g.tensor(F32, &kv);
+    let outs = g.value_list(&[qo, ko]);
+    g.op(ROTARY_HF, &[qi, ki, ci, si, sp, outs]);
+    let zeros = Tensor::new(F32, &cache, vec![0.0; cache.iter().product()]);
+    let kc = g.constant(&zeros);
+    let vc = g.constant(&zeros);
+    let (mask, dropout, causal, scale) = (g.null(), g.int(0), g.bool(true), g.null());
+    let out = g.output(F32, &q);
+    g.op(
+        KV,
+        &[
+            qo, ko, vi, kc, vc, sp, sl, mask, dropout, causal, scale, out,
+        ],
+    );
+    let mut case = OpCase::new(KV, format!("HF RoPE into {name}"), g)
+        .tol(Tol::F32_SUM)
+        .dynamic();
+    let mut rf = KvRef::new(cache, true);
+    for (i, &(start, s)) in steps.iter().enumerate() {
+        let sd = 3 * i as u64 + seed;
+        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
+        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
+        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
+        let qr = super::llama::rotary_hf_ref(&qt, &c, &sn, start);
+        let kr = super::llama::rotary_hf_ref(&kt, &c, &sn, start);
+        let want = rf.step(&qr, &kr, &vt, start);
+        let inputs: Vec<Val> = vec![
+            qt.into(),
+            kt.into(),
+            vt.into(),
+            Val::Int(start as i64),
+            Val::Int(s as i64),
+        ];
+        case = case.run_vals(inputs, vec![want.into()]);
+    }
+    case
+}
+
 fn rope_kv_cases() -> Vec<OpCase> {
     vec![
+        // The HF form: GQA, full and partial rotary dims.
+        rope_hf_kv_case(
+            "GQA q [1, <=4, 4, 16] kv heads 2 cache [1, 12, 2, 16] R 16",
+            ([1, 4, 4, 16], [1, 4, 2, 16], [1, 12, 2, 16]),
+            16,
+            &[(0, 4), (4, 1), (5, 2), (7, 1)],
+            9780,
+        ),
+        rope_hf_kv_case(
+            "q [1, <=3, 2, 24] cache [1, 8, 2, 24] R 8",
+            ([1, 3, 2, 24], [1, 3, 2, 24], [1, 8, 2, 24]),
+            8,
+            &[(0, 3), (3, 1), (4, 2)],
+            9790,
+        ),
         // Grouped-query prefill, decode steps and a chunk (dynamic S), D = 16.
         rope_kv_case(
             F32,

@@ -391,7 +391,7 @@ fn rotary_cases() -> Vec<OpCase> {
 // ---------------------------------------------------------------- rotary_hf
 
 /// HF rotate-half RoPE of x `[B, S, H, D]` with tables `[rows, R]` from row `start`.
-fn rotary_hf_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, start: usize) -> Tensor {
+pub(super) fn rotary_hf_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, start: usize) -> Tensor {
     let [b, s, h, d] = <[usize; 4]>::try_from(x.sizes.as_slice()).unwrap();
     let r = cos.sizes[1];
     let half = r / 2;
@@ -417,7 +417,7 @@ fn rotary_hf_ref(x: &Tensor, cos: &Tensor, sin: &Tensor, start: usize) -> Tensor
 }
 
 /// HF cos / sin tables `[rows, r]`: the angle of dim j repeats with period r / 2.
-fn hf_freqs(dt: DataType, rows: usize, r: usize) -> (Tensor, Tensor) {
+pub(super) fn hf_freqs(dt: DataType, rows: usize, r: usize) -> (Tensor, Tensor) {
     let half = r / 2;
     let theta = |p: usize, j: usize| p as f64 / 10000f64.powf(2.0 * (j % half) as f64 / r as f64);
     let mk = |f: fn(f64) -> f64| {

@@ -88,6 +88,8 @@ struct SdpaPush {
     out_strides: [usize; 3],
     /// The fused form's batch stride of the call's k / v (`kst.w`; 0 otherwise).
     new_kv_batch: usize,
+    /// The HF RoPE inside (`sdpa_kv_rope_hf_*`): rotary dim, table rows, start_pos slot.
+    rope_hf: [u32; 3],
 }
 
 impl SdpaPush {
@@ -119,6 +121,7 @@ impl SdpaPush {
                 0,
             )
             .u32_array(&st(self.out_strides, "out stride")?, 4, 0)
+            .u32_array(&self.rope_hf, 4, 0)
             .finish();
         Ok(Launch {
             push,
@@ -207,6 +210,7 @@ impl CacheAttention {
             kv_strides: [max_seq * h_kv * d, d, h_kv * d],
             out_strides: [sq * h * d, d, h * d],
             new_kv_batch: 0,
+            rope_hf: [0; 3],
         }
     }
 }
@@ -292,6 +296,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             kv_strides: [h_kv * l * d, l * d, d],
             out_strides: [h * sq * d, sq * d, d],
             new_kv_batch: 0,
+            rope_hf: [0; 3],
         }
         .launch(&what)
     })
@@ -454,10 +459,12 @@ fn attention_writing_caches(
     let shader = match rope {
         Some(r) => {
             bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
-            match dt {
-                DataType::Float32 => ShaderId::SdpaKvRopeF32,
-                DataType::Float16 => ShaderId::SdpaKvRopeF16,
-                other => {
+            match (dt, r.hf_start.is_some()) {
+                (DataType::Float32, false) => ShaderId::SdpaKvRopeF32,
+                (DataType::Float16, false) => ShaderId::SdpaKvRopeF16,
+                (DataType::Float32, true) => ShaderId::SdpaKvRopeHfF32,
+                (DataType::Float16, true) => ShaderId::SdpaKvRopeHfF16,
+                (other, _) => {
                     return Err(unsupported(format!(
                         "{what}: dtype {other:?} (fp32 / fp16 only)"
                     )))
@@ -466,9 +473,38 @@ fn attention_writing_caches(
         }
         None => sdpa_shader_of(&what, dt, true)?,
     };
+    // The HF RoPE's start_pos slot (its tables are read from that row).
+    let rope_slot = match rope.and_then(|r| r.hf_start) {
+        Some(v) => Some((v, g.scalar_slot(v)?)),
+        None => None,
+    };
     g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
-        if let Some(r) = rope {
+        let mut rope_hf = [0; 3];
+        if let (Some(r), Some((pos_v, slot))) = (rope, rope_slot) {
+            // The HF RoPE's own checks (ops/llama.rs `build_rotary_hf`).
+            let cd = s.dims(r.cos).to_vec();
+            let &[rows, rd] = cd.as_slice() else {
+                return Err(invalid_arg(format!(
+                    "{what} (with the RoPE before): freqs_cos sizes {cd:?} must be [max_seq, rotary_dim]"
+                )));
+            };
+            if s.dims(r.sin) != cd.as_slice() || rd % 2 != 0 || rd > c.d {
+                return Err(invalid_arg(format!(
+                    "{what} (with the RoPE before): freqs sizes {cd:?} / {:?} must match, with an even rotary dim <= the head dim {}",
+                    s.dims(r.sin),
+                    c.d
+                )));
+            }
+            let start = s.scalar(pos_v)?;
+            if start < 0.0 || start + c.sq as f64 > rows as f64 {
+                return Err(invalid_arg(format!(
+                    "{what} (with the RoPE before): start_pos {start} + S {} exceeds the {rows} rows of freqs {cd:?}",
+                    c.sq
+                )));
+            }
+            rope_hf = [to_u32(rd, "rotary dim")?, to_u32(rows, "freqs rows")?, slot];
+        } else if let Some(r) = rope {
             // The RoPE's own checks (ops/llama.rs `build_rotary`).
             if c.d % 2 != 0 {
                 return Err(invalid_arg(format!(
@@ -499,6 +535,7 @@ fn attention_writing_caches(
         s.set_dims(out, qd)?;
         let mut push = c.push(causal, pos_slot, scale, None);
         push.new_kv_batch = c.sq * c.h_kv * c.d;
+        push.rope_hf = rope_hf;
         push.launch(&what)
     })
 }

@@ -27,8 +27,9 @@
 //! computed by their M = 1 DQ GEMVs where they load x (`_dq_norm`, `_dq_addnorm`: the
 //! row's sum of squares in every workgroup), and the norm node launches nothing at M = 1
 //! (with the add, it writes the sum alone, beside the GEMVs rather than before them).
-//! Taken over the norm's row range unless compile spec `etvk_row_range` forces the range
-//! (`norm`, `all`); `ETVK_NORM_GEMV=0` turns it off (comparisons).
+//! On rows of up to 2048 by default (compile spec `etvk_norm_gemv` = auto | all | off, else
+//! `ETVK_NORM_GEMV`; longer rows keep the node, which writes the row range from 4096), and
+//! not where compile spec `etvk_row_range` forces the norm's range (`norm`, `all`).
 //!
 //! **KV-cache attention** (`ops/attention.rs`): `sdpa_with_kv_cache` writes the call's keys
 //! and values into its caches from the attention dispatch itself (`sdpa_kv_*`) instead of
@@ -134,35 +135,42 @@ pub(crate) fn plan_from(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<b
     Ok(true)
 }
 
-/// The inputs of an `et_vk.apply_rotary_emb` that the `sdpa_with_kv_cache` reading its two
-/// outputs applies itself (`sdpa_kv_rope_*`).
+/// The inputs of an `et_vk.apply_rotary_emb` (or `_hf`) that the `sdpa_with_kv_cache`
+/// reading its two outputs applies itself (`sdpa_kv_rope_*`, `sdpa_kv_rope_hf_*`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RopeInputs {
     pub(crate) xq: TensorId,
     pub(crate) xk: TensorId,
     pub(crate) cos: TensorId,
     pub(crate) sin: TensorId,
+    /// The HF form's start_pos (value id): its tables are read from that row.
+    pub(crate) hf_start: Option<usize>,
 }
 
 const ROPE: &str = "et_vk.apply_rotary_emb.default";
+const ROPE_HF: &str = "et_vk.apply_rotary_emb_hf.default";
 const SDPA_KV: &str = "sdpa_with_kv_cache.default";
 
-/// The RoPE at `call` (`[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`) left to
-/// the attention when one later `sdpa_with_kv_cache` reads its outputs, as its q and k, and
-/// nothing else does (no graph output either), no op between them refers to xq or xk, and
-/// only other RoPEs refer to the tables there: the attention rotates q and the call's keys
-/// itself (`sdpa_kv_rope_*`) and the RoPE builds nothing, at every M. Its inputs are then
-/// read past their planned lifetime (kept: `GraphBuilder::kept_past_plan`).
-/// `ETVK_ROPE_SDPA=0` turns it off (comparisons). Returns whether it applies.
+/// The RoPE at `call` (`[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`, or the HF
+/// form's `[xq, xk, freqs_cos, freqs_sin, start_pos, ValueList(..)]`) left to the attention
+/// when one later `sdpa_with_kv_cache` reads its outputs, as its q and k, and nothing else
+/// does (no graph output either), no op between them refers to xq or xk, and only other
+/// RoPEs of its kind refer to the tables there: the attention rotates q and the call's keys
+/// itself (`sdpa_kv_rope_*`, `sdpa_kv_rope_hf_*`) and the RoPE builds nothing, at every M.
+/// Its inputs are then read past their planned lifetime (kept:
+/// `GraphBuilder::kept_past_plan`). `ETVK_ROPE_SDPA=0` turns it off (comparisons). Returns
+/// whether it applies.
 pub(crate) fn plan_rope_into_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<bool> {
+    let hf = call.name == ROPE_HF;
+    let list_arg = if hf { 5 } else { 4 };
     if fusion_off()
         || std::env::var("ETVK_ROPE_SDPA").is_ok_and(|v| v == "0")
-        || call.name != ROPE
-        || call.args.len() != 5
+        || !(call.name == ROPE || hf)
+        || call.args.len() != list_arg + 1
     {
         return Ok(false);
     }
-    let outs = match g.value(call.args[4])? {
+    let outs = match g.value(call.args[list_arg])? {
         GValue::ValueList(l) if l.len() == 2 => [l[0], l[1]],
         _ => return Ok(false),
     };
@@ -185,25 +193,33 @@ pub(crate) fn plan_rope_into_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -
     let before = |v: usize| uses(g, v, at).into_iter().filter(move |&(i, _)| i < sdpa);
     let tables_read_only = [cos_v, sin_v]
         .iter()
-        .all(|&v| before(v).all(|(i, p)| graph.chain[i].name == ROPE && (p == 2 || p == 3)));
+        .all(|&v| before(v).all(|(i, p)| graph.chain[i].name == call.name && (p == 2 || p == 3)));
     if before(xq_v).next().is_some() || before(xk_v).next().is_some() || !tables_read_only {
         return Ok(false);
     }
-    let tensor = |v: usize| match g.value(v) {
-        Ok(GValue::Tensor(t)) => Some(*t),
-        _ => None,
-    };
-    let (Some(xq), Some(xk), Some(cos), Some(sin)) =
-        (tensor(xq_v), tensor(xk_v), tensor(cos_v), tensor(sin_v))
-    else {
-        return Ok(false);
-    };
+    // Constant tables (prepacked) as the RoPE itself would take them.
+    let [xq, xk, cos, sin] = [
+        g.tensor_or_prepack(call, 0)?,
+        g.tensor_or_prepack(call, 1)?,
+        g.tensor_or_prepack(call, 2)?,
+        g.tensor_or_prepack(call, 3)?,
+    ];
     let s = g.shapes();
     if [xk, cos, sin].iter().any(|&t| s.dtype(t) != s.dtype(xq)) {
         return Ok(false);
     }
     g.kept_past_plan.extend([xq, xk, cos, sin]);
-    g.rope_sdpa.insert(sdpa, RopeInputs { xq, xk, cos, sin });
+    let hf_start = hf.then(|| call.args[4]);
+    g.rope_sdpa.insert(
+        sdpa,
+        RopeInputs {
+            xq,
+            xk,
+            cos,
+            sin,
+            hf_start,
+        },
+    );
     Ok(true)
 }
 
@@ -331,11 +347,19 @@ fn x_into_gemv(
             .all(|&v| uses(g, v, at).iter().all(|&(i, _)| i > last))
 }
 
+/// Rows up to which the RMSNorm is computed inside its linears by default. H100 (session 37,
+/// one reader, M = 1): each DQ GEMV with the norm inside takes 1.4-1.6 us more on rows of
+/// 2048 and 4096 x 1024, 4.5-10 us more on 4096 x 4096 .. 28672 x 8192 (it grows with N:
+/// the loop is slower, not only the start), against the norm node's 5.7 / 6.7 / 11 us at
+/// rows of 2048 / 4096 / 8192 and a barrier level; q / k / v are three readers, w1 / w3 two.
+const NORM_GEMV_MAX_ROW: usize = 2048;
+
 /// The RMSNorm at chain index `at` (output value `out_val`, tensor `out`), computed as `x`
 /// (a [`GemvX::Norm`] of input values `inputs`), when its 8da4w linears may compute it
-/// themselves at M = 1 (`x_into_gemv`; all of it fp32): registers the source and keeps the
-/// inputs past their plan. Not where the norm's row range is forced on (compile spec
-/// `etvk_row_range` = norm | all), nor with `ETVK_NORM_GEMV=0` (comparisons).
+/// themselves at M = 1 (`x_into_gemv`; all of it fp32) and compile spec `etvk_norm_gemv`
+/// (else `ETVK_NORM_GEMV`) allows it for its rows (`auto`: up to [`NORM_GEMV_MAX_ROW`];
+/// `all`; `off` / `0`): registers the source and keeps the inputs past their plan. Not where
+/// the norm's row range is forced on (compile spec `etvk_row_range` = norm | all).
 fn norm_into_gemv(
     g: &mut GraphBuilder<'_>,
     at: usize,
@@ -351,7 +375,18 @@ fn norm_into_gemv(
         .chain(b)
         .chain([w])
         .all(|t| s.dtype(t) == DataType::Float32);
+    let setting = g
+        .norm_gemv
+        .clone()
+        .or_else(|| std::env::var("ETVK_NORM_GEMV").ok());
+    let row_len = s.max_dims(out).last().copied().unwrap_or(0);
+    let allowed = match setting.as_deref() {
+        Some("0" | "off") => false,
+        Some("all") => true,
+        _ => row_len <= NORM_GEMV_MAX_ROW,
+    };
     if !fp32
+        || !allowed
         || crate::ops::quantize::norm_range_forced(g)
         || !x_into_gemv(g, at, (out_val, out), inputs, "ETVK_NORM_GEMV")
     {

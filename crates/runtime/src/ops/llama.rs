@@ -326,6 +326,10 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
 /// slice start, so the kernel reads rows `start_pos + s`; one dispatch per output.
 fn build_rotary_hf(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(6)?;
+    // Left to the attention that reads both outputs, where it may (ops/fusion.rs).
+    if crate::ops::fusion::plan_rope_into_sdpa(g, call)? {
+        return Ok(());
+    }
     let what = call.what();
     let pos_v = call.arg(4)?;
     let pos_slot = g.scalar_slot(pos_v)?;
