@@ -392,10 +392,16 @@ void main() {
       [[unroll]] for (uint i = 0u; i < 4u; ++i) ss += dot(xv[i], xv[i]);
     }
 #endif
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        const uint k = k0 + 4u * i + c;
-        xv[i][c] = k < p.K ? xv[i][c] * nw[k] : 0.0;
+    // The weights as x was loaded: four vec4 loads where the half chunk lies inside a row
+    // of whole vec4s (fewer live addresses than 16 guarded scalar loads).
+    if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] *= nw4[(k0 >> 2) + i];
+    } else {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+          const uint k = k0 + 4u * i + c;
+          xv[i][c] = k < p.K ? xv[i][c] * nw[k] : 0.0;
+        }
       }
     }
   }

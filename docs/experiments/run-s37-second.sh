@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 37, run 2: why the DQ GEMV with the RMSNorm inside (`_dq_norm`) streams slower than
-# `_dq_mm` / `_dq` (run 1: +1.4-10 us, growing with N): registers and statistics of the three
-# forms (`ETVK_PIPELINE_STATS=1`) at 8192^2 and 2048^2; the tiny Llamas with and without the
+# Session 37, run 3: why the DQ GEMV with the RMSNorm inside (`_dq_norm`) streams slower than
+# `_dq_mm` / `_dq` (run 2: +1.4-10 us, growing with N; a second wave if it lost the second
+# workgroup per SM?): registers and statistics of the three forms (`ETVK_PIPELINE_STATS=1`)
+# at 8192^2 and 2048^2; the op against run 2's form (scalar weight loads, an override) and
+# the node; the tiny Llamas with and without the
 # RoPE inside the attention (now the HF form too: e8); then the fixtures and op tests on the
 # GPU (run 1's had no validation layer to open a device with). The binaries travel gzipped
 # (the working tree and .gl must stay under 64 MiB).
@@ -14,6 +16,11 @@ if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../
 exp_prepare() {
     exp_test_binary ops
     exp_test_binary fixtures
+    # Run 2's `_dq_norm` (16 guarded scalar loads of the norm's weights) as an override.
+    EXP_SHADERS=$(mktemp -d)
+    git archive 2435d3b shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
+    exp_comp scalar q4_linear_gemv_half_dq_norm q4_linear_gemv_half.comp -O -DDQ=1 -DNORM=1
+    EXP_SHADERS=shaders
     rm -f .gl/bin/q4_linear-*
     strip .gl/bin/*
     gzip -9 -f .gl/bin/*
@@ -33,6 +40,22 @@ exp_begin "$0" "$@"
             env $e ETVK_PIPELINE_STATS=1 ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_dq8ca_q4gsw \
                 --m 1 --n "$1" --k "$2" --x-from norm --iters 20 --ceiling-mib 256 2>&1 |
                 grep -iE 'q4_linear_gemv_half.*(regist|spill|stat)|^\| linear' | head -6 || true
+        done
+    done
+    echo "== M = 1, x from a norm: node / inside (vec4 weights) / inside (run 2's scalar loads)"
+    for shape in "8192 8192" "4096 4096" "14336 4096"; do
+        set -- $shape
+        for v in node vec4 scalar node vec4 scalar; do
+            echo -n "$v N=$1 K=$2: "
+            case $v in
+                node) e="ETVK_NORM_GEMV=0" ;;
+                vec4) e="ETVK_NORM_GEMV=all" ;;
+                scalar) e="ETVK_NORM_GEMV=all ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_scalar" ;;
+            esac
+            env $e ETVK_BENCH_PROFILE=1 .gl/bin/etvk bench linear_dq8ca_q4gsw --m 1 --n "$1" --k "$2" \
+                --x-from norm --iters 20 --ceiling-mib 256 2>&1 |
+                grep -E '^\| linear|MISMATCH|rror' | tr '\n' ' ' || true
+            echo
         done
     done
     echo "== tiny Llamas, GPU time per whole execute: RoPE node / inside"
