@@ -21,7 +21,7 @@ exp_prepare() {
     git archive 2435d3b shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
     exp_comp scalar q4_linear_gemv_half_dq_norm q4_linear_gemv_half.comp -O -DDQ=1 -DNORM=1
     EXP_SHADERS=shaders
-    rm -f .gl/bin/q4_linear-*
+    rm -f .gl/bin/q4_linear-* .gl/bin/*.gz
     strip .gl/bin/*
     gzip -9 -f .gl/bin/*
 }
