@@ -262,20 +262,7 @@ fn act_quant_fusion_leaves_out_nodes() {
 #[test]
 fn norm_writes_row_range_for_dq_gemv() {
     let all = (cases::family("quantize").cases)();
-    {
-        let case = &all[0];
-        let mut specs = case.compile_specs.clone();
-        specs.push(("etvk_row_range".to_string(), b"silu".to_vec()));
-        let be = etvk_tests::backend();
-        let err = etvk_runtime::Delegate::init(&be, &case.blob, &specs, &case.named)
-            .err()
-            .expect("a bad etvk_row_range loads");
-        assert!(
-            err.to_string().contains("etvk_row_range")
-                && err.to_string().contains("auto, norm, all, off"),
-            "{err}"
-        );
-    }
+    spec_value_refused(&all[0], "etvk_row_range", "silu", "auto, norm, all, off");
     let find = |part: &str| {
         all.iter()
             .find(|c| c.label().ends_with(part))
@@ -421,20 +408,7 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
             "_dq_mm",
         ),
     ];
-    {
-        let case = &all[0];
-        let mut specs = case.compile_specs.clone();
-        specs.push(("etvk_norm_gemv".to_string(), b"some".to_vec()));
-        let be = etvk_tests::backend();
-        let err = etvk_runtime::Delegate::init(&be, &case.blob, &specs, &case.named)
-            .err()
-            .expect("a bad etvk_norm_gemv loads");
-        assert!(
-            err.to_string().contains("etvk_norm_gemv")
-                && err.to_string().contains("auto, all, off"),
-            "{err}"
-        );
-    }
+    spec_value_refused(&all[0], "etvk_norm_gemv", "some", "auto, all, off");
     for (name, norm, linears, kernel) in plans {
         let case = case_ending(&all, name);
         let add = name.starts_with("add");
@@ -714,6 +688,21 @@ fn views_of_an_intermediate_launch_nothing() {
 }
 
 /// The case of `all` whose label ends with `name`.
+/// `case` loaded with compile spec `spec` = `value` fails, naming the spec and its values
+/// (`listed`).
+fn spec_value_refused(case: &etvk_tests::OpCase, spec: &str, value: &str, listed: &str) {
+    let mut specs = case.compile_specs.clone();
+    specs.push((spec.to_string(), value.as_bytes().to_vec()));
+    let be = etvk_tests::backend();
+    let err = etvk_runtime::Delegate::init(&be, &case.blob, &specs, &case.named)
+        .err()
+        .unwrap_or_else(|| panic!("{spec} = {value:?} loads"));
+    assert!(
+        err.to_string().contains(spec) && err.to_string().contains(listed),
+        "{err}"
+    );
+}
+
 fn case_ending<'a>(all: &'a [etvk_tests::OpCase], name: &str) -> &'a etvk_tests::OpCase {
     all.iter()
         .find(|c| c.label().ends_with(name))

@@ -404,13 +404,23 @@ fn kv_cases() -> Vec<OpCase> {
     ]
 }
 
-/// `et_vk.apply_rotary_emb` of q and k (tables cos / sin `[S, D/2]` as inputs, the rows of
-/// the call's positions, as export_llm slices them) whose outputs only an
-/// `sdpa_with_kv_cache` reads: the runtime leaves the rotation to the attention
-/// (`sdpa_kv_rope_*`: q as loaded, the call's keys as read and written into the cache).
-/// Steps `(start_pos, S)` on one delegate against the f64 RoPE and attention.
+/// The RoPE before the attention in [`rope_kv_case`].
+#[derive(Clone, Copy)]
+enum RopeForm {
+    /// `et_vk.apply_rotary_emb`: pair-interleaved, tables cos / sin `[S, D/2]` as inputs
+    /// (the rows of the call's positions, as export_llm slices them).
+    Pairs,
+    /// `et_vk.apply_rotary_emb_hf` with rotary dim R <= D: rotate-half, the full tables
+    /// `[max_seq, R]` as constants read from row start_pos (the attention's own).
+    Hf(usize),
+}
+
+/// A RoPE of q and k (`form`) whose outputs only an `sdpa_with_kv_cache` reads: the runtime
+/// leaves the rotation to the attention (`sdpa_kv_rope_*`, `sdpa_kv_rope_hf_*`: q as loaded,
+/// the call's keys as read and written into the cache). Steps `(start_pos, S)` on one
+/// delegate against the f64 RoPE and attention.
 fn rope_kv_case(
-    dt: DataType,
+    (dt, form): (DataType, RopeForm),
     name: &str,
     (q, kv, cache): ([usize; 4], [usize; 4], [usize; 4]),
     steps: &[(usize, usize)],
@@ -421,16 +431,25 @@ fn rope_kv_case(
     let qi = g.input(dt, &q);
     let ki = g.input(dt, &kv);
     let vi = g.input(dt, &kv);
-    let ci = g.input(dt, &[q[1], half]);
-    let si = g.input(dt, &[q[1], half]);
-    let qo = g.tensor(dt, &q);
-    let ko = g.tensor(dt, &kv);
-    let outs = g.value_list(&[qo, ko]);
-    g.op(ROTARY, &[qi, ki, ci, si, outs]);
+    let hf_tables = match form {
+        RopeForm::Pairs => None,
+        RopeForm::Hf(r) => Some(super::llama::hf_freqs(dt, cache[1], r)),
+    };
+    let (ci, si) = match &hf_tables {
+        None => (g.input(dt, &[q[1], half]), g.input(dt, &[q[1], half])),
+        Some((c, sn)) => (g.constant(c), g.constant(sn)),
+    };
     let sp = g.symint();
     g.builder().mark_input(sp);
     let sl = g.symint();
     g.builder().mark_input(sl);
+    let qo = g.tensor(dt, &q);
+    let ko = g.tensor(dt, &kv);
+    let outs = g.value_list(&[qo, ko]);
+    match form {
+        RopeForm::Pairs => g.op(ROTARY, &[qi, ki, ci, si, outs]),
+        RopeForm::Hf(_) => g.op(ROTARY_HF, &[qi, ki, ci, si, sp, outs]),
+    }
     let zeros = Tensor::new(dt, &cache, vec![0.0; cache.iter().product()]);
     let kc = g.constant(&zeros);
     let vc = g.constant(&zeros);
@@ -443,7 +462,11 @@ fn rope_kv_case(
         ],
     );
     let tol = if dt == F16 { Tol::F16 } else { Tol::F32_SUM };
-    let mut case = OpCase::new(KV, format!("RoPE into {name}"), g)
+    let label = match form {
+        RopeForm::Pairs => "RoPE",
+        RopeForm::Hf(_) => "HF RoPE",
+    };
+    let mut case = OpCase::new(KV, format!("{label} into {name}"), g)
         .tol(tol)
         .dynamic();
     let mut r = KvRef::new(cache, true);
@@ -452,86 +475,29 @@ fn rope_kv_case(
         let qt = Tensor::rand_range(dt, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
         let kt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
         let vt = Tensor::rand_range(dt, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
-        // The tables' rows of positions start.. start + s.
-        let (c_all, s_all) = super::llama::freqs(dt, start + s, half);
-        let rows = |t: &Tensor| Tensor::new(dt, &[s, half], t.data[start * half..].to_vec());
-        let (c, sn) = (rows(&c_all), rows(&s_all));
-        let (qr, kr) = (
-            super::llama::rotary_ref(&qt, &c, &sn, dt),
-            super::llama::rotary_ref(&kt, &c, &sn, dt),
-        );
+        let mut inputs: Vec<Val> = vec![qt.clone().into(), kt.clone().into(), vt.clone().into()];
+        let (qr, kr) = match &hf_tables {
+            None => {
+                // The tables' rows of positions start.. start + s.
+                let (c_all, s_all) = super::llama::freqs(dt, start + s, half);
+                let rows =
+                    |t: &Tensor| Tensor::new(dt, &[s, half], t.data[start * half..].to_vec());
+                let (c, sn) = (rows(&c_all), rows(&s_all));
+                let rotated = (
+                    super::llama::rotary_ref(&qt, &c, &sn, dt),
+                    super::llama::rotary_ref(&kt, &c, &sn, dt),
+                );
+                inputs.extend([c.into(), sn.into()]);
+                rotated
+            }
+            Some((c, sn)) => (
+                super::llama::rotary_hf_ref(&qt, c, sn, start),
+                super::llama::rotary_hf_ref(&kt, c, sn, start),
+            ),
+        };
+        inputs.extend([Val::Int(start as i64), Val::Int(s as i64)]);
         let want = r.step(&qr, &kr, &vt, start);
         let want = Tensor::new(dt, &want.sizes, want.data);
-        let inputs: Vec<Val> = vec![
-            qt.into(),
-            kt.into(),
-            vt.into(),
-            c.into(),
-            sn.into(),
-            Val::Int(start as i64),
-            Val::Int(s as i64),
-        ];
-        case = case.run_vals(inputs, vec![want.into()]);
-    }
-    case
-}
-
-/// `et_vk.apply_rotary_emb_hf` (full tables `[rows, R]` as constants, rotary dim R <= D,
-/// read from row start_pos, the attention's own start_pos) whose outputs only an
-/// `sdpa_with_kv_cache` reads: left to the attention (`sdpa_kv_rope_hf_*`), as
-/// [`rope_kv_case`] for the pair form.
-fn rope_hf_kv_case(
-    name: &str,
-    (q, kv, cache): ([usize; 4], [usize; 4], [usize; 4]),
-    r: usize,
-    steps: &[(usize, usize)],
-    seed: u64,
-) -> OpCase {
-    let mut g = CaseGraph::new();
-    let qi = g.input(F32, &q);
-    let ki = g.input(F32, &kv);
-    let vi = g.input(F32, &kv);
-    let (c, sn) = super::llama::hf_freqs(F32, cache[1], r);
-    let ci = g.constant(&c);
-    let si = g.constant(&sn);
-    let sp = g.symint();
-    g.builder().mark_input(sp);
-    let sl = g.symint();
-    g.builder().mark_input(sl);
-    let qo = g.tensor(F32, &q);
-    let ko = g.tensor(F32, &kv);
-    let outs = g.value_list(&[qo, ko]);
-    g.op(ROTARY_HF, &[qi, ki, ci, si, sp, outs]);
-    let zeros = Tensor::new(F32, &cache, vec![0.0; cache.iter().product()]);
-    let kc = g.constant(&zeros);
-    let vc = g.constant(&zeros);
-    let (mask, dropout, causal, scale) = (g.null(), g.int(0), g.bool(true), g.null());
-    let out = g.output(F32, &q);
-    g.op(
-        KV,
-        &[
-            qo, ko, vi, kc, vc, sp, sl, mask, dropout, causal, scale, out,
-        ],
-    );
-    let mut case = OpCase::new(KV, format!("HF RoPE into {name}"), g)
-        .tol(Tol::F32_SUM)
-        .dynamic();
-    let mut rf = KvRef::new(cache, true);
-    for (i, &(start, s)) in steps.iter().enumerate() {
-        let sd = 3 * i as u64 + seed;
-        let qt = Tensor::rand_range(F32, &[q[0], s, q[2], q[3]], -1.0, 1.0, sd);
-        let kt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 1);
-        let vt = Tensor::rand_range(F32, &[kv[0], s, kv[2], kv[3]], -1.0, 1.0, sd + 2);
-        let qr = super::llama::rotary_hf_ref(&qt, &c, &sn, start);
-        let kr = super::llama::rotary_hf_ref(&kt, &c, &sn, start);
-        let want = rf.step(&qr, &kr, &vt, start);
-        let inputs: Vec<Val> = vec![
-            qt.into(),
-            kt.into(),
-            vt.into(),
-            Val::Int(start as i64),
-            Val::Int(s as i64),
-        ];
         case = case.run_vals(inputs, vec![want.into()]);
     }
     case
@@ -540,23 +506,23 @@ fn rope_hf_kv_case(
 fn rope_kv_cases() -> Vec<OpCase> {
     vec![
         // The HF form: GQA, full and partial rotary dims.
-        rope_hf_kv_case(
+        rope_kv_case(
+            (F32, RopeForm::Hf(16)),
             "GQA q [1, <=4, 4, 16] kv heads 2 cache [1, 12, 2, 16] R 16",
             ([1, 4, 4, 16], [1, 4, 2, 16], [1, 12, 2, 16]),
-            16,
             &[(0, 4), (4, 1), (5, 2), (7, 1)],
             9780,
         ),
-        rope_hf_kv_case(
+        rope_kv_case(
+            (F32, RopeForm::Hf(8)),
             "q [1, <=3, 2, 24] cache [1, 8, 2, 24] R 8",
             ([1, 3, 2, 24], [1, 3, 2, 24], [1, 8, 2, 24]),
-            8,
             &[(0, 3), (3, 1), (4, 2)],
             9790,
         ),
         // Grouped-query prefill, decode steps and a chunk (dynamic S), D = 16.
         rope_kv_case(
-            F32,
+            (F32, RopeForm::Pairs),
             "GQA prefill + decode q [1, <=5, 4, 16] kv heads 2 cache [1, 20, 2, 16]",
             ([1, 5, 4, 16], [1, 5, 2, 16], [1, 20, 2, 16]),
             &[(0, 5), (5, 1), (6, 1), (7, 3), (10, 1)],
@@ -564,14 +530,14 @@ fn rope_kv_cases() -> Vec<OpCase> {
         ),
         // Head dim 160: pairs past one per lane, two per lane in the key loop.
         rope_kv_case(
-            F32,
+            (F32, RopeForm::Pairs),
             "D 160 q [1, <=3, 2, 160] cache [1, 8, 2, 160]",
             ([1, 3, 2, 160], [1, 3, 2, 160], [1, 8, 2, 160]),
             &[(0, 3), (3, 1), (4, 2)],
             9760,
         ),
         rope_kv_case(
-            F16,
+            (F16, RopeForm::Pairs),
             "fp16 GQA q [1, <=4, 4, 16] kv heads 2 cache [1, 12, 2, 16]",
             ([1, 4, 4, 16], [1, 4, 2, 16], [1, 12, 2, 16]),
             &[(0, 4), (4, 1), (5, 2)],
