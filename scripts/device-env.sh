@@ -3,6 +3,13 @@
 # prepare` put in .gl/, points the loader at the NVIDIA ICD, and makes $OUT.
 for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done
 ldconfig
+# Binaries carried gzipped (to keep the working tree and .gl under the 64 MiB carry limit,
+# as run-s37-second.sh packs them) are unpacked first.
+for f in .gl/bin/*.gz; do
+    [ -e "$f" ] || continue
+    gzip -d -f "$f"
+    chmod +x "${f%.gz}"
+done
 export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

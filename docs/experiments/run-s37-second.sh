@@ -5,8 +5,8 @@
 # at 8192^2 and 2048^2; the op against run 2's form (scalar weight loads, an override) and
 # the node; the tiny Llamas with and without the
 # RoPE inside the attention (now the HF form too: e8); then the fixtures and op tests on the
-# GPU (run 1's had no validation layer to open a device with). The binaries travel gzipped
-# (the working tree and .gl must stay under 64 MiB).
+# GPU (run 2's had no validation layer to open a device with). The binaries travel gzipped
+# (the working tree and .gl must stay under 64 MiB; device-env.sh unpacks them there).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s37-second.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s37-second.sh
 set -euo pipefail
@@ -25,10 +25,6 @@ exp_prepare() {
     strip .gl/bin/*
     gzip -9 -f .gl/bin/*
 }
-if [ "${1:-}" != prepare ]; then
-    for f in "$dir"/bin/*.gz; do gzip -d -f "$f"; done
-    chmod +x "$dir"/bin/*
-fi
 exp_begin "$0" "$@"
 {
     nvidia-smi --query-gpu=name --format=csv,noheader || true
