@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 37, run 3: why the DQ GEMV with the RMSNorm inside (`_dq_norm`) streams slower than
-# `_dq_mm` / `_dq` (run 2: +1.4-10 us, growing with N; a second wave if it lost the second
-# workgroup per SM?): registers and statistics of the three forms (`ETVK_PIPELINE_STATS=1`)
+# `_dq_mm` / `_dq` (run 2: +1.4-10 us, more on longer rows; a second wave if it lost the
+# second workgroup per SM?): registers and statistics of the three forms (`ETVK_PIPELINE_STATS=1`)
 # at 8192^2 and 2048^2; the op against run 2's form (scalar weight loads, an override) and
 # the node; the tiny Llamas with and without the
 # RoPE inside the attention (now the HF form too: e8); then the fixtures and op tests on the

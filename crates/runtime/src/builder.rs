@@ -191,6 +191,11 @@ pub const NORM_GEMV_SPEC: &str = "etvk_norm_gemv";
 /// The values of [`NORM_GEMV_SPEC`].
 pub const NORM_GEMV_SETTINGS: &[&str] = &["auto", "all", "off"];
 
+/// A text compile spec's value as given, else environment variable `env`'s.
+pub(crate) fn spec_or_env(spec: &Option<String>, env: &str) -> Option<String> {
+    spec.clone().or_else(|| std::env::var(env).ok())
+}
+
 /// A dispatch with alternative kernels: the resize fn picks one per launch.
 pub(crate) struct Alternatives {
     /// Each variant's dispatch description and pipeline.

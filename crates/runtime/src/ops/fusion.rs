@@ -322,16 +322,14 @@ impl XSource {
 /// them that refers to its memory is a choose_qparams node or 8da4w linear reading it as arg
 /// 0, no op after that refers to it, and no op up to that linear refers to the op's `inputs`
 /// (which the linears then read, past their planned lifetime: the caller keeps them,
-/// `GraphBuilder::kept_past_plan`). `switch` = `0` turns it off (comparisons).
+/// `GraphBuilder::kept_past_plan`).
 fn x_into_gemv(
     g: &GraphBuilder<'_>,
     at: usize,
     (out_val, out): (usize, TensorId),
     inputs: &[usize],
-    switch: &str,
 ) -> bool {
-    if std::env::var(switch).is_ok_and(|v| v == "0")
-        || fusion_off()
+    if fusion_off()
         || g.shapes().dtype(out) != DataType::Float32
         || g.graph().output_ids.contains(&out_val)
     {
@@ -348,10 +346,11 @@ fn x_into_gemv(
 }
 
 /// Rows up to which the RMSNorm is computed inside its linears by default. H100 (session 37,
-/// one reader, M = 1): each DQ GEMV with the norm inside takes 1.4-1.6 us more on rows of
-/// 2048 and 4096 x 1024, 4.5-10 us more on 4096 x 4096 .. 28672 x 8192 (it grows with N:
-/// the loop is slower, not only the start), against the norm node's 5.7 / 6.7 / 11 us at
-/// rows of 2048 / 4096 / 8192 and a barrier level; q / k / v are three readers, w1 / w3 two.
+/// one reader, M = 1): each DQ GEMV with the norm inside takes 1.4 us more on rows of 2048,
+/// 1.6 at N = 1024 on rows of 4096 (half the workgroups without a block), 4.5 at N = 4096 and
+/// 14336 on rows of 4096, 7.3-9.9 on rows of 8192 (cause not known yet), against the norm
+/// node's 5.7 / 6.7 / 11 us at rows of 2048 / 4096 / 8192 and a barrier level; q / k / v are
+/// three readers, w1 / w3 two.
 const NORM_GEMV_MAX_ROW: usize = 2048;
 
 /// The RMSNorm at chain index `at` (output value `out_val`, tensor `out`), computed as `x`
@@ -375,10 +374,7 @@ fn norm_into_gemv(
         .chain(b)
         .chain([w])
         .all(|t| s.dtype(t) == DataType::Float32);
-    let setting = g
-        .norm_gemv
-        .clone()
-        .or_else(|| std::env::var("ETVK_NORM_GEMV").ok());
+    let setting = crate::builder::spec_or_env(&g.norm_gemv, "ETVK_NORM_GEMV");
     let row_len = s.max_dims(out).last().copied().unwrap_or(0);
     let allowed = match setting.as_deref() {
         Some("0" | "off") => false,
@@ -388,7 +384,7 @@ fn norm_into_gemv(
     if !fp32
         || !allowed
         || crate::ops::quantize::norm_range_forced(g)
-        || !x_into_gemv(g, at, (out_val, out), inputs, "ETVK_NORM_GEMV")
+        || !x_into_gemv(g, at, (out_val, out), inputs)
     {
         return None;
     }
@@ -474,14 +470,10 @@ pub(crate) fn build(g: &mut GraphBuilder<'_>, call: &OpCall<'_>, f: SiluMul) -> 
         }
         None => Dispatch::new(shader, [out, x, u]),
     };
+    // `ETVK_SILU_GEMV=0` keeps the node at M = 1 (comparisons).
     let into_gemv = minmax.is_none()
-        && x_into_gemv(
-            g,
-            call.index,
-            (call.args[2], out),
-            &[f.x, f.u],
-            "ETVK_SILU_GEMV",
-        );
+        && std::env::var("ETVK_SILU_GEMV").map_or(true, |v| v != "0")
+        && x_into_gemv(g, call.index, (call.args[2], out), &[f.x, f.u]);
     let source = into_gemv.then(|| XSource::new(GemvX::Silu { gate: x, up: u }));
     // The fused node reads x at the outer mul, past the inner ops where the exporter planned
     // its last read; the linears that compute the SiLU read x and u up to the last of them.

@@ -720,6 +720,18 @@ pub(crate) enum RangeProducer {
     GatedSilu,
 }
 
+/// Compile spec `etvk_row_range` as given, else `ETVK_ROW_RANGE`.
+fn row_range_setting(g: &GraphBuilder<'_>) -> Option<String> {
+    crate::builder::spec_or_env(&g.row_range, "ETVK_ROW_RANGE")
+}
+
+/// Whether compile spec `etvk_row_range` (else `ETVK_ROW_RANGE`) asks for the RMSNorms'
+/// row ranges explicitly (`norm`, `all`), over the norm computed inside the linears
+/// (ops/fusion.rs `norm_into_gemv`).
+pub(crate) fn norm_range_forced(g: &GraphBuilder<'_>) -> bool {
+    matches!(row_range_setting(g).as_deref(), Some("norm" | "all"))
+}
+
 /// Whether the RMSNorm or fused gated SiLU at chain index `at`, writing value `out_val`
 /// (tensor `out`), should also write its rows' minima and maxima (rms_norm.comp's MINMAX
 /// forms, silu_mul_rows.comp) for the 8da4w linears after it: `out` is fp32 or fp16, some
@@ -729,17 +741,6 @@ pub(crate) enum RangeProducer {
 /// them out too). Their DQ half GEMVs then read the row's range instead of reducing it in every
 /// workgroup (`RangeProducer` gives the measured trade). The new [rows, 2] tensor is
 /// registered in `g.row_minmax` under `out_val`.
-/// Whether compile spec `etvk_row_range` (else `ETVK_ROW_RANGE`) asks for the RMSNorms'
-/// row ranges explicitly (`norm`, `all`), over the norm computed inside the linears
-/// (ops/fusion.rs `norm_into_gemv`).
-pub(crate) fn norm_range_forced(g: &GraphBuilder<'_>) -> bool {
-    let setting = g
-        .row_range
-        .clone()
-        .or_else(|| std::env::var("ETVK_ROW_RANGE").ok());
-    matches!(setting.as_deref(), Some("norm" | "all"))
-}
-
 pub(crate) fn plan_row_minmax(
     g: &mut GraphBuilder<'_>,
     at: usize,
@@ -747,10 +748,7 @@ pub(crate) fn plan_row_minmax(
     out: TensorId,
     producer: RangeProducer,
 ) -> Result<Option<TensorId>> {
-    let setting = g
-        .row_range
-        .clone()
-        .or_else(|| std::env::var("ETVK_ROW_RANGE").ok());
+    let setting = row_range_setting(g);
     let row_len = g.shapes().max_dims(out).last().copied().unwrap_or(0);
     let off = match (setting.as_deref(), producer) {
         (Some("0" | "off"), _) => true,
