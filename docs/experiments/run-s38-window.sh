@@ -7,6 +7,8 @@
 # norm's weights likewise. If the weight-only GEMV at 8192^2 drops by ~1 us with XWIN, a
 # form that reads the row fewer times (workgroups sharing it) is worth building; if the
 # norm form's extra 1.3-2.2 us (H200, run-s37-second) go with NWWIN, its cause is the same.
+# Beside them the first such form (PAIR, right on lavapipe). Outcome (session 38 run 4, H100:
+# docs/performance.md): the windows change nothing, PAIR staged is 1.0-1.8 us slower.
 # The norm rows print the profile's node times too (the norm node's, where it runs).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s38-window.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s38-window.sh
@@ -25,20 +27,42 @@ exp_prepare() {
         exp_comp $v q4_linear_gemv_half_early_dq_norm $src -O -DDQ=1 -DNORM=1 -DEARLY=1 $f
     done
     EXP_SHADERS=shaders
+    # PAIR (q4_linear_gemv_half-s38-pair.diff): workgroups of twice the width (one per SM),
+    # two halves that read the row once, staged in shared memory (pair) or each from global
+    # memory (pairg); launched as such with ETVK_Q4_HALF_PAIR=1, which needs the runtime
+    # built with q4_linear-s38-pair-runtime.diff applied (as it was for run 4 at 5d831ca).
+    exp_patched docs/experiments/q4_linear_gemv_half-s38-pair.diff
+    exp_comp pair q4_linear_gemv_half $src -O -DPAIR=1
+    exp_comp pairg q4_linear_gemv_half $src -O -DPAIR=1 -DPAIR_STAGE=0
+    EXP_SHADERS=shaders
+    rm -f .gl/bin/*
+    cp target/release/etvk .gl/bin/
+    strip .gl/bin/etvk
+    gzip -9 -f .gl/bin/etvk
 }
 exp_begin "$0" "$@"
-ovr() { [ "$1" = built ] && echo "ETVK_X=1" || echo "ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$1"; }
+ovr() {
+    case $1 in
+        built) echo "ETVK_X=1" ;;
+        pair*) echo "ETVK_Q4_HALF_PAIR=1 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$1" ;;
+        *) echo "ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$1" ;;
+    esac
+}
 {
     nvidia-smi --query-gpu=name --format=csv,noheader || true
     .gl/bin/etvk bench linear_q4gsw --m 1 --n 8192 --k 8192 --iters 20 > /dev/null 2>&1 || true
-    echo "== weight-only M = 1: built / x from a 1 KiB window"
-    for shape in "8192 8192" "2112 8192" "28672 8192" "4096 4096"; do
+    for v in built pair; do
+        env $(ovr $v) ETVK_PIPELINE_STATS=1 .gl/bin/etvk bench linear_q4gsw --m 1 --n 8192 --k 8192 \
+            --iters 5 --ceiling-mib 64 2>&1 | grep -E 'pipeline stats q4_linear_gemv_half ' || true
+    done
+    echo "== weight-only M = 1: built / x from a 1 KiB window / pairs (staged, global)"
+    for shape in "8192 8192" "2112 8192" "28672 8192" "4096 4096" "14336 4096"; do
         set -- $shape
-        for v in built x built x; do
+        for v in built x pair pairg built x pair pairg; do
             echo -n "$v q4gsw N=$1 K=$2: "
             env $(ovr $v) ETVK_SELF_CHECKS=0 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$1" --k "$2" \
                 --iters 20 --ceiling-mib 1024 2>&1 | grep -E '^\| linear|kernels' |
-                sed 's/.*kernels/kernels/;s/, check.*//' | tr '\n' ' ' || true
+                sed 's/.*check/check/' | tr '\n' ' ' || true
             echo
         done
     done
