@@ -368,7 +368,7 @@ fn norm_writes_row_range_for_dq_gemv() {
 fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
     let all = (cases::family("quantize").cases)();
     // (case ending, norm node id, linear ids, the M = 1 kernel ending).
-    let plans: [(&str, u32, [u32; 2], &str); 6] = [
+    let plans: [(&str, u32, [u32; 2], &str); 7] = [
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
             "rms_norm then two linears on y[[3, 128]] M [1, 3, 1]",
@@ -405,7 +405,14 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
             "add + rms_norm then two linears on y[[2, 4096]] M [1, 2]",
             0,
             [3, 5],
-            "_dq_mm",
+            "_dq_addnorm",
+        ),
+        // Rows past 8192 keep the node by default, which writes the row range.
+        (
+            "rms_norm then two linears on y[[2, 8450]] M [1, 2]",
+            0,
+            [2, 4],
+            "_sliced_dq_mm",
         ),
     ];
     spec_value_refused(&all[0], "etvk_norm_gemv", "some", "auto, all, off");
@@ -433,7 +440,7 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
                 }
                 // The fused add still writes the sum (a graph output here); a norm left to
                 // its node runs.
-                let node_runs = add || kernel == "_dq_mm";
+                let node_runs = add || kernel.ends_with("_dq_mm");
                 assert_eq!(node(norm).launched, node_runs, "{name}: norm node at M = 1");
             } else {
                 assert!(node(norm).launched, "{name}: norm idle at M > 1");

@@ -182,8 +182,9 @@ pub const ROW_RANGE_SPEC: &str = "etvk_row_range";
 pub const ROW_RANGE_SETTINGS: &[&str] = &["auto", "norm", "all", "off"];
 
 /// Compile spec for the RMSNorms that their 8da4w linears compute themselves at M = 1
-/// (ops/fusion.rs `norm_into_gemv`): ASCII `auto` (the default: rows of at most 2048, where
-/// the GEMVs' extra cost stays under the norm node's; H100, docs/performance.md, session 37),
+/// (ops/fusion.rs `norm_into_gemv`): ASCII `auto` (the default: rows of at most 8192, the
+/// unsliced GEMVs', where the GEMVs' extra cost stays under the norm node's; H100 and H200,
+/// docs/performance.md, session 38),
 /// `all` (any row) or `off`. Environment `ETVK_NORM_GEMV` (`0` = `off`) when the spec is
 /// absent. Other values are refused at load.
 pub const NORM_GEMV_SPEC: &str = "etvk_norm_gemv";

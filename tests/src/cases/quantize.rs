@@ -181,16 +181,17 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_after_norm(F32, false, 8448, &[1], 24).spec("etvk_row_range", "norm"),
         // force_fp16: the fp16 norm writes the range, the fp16 DQ GEMVs read it (`_dq_mm_x16`).
         dq8ca_after_norm(F16, true, 96, &[1, 2, 1], 28).spec("etvk_row_range", "norm"),
-        // By default an fp32 norm of rows up to 2048 is computed inside the M = 1 DQ GEMVs
+        // By default an fp32 norm of rows up to 8192 is computed inside the M = 1 DQ GEMVs
         // (`_dq_norm`, `_dq_addnorm`, the add node writing the sum alone), rows not a
-        // multiple of 4 too; longer rows with compile spec `etvk_norm_gemv` = `all`, the
-        // sliced forms too; rows of 4096 by default keep the node (which writes the range).
+        // multiple of 4 too; longer rows with compile spec `etvk_norm_gemv` = `all` (the
+        // sliced forms); by default they keep the node (which writes the range).
         dq8ca_after_norm(F32, false, 128, &[1, 3, 1], 39),
         dq8ca_after_norm(F32, true, 202, &[1, 2, 1], 40),
         dq8ca_after_norm(F32, true, 64, &[1, 3, 1], 43),
         dq8ca_after_norm(F32, false, 16384, &[1, 2], 41).spec("etvk_norm_gemv", "all"),
         dq8ca_after_norm(F32, true, 8450, &[1, 3, 1], 44).spec("etvk_norm_gemv", "all"),
         dq8ca_after_norm(F32, true, 4096, &[1, 2], 45),
+        dq8ca_after_norm(F32, false, 8450, &[1, 2], 46),
         // After a gated SiLU: elementwise (its range off by default), and by rows with
         // their range (`silu_mul_rows_mm`, compile spec `etvk_row_range` = `all`): rows past
         // the values the SiLU's 1024 invocations hold, the sliced DQ form at M = 1.

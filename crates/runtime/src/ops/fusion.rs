@@ -345,13 +345,14 @@ fn x_into_gemv(
             .all(|&v| uses(g, v, at).iter().all(|&(i, _)| i > last))
 }
 
-/// Rows up to which the RMSNorm is computed inside its linears by default. H100 (session 37,
-/// one reader, M = 1): each DQ GEMV with the norm inside takes 1.4 us more on rows of 2048,
-/// 1.6 at N = 1024 on rows of 4096 (half the workgroups without a block), 4.5 at N = 4096 and
-/// 14336 on rows of 4096, 7.3-9.9 on rows of 8192 (cause not known yet), against the norm
-/// node's 5.7 / 6.7 / 11 us at rows of 2048 / 4096 / 8192 and a barrier level; q / k / v are
-/// three readers, w1 / w3 two.
-const NORM_GEMV_MAX_ROW: usize = 2048;
+/// Rows up to which the RMSNorm is computed inside its linears by default: the unsliced
+/// GEMVs' rows (docs/performance.md, session 38). One reader at M = 1, against the node's
+/// `_dq_mm`: with the norm's weights read as vec4s the GEMV takes 1.6-2.2 us more on rows of
+/// 4096 and 8192 (H100 and H200 alike; the row's second read from L2 is not the cost, the
+/// reduction's start is), where the norm node takes 6.8 / 10.8-11.1 us (H100) and a barrier
+/// level: q / k / v (three readers) then gain ~3 us, w1 / w3 (two) ~4.5. Longer rows take
+/// the sliced forms, not timed with the norm inside: they keep the node.
+const NORM_GEMV_MAX_ROW: usize = 8192;
 
 /// The RMSNorm at chain index `at` (output value `out_val`, tensor `out`), computed as `x`
 /// (a [`GemvX::Norm`] of input values `inputs`), when its 8da4w linears may compute it
