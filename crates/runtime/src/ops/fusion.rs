@@ -348,8 +348,8 @@ fn x_into_gemv(
 /// Rows up to which the RMSNorm is computed inside its linears by default: the unsliced
 /// GEMVs' rows (docs/performance.md, session 38). One reader at M = 1, against the node's
 /// `_dq_mm`: with the norm's weights read as vec4s the GEMV takes 1.6-2.2 us more on rows of
-/// 4096 and 8192 (H100 and H200 alike; the row's second read from L2 is not the cost, the
-/// reduction's start is), where the norm node takes 6.8 / 10.8-11.1 us (H100) and a barrier
+/// 4096 and 8192 (H100 and H200 alike; not for the row's second read from L2: reading it
+/// from a 1 KiB window changed nothing), where the norm node takes 6.8 / 10.8-11.1 us (H100) and a barrier
 /// level: q / k / v (three readers) then gain ~3 us, w1 / w3 (two) ~4.5. Longer rows take
 /// the sliced forms, not timed with the norm inside: they keep the node.
 const NORM_GEMV_MAX_ROW: usize = 8192;
