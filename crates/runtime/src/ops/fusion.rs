@@ -349,9 +349,10 @@ fn x_into_gemv(
 /// GEMVs' rows (docs/performance.md, session 38). One reader at M = 1, against the node's
 /// `_dq_mm`: with the norm's weights read as vec4s the GEMV takes 1.6-2.2 us more on rows of
 /// 4096 and 8192 (H100 and H200 alike; not for the row's second read from L2: reading it
-/// from a 1 KiB window changed nothing), where the norm node takes 6.8 / 10.8-11.1 us (H100) and a barrier
-/// level: q / k / v (three readers) then gain ~3 us, w1 / w3 (two) ~4.5. Longer rows take
-/// the sliced forms, not timed with the norm inside: they keep the node.
+/// from a 1 KiB window changed nothing), where the norm node takes 6.8 / 10.8-11.1 us
+/// (H100) and a barrier level: q / k / v (three readers) then gain ~3 us, w1 / w3 (two)
+/// ~4.5. Longer rows take the sliced forms, not timed with the norm inside: they keep the
+/// node.
 const NORM_GEMV_MAX_ROW: usize = 8192;
 
 /// The RMSNorm at chain index `at` (output value `out_val`, tensor `out`), computed as `x`
