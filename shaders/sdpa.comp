@@ -30,6 +30,7 @@
 // ROPE = 2 (`sdpa_kv_rope_hf_*`): the same for et_vk.apply_rotary_emb_hf, as rotary_hf.comp
 // rotates (rotate-half over the first R dims; tables [rows, R] at row start + s, its start
 // from scalar slot `rope.z`; R = `rope.x`, rows = `rope.y`).
+#extension GL_EXT_control_flow_attributes : enable
 #include "common.glsl"
 #include "f16_round.glsl"
 #ifndef FUSED_KV
@@ -115,6 +116,66 @@ float rope_hf(bool kn, uint base, uint d, uint pos) {
 }
 #endif
 
+// A lane scores a whole key row: its loads are independent of each other, so each dot product
+// keeps UNR of them in flight (a loop of one load and one FMA per element waited an L2 round
+// trip per element: 22 us for one decode row at D = 128 on an H100, docs/performance.md,
+// session 38), with UNR partial sums added in a fixed order.
+#define UNR 8
+
+// q . k for the cache row at element `kb`.
+float dot_cache(uint kb) {
+  float a[UNR];
+  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
+  uint d = 0u;
+  for (; d + UNR <= p.D; d += UNR) {
+    [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(k_[kb + d + u]);
+  }
+  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; d < p.D; ++d) r += s_q[d] * float(k_[kb + d]);
+  return r;
+}
+
+#if FUSED_KV
+// q . k for row `nb` of the call's own keys, at position `pos` of the call (rotated first
+// with ROPE).
+float dot_new(uint nb, uint pos) {
+  float a[UNR];
+  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
+  uint d = 0u;
+#if ROPE == 1
+  // Pairs: UNR / 2 of them per step (D is even for the pair-interleaved RoPE).
+  for (; d + UNR <= p.D; d += UNR) {
+    [[unroll]] for (uint u = 0u; u < UNR; u += 2u) {
+      const uint pr = (d + u) >> 1;
+      const vec2 kr = rope_pair(float(kn_[nb + d + u]), float(kn_[nb + d + u + 1u]), pos, pr);
+      a[u] += s_q[d + u] * kr.x;
+      a[u + 1u] += s_q[d + u + 1u] * kr.y;
+    }
+  }
+  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; d < p.D; d += 2u) {
+    const vec2 kr = rope_pair(float(kn_[nb + d]), float(kn_[nb + d + 1u]), pos, d >> 1);
+    r += s_q[d] * kr.x;
+    r += s_q[d + 1u] * kr.y;
+  }
+#elif ROPE == 2
+  const uint rs = uint(max(scalars_[p.rope.z], 0));
+  for (; d + UNR <= p.D; d += UNR) {
+    [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * rope_hf(true, nb, d + u, rs + pos);
+  }
+  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; d < p.D; ++d) r += s_q[d] * rope_hf(true, nb, d, rs + pos);
+#else
+  for (; d + UNR <= p.D; d += UNR) {
+    [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(kn_[nb + d + u]);
+  }
+  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; d < p.D; ++d) r += s_q[d] * float(kn_[nb + d]);
+#endif
+  return r;
+}
+#endif
+
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   if (row >= p.rows) {
@@ -186,33 +247,12 @@ void main() {
     uint j = j0 + lane;
     float s = NEG_BIG;
     if (j < nk) {
-      float dot_ = 0.0;
 #if FUSED_KV
-      if (j >= start) {
-        const uint nb = nbase + (j - start) * p.kst.z;
-#if ROPE == 2
-        for (uint d = 0; d < p.D; ++d) {
-          dot_ += s_q[d] * rope_hf(true, nb, d, rope_start + (j - start));
-        }
-#elif ROPE == 1
-        for (uint pr = 0; pr < (p.D >> 1); ++pr) {
-          const vec2 kr = rope_pair(float(kn_[nb + 2u * pr]), float(kn_[nb + 2u * pr + 1u]), j - start, pr);
-          dot_ += s_q[2u * pr] * kr.x;
-          dot_ += s_q[2u * pr + 1u] * kr.y;
-        }
+      const float dot_ = j >= start ? dot_new(nbase + (j - start) * p.kst.z, j - start)
+                                    : dot_cache(kbase + j * p.kst.z);
 #else
-        for (uint d = 0; d < p.D; ++d) {
-          dot_ += s_q[d] * float(kn_[nb + d]);
-        }
+      const float dot_ = dot_cache(kbase + j * p.kst.z);
 #endif
-      } else
-#endif
-      {
-        uint kb = kbase + j * p.kst.z;
-        for (uint d = 0; d < p.D; ++d) {
-          dot_ += s_q[d] * float(k_[kb + d]);
-        }
-      }
       s = dot_ * p.scale;
       if (p.has_mask != 0) {
         s += float(mask_[i * p.mask_row + j]);
@@ -231,7 +271,42 @@ void main() {
     for (uint r = 0; r < PER_LANE; ++r) {
       acc[r] *= alpha;
     }
-    for (uint t = 0; t < cnt; ++t) {
+    // Four keys' values in flight at a time (the loads of one key do not wait for the
+    // previous key's), added in key order.
+    uint t = 0u;
+    for (; t + 4u <= cnt; t += 4u) {
+      float w[4];
+      uint vb[4];
+#if FUSED_KV
+      bool fresh[4];
+#endif
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        w[u] = exp(s_score[t + u] - cm);
+        l += w[u];
+        const uint jj = j0 + t + u;
+#if FUSED_KV
+        fresh[u] = jj >= start;
+        vb[u] = fresh[u] ? nbase + (jj - start) * p.kst.z : kbase + jj * p.kst.z;
+#else
+        vb[u] = kbase + jj * p.kst.z;
+#endif
+      }
+      for (uint r = 0; r < PER_LANE; ++r) {
+        uint d = lane + r * LANES;
+        if (d < p.D) {
+          float vv[4];
+          [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+#if FUSED_KV
+            vv[u] = fresh[u] ? float(vn_[vb[u] + d]) : float(v_[vb[u] + d]);
+#else
+            vv[u] = float(v_[vb[u] + d]);
+#endif
+          }
+          [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[r] += w[u] * vv[u];
+        }
+      }
+    }
+    for (; t < cnt; ++t) {
       float w = exp(s_score[t] - cm);
       l += w;
 #if FUSED_KV

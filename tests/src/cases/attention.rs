@@ -393,6 +393,14 @@ fn kv_cases() -> Vec<OpCase> {
             &[(0, 4), (4, 1), (5, 2)],
             9680,
         ),
+        // D not a multiple of the key loop's 8 products in flight (its remainder).
+        kv_case(
+            "D 20 q [1, <=3, 2, 20] cache [1, 16, 2, 20]",
+            ([1, 3, 2, 20], [1, 3, 2, 20], [1, 16, 2, 20]),
+            true,
+            &[(0, 3), (3, 1), (4, 2), (6, 1)],
+            9720,
+        ),
         // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk.
         kv_case(
             "non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
@@ -535,6 +543,21 @@ fn rope_kv_cases() -> Vec<OpCase> {
             ([1, 3, 2, 160], [1, 3, 2, 160], [1, 8, 2, 160]),
             &[(0, 3), (3, 1), (4, 2)],
             9760,
+        ),
+        // D = 20: the key loop's remainder (two pairs; HF: past the rotary dim).
+        rope_kv_case(
+            (F32, RopeForm::Pairs),
+            "D 20 q [1, <=3, 2, 20] cache [1, 8, 2, 20]",
+            ([1, 3, 2, 20], [1, 3, 2, 20], [1, 8, 2, 20]),
+            &[(0, 3), (3, 1), (4, 2)],
+            9800,
+        ),
+        rope_kv_case(
+            (F32, RopeForm::Hf(12)),
+            "D 20 q [1, <=3, 2, 20] cache [1, 8, 2, 20] R 12",
+            ([1, 3, 2, 20], [1, 3, 2, 20], [1, 8, 2, 20]),
+            &[(0, 3), (3, 1), (4, 2)],
+            9810,
         ),
         rope_kv_case(
             (F16, RopeForm::Pairs),
