@@ -116,21 +116,64 @@ float rope_hf(bool kn, uint base, uint d, uint pos) {
 }
 #endif
 
-// A lane scores a whole key row: its loads are independent of each other, so each dot product
-// keeps UNR of them in flight (a loop of one load and one FMA per element waited an L2 round
-// trip per element: 22 us for one decode row at D = 128 on an H100, docs/performance.md,
-// session 38), with UNR partial sums added in a fixed order.
-#define UNR 8
+// A lane scores a whole key row: its loads are independent of each other, so a dot product
+// keeps many of them in flight, with fixed-order partial sums. Where D and the strides are
+// multiples of 4 (`vec_ok`) the rows are read as 4-element vectors, 16 at a time (64
+// elements: a row of D = 128 in two round trips), else as scalars 8 at a time. A loop of one
+// scalar load and one FMA per element took 22.4 us per decode call at D = 128 (32 heads, 16
+// keys, H100); 8 scalars in flight 19.6 (docs/performance.md, session 38).
+#define UNR 8u
+#define UNV 16u
+#define VK 8u  // keys per step of the value loop
+#define VEC4_float vec4
+#define VEC4_float16_t f16vec4
+#define VEC2_float vec2
+#define VEC2_float16_t f16vec2
+#define VPASTE(P, T) P##T
+#define VEC4_OF(T) VPASTE(VEC4_, T)
+#define VEC2_OF(T) VPASTE(VEC2_, T)
+layout(set = 0, binding = 2) readonly buffer K4 { VEC4_OF(DTYPE) k4_[]; };
+#if FUSED_KV
+layout(set = 0, binding = 6) readonly buffer KN4 { VEC4_OF(DTYPE) kn4_[]; };
+#endif
+#if ROPE == 1
+layout(set = 0, binding = 8) readonly buffer Cos2 { VEC2_OF(DTYPE) cos2_[]; };
+layout(set = 0, binding = 9) readonly buffer Sin2 { VEC2_OF(DTYPE) sin2_[]; };
+#elif ROPE == 2
+layout(set = 0, binding = 8) readonly buffer Cos4 { VEC4_OF(DTYPE) cos4_[]; };
+layout(set = 0, binding = 9) readonly buffer Sin4 { VEC4_OF(DTYPE) sin4_[]; };
+#endif
+
+vec4 q4_at(uint d) { return vec4(s_q[d], s_q[d + 1u], s_q[d + 2u], s_q[d + 3u]); }
+
+float sum8(float a[UNR]) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); }
+
+float sum16(float a[UNV]) {
+  float h[UNR];
+  [[unroll]] for (uint u = 0u; u < UNR; ++u) h[u] = a[u] + a[u + UNR];
+  return sum8(h);
+}
 
 // q . k for the cache row at element `kb`.
-float dot_cache(uint kb) {
+float dot_cache(uint kb, bool vec_ok) {
+  if (vec_ok) {
+    const uint b4 = kb >> 2, d4n = p.D >> 2;
+    float a[UNV];
+    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
+    uint d4 = 0u;
+    for (; d4 + UNV <= d4n; d4 += UNV) {
+      [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] += dot(q4_at(4u * (d4 + u)), vec4(k4_[b4 + d4 + u]));
+    }
+    for (; d4 < d4n; ++d4) a[d4 & (UNV - 1u)] += dot(q4_at(4u * d4), vec4(k4_[b4 + d4]));
+    return sum16(a);
+  }
   float a[UNR];
   [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
   uint d = 0u;
   for (; d + UNR <= p.D; d += UNR) {
     [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(k_[kb + d + u]);
   }
-  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  float r = sum8(a);
   for (; d < p.D; ++d) r += s_q[d] * float(k_[kb + d]);
   return r;
 }
@@ -138,11 +181,32 @@ float dot_cache(uint kb) {
 #if FUSED_KV
 // q . k for row `nb` of the call's own keys, at position `pos` of the call (rotated first
 // with ROPE).
-float dot_new(uint nb, uint pos) {
+float dot_new(uint nb, uint pos, bool vec_ok) {
+#if ROPE == 1
+  if (vec_ok) {
+    // Two pairs per vector; their cos / sin as one 2-vector each (D / 2 is even).
+    const uint b4 = nb >> 2, d4n = p.D >> 2, t2 = pos * (p.D >> 2);
+    float a[UNV];
+    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
+    uint d4 = 0u;
+    for (; d4 < d4n;) {
+      const uint n = min(UNV, d4n - d4);
+      [[unroll]] for (uint u = 0u; u < UNV; ++u) {
+        if (u < n) {
+          const vec4 kv = vec4(kn4_[b4 + d4 + u]);
+          const vec2 c = vec2(cos2_[t2 + d4 + u]), sn = vec2(sin2_[t2 + d4 + u]);
+          const vec4 kr = vec4(ROUND_AS(DTYPE, kv.x * c.x - kv.y * sn.x), ROUND_AS(DTYPE, kv.x * sn.x + kv.y * c.x),
+                               ROUND_AS(DTYPE, kv.z * c.y - kv.w * sn.y), ROUND_AS(DTYPE, kv.z * sn.y + kv.w * c.y));
+          a[u] += dot(q4_at(4u * (d4 + u)), kr);
+        }
+      }
+      d4 += n;
+    }
+    return sum16(a);
+  }
   float a[UNR];
   [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
   uint d = 0u;
-#if ROPE == 1
   // Pairs: UNR / 2 of them per step (D is even for the pair-interleaved RoPE).
   for (; d + UNR <= p.D; d += UNR) {
     [[unroll]] for (uint u = 0u; u < UNR; u += 2u) {
@@ -152,27 +216,75 @@ float dot_new(uint nb, uint pos) {
       a[u + 1u] += s_q[d + u + 1u] * kr.y;
     }
   }
-  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  float r = sum8(a);
   for (; d < p.D; d += 2u) {
     const vec2 kr = rope_pair(float(kn_[nb + d]), float(kn_[nb + d + 1u]), pos, d >> 1);
     r += s_q[d] * kr.x;
     r += s_q[d + 1u] * kr.y;
   }
+  return r;
 #elif ROPE == 2
   const uint rs = uint(max(scalars_[p.rope.z], 0));
+  const uint R = p.rope.x, hr = R >> 1;
+  if (vec_ok && (R & 7u) == 0u) {
+    // Rotated vectors (each within one half of the rotary dims: half_r % 4 == 0), their
+    // partners half_r away, the tables' row as vectors (R % 4 == 0); the rest plain.
+    const uint b4 = nb >> 2, d4n = p.D >> 2, r4 = R >> 2, h4 = hr >> 2;
+    const uint t4 = min(rs + pos, p.rope.y - 1u) * r4;
+    float a[UNV];
+    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
+    uint d4 = 0u;
+    for (; d4 < d4n;) {
+      const uint n = min(UNV, d4n - d4);
+      [[unroll]] for (uint u = 0u; u < UNV; ++u) {
+        if (u < n) {
+          const uint e = d4 + u;
+          vec4 kv = vec4(kn4_[b4 + e]);
+          if (e < r4) {
+            const vec4 ko = vec4(kn4_[b4 + (e < h4 ? e + h4 : e - h4)]);
+            const vec4 c = vec4(cos4_[t4 + e]), sn = vec4(sin4_[t4 + e]);
+            const vec4 rot = e < h4 ? -ko : ko;
+            const vec4 t = kv * c + rot * sn;
+            kv = vec4(ROUND_AS(DTYPE, t.x), ROUND_AS(DTYPE, t.y), ROUND_AS(DTYPE, t.z), ROUND_AS(DTYPE, t.w));
+          }
+          a[u] += dot(q4_at(4u * e), kv);
+        }
+      }
+      d4 += n;
+    }
+    return sum16(a);
+  }
+  float a[UNR];
+  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
+  uint d = 0u;
   for (; d + UNR <= p.D; d += UNR) {
     [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * rope_hf(true, nb, d + u, rs + pos);
   }
-  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  float r = sum8(a);
   for (; d < p.D; ++d) r += s_q[d] * rope_hf(true, nb, d, rs + pos);
+  return r;
 #else
+  if (vec_ok) {
+    const uint b4 = nb >> 2, d4n = p.D >> 2;
+    float a[UNV];
+    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
+    uint d4 = 0u;
+    for (; d4 + UNV <= d4n; d4 += UNV) {
+      [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] += dot(q4_at(4u * (d4 + u)), vec4(kn4_[b4 + d4 + u]));
+    }
+    for (; d4 < d4n; ++d4) a[d4 & (UNV - 1u)] += dot(q4_at(4u * d4), vec4(kn4_[b4 + d4]));
+    return sum16(a);
+  }
+  float a[UNR];
+  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
+  uint d = 0u;
   for (; d + UNR <= p.D; d += UNR) {
     [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(kn_[nb + d + u]);
   }
-  float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  float r = sum8(a);
   for (; d < p.D; ++d) r += s_q[d] * float(kn_[nb + d]);
-#endif
   return r;
+#endif
 }
 #endif
 
@@ -210,6 +322,8 @@ void main() {
     valid = min(start + p.S, p.L);
   }
   uint nk = p.causal != 0 ? min(start + i + 1, valid) : valid;
+  // Every key row (the caches' and the call's) starts at a multiple of 4 elements.
+  const bool vec_ok = (p.D & 3u) == 0u && ((p.kst.x | p.kst.y | p.kst.z | p.kst.w) & 3u) == 0u;
   uint kbase = b * p.kst.x + (h / p.group) * p.kst.y;
 #if FUSED_KV
   // Row j >= start of the call's k / v: nbase + (j - start) * kst.z.
@@ -248,10 +362,10 @@ void main() {
     float s = NEG_BIG;
     if (j < nk) {
 #if FUSED_KV
-      const float dot_ = j >= start ? dot_new(nbase + (j - start) * p.kst.z, j - start)
-                                    : dot_cache(kbase + j * p.kst.z);
+      const float dot_ = j >= start ? dot_new(nbase + (j - start) * p.kst.z, j - start, vec_ok)
+                                    : dot_cache(kbase + j * p.kst.z, vec_ok);
 #else
-      const float dot_ = dot_cache(kbase + j * p.kst.z);
+      const float dot_ = dot_cache(kbase + j * p.kst.z, vec_ok);
 #endif
       s = dot_ * p.scale;
       if (p.has_mask != 0) {
@@ -271,16 +385,16 @@ void main() {
     for (uint r = 0; r < PER_LANE; ++r) {
       acc[r] *= alpha;
     }
-    // Four keys' values in flight at a time (the loads of one key do not wait for the
+    // VK keys' values in flight at a time (the loads of one key do not wait for the
     // previous key's), added in key order.
     uint t = 0u;
-    for (; t + 4u <= cnt; t += 4u) {
-      float w[4];
-      uint vb[4];
+    for (; t + VK <= cnt; t += VK) {
+      float w[VK];
+      uint vb[VK];
 #if FUSED_KV
-      bool fresh[4];
+      bool fresh[VK];
 #endif
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+      [[unroll]] for (uint u = 0u; u < VK; ++u) {
         w[u] = exp(s_score[t + u] - cm);
         l += w[u];
         const uint jj = j0 + t + u;
@@ -294,15 +408,15 @@ void main() {
       for (uint r = 0; r < PER_LANE; ++r) {
         uint d = lane + r * LANES;
         if (d < p.D) {
-          float vv[4];
-          [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+          float vv[VK];
+          [[unroll]] for (uint u = 0u; u < VK; ++u) {
 #if FUSED_KV
             vv[u] = fresh[u] ? float(vn_[vb[u] + d]) : float(v_[vb[u] + d]);
 #else
             vv[u] = float(v_[vb[u] + d]);
 #endif
           }
-          [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[r] += w[u] * vv[u];
+          [[unroll]] for (uint u = 0u; u < VK; ++u) acc[r] += w[u] * vv[u];
         }
       }
     }

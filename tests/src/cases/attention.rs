@@ -393,6 +393,14 @@ fn kv_cases() -> Vec<OpCase> {
             &[(0, 4), (4, 1), (5, 2)],
             9680,
         ),
+        // D not a multiple of 4: the key loop's scalar path.
+        kv_case(
+            "D 18 q [1, <=3, 2, 18] cache [1, 16, 2, 18]",
+            ([1, 3, 2, 18], [1, 3, 2, 18], [1, 16, 2, 18]),
+            true,
+            &[(0, 3), (3, 1), (4, 2), (6, 1)],
+            9710,
+        ),
         // D not a multiple of the key loop's 8 products in flight (its remainder).
         kv_case(
             "D 20 q [1, <=3, 2, 20] cache [1, 16, 2, 20]",
@@ -543,6 +551,14 @@ fn rope_kv_cases() -> Vec<OpCase> {
             ([1, 3, 2, 160], [1, 3, 2, 160], [1, 8, 2, 160]),
             &[(0, 3), (3, 1), (4, 2)],
             9760,
+        ),
+        // D = 18: the key loop's scalar pairs and their remainder.
+        rope_kv_case(
+            (F32, RopeForm::Pairs),
+            "D 18 q [1, <=3, 2, 18] cache [1, 8, 2, 18]",
+            ([1, 3, 2, 18], [1, 3, 2, 18], [1, 8, 2, 18]),
+            &[(0, 3), (3, 1), (4, 2)],
+            9820,
         ),
         // D = 20: the key loop's remainder (two pairs; HF: past the rotary dim).
         rope_kv_case(

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Session 38: the attention's key loop with more loads in flight (sdpa.comp: 8 scalars, run 6;
+# then 16 4-vectors, run 7) against the one-load-per-step loop (run-s38-rows4096.sh: 22.4 us
+# per call of the dim-4096 export's `sdpa_with_kv_cache`, D = 128, 32 heads, H100): that
+# export's whole executes and node profile, its check, the tiny Llamas' whole executes
+# (D = 32 / 16), and every fixture through `etvk check` on the GPU.
+# Here:   (export into /tmp/bigfx as run-s38-rows4096.sh says) bash docs/experiments/run-s38-sdpa.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s38-sdpa.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_prepare() {
+    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
+    mkdir -p .gl/models
+    cp -r /tmp/bigfx/llama_dim4096_8da4w .gl/models/
+    cp target/release/etvk target/release/libetvk.so .gl/bin/
+    strip .gl/bin/*
+    gzip -9 -f .gl/bin/*
+    cp scripts/device-env.sh scripts/experiment.sh .gl/
+}
+exp_begin "$0" "$@"
+m=.gl/models/llama_dim4096_8da4w
+whole() {
+    ETVK_PROFILE_WHOLE=1 .gl/bin/etvk generate "$1" --prompt-tokens 1,2,3,4 --max-new "$2" --profile 2>&1 |
+        grep -E 'whole|^generated' | tr '\n' ' '
+    echo
+}
+{
+    nvidia-smi --query-gpu=name --format=csv,noheader || true
+    echo "== dim-4096 export: GPU time per whole execute (twice), node profile, check"
+    whole $m/model.pte 12
+    whole $m/model.pte 12
+    .gl/bin/etvk generate $m/model.pte --prompt-tokens 1,2,3,4 --max-new 12 --profile 2>&1 | sed -n '/GPU profile/,$p' | head -12
+    .gl/bin/etvk check $m 2>&1 | tail -6
+    echo "== tiny Llamas, GPU time per whole execute"
+    for f in e5_llama3_tiny_kvcache_fp32 e6_llama3_tiny_kvcache_8da4w e8_qwen_style_tiny_kvcache_8da4w; do
+        echo -n "$f: "
+        whole tests/fixtures/$f/model.pte 40
+    done
+    echo "== fixtures on this GPU (etvk check)"
+    # shellcheck disable=SC2046
+    .gl/bin/etvk check $(for d in tests/fixtures/*/; do [ -f "$d/io.json" ] && echo "$d"; done) 2>&1 | tail -2
+} 2>&1 | tee "$OUT/s38-sdpa.txt"
