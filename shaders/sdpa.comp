@@ -83,7 +83,7 @@ layout(push_constant) uniform Params {
   float scale;
   uint has_mask;
   uint mask_row; // mask element stride between query rows (0 broadcasts one row)
-  uint pad_;
+  uint scalar_rows; // 1: key rows read as scalars even where vectors would do (ETVK_SDPA_VEC=0)
   uvec4 qst;     // q strides: batch, head, seq, -
   uvec4 kst;     // k / v strides: batch, head, seq, FUSED_KV: the call's k / v batch stride
   uvec4 ost;     // out strides: batch, head, seq, -
@@ -323,7 +323,8 @@ void main() {
   }
   uint nk = p.causal != 0 ? min(start + i + 1, valid) : valid;
   // Every key row (the caches' and the call's) starts at a multiple of 4 elements.
-  const bool vec_ok = (p.D & 3u) == 0u && ((p.kst.x | p.kst.y | p.kst.z | p.kst.w) & 3u) == 0u;
+  const bool vec_ok = p.scalar_rows == 0u && (p.D & 3u) == 0u &&
+                      ((p.kst.x | p.kst.y | p.kst.z | p.kst.w) & 3u) == 0u;
   uint kbase = b * p.kst.x + (h / p.group) * p.kst.y;
 #if FUSED_KV
   // Row j >= start of the call's k / v: nbase + (j - start) * kst.z.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Session 38: the attention's key loop with more loads in flight (sdpa.comp: 8 scalars, run 6;
-# then 16 4-vectors, run 7) against the one-load-per-step loop (run-s38-rows4096.sh: 22.4 us
-# per call of the dim-4096 export's `sdpa_with_kv_cache`, D = 128, 32 heads, H100): that
-# export's whole executes and node profile, its check, the tiny Llamas' whole executes
-# (D = 32 / 16), and every fixture through `etvk check` on the GPU.
+# Session 38: the attention's key loop with more loads in flight (sdpa.comp: 8 scalars, run 6
+# at 99ccb7a: 19.6 us; since bf8ac69 16 4-vectors, here against ETVK_SDPA_VEC=0, the scalar
+# rows) against the one-load-per-step loop (run 5: 22.4 us per call of the dim-4096 export's
+# `sdpa_with_kv_cache`, D = 128, 32 heads, H100): that export's whole executes and node
+# profile, its check, the tiny Llamas' whole executes (D = 32 / 16), and every fixture through
+# `etvk check` on the GPU.
 # Here:   (export into /tmp/bigfx as run-s38-rows4096.sh says) bash docs/experiments/run-s38-sdpa.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s38-sdpa.sh
 set -euo pipefail
@@ -28,10 +29,16 @@ whole() {
 }
 {
     nvidia-smi --query-gpu=name --format=csv,noheader || true
-    echo "== dim-4096 export: GPU time per whole execute (twice), node profile, check"
-    whole $m/model.pte 12
-    whole $m/model.pte 12
-    .gl/bin/etvk generate $m/model.pte --prompt-tokens 1,2,3,4 --max-new 12 --profile 2>&1 | sed -n '/GPU profile/,$p' | head -12
+    echo "== dim-4096 export: GPU time per whole execute, vector rows (default) / scalar (ETVK_SDPA_VEC=0), twice"
+    for v in 1 0 1 0; do
+        echo -n "ETVK_SDPA_VEC=$v "
+        ETVK_SDPA_VEC=$v whole $m/model.pte 12
+    done
+    for v in 1 0; do
+        echo "-- node profile, ETVK_SDPA_VEC=$v"
+        ETVK_SDPA_VEC=$v .gl/bin/etvk generate $m/model.pte --prompt-tokens 1,2,3,4 --max-new 12 --profile 2>&1 |
+            sed -n '/GPU profile/,$p' | grep -E 'sdpa|GPU profile'
+    done
     .gl/bin/etvk check $m 2>&1 | tail -6
     echo "== tiny Llamas, GPU time per whole execute"
     for f in e5_llama3_tiny_kvcache_fp32 e6_llama3_tiny_kvcache_8da4w e8_qwen_style_tiny_kvcache_8da4w; do

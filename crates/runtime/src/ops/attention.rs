@@ -71,6 +71,13 @@ pub fn register_all(r: &mut Registry) -> Result<()> {
     Ok(())
 }
 
+/// `ETVK_SDPA_VEC=0`: the attention reads key rows as scalars (8 in flight) even where
+/// 4-vectors would do (comparisons; read once per process).
+fn scalar_key_rows() -> bool {
+    static SCALAR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SCALAR.get_or_init(|| std::env::var("ETVK_SDPA_VEC").is_ok_and(|v| v == "0"))
+}
+
 /// Everything the `sdpa` shader's push block needs, in its order.
 struct SdpaPush {
     rows: usize,
@@ -109,7 +116,7 @@ impl SdpaPush {
             .f32(self.scale)
             .u32(self.mask_row.is_some() as u32)
             .u32(to_u32(self.mask_row.unwrap_or(0), "mask row stride")?)
-            .u32(0)
+            .u32(scalar_key_rows() as u32)
             .u32_array(&st(self.q_strides, "q stride")?, 4, 0)
             .u32_array(
                 &[
