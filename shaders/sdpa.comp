@@ -154,27 +154,36 @@ float sum16(float a[UNV]) {
   return sum8(h);
 }
 
+// q . the row at element `base` of buffer BUF (scalars) / BUF4 (its 4-vector view), into
+// `r`: a macro, as GLSL takes no buffer arguments (the caches' rows and the call's own).
+#define ROW_DOT(BUF, BUF4, base, vec_ok, r)                                                 \
+  {                                                                                       \
+    if (vec_ok) {                                                                         \
+      const uint b4_ = (base) >> 2, d4n_ = p.D >> 2;                                      \
+      float a_[UNV];                                                                      \
+      [[unroll]] for (uint u = 0u; u < UNV; ++u) a_[u] = 0.0;                             \
+      for (uint d4 = 0u; d4 < d4n_; d4 += UNV) {                                          \
+        [[unroll]] for (uint u = 0u; u < UNV; ++u) {                                      \
+          if (d4 + u < d4n_) a_[u] += dot(q4_at(4u * (d4 + u)), vec4(BUF4[b4_ + d4 + u])); \
+        }                                                                                 \
+      }                                                                                   \
+      r = sum16(a_);                                                                      \
+    } else {                                                                              \
+      float a_[UNR];                                                                      \
+      [[unroll]] for (uint u = 0u; u < UNR; ++u) a_[u] = 0.0;                             \
+      uint d = 0u;                                                                        \
+      for (; d + UNR <= p.D; d += UNR) {                                                  \
+        [[unroll]] for (uint u = 0u; u < UNR; ++u) a_[u] += s_q[d + u] * float(BUF[(base) + d + u]); \
+      }                                                                                   \
+      r = sum8(a_);                                                                       \
+      for (; d < p.D; ++d) r += s_q[d] * float(BUF[(base) + d]);                          \
+    }                                                                                     \
+  }
+
 // q . k for the cache row at element `kb`.
 float dot_cache(uint kb, bool vec_ok) {
-  if (vec_ok) {
-    const uint b4 = kb >> 2, d4n = p.D >> 2;
-    float a[UNV];
-    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
-    uint d4 = 0u;
-    for (; d4 + UNV <= d4n; d4 += UNV) {
-      [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] += dot(q4_at(4u * (d4 + u)), vec4(k4_[b4 + d4 + u]));
-    }
-    for (; d4 < d4n; ++d4) a[d4 & (UNV - 1u)] += dot(q4_at(4u * d4), vec4(k4_[b4 + d4]));
-    return sum16(a);
-  }
-  float a[UNR];
-  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
-  uint d = 0u;
-  for (; d + UNR <= p.D; d += UNR) {
-    [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(k_[kb + d + u]);
-  }
-  float r = sum8(a);
-  for (; d < p.D; ++d) r += s_q[d] * float(k_[kb + d]);
+  float r;
+  ROW_DOT(k_, k4_, kb, vec_ok, r)
   return r;
 }
 
@@ -264,25 +273,8 @@ float dot_new(uint nb, uint pos, bool vec_ok) {
   for (; d < p.D; ++d) r += s_q[d] * rope_hf(true, nb, d, rs + pos);
   return r;
 #else
-  if (vec_ok) {
-    const uint b4 = nb >> 2, d4n = p.D >> 2;
-    float a[UNV];
-    [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] = 0.0;
-    uint d4 = 0u;
-    for (; d4 + UNV <= d4n; d4 += UNV) {
-      [[unroll]] for (uint u = 0u; u < UNV; ++u) a[u] += dot(q4_at(4u * (d4 + u)), vec4(kn4_[b4 + d4 + u]));
-    }
-    for (; d4 < d4n; ++d4) a[d4 & (UNV - 1u)] += dot(q4_at(4u * d4), vec4(kn4_[b4 + d4]));
-    return sum16(a);
-  }
-  float a[UNR];
-  [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] = 0.0;
-  uint d = 0u;
-  for (; d + UNR <= p.D; d += UNR) {
-    [[unroll]] for (uint u = 0u; u < UNR; ++u) a[u] += s_q[d + u] * float(kn_[nb + d + u]);
-  }
-  float r = sum8(a);
-  for (; d < p.D; ++d) r += s_q[d] * float(kn_[nb + d]);
+  float r;
+  ROW_DOT(kn_, kn4_, nb, vec_ok, r)
   return r;
 #endif
 }
