@@ -49,6 +49,20 @@ exp_test_binary() {
     cp "$(ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1)" .gl/bin/
 }
 
+# Replaces what .gl/ carries with the release etvk and its plugin (stripped, gzipped: the
+# working tree and .gl must stay under the 64 MiB carry) and the program directory SRC as
+# .gl/models/NAME (a local export too large to commit), plus the current helper scripts.
+# Usage: exp_carry_model SRC
+exp_carry_model() {
+    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
+    mkdir -p .gl/models .gl/bin
+    cp -r "$1" .gl/models/
+    cp target/release/etvk target/release/libetvk.so .gl/bin/
+    strip .gl/bin/*
+    gzip -9 -f .gl/bin/*
+    cp scripts/device-env.sh scripts/experiment.sh .gl/
+}
+
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
 # the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
 # for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]

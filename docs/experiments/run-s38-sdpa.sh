@@ -12,13 +12,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
-    mkdir -p .gl/models
-    cp -r /tmp/bigfx/llama_dim4096_8da4w .gl/models/
-    cp target/release/etvk target/release/libetvk.so .gl/bin/
-    strip .gl/bin/*
-    gzip -9 -f .gl/bin/*
-    cp scripts/device-env.sh scripts/experiment.sh .gl/
+    exp_carry_model /tmp/bigfx/llama_dim4096_8da4w
 }
 exp_begin "$0" "$@"
 m=.gl/models/llama_dim4096_8da4w
