@@ -105,7 +105,7 @@ PARAMS = {
 CALLS = [[5, 17, 99, 3, 64], [127], [0], [42], [7, 88, 21]]
 
 
-def export(out, name, group, emb, fp16, overrides, what):
+def export(out, name, group, emb, fp16, overrides, what, max_seq=16, max_context=32):
     work = tempfile.mkdtemp()
     overrides = dict(overrides)
     kv = overrides.pop("use_kv_cache", True)
@@ -117,7 +117,7 @@ def export(out, name, group, emb, fp16, overrides, what):
     # A random-weight checkpoint (export_llm's own default initialization leaves buffers
     # uninitialized): the transformer built on the CPU with the same arguments, seeded.
     torch.manual_seed(27)
-    args = ModelArgs(max_seq_len=16, max_context_len=32, **params)
+    args = ModelArgs(max_seq_len=max_seq, max_context_len=max_context, **params)
     ckpt_path = os.path.join(work, "checkpoint.pth")
     torch.save(construct_transformer(args).state_dict(), ckpt_path)
     cfg = LlmConfig()
@@ -126,8 +126,8 @@ def export(out, name, group, emb, fp16, overrides, what):
     cfg.base.params = params_path
     cfg.model.use_kv_cache = kv
     cfg.model.use_sdpa_with_kv_cache = kv
-    cfg.export.max_seq_length = 16
-    cfg.export.max_context_length = 32
+    cfg.export.max_seq_length = max_seq
+    cfg.export.max_context_length = max_context
     cfg.export.output_dir = work
     cfg.export.output_name = os.path.join(work, "model.pte")
     cfg.quantization.qmode = qmode
@@ -167,13 +167,14 @@ def export(out, name, group, emb, fp16, overrides, what):
             )
     if kv:
         calls = (
-            "use_kv_cache + use_sdpa_with_kv_cache, max_seq_length 16, max_context_length 32, "
+            f"use_kv_cache + use_sdpa_with_kv_cache, max_seq_length {max_seq}, "
+            f"max_context_length {max_context}, "
             "dynamic token count (1..15). STATEFUL: cases in order: prefill 5 tokens at 0, "
             "decode at 5, 6, 7, prefill 3 at 8."
         )
     else:
         calls = (
-            "no KV cache, max_seq_length 16, dynamic token count (1..15); calls of 5, 1 and "
+            f"no KV cache, max_seq_length {max_seq}, dynamic token count (1..15); calls of 5, 1 and "
             "15 tokens, each a whole sequence."
         )
     description = (

@@ -70,6 +70,19 @@ layout(set = 0, binding = 7) readonly buffer VN { DTYPE vn_[]; };
 layout(set = 0, binding = 8) readonly buffer Cos { DTYPE cos_[]; };
 layout(set = 0, binding = 9) readonly buffer Sin { DTYPE sin_[]; };
 #endif
+#if FUSED_KV
+// Split keys (`split.x` > 1, compile spec `etvk_sdpa_split`): per (row, split) the running
+// max, sum and the D accumulators, [rows x splits][D + 2]; per row the splits finished so far
+// (zero between launches: the last one to finish resets it). After the RoPE's tables.
+#if ROPE
+#define SPLIT_BINDING 10
+#else
+#define SPLIT_BINDING 8
+#endif
+layout(set = 0, binding = SPLIT_BINDING) coherent buffer Part { float part_[]; };
+layout(set = 0, binding = SPLIT_BINDING + 1) coherent buffer Count { uint count_[]; };
+shared uint s_last;
+#endif
 
 layout(push_constant) uniform Params {
   uint rows;     // B * H * S
@@ -88,6 +101,7 @@ layout(push_constant) uniform Params {
   uvec4 kst;     // k / v strides: batch, head, seq, FUSED_KV: the call's k / v batch stride
   uvec4 ost;     // out strides: batch, head, seq, -
   uvec4 rope;    // ROPE = 2: rotary dim R, table rows, start_pos slot, -
+  uvec4 split;   // FUSED_KV: workgroups per query row (1: no split), keys per split, -, -
 } p;
 
 shared float s_q[LANES * PER_LANE];
@@ -282,6 +296,11 @@ float dot_new(uint nb, uint pos, bool vec_ok) {
 
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if FUSED_KV
+  // Split keys: the workgroups of one query row take consecutive runs of split.y keys.
+  const uint splits = max(p.split.x, 1u), sp = row % splits;
+  row /= splits;
+#endif
   if (row >= p.rows) {
     return; // whole workgroup
   }
@@ -321,7 +340,7 @@ void main() {
 #if FUSED_KV
   // Row j >= start of the call's k / v: nbase + (j - start) * kst.z.
   const uint nbase = b * p.kst.w + (h / p.group) * p.kst.y;
-  if (h % p.group == 0u && start + i < p.L) {
+  if (h % p.group == 0u && start + i < p.L && sp == 0u) {
     const uint src = nbase + i * p.kst.z, dst = kbase + (start + i) * p.kst.z;
 #if ROPE == 2
     for (uint d = lane; d < p.D; d += LANES) {
@@ -350,10 +369,15 @@ void main() {
   for (uint r = 0; r < PER_LANE; ++r) {
     acc[r] = 0.0;
   }
-  for (uint j0 = 0; j0 < nk; j0 += LANES) {
+#if FUSED_KV
+  const uint kfirst = sp * p.split.y, kend = splits > 1u ? min(nk, kfirst + p.split.y) : nk;
+#else
+  const uint kfirst = 0u, kend = nk;
+#endif
+  for (uint j0 = kfirst; j0 < kend; j0 += LANES) {
     uint j = j0 + lane;
     float s = NEG_BIG;
-    if (j < nk) {
+    if (j < kend) {
 #if FUSED_KV
       const float dot_ = j >= start ? dot_new(nbase + (j - start) * p.kst.z, j - start, vec_ok)
                                     : dot_cache(kbase + j * p.kst.z, vec_ok);
@@ -368,7 +392,7 @@ void main() {
     }
     s_score[lane] = s;
     barrier();
-    uint cnt = min(uint(LANES), nk - j0);
+    uint cnt = min(uint(LANES), kend - j0);
     float cm = m;
     for (uint t = 0; t < cnt; ++t) {
       cm = max(cm, s_score[t]);
@@ -439,8 +463,43 @@ void main() {
     m = cm;
     barrier(); // every lane has read s_score before the next chunk overwrites it
   }
-  float inv = l > 0.0 ? 1.0 / l : 0.0;
   uint obase = b * p.ost.x + h * p.ost.y + i * p.ost.z;
+#if FUSED_KV
+  if (splits > 1u) {
+    // This split's (max, sum, accumulators), then a ticket: the row's last split to finish
+    // joins them in split order (the same result whichever finishes last).
+    const uint stride = p.D + 2u, pb = (row * splits + sp) * stride;
+    if (lane == 0u) {
+      part_[pb] = m;
+      part_[pb + 1u] = l;
+    }
+    for (uint r = 0; r < PER_LANE; ++r) {
+      uint d = lane + r * LANES;
+      if (d < p.D) part_[pb + 2u + d] = acc[r];
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (lane == 0u) s_last = atomicAdd(count_[row], 1u) == splits - 1u ? 1u : 0u;
+    barrier();
+    if (s_last == 0u) return;
+    memoryBarrierBuffer();
+    const uint rb = row * splits * stride;
+    float mx = NEG_BIG;
+    for (uint t = 0u; t < splits; ++t) mx = max(mx, part_[rb + t * stride]);
+    l = 0.0;
+    for (uint r = 0; r < PER_LANE; ++r) acc[r] = 0.0;
+    for (uint t = 0u; t < splits; ++t) {
+      const float f = exp(part_[rb + t * stride] - mx);
+      l += part_[rb + t * stride + 1u] * f;
+      for (uint r = 0; r < PER_LANE; ++r) {
+        uint d = lane + r * LANES;
+        if (d < p.D) acc[r] += part_[rb + t * stride + 2u + d] * f;
+      }
+    }
+    if (lane == 0u) count_[row] = 0u;
+  }
+#endif
+  float inv = l > 0.0 ? 1.0 / l : 0.0;
   for (uint r = 0; r < PER_LANE; ++r) {
     uint d = lane + r * LANES;
     if (d < p.D) {

@@ -644,7 +644,9 @@ fn add_then_rms_norm_runs_as_one_dispatch() {
 /// numbers, and that the caches hold the keys for later calls, are checked by the attention
 /// family's multi-run cases. After an `et_vk.apply_rotary_emb` that only it reads, it
 /// rotates q and k itself (`sdpa_kv_rope_*`) and the RoPE has no node at any M (the rotated
-/// numbers are checked by the attention family's `RoPE into` cases).
+/// numbers are checked by the attention family's `RoPE into` cases). With its keys split
+/// over workgroups (compile spec `etvk_sdpa_split` = on; the `split` cases) it is still one
+/// dispatch; a value outside on / off is refused at load.
 #[test]
 fn kv_cache_attention_is_one_dispatch() {
     let all = (cases::family("attention").cases)();
@@ -653,6 +655,11 @@ fn kv_cache_attention_is_one_dispatch() {
         .filter(|c| c.op == "sdpa_with_kv_cache.default")
         .collect();
     assert!(!kv.is_empty(), "no sdpa_with_kv_cache cases");
+    assert!(
+        kv.iter().any(|c| c.label().contains("split")),
+        "no split-key cases"
+    );
+    spec_value_refused(kv[0], "etvk_sdpa_split", "maybe", "on, off");
     for case in kv {
         for run in 0..case.runs.len() {
             let nodes = profile_run(case, run);

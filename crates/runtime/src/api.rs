@@ -312,6 +312,7 @@ impl Delegate {
         builder.q4_fma = text_spec(crate::builder::Q4_FMA_SPEC);
         builder.row_range = text_spec(crate::builder::ROW_RANGE_SPEC);
         builder.norm_gemv = text_spec(crate::builder::NORM_GEMV_SPEC);
+        builder.sdpa_split = text_spec(crate::builder::SDPA_SPLIT_SPEC);
         for (name, value, settings) in [
             (
                 crate::builder::ROW_RANGE_SPEC,
@@ -322,6 +323,11 @@ impl Delegate {
                 crate::builder::NORM_GEMV_SPEC,
                 &builder.norm_gemv,
                 crate::builder::NORM_GEMV_SETTINGS,
+            ),
+            (
+                crate::builder::SDPA_SPLIT_SPEC,
+                &builder.sdpa_split,
+                crate::builder::SDPA_SPLIT_SETTINGS,
             ),
         ] {
             if let Some(v) = value.as_deref().filter(|v| !settings.contains(v)) {

@@ -192,6 +192,16 @@ pub const NORM_GEMV_SPEC: &str = "etvk_norm_gemv";
 /// The values of [`NORM_GEMV_SPEC`].
 pub const NORM_GEMV_SETTINGS: &[&str] = &["auto", "all", "off"];
 
+/// Compile spec for splitting a KV-cache attention's keys over several workgroups per query
+/// row (`sdpa_kv_*`, joined by the row's last to finish): ASCII `on` where a launch has
+/// fewer query rows than a wave and more than 64 cache positions, or `off` (the default:
+/// not timed or tested on a GPU yet, docs/status.md). Environment `ETVK_SDPA_SPLIT`
+/// (`1` = `on`) when the spec is absent. Other values are refused at load.
+pub const SDPA_SPLIT_SPEC: &str = "etvk_sdpa_split";
+
+/// The values of [`SDPA_SPLIT_SPEC`].
+pub const SDPA_SPLIT_SETTINGS: &[&str] = &["on", "off"];
+
 /// A text compile spec's value as given, else environment variable `env`'s.
 pub(crate) fn spec_or_env(spec: &Option<String>, env: &str) -> Option<String> {
     spec.clone().or_else(|| std::env::var(env).ok())
@@ -331,6 +341,8 @@ pub struct GraphBuilder<'a> {
     pub row_range: Option<String>,
     /// Compile spec [`NORM_GEMV_SPEC`], as given.
     pub norm_gemv: Option<String>,
+    /// Compile spec [`SDPA_SPLIT_SPEC`], as given.
+    pub sdpa_split: Option<String>,
     /// x quantized and dequantized per row by a fused choose_qparams node, keyed by the 8da4w
     /// linear's (x, input_scales, input_zp) value ids (ops/quantize.rs).
     pub(crate) act_quant: HashMap<(usize, usize, usize), crate::ops::quantize::ActQuantUse>,
@@ -421,6 +433,7 @@ impl<'a> GraphBuilder<'a> {
             q4_fma: None,
             row_range: None,
             norm_gemv: None,
+            sdpa_split: None,
             symint_inputs: graph
                 .input_ids
                 .iter()

@@ -409,6 +409,34 @@ fn kv_cases() -> Vec<OpCase> {
             &[(0, 3), (3, 1), (4, 2), (6, 1)],
             9720,
         ),
+        // Keys split over workgroups (compile spec `etvk_sdpa_split` = on), joined by each
+        // row's last to finish: decode rows over up to four 64-key splits (the last ones
+        // empty early on), a 60-row chunk in two, a prefill of 70 rows unsplit; GQA.
+        kv_case(
+            "split GQA q [1, <=70, 4, 16] kv heads 2 cache [1, 200, 2, 16]",
+            ([1, 70, 4, 16], [1, 70, 2, 16], [1, 200, 2, 16]),
+            true,
+            &[(0, 70), (70, 1), (71, 1), (72, 60), (132, 1), (133, 1)],
+            9730,
+        )
+        .spec("etvk_sdpa_split", "on"),
+        kv_case_of(
+            F16,
+            "split fp16 q [1, <=66, 2, 32] cache [1, 160, 2, 32]",
+            ([1, 66, 2, 32], [1, 66, 2, 32], [1, 160, 2, 32]),
+            true,
+            &[(0, 66), (66, 1), (67, 1)],
+            9740,
+        )
+        .spec("etvk_sdpa_split", "on"),
+        kv_case(
+            "split non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
+            ([2, 40, 3, 80], [2, 40, 3, 80], [2, 72, 3, 80]),
+            false,
+            &[(0, 40), (40, 30), (70, 2)],
+            9705,
+        )
+        .spec("etvk_sdpa_split", "on"),
         // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk.
         kv_case(
             "non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
@@ -552,6 +580,23 @@ fn rope_kv_cases() -> Vec<OpCase> {
             &[(0, 3), (3, 1), (4, 2)],
             9760,
         ),
+        // Split keys (compile spec `etvk_sdpa_split` = on) with either RoPE inside.
+        rope_kv_case(
+            (F32, RopeForm::Pairs),
+            "split GQA q [1, <=70, 4, 16] kv heads 2 cache [1, 150, 2, 16]",
+            ([1, 70, 4, 16], [1, 70, 2, 16], [1, 150, 2, 16]),
+            &[(0, 70), (70, 1), (71, 5), (76, 1)],
+            9830,
+        )
+        .spec("etvk_sdpa_split", "on"),
+        rope_kv_case(
+            (F32, RopeForm::Hf(16)),
+            "split GQA q [1, <=70, 4, 16] kv heads 2 cache [1, 150, 2, 16] R 16",
+            ([1, 70, 4, 16], [1, 70, 2, 16], [1, 150, 2, 16]),
+            &[(0, 70), (70, 1), (71, 5), (76, 1)],
+            9840,
+        )
+        .spec("etvk_sdpa_split", "on"),
         // D = 18: the key loop's scalar pairs and their remainder.
         rope_kv_case(
             (F32, RopeForm::Pairs),

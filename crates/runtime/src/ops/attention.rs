@@ -97,6 +97,8 @@ struct SdpaPush {
     new_kv_batch: usize,
     /// The HF RoPE inside (`sdpa_kv_rope_hf_*`): rotary dim, table rows, start_pos slot.
     rope_hf: [u32; 3],
+    /// The fused forms' split keys ([`key_split`]): workgroups per query row, keys each.
+    split: [u32; 2],
 }
 
 impl SdpaPush {
@@ -129,10 +131,12 @@ impl SdpaPush {
             )
             .u32_array(&st(self.out_strides, "out stride")?, 4, 0)
             .u32_array(&self.rope_hf, 4, 0)
+            .u32_array(&self.split, 4, 0)
             .finish();
+        let groups = (self.rows as u64) * u64::from(self.split[0].max(1));
         Ok(Launch {
             push,
-            global: folded_grid(self.rows as u64, [LANES, 1, 1], what)?,
+            global: folded_grid(groups, [LANES, 1, 1], what)?,
         })
     }
 }
@@ -218,6 +222,7 @@ impl CacheAttention {
             out_strides: [sq * h * d, d, h * d],
             new_kv_batch: 0,
             rope_hf: [0; 3],
+            split: [1, 0],
         }
     }
 }
@@ -304,6 +309,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             out_strides: [h * sq * d, sq * d, d],
             new_kv_batch: 0,
             rope_hf: [0; 3],
+            split: [1, 0],
         }
         .launch(&what)
     })
@@ -463,21 +469,45 @@ fn attention_writing_caches(
     let what = call.what();
     let mut bindings = cache_attention_bindings(out, q, k_cache, v_cache);
     bindings.extend([Binding::Tensor(k), Binding::Tensor(v)]);
+    if let Some(r) = rope {
+        bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
+    }
+    // Then the split keys' partial results and per-row counters (bound in any case).
+    let split_on = matches!(
+        crate::builder::spec_or_env(&g.sdpa_split, "ETVK_SDPA_SPLIT").as_deref(),
+        Some("on" | "1")
+    );
+    let d_max = g.shapes().max_dims(q).last().copied().unwrap_or(0);
+    let (part, count) = if split_on {
+        (
+            g.new_tensor(
+                DataType::Float32,
+                vec![SPLIT_WAVE * (d_max + 2)],
+                None,
+                format!("{what}: split keys' partial results"),
+            )?,
+            g.new_zeroed_tensor(
+                DataType::Int32,
+                vec![SPLIT_WAVE],
+                format!("{what}: split keys' counters"),
+            )?,
+        )
+    } else {
+        (q, q)
+    };
+    bindings.extend([Binding::Tensor(part), Binding::Tensor(count)]);
     let shader = match rope {
-        Some(r) => {
-            bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
-            match (dt, r.hf_start.is_some()) {
-                (DataType::Float32, false) => ShaderId::SdpaKvRopeF32,
-                (DataType::Float16, false) => ShaderId::SdpaKvRopeF16,
-                (DataType::Float32, true) => ShaderId::SdpaKvRopeHfF32,
-                (DataType::Float16, true) => ShaderId::SdpaKvRopeHfF16,
-                (other, _) => {
-                    return Err(unsupported(format!(
-                        "{what}: dtype {other:?} (fp32 / fp16 only)"
-                    )))
-                }
+        Some(r) => match (dt, r.hf_start.is_some()) {
+            (DataType::Float32, false) => ShaderId::SdpaKvRopeF32,
+            (DataType::Float16, false) => ShaderId::SdpaKvRopeF16,
+            (DataType::Float32, true) => ShaderId::SdpaKvRopeHfF32,
+            (DataType::Float16, true) => ShaderId::SdpaKvRopeHfF16,
+            (other, _) => {
+                return Err(unsupported(format!(
+                    "{what}: dtype {other:?} (fp32 / fp16 only)"
+                )))
             }
-        }
+        },
         None => sdpa_shader_of(&what, dt, true)?,
     };
     // The HF RoPE's start_pos slot (its tables are read from that row).
@@ -543,8 +573,31 @@ fn attention_writing_caches(
         let mut push = c.push(causal, pos_slot, scale, None);
         push.new_kv_batch = c.sq * c.h_kv * c.d;
         push.rope_hf = rope_hf;
+        if split_on && c.d <= d_max {
+            push.split = key_split(push.rows, c.max_seq);
+        }
         push.launch(&what)
     })
+}
+
+/// Workgroups a split KV-cache attention launch fills: two per SM of an H200.
+const SPLIT_WAVE: usize = 264;
+
+/// Split keys of a fused KV-cache attention over `keys` cache positions for `rows` query
+/// rows: `[splits, keys per split]`, `[1, 0]` (none) unless the rows leave most of a wave
+/// idle and there is more than one 64-key chunk; then as many splits as fill the wave
+/// (`rows * splits <= SPLIT_WAVE`), each whole chunks. A decode step of 32 heads over 2048
+/// positions had one workgroup per head walking all 2048 keys.
+fn key_split(rows: usize, keys: usize) -> [u32; 2] {
+    let lanes = LANES as usize;
+    let chunks = keys.div_ceil(lanes);
+    let want = (SPLIT_WAVE / rows.max(1)).min(chunks);
+    if want <= 1 {
+        return [1, 0];
+    }
+    let per = chunks.div_ceil(want) * lanes;
+    // Both at most SPLIT_WAVE * 64 and `keys`: they fit u32 whenever the launch does.
+    [keys.div_ceil(per) as u32, per as u32]
 }
 
 /// Fail unless the cache window `[start_pos, start_pos + s)` lies inside `[0, max_seq)`.
@@ -689,4 +742,30 @@ fn build_custom_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> 
         s.set_dims(out, qd)?;
         c.push(causal, pos_slot, scale, mask_row).launch(&what)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_split_fills_a_wave_in_whole_chunks() {
+        // Too many rows, or one chunk of keys: no split.
+        assert_eq!(key_split(264, 4096), [1, 0]);
+        assert_eq!(key_split(2, 64), [1, 0]);
+        assert_eq!(key_split(140, 200), [1, 0]);
+        // A decode step of 32 heads over 2048 positions: 8 splits of 256 keys.
+        assert_eq!(key_split(32, 2048), [8, 256]);
+        // Fewer chunks than the wave allows: one chunk each, the last one partial.
+        assert_eq!(key_split(2, 200), [4, 64]);
+        // 120 rows: two splits of two chunks.
+        assert_eq!(key_split(120, 200), [2, 128]);
+        for (rows, keys) in [(1, 100_000), (7, 3000), (33, 65), (131, 129)] {
+            let [splits, per] = key_split(rows, keys);
+            assert!(rows * splits as usize <= SPLIT_WAVE, "{rows} x {keys}");
+            assert!(splits == 1 || per as usize * splits as usize >= keys);
+            assert!(splits == 1 || per as usize * (splits as usize - 1) < keys);
+            assert_eq!(per % LANES, 0);
+        }
+    }
 }
