@@ -133,9 +133,9 @@ float rope_hf(bool kn, uint base, uint d, uint pos) {
 // A lane scores a whole key row: its loads are independent of each other, so a dot product
 // keeps many of them in flight, with fixed-order partial sums. Where D and the strides are
 // multiples of 4 (`vec_ok`) the rows are read as 4-element vectors, 16 at a time (64
-// elements: a row of D = 128 in two round trips), else as scalars 8 at a time. A loop of one
-// scalar load and one FMA per element took 22.4 us per decode call at D = 128 (32 heads, 16
-// keys, H100); 8 scalars in flight 19.6 (docs/performance.md, session 38).
+// elements: a row of D = 128 in two steps), else as scalars 8 at a time. A loop of one scalar
+// load and one FMA per element took 22.4 us per call at D = 128 (32 heads, <= 16 keys, a
+// prefill and 11 decodes, H100); 8 scalars in flight 19.6 (docs/performance.md, session 38).
 #define UNR 8u
 #define UNV 16u
 #define VK 8u  // keys per step of the value loop
