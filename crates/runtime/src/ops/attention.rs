@@ -518,45 +518,17 @@ fn attention_writing_caches(
     g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
         let (qd, c) = CacheAttention::of(s, &what, q, k_cache, v_cache)?;
         let mut rope_hf = [0; 3];
-        if let (Some(r), Some((pos_v, slot))) = (rope, rope_slot) {
-            // The HF RoPE's own checks (ops/llama.rs `build_rotary_hf`).
-            let cd = s.dims(r.cos).to_vec();
-            let &[rows, rd] = cd.as_slice() else {
-                return Err(invalid_arg(format!(
-                    "{what} (with the RoPE before): freqs_cos sizes {cd:?} must be [max_seq, rotary_dim]"
-                )));
-            };
-            if s.dims(r.sin) != cd.as_slice() || rd % 2 != 0 || rd > c.d {
-                return Err(invalid_arg(format!(
-                    "{what} (with the RoPE before): freqs sizes {cd:?} / {:?} must match, with an even rotary dim <= the head dim {}",
-                    s.dims(r.sin),
-                    c.d
-                )));
-            }
-            let start = s.scalar(pos_v)?;
-            if start < 0.0 || start + c.sq as f64 > rows as f64 {
-                return Err(invalid_arg(format!(
-                    "{what} (with the RoPE before): start_pos {start} + S {} exceeds the {rows} rows of freqs {cd:?}",
-                    c.sq
-                )));
-            }
-            rope_hf = [to_u32(rd, "rotary dim")?, to_u32(rows, "freqs rows")?, slot];
-        } else if let Some(r) = rope {
-            // The RoPE's own checks (ops/llama.rs `build_rotary`).
-            if c.d % 2 != 0 {
-                return Err(invalid_arg(format!(
-                    "{what} (with the RoPE before): head dim {} of q {qd:?} must be even (interleaved pairs)",
-                    c.d
-                )));
-            }
-            let want = [c.sq, c.d / 2];
-            for f in [r.cos, r.sin] {
-                if s.dims(f) != want {
-                    return Err(invalid_arg(format!(
-                        "{what} (with the RoPE before): freqs sizes {:?} must be [S, D/2] = {want:?} for q {qd:?}",
-                        s.dims(f)
-                    )));
+        if let Some(r) = rope {
+            // The RoPE's own checks (ops/llama.rs), on q's sizes.
+            let rope_what = format!("{what} (with the RoPE before)");
+            match rope_slot {
+                Some((pos_v, slot)) => {
+                    let (rows, rd) = crate::ops::llama::check_rope_hf_freqs(
+                        s, &rope_what, &qd, r.cos, r.sin, pos_v,
+                    )?;
+                    rope_hf = [to_u32(rd, "rotary dim")?, to_u32(rows, "freqs rows")?, slot];
                 }
+                None => crate::ops::llama::check_rope_freqs(s, &rope_what, &qd, r.cos, r.sin)?,
             }
         }
         for (src, role) in [(k, "k"), (v, "v")] {

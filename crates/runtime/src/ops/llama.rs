@@ -280,6 +280,71 @@ fn rotary_operands(
     Ok((xq, xk, cos, sin, outs, dt))
 }
 
+/// The interleaved RoPE's tables against x's sizes `dims` `[B, S, H, D]`: D even, cos / sin
+/// `[S, D/2]`. Also the check of the attention that applies it (ops/attention.rs).
+pub(crate) fn check_rope_freqs(
+    s: &Shapes,
+    what: &str,
+    dims: &[usize],
+    cos: TensorId,
+    sin: TensorId,
+) -> Result<()> {
+    let [_, seq, _, d] = bshd(what, dims)?;
+    if d % 2 != 0 {
+        return Err(invalid_arg(format!(
+            "{what}: head dim {d} of {dims:?} must be even (interleaved pairs)"
+        )));
+    }
+    let want = [seq, d / 2];
+    for f in [cos, sin] {
+        if s.dims(f) != want {
+            return Err(invalid_arg(format!(
+                "{what}: freqs sizes {:?} must be [S, D/2] = {want:?} for input {dims:?}",
+                s.dims(f)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The HF RoPE's full tables `[rows, R]` against x's sizes `dims` `[B, S, H, D]` and the
+/// start position (value `pos_v`): R even and <= D, start_pos + S <= rows. Returns
+/// `(rows, R)`. Also the check of the attention that applies it (ops/attention.rs).
+pub(crate) fn check_rope_hf_freqs(
+    s: &Shapes,
+    what: &str,
+    dims: &[usize],
+    cos: TensorId,
+    sin: TensorId,
+    pos_v: usize,
+) -> Result<(usize, usize)> {
+    let [_, seq, _, d] = bshd(what, dims)?;
+    let cd = s.dims(cos).to_vec();
+    let &[rows, r] = cd.as_slice() else {
+        return Err(invalid_arg(format!(
+            "{what}: freqs_cos sizes {cd:?} must be [max_seq, rotary_dim]"
+        )));
+    };
+    if s.dims(sin) != cd.as_slice() {
+        return Err(invalid_arg(format!(
+            "{what}: freqs_sin sizes {:?} differ from freqs_cos sizes {cd:?}",
+            s.dims(sin)
+        )));
+    }
+    if r % 2 != 0 || r > d {
+        return Err(invalid_arg(format!(
+            "{what}: rotary dim {r} (freqs {cd:?}) must be even and <= the head dim {d} of {dims:?}"
+        )));
+    }
+    let start = s.scalar(pos_v)?;
+    if start < 0.0 || start + seq as f64 > rows as f64 {
+        return Err(invalid_arg(format!(
+            "{what}: start_pos {start} + S {seq} exceeds the {rows} rows of freqs {cd:?}"
+        )));
+    }
+    Ok((rows, r))
+}
+
 /// `[xq, xk, freqs_cos, freqs_sin, ValueList(xq_out, xk_out)]`: one dispatch per output.
 fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
     call.expect_args(5)?;
@@ -295,20 +360,7 @@ fn build_rotary(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         g.dispatch(call, Dispatch::new(shader, [out, x, cos, sin]), move |s| {
             let dims = s.dims(x).to_vec();
             let [_, seq, heads, d] = bshd(&what, &dims)?;
-            if d % 2 != 0 {
-                return Err(invalid_arg(format!(
-                    "{what}: head dim {d} of {dims:?} must be even (interleaved pairs)"
-                )));
-            }
-            let want = [seq, d / 2];
-            for f in [cos, sin] {
-                if s.dims(f) != want {
-                    return Err(invalid_arg(format!(
-                        "{what}: freqs sizes {:?} must be [S, D/2] = {want:?} for input {dims:?}",
-                        s.dims(f)
-                    )));
-                }
-            }
+            check_rope_freqs(s, &what, &dims, cos, sin)?;
             let pairs = s.numel(x) / 2;
             s.set_dims(out, dims)?;
             Ok(Launch {
@@ -347,29 +399,7 @@ fn build_rotary_hf(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
         g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
             let dims = s.dims(x).to_vec();
             let [_, seq, heads, d] = bshd(&what, &dims)?;
-            let cd = s.dims(cos).to_vec();
-            let &[rows, r] = cd.as_slice() else {
-                return Err(invalid_arg(format!(
-                    "{what}: freqs_cos sizes {cd:?} must be [max_seq, rotary_dim]"
-                )));
-            };
-            if s.dims(sin) != cd.as_slice() {
-                return Err(invalid_arg(format!(
-                    "{what}: freqs_sin sizes {:?} differ from freqs_cos sizes {cd:?}",
-                    s.dims(sin)
-                )));
-            }
-            if r % 2 != 0 || r > d {
-                return Err(invalid_arg(format!(
-                    "{what}: rotary dim {r} (freqs {cd:?}) must be even and <= the head dim {d} of {dims:?}"
-                )));
-            }
-            let start = s.scalar(pos_v)?;
-            if start < 0.0 || start + seq as f64 > rows as f64 {
-                return Err(invalid_arg(format!(
-                    "{what}: start_pos {start} + S {seq} exceeds the {rows} rows of freqs {cd:?}"
-                )));
-            }
+            let (rows, r) = check_rope_hf_freqs(s, &what, &dims, cos, sin, pos_v)?;
             let numel = s.numel(x);
             s.set_dims(out, dims)?;
             Ok(Launch {
