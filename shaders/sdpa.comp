@@ -403,60 +403,28 @@ void main() {
       acc[r] *= alpha;
     }
     // VK keys' values in flight at a time (the loads of one key do not wait for the
-    // previous key's), added in key order.
-    uint t = 0u;
-    for (; t + VK <= cnt; t += VK) {
+    // previous key's), added in key order; keys past the chunk weigh 0.
+    for (uint t = 0u; t < cnt; t += VK) {
       float w[VK];
-      uint vb[VK];
-#if FUSED_KV
-      bool fresh[VK];
-#endif
       [[unroll]] for (uint u = 0u; u < VK; ++u) {
-        w[u] = exp(s_score[t + u] - cm);
+        w[u] = t + u < cnt ? exp(s_score[t + u] - cm) : 0.0;
         l += w[u];
-        const uint jj = j0 + t + u;
-#if FUSED_KV
-        fresh[u] = jj >= start;
-        vb[u] = fresh[u] ? nbase + (jj - start) * p.kst.z : kbase + jj * p.kst.z;
-#else
-        vb[u] = kbase + jj * p.kst.z;
-#endif
       }
       for (uint r = 0; r < PER_LANE; ++r) {
         uint d = lane + r * LANES;
         if (d < p.D) {
           float vv[VK];
           [[unroll]] for (uint u = 0u; u < VK; ++u) {
+            const uint jj = j0 + t + u;
 #if FUSED_KV
-            vv[u] = fresh[u] ? float(vn_[vb[u] + d]) : float(v_[vb[u] + d]);
+            vv[u] = t + u >= cnt ? 0.0
+                    : jj >= start ? float(vn_[nbase + (jj - start) * p.kst.z + d])
+                                  : float(v_[kbase + jj * p.kst.z + d]);
 #else
-            vv[u] = float(v_[vb[u] + d]);
+            vv[u] = t + u < cnt ? float(v_[kbase + jj * p.kst.z + d]) : 0.0;
 #endif
           }
           [[unroll]] for (uint u = 0u; u < VK; ++u) acc[r] += w[u] * vv[u];
-        }
-      }
-    }
-    for (; t < cnt; ++t) {
-      float w = exp(s_score[t] - cm);
-      l += w;
-#if FUSED_KV
-      if (j0 + t >= start) {
-        const uint nb = nbase + (j0 + t - start) * p.kst.z;
-        for (uint r = 0; r < PER_LANE; ++r) {
-          uint d = lane + r * LANES;
-          if (d < p.D) {
-            acc[r] += w * float(vn_[nb + d]);
-          }
-        }
-        continue;
-      }
-#endif
-      uint vb = kbase + (j0 + t) * p.kst.z;
-      for (uint r = 0; r < PER_LANE; ++r) {
-        uint d = lane + r * LANES;
-        if (d < p.D) {
-          acc[r] += w * float(v_[vb + d]);
         }
       }
     }

@@ -545,6 +545,8 @@ fn attention_writing_caches(
         let mut push = c.push(causal, pos_slot, scale, None);
         push.new_kv_batch = c.sq * c.h_kv * c.d;
         push.rope_hf = rope_hf;
+        // The partial results hold rows of d_max + 2 (sizes are bounded by element count,
+        // not per dim): a wider head takes the unsplit launch.
         if split_on && c.d <= d_max {
             push.split = key_split(push.rows, c.max_seq);
         }

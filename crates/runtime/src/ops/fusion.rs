@@ -27,9 +27,10 @@
 //! computed by their M = 1 DQ GEMVs where they load x (`_dq_norm`, `_dq_addnorm`: the
 //! row's sum of squares in every workgroup), and the norm node launches nothing at M = 1
 //! (with the add, it writes the sum alone, beside the GEMVs rather than before them).
-//! On rows of up to 2048 by default (compile spec `etvk_norm_gemv` = auto | all | off, else
-//! `ETVK_NORM_GEMV`; longer rows keep the node, which writes the row range from 4096), and
-//! not where compile spec `etvk_row_range` forces the norm's range (`norm`, `all`).
+//! On rows of up to 8192 (the unsliced GEMVs') by default (compile spec `etvk_norm_gemv` =
+//! auto | all | off, else `ETVK_NORM_GEMV`; longer rows keep the node, which writes the row
+//! range), and not where compile spec `etvk_row_range` forces the norm's range (`norm`,
+//! `all`).
 //!
 //! **KV-cache attention** (`ops/attention.rs`): `sdpa_with_kv_cache` writes the call's keys
 //! and values into its caches from the attention dispatch itself (`sdpa_kv_*`) instead of
