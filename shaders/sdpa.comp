@@ -101,7 +101,7 @@ layout(push_constant) uniform Params {
   uvec4 kst;     // k / v strides: batch, head, seq, FUSED_KV: the call's k / v batch stride
   uvec4 ost;     // out strides: batch, head, seq, -
   uvec4 rope;    // ROPE = 2: rotary dim R, table rows, start_pos slot, -
-  uvec4 split;   // FUSED_KV: workgroups per query row (1: no split), keys per split, -, -
+  uvec4 split;   // FUSED_KV: workgroups per query row (1: no split; used as the keys need), -, -, -
 } p;
 
 shared float s_q[LANES * PER_LANE];
@@ -297,13 +297,34 @@ float dot_new(uint nb, uint pos, bool vec_ok) {
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
 #if FUSED_KV
-  // Split keys: the workgroups of one query row take consecutive runs of split.y keys.
-  const uint splits = max(p.split.x, 1u), sp = row % splits;
-  row /= splits;
+  // Split keys: split.x workgroups per query row, of which the first `splits` take
+  // consecutive runs of `per_split` keys (whole chunks), sized here from this step's key
+  // count so that neither a short context pays for empty splits nor the launch's push
+  // constants change as the cache fills (no re-record per step).
+  const uint max_splits = max(p.split.x, 1u), sp = row % max_splits;
+  row /= max_splits;
 #endif
   if (row >= p.rows) {
     return; // whole workgroup
   }
+  uint start = 0;
+  uint valid = p.L;
+  if (p.pos_slot != NO_SLOT) {
+    start = uint(max(scalars_[p.pos_slot], 0));
+    valid = min(start + p.S, p.L);
+  }
+#if FUSED_KV
+  uint splits = 1u, per_split = valid;
+  if (max_splits > 1u) {
+    const uint chunks = (valid + LANES - 1u) / LANES;
+    splits = max(min(max_splits, chunks), 1u);
+    per_split = ((chunks + splits - 1u) / splits) * LANES;
+    splits = max((valid + per_split - 1u) / per_split, 1u);
+  }
+  if (sp >= splits) {
+    return; // whole workgroup: a split this step's keys leave empty
+  }
+#endif
   uint lane = gl_LocalInvocationID.x;
   uint i = row % p.S;
   uint h = (row / p.S) % p.H;
@@ -326,12 +347,6 @@ void main() {
 #endif
   barrier();
 
-  uint start = 0;
-  uint valid = p.L;
-  if (p.pos_slot != NO_SLOT) {
-    start = uint(max(scalars_[p.pos_slot], 0));
-    valid = min(start + p.S, p.L);
-  }
   uint nk = p.causal != 0 ? min(start + i + 1, valid) : valid;
   // Every key row (the caches' and the call's) starts at a multiple of 4 elements.
   const bool vec_ok = p.scalar_rows == 0u && (p.D & 3u) == 0u &&
@@ -370,7 +385,7 @@ void main() {
     acc[r] = 0.0;
   }
 #if FUSED_KV
-  const uint kfirst = sp * p.split.y, kend = splits > 1u ? min(nk, kfirst + p.split.y) : nk;
+  const uint kfirst = sp * per_split, kend = splits > 1u ? min(nk, kfirst + per_split) : nk;
 #else
   const uint kfirst = 0u, kend = nk;
 #endif
@@ -436,7 +451,7 @@ void main() {
   if (splits > 1u) {
     // This split's (max, sum, accumulators), then a ticket: the row's last split to finish
     // joins them in split order (the same result whichever finishes last).
-    const uint stride = p.D + 2u, pb = (row * splits + sp) * stride;
+    const uint stride = p.D + 2u, pb = (row * max_splits + sp) * stride;
     if (lane == 0u) {
       part_[pb] = m;
       part_[pb + 1u] = l;
@@ -451,7 +466,7 @@ void main() {
     barrier();
     if (s_last == 0u) return;
     memoryBarrierBuffer();
-    const uint rb = row * splits * stride;
+    const uint rb = row * max_splits * stride;
     float mx = NEG_BIG;
     for (uint t = 0u; t < splits; ++t) mx = max(mx, part_[rb + t * stride]);
     l = 0.0;

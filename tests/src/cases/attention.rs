@@ -409,14 +409,23 @@ fn kv_cases() -> Vec<OpCase> {
             &[(0, 3), (3, 1), (4, 2), (6, 1)],
             9720,
         ),
-        // Keys split over workgroups (compile spec `etvk_sdpa_split` = on), joined by each
-        // row's last to finish: decode rows over up to four 64-key splits (the last ones
-        // empty early on), a 60-row chunk in two, a prefill of 70 rows unsplit; GQA.
+        // Keys split over workgroups (compile spec `etvk_sdpa_split` = on, the default),
+        // joined by each row's last to finish: decode rows over up to four 64-key splits
+        // (fewer early on), a 60-row chunk in two, a prefill of 70 rows unsplit, 33 rows
+        // (132 query rows) in two splits of two chunks each; GQA.
         kv_case(
             "split GQA q [1, <=70, 4, 16] kv heads 2 cache [1, 200, 2, 16]",
             ([1, 70, 4, 16], [1, 70, 2, 16], [1, 200, 2, 16]),
             true,
-            &[(0, 70), (70, 1), (71, 1), (72, 60), (132, 1), (133, 1)],
+            &[
+                (0, 70),
+                (70, 1),
+                (71, 1),
+                (72, 60),
+                (132, 1),
+                (133, 1),
+                (134, 33),
+            ],
             9730,
         )
         .spec("etvk_sdpa_split", "on"),
@@ -437,14 +446,16 @@ fn kv_cases() -> Vec<OpCase> {
             9705,
         )
         .spec("etvk_sdpa_split", "on"),
-        // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk.
+        // Non-causal, batch 2, D past one dim per lane, keys past one 64-key chunk; the
+        // split off (it is on by default), so each row's one workgroup walks every key.
         kv_case(
-            "non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
+            "unsplit non-causal B 2 D 80 q [2, <=40, 3, 80] cache [2, 72, 3, 80]",
             ([2, 40, 3, 80], [2, 40, 3, 80], [2, 72, 3, 80]),
             false,
             &[(0, 40), (40, 30), (70, 2)],
             9700,
-        ),
+        )
+        .spec("etvk_sdpa_split", "off"),
     ]
 }
 

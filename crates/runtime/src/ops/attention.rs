@@ -97,8 +97,9 @@ struct SdpaPush {
     new_kv_batch: usize,
     /// The HF RoPE inside (`sdpa_kv_rope_hf_*`): rotary dim, table rows, start_pos slot.
     rope_hf: [u32; 3],
-    /// The fused forms' split keys ([`key_split`]): workgroups per query row, keys each.
-    split: [u32; 2],
+    /// The fused forms' split keys ([`key_split`]): workgroups per query row (the shader
+    /// uses as many as the step's keys fill).
+    split: u32,
 }
 
 impl SdpaPush {
@@ -131,9 +132,9 @@ impl SdpaPush {
             )
             .u32_array(&st(self.out_strides, "out stride")?, 4, 0)
             .u32_array(&self.rope_hf, 4, 0)
-            .u32_array(&self.split, 4, 0)
+            .u32_array(&[self.split], 4, 0)
             .finish();
-        let groups = (self.rows as u64) * u64::from(self.split[0].max(1));
+        let groups = (self.rows as u64) * u64::from(self.split.max(1));
         Ok(Launch {
             push,
             global: folded_grid(groups, [LANES, 1, 1], what)?,
@@ -222,7 +223,7 @@ impl CacheAttention {
             out_strides: [sq * h * d, d, h * d],
             new_kv_batch: 0,
             rope_hf: [0; 3],
-            split: [1, 0],
+            split: 1,
         }
     }
 }
@@ -309,7 +310,7 @@ fn build_sdpa(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> Result<()> {
             out_strides: [h * sq * d, sq * d, d],
             new_kv_batch: 0,
             rope_hf: [0; 3],
-            split: [1, 0],
+            split: 1,
         }
         .launch(&what)
     })
@@ -473,9 +474,9 @@ fn attention_writing_caches(
         bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
     }
     // Then the split keys' partial results and per-row counters (bound in any case).
-    let split_on = matches!(
+    let split_on = !matches!(
         crate::builder::spec_or_env(&g.sdpa_split, "ETVK_SDPA_SPLIT").as_deref(),
-        Some("on" | "1")
+        Some("off" | "0")
     );
     let d_max = g.shapes().max_dims(q).last().copied().unwrap_or(0);
     let (part, count) = if split_on {
@@ -557,21 +558,30 @@ fn attention_writing_caches(
 /// Workgroups a split KV-cache attention launch fills: two per SM of an H200.
 const SPLIT_WAVE: usize = 264;
 
-/// Split keys of a fused KV-cache attention over `keys` cache positions for `rows` query
-/// rows: `[splits, keys per split]`, `[1, 0]` (none) unless the rows leave most of a wave
-/// idle and there is more than one 64-key chunk; then as many splits as fill the wave
-/// (`rows * splits <= SPLIT_WAVE`), each whole chunks. A decode step of 32 heads over 2048
-/// positions had one workgroup per head walking all 2048 keys.
-fn key_split(rows: usize, keys: usize) -> [u32; 2] {
-    let lanes = LANES as usize;
-    let chunks = keys.div_ceil(lanes);
-    let want = (SPLIT_WAVE / rows.max(1)).min(chunks);
-    if want <= 1 {
-        return [1, 0];
+/// Workgroups per query row of a fused KV-cache attention over a cache of `keys` positions
+/// for `rows` query rows: 1 (no split) unless the rows leave most of a wave idle and the
+/// cache holds more than one 64-key chunk; then as many as fill the wave (`rows * splits <=
+/// SPLIT_WAVE`), at most one per chunk. At run time the shader uses as many of them as the
+/// step's keys fill, each whole chunks (`sdpa.comp`), so the launch stays the same as the
+/// cache fills. A decode step of 32 heads over 2048 positions had one workgroup per head
+/// walking all 2048 keys.
+fn key_split(rows: usize, keys: usize) -> u32 {
+    let chunks = keys.div_ceil(LANES as usize);
+    // At most SPLIT_WAVE: fits u32.
+    (SPLIT_WAVE / rows.max(1)).min(chunks).max(1) as u32
+}
+
+/// The shader's split of a step's `valid` keys over at most `max_splits` workgroups:
+/// `[splits used, keys each]` (a mirror of `sdpa.comp`, for the tests).
+#[cfg(test)]
+fn step_split(max_splits: u32, valid: u32) -> [u32; 2] {
+    if max_splits <= 1 {
+        return [1, valid];
     }
-    let per = chunks.div_ceil(want) * lanes;
-    // Both at most SPLIT_WAVE * 64 and `keys`: they fit u32 whenever the launch does.
-    [keys.div_ceil(per) as u32, per as u32]
+    let chunks = valid.div_ceil(LANES);
+    let splits = max_splits.min(chunks).max(1);
+    let per = chunks.div_ceil(splits) * LANES;
+    [valid.div_ceil(per).max(1), per]
 }
 
 /// Fail unless the cache window `[start_pos, start_pos + s)` lies inside `[0, max_seq)`.
@@ -725,21 +735,34 @@ mod tests {
     #[test]
     fn key_split_fills_a_wave_in_whole_chunks() {
         // Too many rows, or one chunk of keys: no split.
-        assert_eq!(key_split(264, 4096), [1, 0]);
-        assert_eq!(key_split(2, 64), [1, 0]);
-        assert_eq!(key_split(140, 200), [1, 0]);
-        // A decode step of 32 heads over 2048 positions: 8 splits of 256 keys.
-        assert_eq!(key_split(32, 2048), [8, 256]);
+        assert_eq!(key_split(264, 4096), 1);
+        assert_eq!(key_split(2, 64), 1);
+        assert_eq!(key_split(140, 200), 1);
+        // A decode step of 32 heads over 2048 positions: 8 splits (of 256 keys when full).
+        assert_eq!(key_split(32, 2048), 8);
+        assert_eq!(step_split(8, 2048), [8, 256]);
         // Fewer chunks than the wave allows: one chunk each, the last one partial.
-        assert_eq!(key_split(2, 200), [4, 64]);
+        assert_eq!(key_split(2, 200), 4);
+        assert_eq!(step_split(4, 200), [4, 64]);
         // 120 rows: two splits of two chunks.
-        assert_eq!(key_split(120, 200), [2, 128]);
+        assert_eq!(key_split(120, 200), 2);
+        assert_eq!(step_split(2, 200), [2, 128]);
+        // Early steps use fewer: 16 keys take one workgroup, 300 keys five of 64; 600 keys
+        // (ten chunks) five of two chunks, as long a walk as eight would make.
+        assert_eq!(step_split(8, 16), [1, 64]);
+        assert_eq!(step_split(8, 300), [5, 64]);
+        assert_eq!(step_split(8, 600), [5, 128]);
+        assert_eq!(step_split(8, 513), [5, 128]);
         for (rows, keys) in [(1, 100_000), (7, 3000), (33, 65), (131, 129)] {
-            let [splits, per] = key_split(rows, keys);
-            assert!(rows * splits as usize <= SPLIT_WAVE, "{rows} x {keys}");
-            assert!(splits == 1 || per as usize * splits as usize >= keys);
-            assert!(splits == 1 || per as usize * (splits as usize - 1) < keys);
-            assert_eq!(per % LANES, 0);
+            let max = key_split(rows, keys);
+            assert!(rows * max as usize <= SPLIT_WAVE, "{rows} x {keys}");
+            for valid in [1, 63, 64, 65, keys as u32 / 2, keys as u32] {
+                let [splits, per] = step_split(max, valid);
+                assert!(splits <= max, "{rows} x {keys}, {valid} keys");
+                assert!(splits == 1 || per * splits >= valid);
+                assert!(splits == 1 || per * (splits - 1) < valid);
+                assert_eq!(per % LANES, 0);
+            }
         }
     }
 }
