@@ -15,6 +15,10 @@ struct Variant {
     /// glslc -O (manifest `opt=0` turns it off for a variant whose optimized SPIR-V the
     /// driver compiles to slower code).
     optimize: bool,
+    /// Manifest `spv=1`: the SPIR-V is committed as `shaders/spv/<name>.spv` (made by
+    /// scripts/build-spv.sh with a glslang newer than Debian's glslc, for extensions that
+    /// glslc cannot compile); the build only reflects it.
+    prebuilt: bool,
     line: usize,
 }
 
@@ -39,6 +43,7 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
             .to_string();
         let mut local = [64u32, 1, 1];
         let mut optimize = true;
+        let mut prebuilt = false;
         // Each define: key and its alternatives (tag, value).
         let mut defs: Vec<(String, Vec<(String, String)>)> = Vec::new();
         for tok in toks {
@@ -64,6 +69,10 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
                 for (i, p) in parts.iter().enumerate() {
                     local[i] = *p;
                 }
+                continue;
+            }
+            if k == "spv" {
+                prebuilt = v == "1";
                 continue;
             }
             if k == "opt" {
@@ -114,6 +123,7 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
                 local,
                 defines: c.into_iter().map(|(k, _, v)| (k, v)).collect(),
                 optimize,
+                prebuilt,
                 line,
             });
         }
@@ -364,6 +374,8 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
             4448 | 4449 => "Storage8Bit",
             6016..=6019 => "IntegerDotProduct",
             6022 => "CooperativeMatrixKhr",
+            5430..=5439 => "CooperativeMatrix2Nv",
+            5347 => "BufferDeviceAddress",
             5357 => "CooperativeMatrixNv",
             5345 => "VulkanMemoryModel",
             65 => "SubgroupShuffle",
@@ -378,6 +390,72 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
         push_bytes: push_bytes.div_ceil(4) * 4,
         features,
     }
+}
+
+/// The SPIR-V words of a module's bytes.
+fn spirv_words(bytes: &[u8], name: &str) -> Vec<u32> {
+    if !bytes.len().is_multiple_of(4) {
+        fail(format!("{name}: SPIR-V size not a multiple of 4"));
+    }
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Reflect one variant's SPIR-V and append its constant, enum entry and table row.
+fn emit(
+    var: &Variant,
+    idx: usize,
+    words: &[u32],
+    code: &mut String,
+    enum_body: &mut String,
+    all: &mut String,
+    table: &mut String,
+) {
+    let r = reflect(words, &var.name);
+    if r.push_bytes > 128 {
+        fail(format!(
+            "{}: {} push-constant bytes exceed the portable 128",
+            var.name, r.push_bytes
+        ));
+    }
+    let ident = camel(&var.name);
+    let konst = format!("SPV_{}", var.name.to_uppercase());
+    write!(code, "static {konst}: [u32; {}] = [", words.len()).unwrap();
+    for (i, w) in words.iter().enumerate() {
+        if i % 12 == 0 {
+            code.push('\n');
+        }
+        write!(code, "0x{w:08x},").unwrap();
+    }
+    code.push_str("\n];\n");
+    writeln!(
+        enum_body,
+        "    /// `{}` ({}).\n    {ident} = {idx},",
+        var.name, var.source
+    )
+    .unwrap();
+    writeln!(all, "    ShaderId::{ident},").unwrap();
+    let defines: Vec<String> = var
+        .defines
+        .iter()
+        .map(|(k, v)| format!("({k:?}, {v:?})"))
+        .collect();
+    let feats: Vec<String> = r.features.iter().map(|f| format!("Feature::{f}")).collect();
+    writeln!(
+            table,
+            "    ShaderInfo {{ name: {:?}, source: {:?}, spirv: &{konst}, num_bindings: {}, written_bindings: {:#x}, push_constant_bytes: {}, local_size: {:?}, features: &[{}], defines: &[{}] }},",
+            var.name,
+            var.source,
+            r.num_bindings,
+            r.written,
+            r.push_bytes,
+            var.local,
+            feats.join(", "),
+            defines.join(", ")
+        )
+        .unwrap();
 }
 
 fn main() {
@@ -415,7 +493,34 @@ fn main() {
             ));
         }
         let src = shader_dir.join(&var.source);
-        let spv = out_dir.join(format!("{}.spv", var.name));
+        let spv = if var.prebuilt {
+            shader_dir.join("spv").join(format!("{}.spv", var.name))
+        } else {
+            out_dir.join(format!("{}.spv", var.name))
+        };
+        if var.prebuilt {
+            // Debian's spirv-val predates these extensions; scripts/build-spv.sh validated
+            // nothing either, so the device's driver is the judge (the kernels self-check).
+            let bytes = std::fs::read(&spv).unwrap_or_else(|e| {
+                fail(format!(
+                    "variant {} (manifest line {}): read {}: {e} (scripts/build-spv.sh makes it)",
+                    var.name,
+                    var.line,
+                    spv.display()
+                ))
+            });
+            let words = spirv_words(&bytes, &var.name);
+            emit(
+                var,
+                idx,
+                &words,
+                &mut code,
+                &mut enum_body,
+                &mut all,
+                &mut table,
+            );
+            continue;
+        }
         let mut cmd = Command::new("glslc");
         cmd.arg("--target-env=vulkan1.2");
         if var.optimize {
@@ -453,56 +558,16 @@ fn main() {
         }
         let bytes =
             std::fs::read(&spv).unwrap_or_else(|e| fail(format!("read {}: {e}", spv.display())));
-        if bytes.len() % 4 != 0 {
-            fail(format!("{}: SPIR-V size not a multiple of 4", var.name));
-        }
-        let words: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let r = reflect(&words, &var.name);
-        if r.push_bytes > 128 {
-            fail(format!(
-                "{}: {} push-constant bytes exceed the portable 128",
-                var.name, r.push_bytes
-            ));
-        }
-        let ident = camel(&var.name);
-        let konst = format!("SPV_{}", var.name.to_uppercase());
-        write!(code, "static {konst}: [u32; {}] = [", words.len()).unwrap();
-        for (i, w) in words.iter().enumerate() {
-            if i % 12 == 0 {
-                code.push('\n');
-            }
-            write!(code, "0x{w:08x},").unwrap();
-        }
-        code.push_str("\n];\n");
-        writeln!(
-            enum_body,
-            "    /// `{}` ({}).\n    {ident} = {idx},",
-            var.name, var.source
-        )
-        .unwrap();
-        writeln!(all, "    ShaderId::{ident},").unwrap();
-        let defines: Vec<String> = var
-            .defines
-            .iter()
-            .map(|(k, v)| format!("({k:?}, {v:?})"))
-            .collect();
-        let feats: Vec<String> = r.features.iter().map(|f| format!("Feature::{f}")).collect();
-        writeln!(
-            table,
-            "    ShaderInfo {{ name: {:?}, source: {:?}, spirv: &{konst}, num_bindings: {}, written_bindings: {:#x}, push_constant_bytes: {}, local_size: {:?}, features: &[{}], defines: &[{}] }},",
-            var.name,
-            var.source,
-            r.num_bindings,
-            r.written,
-            r.push_bytes,
-            var.local,
-            feats.join(", "),
-            defines.join(", ")
-        )
-        .unwrap();
+        let words = spirv_words(&bytes, &var.name);
+        emit(
+            var,
+            idx,
+            &words,
+            &mut code,
+            &mut enum_body,
+            &mut all,
+            &mut table,
+        );
     }
     let n = variants.len();
     let mut gen = String::new();

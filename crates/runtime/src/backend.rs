@@ -49,8 +49,10 @@ fn feature_supported(caps: &DeviceCaps, f: Feature) -> (bool, &'static str) {
             caps.integer_dot_product,
             "VK_KHR_shader_integer_dot_product",
         ),
-        // KHR: detected, not enabled (Debian's glslang cannot emit it): shaders refused.
-        Feature::CooperativeMatrixKhr => (false, "VK_KHR_cooperative_matrix"),
+        // KHR: enabled only with VK_NV_cooperative_matrix2, whose shaders declare both.
+        Feature::CooperativeMatrixKhr => (caps.cooperative_matrix2_nv, "VK_KHR_cooperative_matrix"),
+        Feature::CooperativeMatrix2Nv => (caps.cooperative_matrix2_nv, "VK_NV_cooperative_matrix2"),
+        Feature::BufferDeviceAddress => (caps.cooperative_matrix2_nv, "bufferDeviceAddress"),
         Feature::CooperativeMatrixNv => (caps.cooperative_matrix_nv, "VK_NV_cooperative_matrix"),
         Feature::VulkanMemoryModel => (caps.vulkan_memory_model, "vulkanMemoryModel"),
         Feature::SubgroupShuffle => (caps.subgroup_shuffle, "subgroup shuffles in compute"),

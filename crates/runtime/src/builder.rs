@@ -160,9 +160,11 @@ pub const Q4_BWD_SPEC: &str = "etvk_q4_bwd";
 
 /// Compile spec for the 4-bit forward on the tensor cores at M >= 8: ASCII `on` (the default
 /// where the device has NV int8 cooperative matrices), `off` (the portable kernels; tests
-/// of those and benchmarks use it; `1` / `0` the same) or `emulated` (the int8 tensor-core
-/// kernels with plain arithmetic for the MMAs, on any device: tests). Other values are
-/// refused at load.
+/// of those and benchmarks use it; `1` / `0` the same), `emulated` (the int8 tensor-core
+/// kernels with plain arithmetic for the MMAs, on any device: tests), or `cm2` / `cm2_f16`
+/// (as `on`, with the f16 forward's M >= 128 through VK_NV_cooperative_matrix2 where the
+/// device has it: exact / fp16 weights; slower on an H100, for tests and benchmarks). Other
+/// values are refused at load.
 pub const Q4_MMA_SPEC: &str = "etvk_q4_mma";
 
 /// Compile spec for the 4-bit forward's FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m*`):

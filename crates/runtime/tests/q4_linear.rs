@@ -1491,6 +1491,41 @@ fn f16_tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The VK_NV_cooperative_matrix2 forward (compile spec `etvk_q4_mma` = `cm2`: the f16
+/// forward's M >= 128 through `q4_linear_cm2`, exact codes) where the device has it (an H100 /
+/// H200), else the kernels it would replace, against the f64 reference: M = 130 / 200 / 256
+/// (partial row and column tiles), groups of 32 and 64 and one per row (qcs4w), K short of
+/// the packed rows, bias or none, x rows of very different sizes.
+#[test]
+fn cm2_forward_matches_f64_reference() {
+    // Without validation: the layers at hand predate the extension.
+    let be = backend_unvalidated();
+    let force = [(MMA_SPEC.to_string(), b"cm2".to_vec())];
+    let want = be.device_caps().cooperative_matrix2_nv;
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[256], 1024, 520, 32, true),
+        (&[2, 100], 1000, 300, 64, false),
+        (&[130], 2048, 300, 32, true),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let names = check_forward_scaled(
+            &be,
+            1820 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            &force,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        let cm2 = names.iter().any(|p| p.ends_with("/q4_linear_cm2"));
+        assert_eq!(cm2, want, "lead {lead:?} K {k} N {n}: {names:?}");
+    }
+    let names = check_qcs4w(&be, 1830, &[130], 264, 300, &force);
+    let cm2 = names.iter().any(|p| p.ends_with("/q4_linear_cm2"));
+    assert_eq!(cm2, want, "qcs4w: {names:?}");
+}
+
 /// fp16 activations (a force_fp16 program's x) on the f16 tensor-core forward: its two-MMA
 /// form (`q4_linear_fwd_mma_x16_*`, the rows exact in one fp16), emulated (`f16_emulated`)
 /// and native where the device has it (`f16`), against the f64 reference of the fp16 values;

@@ -33,6 +33,11 @@ pub enum Feature {
     CooperativeMatrixKhr,
     /// `VK_NV_cooperative_matrix`.
     CooperativeMatrixNv,
+    /// `VK_NV_cooperative_matrix2` (workgroup scope, tensor addressing, decode functions,
+    /// per-element operations).
+    CooperativeMatrix2Nv,
+    /// `bufferDeviceAddress` (cooperative-matrix decode functions take buffer references).
+    BufferDeviceAddress,
     /// `vulkanMemoryModel` (glslang declares it with the cooperative-matrix extensions).
     VulkanMemoryModel,
     /// Subgroup shuffles in compute shaders (`GroupNonUniformShuffle`).

@@ -97,8 +97,15 @@ pub struct DeviceCaps {
     /// Compute shaders may reduce within a subgroup (`subgroupSupportedOperations` has
     /// ARITHMETIC and `subgroupSupportedStages` COMPUTE).
     pub subgroup_arithmetic: bool,
-    /// `VK_KHR_cooperative_matrix` is available (detected; not enabled yet).
+    /// `VK_KHR_cooperative_matrix` is available (detected; enabled only together with
+    /// [`Self::cooperative_matrix2_nv`]).
     pub cooperative_matrix_khr: bool,
+    /// `VK_NV_cooperative_matrix2` usable and enabled, with what its shaders need besides:
+    /// a Vulkan 1.3 device (its SPIR-V is 1.6), `VK_KHR_cooperative_matrix`, the workgroup
+    /// scope, flexible dimensions, tensor addressing, block loads and per-element operations,
+    /// `bufferDeviceAddress` (decode functions take buffer references), the Vulkan memory
+    /// model, fp16 arithmetic and 16-bit storage.
+    pub cooperative_matrix2_nv: bool,
     /// `VK_NV_cooperative_matrix` with its `cooperativeMatrix` feature: enabled on the
     /// device when present (shaders declaring the capability need it).
     pub cooperative_matrix_nv: bool,
@@ -171,6 +178,10 @@ impl DeviceCaps {
             (
                 "cooperative_matrix_khr".into(),
                 v(self.cooperative_matrix_khr),
+            ),
+            (
+                "cooperative_matrix2_nv".into(),
+                v(self.cooperative_matrix2_nv),
             ),
             (
                 "cooperative_matrix_nv".into(),

@@ -153,23 +153,32 @@ unsafe extern "system" fn debug_callback(
     vk::FALSE
 }
 
+/// The validation layer's Vulkan header version (`spec_version`), or None without it.
+fn validation_layer_version(entry: &ash::Entry) -> VkResult<Option<u32>> {
+    // SAFETY: plain enumeration call on a loaded entry.
+    let layers = unsafe { entry.enumerate_instance_layer_properties() }
+        .map_err(|r| vk_err("vkEnumerateInstanceLayerProperties", r))?;
+    Ok(layers
+        .iter()
+        .find(|l| {
+            l.layer_name_as_c_str()
+                .map(|n| n == VALIDATION_LAYER)
+                .unwrap_or(false)
+        })
+        .map(|l| l.spec_version))
+}
+
+/// The first Vulkan header with VK_NV_cooperative_matrix2: an older validation layer refuses
+/// device creation with its feature struct (and VK_KHR_cooperative_matrix's before 1.3.255).
+const COOPERATIVE_MATRIX2_HEADER: u32 = vk::make_api_version(0, 1, 3, 301);
+
 fn create_instance(
     entry: &ash::Entry,
     validation: bool,
     sync_validation: bool,
 ) -> VkResult<ash::Instance> {
-    if validation {
-        // SAFETY: plain enumeration call on a loaded entry.
-        let layers = unsafe { entry.enumerate_instance_layer_properties() }
-            .map_err(|r| vk_err("vkEnumerateInstanceLayerProperties", r))?;
-        let found = layers.iter().any(|l| {
-            l.layer_name_as_c_str()
-                .map(|n| n == VALIDATION_LAYER)
-                .unwrap_or(false)
-        });
-        if !found {
-            return Err(VkError::ValidationLayerMissing);
-        }
+    if validation && validation_layer_version(entry)?.is_none() {
+        return Err(VkError::ValidationLayerMissing);
     }
     // SAFETY: plain query on a loaded entry.
     let version = unsafe { entry.try_enumerate_instance_version() }
@@ -183,10 +192,17 @@ fn create_instance(
         )));
     }
     let app_name = c"etvk";
+    // 1.3 where the loader has it: the VK_NV_cooperative_matrix2 kernels are SPIR-V 1.6,
+    // which needs a 1.3 device and instance; everything else asks for no more than 1.2.
+    let api = if version >= vk::API_VERSION_1_3 {
+        vk::API_VERSION_1_3
+    } else {
+        vk::API_VERSION_1_2
+    };
     let app = vk::ApplicationInfo::default()
         .application_name(app_name)
         .engine_name(app_name)
-        .api_version(vk::API_VERSION_1_2);
+        .api_version(api);
     let layer_ptrs = if validation {
         vec![VALIDATION_LAYER.as_ptr()]
     } else {
@@ -323,18 +339,35 @@ fn describe(
     let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
     let coop_nv_ext = has_ext(ash::nv::cooperative_matrix::NAME);
+    let coop_khr_ext = has_ext(ash::khr::cooperative_matrix::NAME);
+    let coop2_ext = has_ext(COOPERATIVE_MATRIX2_NV);
     let mut coop_nv = vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default();
+    let mut coop_khr = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
+    let mut coop2 = CooperativeMatrix2FeaturesNv::default();
     let mut feats2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut f11)
         .push_next(&mut f12);
     if coop_nv_ext {
         feats2 = feats2.push_next(&mut coop_nv);
     }
-    // SAFETY: as above; the cooperative-matrix struct is chained only when the device
+    if coop_khr_ext && coop2_ext {
+        feats2 = feats2.push_next(&mut coop_khr).push_next(&mut coop2);
+    }
+    // SAFETY: as above; each cooperative-matrix struct is chained only when the device
     // offers its extension.
     unsafe { instance.get_physical_device_features2(pd, &mut feats2) };
     let base = feats2.features;
     let coop_nv_ok = coop_nv_ext && coop_nv.cooperative_matrix == vk::TRUE;
+    let coop2_ok = coop_khr_ext
+        && coop2_ext
+        && props.api_version >= vk::API_VERSION_1_3
+        && coop_khr.cooperative_matrix == vk::TRUE
+        && coop2.usable()
+        && f12.buffer_device_address == vk::TRUE
+        && f12.vulkan_memory_model == vk::TRUE
+        && f12.vulkan_memory_model_device_scope == vk::TRUE
+        && f12.shader_float16 == vk::TRUE
+        && f11.storage_buffer16_bit_access == vk::TRUE;
     let coop_nv_shapes = if coop_nv_ok {
         cooperative_matrix_nv_shapes(entry, instance, pd)
     } else {
@@ -379,7 +412,8 @@ fn describe(
         subgroup_size: p11.subgroup_size,
         subgroup_shuffle: subgroup_op(vk::SubgroupFeatureFlags::SHUFFLE),
         subgroup_arithmetic: subgroup_op(vk::SubgroupFeatureFlags::ARITHMETIC),
-        cooperative_matrix_khr: has_ext(ash::khr::cooperative_matrix::NAME),
+        cooperative_matrix_khr: coop_khr_ext,
+        cooperative_matrix2_nv: coop2_ok,
         cooperative_matrix_nv: coop_nv_ok,
         cooperative_matrix_nv_shapes: coop_nv_shapes,
         integer_dot_product: integer_dot,
@@ -552,7 +586,19 @@ impl Context {
             }
         };
         let pd = pds[chosen];
-        let info = infos.swap_remove(chosen);
+        let mut info = infos.swap_remove(chosen);
+        if info.caps.cooperative_matrix2_nv && options.validation {
+            let layer = validation_layer_version(&entry).ok().flatten().unwrap_or(0);
+            if layer < COOPERATIVE_MATRIX2_HEADER {
+                log::info!(
+                    "etvk: VK_NV_cooperative_matrix2 left off: the validation layer ({}.{}.{}) predates it",
+                    vk::api_version_major(layer),
+                    vk::api_version_minor(layer),
+                    vk::api_version_patch(layer)
+                );
+                info.caps.cooperative_matrix2_nv = false;
+            }
+        }
         let (queue_family, _) = compute_queue_family(&instance, pd).unwrap_or((0, 0));
         let want_stats = std::env::var("ETVK_PIPELINE_STATS")
             .is_ok_and(|v| !v.is_empty() && v != "0")
@@ -695,6 +741,75 @@ impl Context {
     }
 }
 
+/// `VK_NV_cooperative_matrix2`, which ash 0.38 (Vulkan headers 1.3.281) predates.
+const COOPERATIVE_MATRIX2_NV: &CStr = c"VK_NV_cooperative_matrix2";
+
+/// `VkPhysicalDeviceCooperativeMatrix2FeaturesNV`, laid out as the Vulkan headers declare it
+/// (ash 0.38 predates the extension).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CooperativeMatrix2FeaturesNv {
+    s_type: vk::StructureType,
+    p_next: *mut std::ffi::c_void,
+    workgroup_scope: vk::Bool32,
+    flexible_dimensions: vk::Bool32,
+    reductions: vk::Bool32,
+    conversions: vk::Bool32,
+    per_element_operations: vk::Bool32,
+    tensor_addressing: vk::Bool32,
+    block_loads: vk::Bool32,
+}
+
+impl Default for CooperativeMatrix2FeaturesNv {
+    fn default() -> Self {
+        Self {
+            // VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV
+            s_type: vk::StructureType::from_raw(1_000_593_000),
+            p_next: std::ptr::null_mut(),
+            workgroup_scope: vk::FALSE,
+            flexible_dimensions: vk::FALSE,
+            reductions: vk::FALSE,
+            conversions: vk::FALSE,
+            per_element_operations: vk::FALSE,
+            tensor_addressing: vk::FALSE,
+            block_loads: vk::FALSE,
+        }
+    }
+}
+
+impl CooperativeMatrix2FeaturesNv {
+    /// Everything the etvk kernels use (`shaders/cm2/`).
+    fn usable(&self) -> bool {
+        [
+            self.workgroup_scope,
+            self.flexible_dimensions,
+            self.per_element_operations,
+            self.tensor_addressing,
+            self.block_loads,
+        ]
+        .iter()
+        .all(|&f| f == vk::TRUE)
+    }
+
+    /// The features [`Self::usable`] checks, to enable at device creation.
+    fn enabled() -> Self {
+        Self {
+            workgroup_scope: vk::TRUE,
+            flexible_dimensions: vk::TRUE,
+            per_element_operations: vk::TRUE,
+            tensor_addressing: vk::TRUE,
+            block_loads: vk::TRUE,
+            ..Self::default()
+        }
+    }
+}
+
+// SAFETY: the struct starts with sType / pNext like every Vulkan extension struct and is the
+// one VK_NV_cooperative_matrix2 chains into VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo.
+unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for CooperativeMatrix2FeaturesNv {}
+// SAFETY: as above.
+unsafe impl vk::ExtendsDeviceCreateInfo for CooperativeMatrix2FeaturesNv {}
+
 fn create_device(
     instance: &ash::Instance,
     pd: vk::PhysicalDevice,
@@ -722,6 +837,12 @@ fn create_device(
         .shader_integer_dot_product(true);
     let mut coop_nv =
         vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
+    let mut coop_khr =
+        vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+    let mut coop2 = CooperativeMatrix2FeaturesNv::enabled();
+    if caps.cooperative_matrix2_nv {
+        f12 = f12.buffer_device_address(true);
+    }
     let mut ext_names: Vec<*const std::ffi::c_char> = Vec::new();
     let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
@@ -735,6 +856,11 @@ fn create_device(
     if caps.cooperative_matrix_nv {
         ext_names.push(ash::nv::cooperative_matrix::NAME.as_ptr());
         info = info.push_next(&mut coop_nv);
+    }
+    if caps.cooperative_matrix2_nv {
+        ext_names.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+        ext_names.push(COOPERATIVE_MATRIX2_NV.as_ptr());
+        info = info.push_next(&mut coop_khr).push_next(&mut coop2);
     }
     let mut stats = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
         .pipeline_executable_info(true);

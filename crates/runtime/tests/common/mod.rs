@@ -36,6 +36,20 @@ pub fn backend() -> Arc<Backend> {
     Backend::new(&opts).expect("backend")
 }
 
+/// As [`backend`] without the validation layer, for kernels on extensions the installed
+/// layer predates (VK_NV_cooperative_matrix2: the context leaves it off under an older
+/// layer, which would refuse the device).
+#[allow(dead_code)]
+pub fn backend_unvalidated() -> Arc<Backend> {
+    let opts = RuntimeOptions {
+        validation: false,
+        profile: true,
+        resize: etvk_runtime::ResizeMode::Check,
+        ..RuntimeOptions::from_env()
+    };
+    Backend::new(&opts).expect("backend")
+}
+
 pub fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")

@@ -82,9 +82,19 @@ fn forward(
     // the codes form).
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
     let fma = fma_gemv(g, &q, mma.0 != Int8Mma::Off);
+    let cm2 = cm2_forward(g, &q, x16);
     let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
         Some(kn) => kn,
         None => match forward_kernel(m, n, k, big, wide, mma) {
+            Kernel::FwdMma {
+                emulated: false, ..
+            } if cm2.is_some() => Kernel::FwdMma {
+                tile: cm2.unwrap_or(Tile::Cm2),
+                emulated: false,
+                x16: false,
+                codes: true,
+                split: false,
+            },
             Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
                 tile,
                 emulated,

@@ -14,6 +14,11 @@ pub(super) enum Tile {
     T64,
     /// 128 x 128 (needs [`T128_SHARED_BYTES`] of shared memory).
     T128,
+    /// 128 x 128 through VK_NV_cooperative_matrix2 (`q4_linear_cm2`, [`cm2_forward`]): the
+    /// f16 forward's inputs, exact codes and two MMAs per step.
+    Cm2,
+    /// As [`Tile::Cm2`] with fp16 weights and one MMA per step (`q4_linear_cm2_f16`).
+    Cm2F16,
 }
 
 impl Tile {
@@ -23,6 +28,7 @@ impl Tile {
             Tile::T32x128 => (32, 128),
             Tile::T64 => (64, 64),
             Tile::T128 => (128, 128),
+            Tile::Cm2 | Tile::Cm2F16 => cm2_tile(),
         }
     }
 
@@ -37,7 +43,7 @@ impl Tile {
     pub(super) fn split_target(self) -> usize {
         match self {
             Tile::T32x128 | Tile::T64 => 528,
-            Tile::T128 => 264,
+            Tile::T128 | Tile::Cm2 | Tile::Cm2F16 => 264,
         }
     }
 
@@ -507,6 +513,42 @@ pub(super) fn f16_forward(g: &GraphBuilder<'_>, from: usize, max_m: usize) -> (F
         native()
     };
     (mode, from)
+}
+
+/// (rows of M, output columns) of the `q4_linear_cm2` tiles: 128 x 128, or
+/// `ETVK_Q4_CM2_TILE` = `MxN` for experiments with SPIR-V built for other tiles
+/// (`ETVK_SPIRV_OVERRIDE_DIR`; the shader's BN x BM).
+fn cm2_tile() -> (usize, usize) {
+    static TILE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    *TILE.get_or_init(|| {
+        std::env::var("ETVK_Q4_CM2_TILE")
+            .ok()
+            .and_then(|v| {
+                let (m, n) = v.split_once('x')?;
+                Some((m.parse().ok()?, n.parse().ok()?))
+            })
+            .filter(|&(m, n): &(usize, usize)| m > 0 && n > 0)
+            .unwrap_or((128, 128))
+    })
+}
+
+/// The VK_NV_cooperative_matrix2 tile that replaces the f16 forward's kernels
+/// ([`Kernel::FwdMma`]) for `q`, if any: with compile spec `etvk_q4_mma` (else
+/// `ETVK_Q4_MMA`) = `cm2`, [`Tile::Cm2`] (exact: whole 32-column steps in one scale group,
+/// or one group per row), or `cm2_f16`, [`Tile::Cm2F16`] (fp16 weights: the precision of
+/// llama.cpp's q4_0 path, ~1e-5 relative here, not the fp32 tolerance); where the device
+/// runs their shaders and x came in as fp32 (`x16` false: the hi / lo pairs). Not the
+/// default: on an H100 the exact form ran at 38.7-39.1 TFLOP/s at M = 512 / 2048 against
+/// 77-79 for the coopmat1 codes kernel, the fp16 form at 64 (docs/performance.md, session 39).
+pub(super) fn cm2_forward(g: &GraphBuilder<'_>, q: &Q4, x16: bool) -> Option<Tile> {
+    let (tile, shader) = match mma_setting(g)?.as_str() {
+        "cm2" => (Tile::Cm2, ShaderId::Q4LinearCm2),
+        "cm2_f16" => (Tile::Cm2F16, ShaderId::Q4LinearCm2F16),
+        _ => return None,
+    };
+    let steps_in_groups = q.groups == 1 || q.gs.is_multiple_of(32);
+    (!x16 && (steps_in_groups || tile == Tile::Cm2F16) && g.shader_supported(shader))
+        .then_some(tile)
 }
 
 /// Shared memory of the f16 tensor-core forward: the backward's, with the W tiles
@@ -1105,7 +1147,7 @@ pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDeco
 }
 
 /// Values of compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC).
-const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated"];
+const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated", "cm2", "cm2_f16"];
 
 /// Values of compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC).
 const FMA_SETTINGS: &[&str] = &["on", "1", "off", "0"];
@@ -1461,6 +1503,18 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         },
         (
             Kernel::FwdMma {
+                tile: Tile::Cm2, ..
+            },
+            _,
+        ) => ShaderId::Q4LinearCm2,
+        (
+            Kernel::FwdMma {
+                tile: Tile::Cm2F16, ..
+            },
+            _,
+        ) => ShaderId::Q4LinearCm2F16,
+        (
+            Kernel::FwdMma {
                 tile,
                 emulated,
                 x16,
@@ -1508,16 +1562,16 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::Tiled { tile, split }, bwd) => match (tile, split, bwd) {
             (T32x128, false, false) => ShaderId::Q4LinearTiledFwdT32x128,
             (T64, false, false) => ShaderId::Q4LinearTiledFwdT64,
-            (T128, false, false) => ShaderId::Q4LinearTiledFwdT128,
+            (T128 | Cm2 | Cm2F16, false, false) => ShaderId::Q4LinearTiledFwdT128,
             (T32x128, true, false) => ShaderId::Q4LinearTiledFwdT32x128Split,
             (T64, true, false) => ShaderId::Q4LinearTiledFwdT64Split,
-            (T128, true, false) => ShaderId::Q4LinearTiledFwdT128Split,
+            (T128 | Cm2 | Cm2F16, true, false) => ShaderId::Q4LinearTiledFwdT128Split,
             (T32x128, false, true) => ShaderId::Q4LinearTiledBwdT32x128,
             (T64, false, true) => ShaderId::Q4LinearTiledBwdT64,
-            (T128, false, true) => ShaderId::Q4LinearTiledBwdT128,
+            (T128 | Cm2 | Cm2F16, false, true) => ShaderId::Q4LinearTiledBwdT128,
             (T32x128, true, true) => ShaderId::Q4LinearTiledBwdT32x128Split,
             (T64, true, true) => ShaderId::Q4LinearTiledBwdT64Split,
-            (T128, true, true) => ShaderId::Q4LinearTiledBwdT128Split,
+            (T128 | Cm2 | Cm2F16, true, true) => ShaderId::Q4LinearTiledBwdT128Split,
         },
     }
 }
