@@ -138,7 +138,14 @@ float rope_hf(bool kn, uint base, uint d, uint pos) {
 // prefill and 11 decodes, H100); 8 scalars in flight 19.6 (docs/performance.md, session 38).
 #define UNR 8u
 #define UNV 16u
-#define VK 8u  // keys per step of the value loop
+// Keys per step of the value loop. H100, 600-token decode of the dim-4096 export (session
+// 39 run 7): 8 -> 16 keys 83.5 -> 79.8 us per whole execute (32: 79.2, but +2.5 us at 12
+// tokens); key groups splitting a chunk's keys over the lanes (docs/experiments/
+// sdpa-s39-keygroups.diff) 81.1-82.3. The HF RoPE form keeps 8 (manifest): e8 84.5 us per
+// execute with 8, 85.9 with 16 (run 9; e5 / e6 level).
+#ifndef VK
+#define VK 16u
+#endif
 #define VEC4_float vec4
 #define VEC4_float16_t f16vec4
 #define VEC2_float vec2

@@ -196,9 +196,9 @@ pub const NORM_GEMV_SETTINGS: &[&str] = &["auto", "all", "off"];
 
 /// Compile spec for splitting a KV-cache attention's keys over several workgroups per query
 /// row (`sdpa_kv_*`, joined by the row's last to finish): ASCII `on` (the default) where a
-/// launch has at most half a wave of query rows (132) and more than 64 cache positions, or
-/// `off`. Environment `ETVK_SDPA_SPLIT` (`0` = `off`) when the spec is absent. Other values
-/// are refused at load.
+/// launch has at most 264 query rows (half the split's wave) and more than 64 cache
+/// positions, or `off`. Environment `ETVK_SDPA_SPLIT` (`0` = `off`) when the spec is absent.
+/// Other values are refused at load.
 pub const SDPA_SPLIT_SPEC: &str = "etvk_sdpa_split";
 
 /// The values of [`SDPA_SPLIT_SPEC`].

@@ -483,13 +483,13 @@ fn attention_writing_caches(
         (
             g.new_tensor(
                 DataType::Float32,
-                vec![SPLIT_WAVE * (d_max + 2)],
+                vec![split_wave() * (d_max + 2)],
                 None,
                 format!("{what}: split keys' partial results"),
             )?,
             g.new_zeroed_tensor(
                 DataType::Int32,
-                vec![SPLIT_WAVE],
+                vec![split_wave()],
                 format!("{what}: split keys' counters"),
             )?,
         )
@@ -555,8 +555,22 @@ fn attention_writing_caches(
     })
 }
 
-/// Workgroups a split KV-cache attention launch fills: two per SM of an H200.
-const SPLIT_WAVE: usize = 264;
+/// Workgroups a split KV-cache attention launch fills: four per SM of an H100 / H200 (H100,
+/// 600-token decode of a dim-4096 export, session 39 run 8: 79.8 -> 77.7 us per whole
+/// execute against two per SM, 12 tokens 72.9 -> 72.6).
+const SPLIT_WAVE: usize = 528;
+
+/// [`SPLIT_WAVE`], or `ETVK_SDPA_WAVE` (experiments).
+fn split_wave() -> usize {
+    static WAVE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WAVE.get_or_init(|| {
+        std::env::var("ETVK_SDPA_WAVE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&w| w > 0)
+            .unwrap_or(SPLIT_WAVE)
+    })
+}
 
 /// Workgroups per query row of a fused KV-cache attention over a cache of `keys` positions
 /// for `rows` query rows: 1 (no split) unless the rows leave most of a wave idle and the
@@ -567,8 +581,8 @@ const SPLIT_WAVE: usize = 264;
 /// walking all 2048 keys.
 fn key_split(rows: usize, keys: usize) -> u32 {
     let chunks = keys.div_ceil(LANES as usize);
-    // At most SPLIT_WAVE: fits u32.
-    (SPLIT_WAVE / rows.max(1)).min(chunks).max(1) as u32
+    // At most the wave: fits u32.
+    (split_wave() / rows.max(1)).min(chunks).max(1) as u32
 }
 
 /// The shader's split of a step's `valid` keys over at most `max_splits` workgroups:
@@ -735,17 +749,17 @@ mod tests {
     #[test]
     fn key_split_fills_a_wave_in_whole_chunks() {
         // Too many rows, or one chunk of keys: no split.
-        assert_eq!(key_split(264, 4096), 1);
+        assert_eq!(key_split(528, 4096), 1);
         assert_eq!(key_split(2, 64), 1);
-        assert_eq!(key_split(140, 200), 1);
-        // A decode step of 32 heads over 2048 positions: 8 splits (of 256 keys when full).
-        assert_eq!(key_split(32, 2048), 8);
-        assert_eq!(step_split(8, 2048), [8, 256]);
+        assert_eq!(key_split(300, 200), 1);
+        // A decode step of 32 heads over 2048 positions: 16 splits (of 128 keys when full).
+        assert_eq!(key_split(32, 2048), 16);
+        assert_eq!(step_split(16, 2048), [16, 128]);
         // Fewer chunks than the wave allows: one chunk each, the last one partial.
         assert_eq!(key_split(2, 200), 4);
         assert_eq!(step_split(4, 200), [4, 64]);
-        // 120 rows: two splits of two chunks.
-        assert_eq!(key_split(120, 200), 2);
+        // 240 rows: two splits of two chunks.
+        assert_eq!(key_split(240, 200), 2);
         assert_eq!(step_split(2, 200), [2, 128]);
         // Early steps use fewer: 16 keys take one workgroup, 300 keys five of 64; 600 keys
         // (ten chunks) five of two chunks, as long a walk as eight would make.
