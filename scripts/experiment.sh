@@ -50,17 +50,44 @@ exp_test_binary() {
 }
 
 # Replaces what .gl/ carries with the release etvk and its plugin (stripped, gzipped: the
-# working tree and .gl must stay under the 64 MiB carry) and the program directory SRC as
-# .gl/models/NAME (a local export too large to commit), plus the current helper scripts.
-# Usage: exp_carry_model SRC
-exp_carry_model() {
-    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
-    mkdir -p .gl/models .gl/bin
-    cp -r "$1" .gl/models/
+# working tree and .gl must stay under the 64 MiB carry), plus the current helper scripts,
+# and no validation layer (the GPU-test scripts add it back). Usage: exp_carry_bins
+exp_carry_bins() {
+    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh .gl/vulkan-validationlayers_*.deb
+    mkdir -p .gl/bin
     cp target/release/etvk target/release/libetvk.so .gl/bin/
     strip .gl/bin/*
     gzip -9 -f .gl/bin/*
     cp scripts/device-env.sh scripts/experiment.sh .gl/
+}
+
+# exp_carry_bins plus the program directory SRC as .gl/models/NAME (a local export too large
+# to commit). Usage: exp_carry_model SRC
+exp_carry_model() {
+    exp_carry_bins
+    mkdir -p .gl/models
+    cp -r "$1" .gl/models/
+}
+
+# There: one generation of N new tokens after a 4-token prompt on one line: a checksum of the
+# tokens and the GPU time per whole execute (ETVK_PROFILE_WHOLE). Usage: exp_whole PTE N
+exp_whole() {
+    ETVK_PROFILE_WHOLE=1 timeout 120 .gl/bin/etvk generate "$1" --prompt-tokens 1,2,3,4 \
+        --max-new "$2" --profile 2>&1 | grep -E 'whole|^generated' | while IFS= read -r line; do
+            case $line in
+                generated:*) echo -n "tokens $(echo "$line" | md5sum | cut -c1-8) " ;;
+                *) echo -n "$line " ;;
+            esac
+        done
+    echo
+}
+
+# There: one linear_q4gsw bench on one line (its check, kernels and table row), 10 replays.
+# Usage: exp_q4_row --m M --n N --k K
+exp_q4_row() {
+    timeout 60 .gl/bin/etvk bench linear_q4gsw "$@" --iters 10 --ceiling-mib 512 2>&1 |
+        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
+    echo
 }
 
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with

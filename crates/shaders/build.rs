@@ -392,6 +392,47 @@ fn reflect(words: &[u32], name: &str) -> Reflection {
     }
 }
 
+/// Compile one variant with glslc into `spv`, validate it with spirv-val, and read it back.
+fn compile(var: &Variant, shader_dir: &std::path::Path, spv: &std::path::Path) -> Vec<u8> {
+    let src = shader_dir.join(&var.source);
+    let mut cmd = Command::new("glslc");
+    cmd.arg("--target-env=vulkan1.2");
+    if var.optimize {
+        cmd.arg("-O");
+    }
+    cmd.arg("-fshader-stage=compute").arg("-I").arg(shader_dir);
+    for (k, val) in &var.defines {
+        cmd.arg(format!("-D{k}={val}"));
+    }
+    cmd.arg("-o").arg(spv).arg(&src);
+    let o = run_tool(&mut cmd, "glslc", "glslc");
+    if !o.status.success() {
+        fail(format!(
+            "glslc failed for variant {} ({} line {}):\n{}",
+            var.name,
+            var.source,
+            var.line,
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    let o = run_tool(
+        Command::new("spirv-val")
+            .arg("--target-env")
+            .arg("vulkan1.2")
+            .arg(spv),
+        "spirv-val",
+        "spirv-tools",
+    );
+    if !o.status.success() {
+        fail(format!(
+            "spirv-val rejected variant {}:\n{}",
+            var.name,
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    std::fs::read(spv).unwrap_or_else(|e| fail(format!("read {}: {e}", spv.display())))
+}
+
 /// The SPIR-V words of a module's bytes.
 fn spirv_words(bytes: &[u8], name: &str) -> Vec<u32> {
     if !bytes.len().is_multiple_of(4) {
@@ -492,72 +533,21 @@ fn main() {
                 var.name, var.line
             ));
         }
-        let src = shader_dir.join(&var.source);
-        let spv = if var.prebuilt {
-            shader_dir.join("spv").join(format!("{}.spv", var.name))
-        } else {
-            out_dir.join(format!("{}.spv", var.name))
-        };
-        if var.prebuilt {
-            // Debian's spirv-val predates these extensions; scripts/build-spv.sh validated
-            // nothing either, so the device's driver is the judge (the kernels self-check).
-            let bytes = std::fs::read(&spv).unwrap_or_else(|e| {
+        let bytes = if var.prebuilt {
+            // Debian's spirv-val predates these extensions; the device's driver is the judge
+            // (and the kernels' GPU tests).
+            let spv = shader_dir.join("spv").join(format!("{}.spv", var.name));
+            std::fs::read(&spv).unwrap_or_else(|e| {
                 fail(format!(
                     "variant {} (manifest line {}): read {}: {e} (scripts/build-spv.sh makes it)",
                     var.name,
                     var.line,
                     spv.display()
                 ))
-            });
-            let words = spirv_words(&bytes, &var.name);
-            emit(
-                var,
-                idx,
-                &words,
-                &mut code,
-                &mut enum_body,
-                &mut all,
-                &mut table,
-            );
-            continue;
-        }
-        let mut cmd = Command::new("glslc");
-        cmd.arg("--target-env=vulkan1.2");
-        if var.optimize {
-            cmd.arg("-O");
-        }
-        cmd.arg("-fshader-stage=compute").arg("-I").arg(&shader_dir);
-        for (k, val) in &var.defines {
-            cmd.arg(format!("-D{k}={val}"));
-        }
-        cmd.arg("-o").arg(&spv).arg(&src);
-        let o = run_tool(&mut cmd, "glslc", "glslc");
-        if !o.status.success() {
-            fail(format!(
-                "glslc failed for variant {} ({} line {}):\n{}",
-                var.name,
-                var.source,
-                var.line,
-                String::from_utf8_lossy(&o.stderr)
-            ));
-        }
-        let o = run_tool(
-            Command::new("spirv-val")
-                .arg("--target-env")
-                .arg("vulkan1.2")
-                .arg(&spv),
-            "spirv-val",
-            "spirv-tools",
-        );
-        if !o.status.success() {
-            fail(format!(
-                "spirv-val rejected variant {}:\n{}",
-                var.name,
-                String::from_utf8_lossy(&o.stderr)
-            ));
-        }
-        let bytes =
-            std::fs::read(&spv).unwrap_or_else(|e| fail(format!("read {}: {e}", spv.display())));
+            })
+        } else {
+            compile(var, &shader_dir, &out_dir.join(format!("{}.spv", var.name)))
+        };
         let words = spirv_words(&bytes, &var.name);
         emit(
             var,

@@ -23,16 +23,6 @@ exp_prepare() {
 }
 exp_begin "$0" "$@"
 m=.gl/models/llama_dim4096_ctx1024_8da4w
-whole() {
-    ETVK_PROFILE_WHOLE=1 timeout 120 .gl/bin/etvk generate "$1" --prompt-tokens 1,2,3,4 --max-new "$2" --profile 2>&1 |
-        grep -E 'whole|^generated' | while IFS= read -r line; do
-            case $line in
-                generated:*) echo -n "tokens $(echo "$line" | md5sum | cut -c1-8) " ;;
-                *) echo -n "$line " ;;
-            esac
-        done
-    echo
-}
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     .gl/bin/etvk devices 2>&1 | grep -E '^\*|api_version|cooperative' || true
@@ -46,7 +36,7 @@ whole() {
         for n in 12 600; do
             for e in "ETVK_X=1" "ETVK_SDPA_SPLIT=0"; do
                 echo -n "$n $e: "
-                (export $e; whole $m/model.pte $n)
+                (export $e; exp_whole $m/model.pte $n)
             done
         done
     done

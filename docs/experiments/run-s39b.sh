@@ -28,12 +28,7 @@ VARIANTS=(
     "bn64_noclamp BN=64,NOCLAMP=1"
 )
 exp_prepare() {
-    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
-    mkdir -p .gl/bin
-    cp target/release/etvk target/release/libetvk.so .gl/bin/
-    strip .gl/bin/*
-    gzip -9 -f .gl/bin/*
-    cp scripts/device-env.sh scripts/experiment.sh .gl/
+    exp_carry_bins
     local v name defs args
     for v in "${VARIANTS[@]}"; do
         read -r name defs <<<"$v"
@@ -53,23 +48,18 @@ tile_of() {
         *) echo 128x128 ;;
     esac
 }
-row() {
-    timeout 60 .gl/bin/etvk bench linear_q4gsw "$@" --iters 10 --ceiling-mib 512 2>&1 |
-        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-    echo
-}
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     for shape in "512 8192 8192" "2048 28672 8192"; do
         set -- $shape
         echo "== M = $1, N x K = $2 x $3"
         echo -n "built (ETVK_Q4_MMA=on): "
-        ETVK_Q4_MMA=on row --m $1 --n $2 --k $3
+        ETVK_Q4_MMA=on exp_q4_row --m $1 --n $2 --k $3
         for v in "${VARIANTS[@]}"; do
             read -r name _ <<<"$v"
             echo -n "$name: "
             ETVK_Q4_MMA=cm2 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$name ETVK_Q4_CM2_TILE=$(tile_of "$name") \
-                row --m $1 --n $2 --k $3
+                exp_q4_row --m $1 --n $2 --k $3
         done
     done
 } 2>&1 | tee "$OUT/s39b.txt"

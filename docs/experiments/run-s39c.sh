@@ -25,12 +25,7 @@ VARIANTS=(
     "one_k64_bn256 cm2 256x128 MODE=2,NODEC=1,NOEPI=1,ONEMMA=1,BK=64,BN=256"
 )
 exp_prepare() {
-    rm -rf .gl/bin/* .gl/ovr_* .gl/models .gl/run-s3*.sh
-    mkdir -p .gl/bin
-    cp target/release/etvk target/release/libetvk.so .gl/bin/
-    strip .gl/bin/*
-    gzip -9 -f .gl/bin/*
-    cp scripts/device-env.sh scripts/experiment.sh .gl/
+    exp_carry_bins
     local v name mode tile defs args variant
     for v in "${VARIANTS[@]}"; do
         read -r name mode tile defs <<<"$v"
@@ -44,23 +39,18 @@ exp_prepare() {
     done
 }
 exp_begin "$0" "$@"
-row() {
-    timeout 60 .gl/bin/etvk bench linear_q4gsw "$@" --iters 10 --ceiling-mib 512 2>&1 |
-        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-    echo
-}
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     for shape in "512 8192 8192" "2048 28672 8192"; do
         set -- $shape
         echo "== M = $1, N x K = $2 x $3"
         echo -n "built (ETVK_Q4_MMA=on): "
-        ETVK_Q4_MMA=on row --m $1 --n $2 --k $3
+        ETVK_Q4_MMA=on exp_q4_row --m $1 --n $2 --k $3
         for v in "${VARIANTS[@]}"; do
             read -r name mode tile _ <<<"$v"
             echo -n "$name: "
             ETVK_Q4_MMA=$mode ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$name ETVK_Q4_CM2_TILE=$tile \
-                row --m $1 --n $2 --k $3
+                exp_q4_row --m $1 --n $2 --k $3
         done
     done
 } 2>&1 | tee "$OUT/s39c.txt"

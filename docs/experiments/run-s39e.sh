@@ -40,16 +40,6 @@ exp_prepare() {
 }
 exp_begin "$0" "$@"
 m=.gl/models/llama_dim4096_ctx1024_8da4w
-whole() {
-    timeout 120 .gl/bin/etvk generate "$1" --prompt-tokens 1,2,3,4 --max-new "$2" --profile 2>&1 |
-        grep -E 'whole|^generated' | while IFS= read -r line; do
-            case $line in
-                generated:*) echo -n "tokens $(echo "$line" | md5sum | cut -c1-8) " ;;
-                *) echo -n "$line " ;;
-            esac
-        done
-    echo
-}
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     for round in 1 2; do
@@ -59,7 +49,7 @@ whole() {
             [ "$defs" = - ] || ovr=.gl/ovr_$name
             for n in 12 600; do
                 echo -n "$name $n: "
-                ETVK_PROFILE_WHOLE=1 ETVK_SDPA_WAVE=$wave ETVK_SPIRV_OVERRIDE_DIR=$ovr whole $m/model.pte $n
+                ETVK_SDPA_WAVE=$wave ETVK_SPIRV_OVERRIDE_DIR=$ovr exp_whole $m/model.pte $n
             done
         done
     done

@@ -10,7 +10,6 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -f .gl/vulkan-validationlayers_*.deb
     exp_carry_model /tmp/bigfx/llama_dim4096_ctx1024_8da4w
     local dt
     for dt in "f32 float" "f16 float16_t"; do
@@ -22,27 +21,17 @@ exp_prepare() {
 }
 exp_begin "$0" "$@"
 m=.gl/models/llama_dim4096_ctx1024_8da4w
-whole() {
-    ETVK_PROFILE_WHOLE=1 timeout 120 .gl/bin/etvk generate "$1" --prompt-tokens 1,2,3,4 --max-new "$2" --profile 2>&1 |
-        grep -E 'whole|^generated' | while IFS= read -r line; do
-            case $line in
-                generated:*) echo -n "tokens $(echo "$line" | md5sum | cut -c1-8) " ;;
-                *) echo -n "$line " ;;
-            esac
-        done
-    echo
-}
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     for round in 1 2 3; do
         for n in 12 600; do
             echo -n "built, $n tokens: "
-            whole $m/model.pte $n
+            exp_whole $m/model.pte $n
         done
         for f in e5_llama3_tiny_kvcache_fp32 e6_llama3_tiny_kvcache_8da4w e8_qwen_style_tiny_kvcache_8da4w; do
             for e in "ETVK_X=1" "ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_vk8" "ETVK_SDPA_SPLIT=0"; do
                 echo -n "$f $e: "
-                (export $e; whole tests/fixtures/$f/model.pte 40)
+                (export $e; exp_whole tests/fixtures/$f/model.pte 40)
             done
         done
     done

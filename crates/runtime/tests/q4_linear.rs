@@ -1466,29 +1466,48 @@ fn f16_tensor_core_forward_matches_f64_reference() {
         (&[40], 1000, 136, 32, true),
         (&[130], 2048, 300, 32, true),
     ];
-    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
-        let names = check_forward_scaled(
-            &be,
-            1760 + i as u64,
-            lead,
-            (k, n, gs),
-            bias,
-            Q4GSW,
-            &force,
-            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
-        );
+    check_forward_kernel_cases(&be, (1760, 1790), cases, &force, want, |gs, names| {
         let kernel = if gs % 16 == 0 {
             "q4_linear_fwd_mma_c_t"
         } else {
             "q4_linear_fwd_mma_t"
         };
-        let f16 = names.iter().any(|p| p.contains(kernel));
-        assert_eq!(f16, want, "lead {lead:?} K {k} N {n}: {names:?}");
-    }
-    let names = check_qcs4w(&be, 1790, &[130], 264, 300, &force);
-    let f16 = names.iter().any(|p| p.contains("q4_linear_fwd_mma_c_t"));
-    assert_eq!(f16, want, "qcs4w: {names:?}");
+        names.iter().any(|p| p.contains(kernel))
+    });
     assert_eq!(be.validation_error_count(), 0);
+}
+
+/// The forward at each of `cases` (x's leading dims, K, N, group size, bias) under `specs`,
+/// x rows of very different sizes, against the f64 reference (seeds from `seeds.0`), then a
+/// qcs4w one ([130] x 264 -> 300, one group per row: seed `seeds.1`); `ran(gs, kernels)`,
+/// whether the kernel under test ran (gs 0: one group per row), must be `want` in each.
+fn check_forward_kernel_cases(
+    be: &std::sync::Arc<Backend>,
+    seeds: (u64, u64),
+    cases: &[(&[usize], usize, usize, usize, bool)],
+    specs: &[(String, Vec<u8>)],
+    want: bool,
+    ran: impl Fn(usize, &[String]) -> bool,
+) {
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let names = check_forward_scaled(
+            be,
+            seeds.0 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            specs,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        assert_eq!(
+            ran(gs, &names),
+            want,
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+    }
+    let names = check_qcs4w(be, seeds.1, &[130], 264, 300, specs);
+    assert_eq!(ran(0, &names), want, "qcs4w: {names:?}");
 }
 
 /// The VK_NV_cooperative_matrix2 forward (compile spec `etvk_q4_mma` = `cm2`: the f16
@@ -1507,23 +1526,9 @@ fn cm2_forward_matches_f64_reference() {
         (&[2, 100], 1000, 300, 64, false),
         (&[130], 2048, 300, 32, true),
     ];
-    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
-        let names = check_forward_scaled(
-            &be,
-            1820 + i as u64,
-            lead,
-            (k, n, gs),
-            bias,
-            Q4GSW,
-            &force,
-            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
-        );
-        let cm2 = names.iter().any(|p| p.ends_with("/q4_linear_cm2"));
-        assert_eq!(cm2, want, "lead {lead:?} K {k} N {n}: {names:?}");
-    }
-    let names = check_qcs4w(&be, 1830, &[130], 264, 300, &force);
-    let cm2 = names.iter().any(|p| p.ends_with("/q4_linear_cm2"));
-    assert_eq!(cm2, want, "qcs4w: {names:?}");
+    check_forward_kernel_cases(&be, (1820, 1830), cases, &force, want, |_, names| {
+        names.iter().any(|p| p.ends_with("/q4_linear_cm2"))
+    });
 }
 
 /// fp16 activations (a force_fp16 program's x) on the f16 tensor-core forward: its two-MMA
