@@ -29,7 +29,10 @@
 // against 77-79 for the coopmat1 codes kernel (q4_linear_fwd_mma_c_t128). The switches below
 // took the exact form apart at M = 512, 8192^2: the per-step scaling 608 of 1803 us (global
 // loads per element), the decode ~250, the second MMA ~270; one MMA per 128 x 128 x 32 step
-// without decode or scaling ran at 101 TFLOP/s, with 64-column steps 137.
+// without decode or scaling ran at 101 TFLOP/s, with 64-column steps 137, with fp16
+// accumulators no faster (F16ACC, run 11), with 256-row tiles 166-170. The weight in 1 x 32
+// blocks (BLK32) and MODE 2's scales staged in shared memory (SHSCALE) took the exact form to
+// 45.8-46.3 (run 12; not built: run-s39k.sh says how).
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
@@ -69,6 +72,10 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0
+#endif
+// F16ACC (experiments, wrong numbers): one MMA per step into an fp16 accumulator.
+#ifndef F16ACC
+#define F16ACC 0
 #endif
 // MODE 1 with SHSCALE: the step's weight scales staged in shared memory (one per row and 32
 // columns: group sizes that are multiples of 32) instead of a global load per element.
@@ -111,19 +118,32 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WordRef { uint w; };
+// BLK32 (experiments): the weight read as 1 x 32 blocks of one uvec4 (a packed chunk).
+#ifndef BLK32
+#define BLK32 0
+#endif
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer ChunkRef { uvec4 q; };
 
 // The tile's corner and the step's scale group, for the decode and per-element functions.
 uint tile_n0;
 uint tile_m0;
 uint step_g;
 
+#if BLK32
+#define BLKW 32u
+// Element (n, 32 blk[1] + c[1]) of the weight (n = blk[0]), from its chunk.
+float16_t decode_w(const in ChunkRef b, const in uint32_t blk[2], const in uint32_t c[2]) {
+  const float code = float((b.q[c[1] >> 3] >> (4u * (c[1] & 7u))) & 15u) - 8.0;
+#else
+#define BLKW 8u
 // Element (n, 8 blk[1] + c[1]) of the weight (n = blk[0]), from its block's word.
 float16_t decode_w(const in WordRef b, const in uint32_t blk[2], const in uint32_t c[2]) {
   const float code = float((b.w >> (4u * c[1])) & 15u) - 8.0;
+#endif
 #if MODE == 1 && SHSCALE
-  return float16_t(code * s_tile[(blk[0] - tile_n0) * SPS + ((blk[1] * 8u + c[1] - step_k0) >> 5)]);
+  return float16_t(code * s_tile[(blk[0] - tile_n0) * SPS + ((blk[1] * BLKW + c[1] - step_k0) >> 5)]);
 #elif MODE == 1
-  const uint g = p.G == 1u ? 0u : (blk[1] * 8u + c[1]) / p.gs;
+  const uint g = p.G == 1u ? 0u : (blk[1] * BLKW + c[1]) / p.gs;
   return float16_t(code * s_[Q4S(blk[0], g, p.G)]);
 #else
   return float16_t(code);
@@ -132,8 +152,12 @@ float16_t decode_w(const in WordRef b, const in uint32_t blk[2], const in uint32
 
 
 float scale_step(const in uint32_t r, const in uint32_t c, const in float e) {
+#if SHSCALE
+  return e * s_tile[r * SPS];  // the staged scales (0 past N)
+#else
   const uint n = tile_n0 + r;
   return n < p.N ? e * s_[Q4S(n, step_g, p.G)] : 0.0;
+#endif
 }
 
 float finish(const in uint32_t r, const in uint32_t c, const in float e) {
@@ -153,7 +177,7 @@ void main() {
 
   tensorLayoutNV<2, CLAMP> tw =
       createTensorLayoutNV(2, CLAMP);
-  tw = setTensorLayoutBlockSizeNV(tw, 1, 8);
+  tw = setTensorLayoutBlockSizeNV(tw, 1, BLKW);
   tw = setTensorLayoutDimensionNV(tw, p.N, p.KW * 8u);
   // x's hi (element offset 0) and lo (offset K8) halves: K8 columns in rows of 2 K8.
   tensorLayoutNV<2, CLAMP> tx =
@@ -167,6 +191,10 @@ void main() {
 
   coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
       coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+#if F16ACC
+  coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc16 =
+      coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+#endif
 #if NODEC
   tensorLayoutNV<2, CLAMP> tw16 = createTensorLayoutNV(2, CLAMP);
   tw16 = setTensorLayoutDimensionNV(tw16, p.N, p.KW * 2u);
@@ -216,7 +244,9 @@ void main() {
 #define cxh xh
 #define cxl xl
 #endif
-#if MODE == 1 || (NOEPI && ONEMMA)
+#if F16ACC
+    acc16 = coopMatMulAdd(ca, cxh, acc16);
+#elif MODE == 1 || (NOEPI && ONEMMA)
     acc = coopMatMulAdd(ca, cxh, acc);
 #elif NOEPI
     acc = coopMatMulAdd(ca, cxh, acc);
@@ -233,6 +263,9 @@ void main() {
     acc = acc + t;
 #endif
   }
+#if F16ACC
+  acc = coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc16);
+#endif
   coopMatPerElementNV(acc, acc, finish);
   coopMatStoreTensorNV(acc, out_, 0, sliceTensorLayoutNV(to, m0, BN, n0, BM), transposed);
 }
