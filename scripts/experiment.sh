@@ -90,6 +90,43 @@ exp_q4_row() {
     echo
 }
 
+# Variants of the cooperative_matrix2 forward, one string each: "NAME MODE TILE DEFS" with
+# MODE the ETVK_Q4_MMA value (cm2 or cm2_f16), TILE its ETVK_Q4_CM2_TILE (M x N) and DEFS
+# shaders/q4_linear_cm2.comp's defines, comma-separated. exp_cm2_build compiles each into
+# .gl/ovr_NAME/ (tools/glsl2spv; Debian's glslc preprocesses); there exp_cm2_table times the
+# default kernel and each variant at M = 512, 8192^2 and M = 2048, 28672 x 8192, a line each.
+# Usage: exp_cm2_build "${VARIANTS[@]}" / exp_cm2_table "${VARIANTS[@]}"
+exp_cm2_build() {
+    local v name mode tile defs args variant d
+    for v in "$@"; do
+        read -r name mode tile defs <<<"$v"
+        args=()
+        for d in ${defs//,/ }; do args+=("-D$d"); done
+        variant=q4_linear_cm2
+        [ "$mode" = cm2_f16 ] && variant=q4_linear_cm2_f16
+        mkdir -p .gl/ovr_"$name"
+        glslc -E "${args[@]}" -I shaders shaders/q4_linear_cm2.comp |
+            tools/glsl2spv/target/release/glsl2spv .gl/ovr_"$name"/$variant.spv
+    done
+}
+exp_cm2_table() {
+    local shape v name mode tile
+    for shape in "512 8192 8192" "2048 28672 8192"; do
+        set -- $shape "$@"
+        echo "== M = $1, N x K = $2 x $3"
+        echo -n "built (ETVK_Q4_MMA=on): "
+        ETVK_Q4_MMA=on exp_q4_row --m $1 --n $2 --k $3
+        local m=$1 n=$2 k=$3
+        shift 3
+        for v in "$@"; do
+            read -r name mode tile _ <<<"$v"
+            echo -n "$name: "
+            ETVK_Q4_MMA=$mode ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$name ETVK_Q4_CM2_TILE=$tile \
+                exp_q4_row --m $m --n $n --k $k
+        done
+    done
+}
+
 # Compiles SRC into .gl/ovr_DIR/VARIANT.spv (a directory for ETVK_SPIRV_OVERRIDE_DIR) with
 # the glslc flags of crates/shaders/build.rs; FLAGS: -O (the manifest's default; left out
 # for an opt=0 variant) and -D... Usage: exp_comp DIR VARIANT SRC [FLAGS...]

@@ -24,31 +24,10 @@ VARIANTS=(
 )
 exp_prepare() {
     exp_carry_bins
-    local v name mode tile defs args variant
-    for v in "${VARIANTS[@]}"; do
-        read -r name mode tile defs <<<"$v"
-        args=()
-        for d in ${defs//,/ }; do args+=("-D$d"); done
-        variant=q4_linear_cm2
-        [ "$mode" = cm2_f16 ] && variant=q4_linear_cm2_f16
-        mkdir -p .gl/ovr_"$name"
-        glslc -E "${args[@]}" -I shaders shaders/q4_linear_cm2.comp |
-            tools/glsl2spv/target/release/glsl2spv .gl/ovr_"$name"/$variant.spv
-    done
+    exp_cm2_build "${VARIANTS[@]}"
 }
 exp_begin "$0" "$@"
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    for shape in "512 8192 8192" "2048 28672 8192"; do
-        set -- $shape
-        echo "== M = $1, N x K = $2 x $3"
-        echo -n "built (ETVK_Q4_MMA=on): "
-        ETVK_Q4_MMA=on exp_q4_row --m $1 --n $2 --k $3
-        for v in "${VARIANTS[@]}"; do
-            read -r name mode tile _ <<<"$v"
-            echo -n "$name: "
-            ETVK_Q4_MMA=$mode ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_$name ETVK_Q4_CM2_TILE=$tile \
-                exp_q4_row --m $1 --n $2 --k $3
-        done
-    done
+    exp_cm2_table "${VARIANTS[@]}"
 } 2>&1 | tee "$OUT/s39j.txt"
