@@ -85,24 +85,29 @@ fn forward(
     let cm2 = cm2_forward(g, &q, x16);
     let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
         Some(kn) => kn,
-        None => match forward_kernel(m, n, k, big, wide, mma) {
-            Kernel::FwdMma {
-                emulated: false, ..
-            } if cm2.is_some() => Kernel::FwdMma {
-                tile: cm2.unwrap_or(Tile::Cm2),
+        // Where the f16 forward runs natively, the cooperative_matrix2 kernel replaces it when
+        // asked for (exact codes, whole tiles: no split-K).
+        None => match (forward_kernel(m, n, k, big, wide, mma), cm2) {
+            (
+                Kernel::FwdMma {
+                    emulated: false, ..
+                },
+                Some(tile),
+            ) => Kernel::FwdMma {
+                tile,
                 emulated: false,
                 x16: false,
                 codes: true,
                 split: false,
             },
-            Kernel::FwdMma { tile, emulated, .. } => Kernel::FwdMma {
+            (Kernel::FwdMma { tile, emulated, .. }, _) => Kernel::FwdMma {
                 tile,
                 emulated,
                 x16,
                 codes,
                 split: codes && fwd_mma_split(tile, m, n, k).slices > 1,
             },
-            kn => kn,
+            (kn, _) => kn,
         },
     };
     let kc = q.kpad / 32;
