@@ -72,7 +72,7 @@ layout(set = 0, binding = 9) readonly buffer Sin { DTYPE sin_[]; };
 #endif
 #if FUSED_KV
 // Split keys (`split.x` > 1, compile spec `etvk_sdpa_split`): per (row, split) the running
-// max, sum and the D accumulators, [rows x splits][D + 2]; per row the splits finished so far
+// max, sum and the D accumulators, [rows x split.x][D + 2]; per row the splits finished so far
 // (zero between launches: the last one to finish resets it). After the RoPE's tables.
 #if ROPE
 #define SPLIT_BINDING 10

@@ -172,14 +172,17 @@ fn validation_layer_version(entry: &ash::Entry) -> VkResult<Option<u32>> {
 /// device creation with its feature struct (and VK_KHR_cooperative_matrix's before 1.3.255).
 const COOPERATIVE_MATRIX2_HEADER: u32 = vk::make_api_version(0, 1, 3, 301);
 
+/// The instance, and with `validation` the validation layer's header version.
 fn create_instance(
     entry: &ash::Entry,
     validation: bool,
     sync_validation: bool,
-) -> VkResult<ash::Instance> {
-    if validation && validation_layer_version(entry)?.is_none() {
-        return Err(VkError::ValidationLayerMissing);
-    }
+) -> VkResult<(ash::Instance, Option<u32>)> {
+    let layer = if validation {
+        Some(validation_layer_version(entry)?.ok_or(VkError::ValidationLayerMissing)?)
+    } else {
+        None
+    };
     // SAFETY: plain query on a loaded entry.
     let version = unsafe { entry.try_enumerate_instance_version() }
         .map_err(|r| vk_err("vkEnumerateInstanceVersion", r))?
@@ -223,7 +226,9 @@ fn create_instance(
         info = info.push_next(&mut features);
     }
     // SAFETY: `info` and everything it points to live until the call returns.
-    unsafe { entry.create_instance(&info, None) }.map_err(|r| vk_err("vkCreateInstance", r))
+    let instance =
+        unsafe { entry.create_instance(&info, None) }.map_err(|r| vk_err("vkCreateInstance", r))?;
+    Ok((instance, layer))
 }
 
 fn device_extensions(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Vec<CString> {
@@ -509,7 +514,7 @@ fn enumerate(
 /// Enumerate physical devices and mark the one `selector` would pick (no device is created).
 pub fn list_physical_devices(selector: Option<&str>) -> VkResult<Vec<PhysicalDeviceInfo>> {
     let entry = load_entry()?;
-    let instance = create_instance(&entry, false, false)?;
+    let (instance, _) = create_instance(&entry, false, false)?;
     let result = enumerate(&entry, &instance).map(|(_, mut infos)| {
         // A selector that matches nothing still lists the devices (none marked).
         let _ = select(&mut infos, selector);
@@ -525,7 +530,8 @@ impl Context {
     /// queue and every useful feature it has, and the allocator.
     pub fn new(options: &ContextOptions) -> VkResult<Arc<Context>> {
         let entry = load_entry()?;
-        let instance = create_instance(&entry, options.validation, options.sync_validation)?;
+        let (instance, layer) =
+            create_instance(&entry, options.validation, options.sync_validation)?;
         // From here on, failures must destroy what was created: build in a closure.
         let mut validation: Option<Box<ValidationState>> = None;
         let mut debug = None;
@@ -587,8 +593,7 @@ impl Context {
         };
         let pd = pds[chosen];
         let mut info = infos.swap_remove(chosen);
-        if info.caps.cooperative_matrix2_nv && options.validation {
-            let layer = validation_layer_version(&entry).ok().flatten().unwrap_or(0);
+        if let Some(layer) = layer.filter(|_| info.caps.cooperative_matrix2_nv) {
             if layer < COOPERATIVE_MATRIX2_HEADER {
                 log::info!(
                     "etvk: VK_NV_cooperative_matrix2 left off: the validation layer ({}.{}.{}) predates it",

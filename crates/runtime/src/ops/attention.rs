@@ -473,11 +473,14 @@ fn attention_writing_caches(
     if let Some(r) = rope {
         bindings.extend([Binding::Tensor(r.cos), Binding::Tensor(r.sin)]);
     }
-    // Then the split keys' partial results and per-row counters (bound in any case).
-    let split_on = !matches!(
-        crate::builder::spec_or_env(&g.sdpa_split, "ETVK_SDPA_SPLIT").as_deref(),
-        Some("off" | "0")
-    );
+    // Then the split keys' partial results and per-row counters (bound in any case; made
+    // only where a cache of more than one 64-key chunk can split, see `key_split`).
+    let cache_len = g.shapes().max_dims(k_cache).get(1).copied().unwrap_or(0);
+    let split_on = cache_len > LANES as usize
+        && !matches!(
+            crate::builder::spec_or_env(&g.sdpa_split, "ETVK_SDPA_SPLIT").as_deref(),
+            Some("off" | "0")
+        );
     let d_max = g.shapes().max_dims(q).last().copied().unwrap_or(0);
     let (part, count) = if split_on {
         (

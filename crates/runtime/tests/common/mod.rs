@@ -21,19 +21,7 @@ impl NamedData for MapData {
 /// A backend with validation and profiling forced on (plus `ETVK_DEVICE` from the
 /// environment).
 pub fn backend() -> Arc<Backend> {
-    // Profiling on: tests name the kernels that ran from the per-dispatch profile.
-    let opts = RuntimeOptions {
-        validation: true,
-        profile: true,
-        // Incremental resize passes checked against full ones (unless ETVK_RESIZE says).
-        resize: if std::env::var_os("ETVK_RESIZE").is_some() {
-            RuntimeOptions::from_env().resize
-        } else {
-            etvk_runtime::ResizeMode::Check
-        },
-        ..RuntimeOptions::from_env()
-    };
-    Backend::new(&opts).expect("backend")
+    backend_with(true)
 }
 
 /// As [`backend`] without the validation layer, for kernels on extensions the installed
@@ -41,10 +29,20 @@ pub fn backend() -> Arc<Backend> {
 /// layer, which would refuse the device).
 #[allow(dead_code)]
 pub fn backend_unvalidated() -> Arc<Backend> {
+    backend_with(false)
+}
+
+fn backend_with(validation: bool) -> Arc<Backend> {
+    // Profiling on: tests name the kernels that ran from the per-dispatch profile.
     let opts = RuntimeOptions {
-        validation: false,
+        validation,
         profile: true,
-        resize: etvk_runtime::ResizeMode::Check,
+        // Incremental resize passes checked against full ones (unless ETVK_RESIZE says).
+        resize: if std::env::var_os("ETVK_RESIZE").is_some() {
+            RuntimeOptions::from_env().resize
+        } else {
+            etvk_runtime::ResizeMode::Check
+        },
         ..RuntimeOptions::from_env()
     };
     Backend::new(&opts).expect("backend")
