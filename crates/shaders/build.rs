@@ -72,7 +72,13 @@ fn parse_manifest(text: &str) -> Vec<Variant> {
                 continue;
             }
             if k == "spv" {
-                prebuilt = v == "1";
+                prebuilt = match v {
+                    "0" => false,
+                    "1" => true,
+                    _ => fail(format!(
+                        "manifest line {line}: spv must be 0 or 1, not {v:?}"
+                    )),
+                };
                 continue;
             }
             if k == "opt" {
