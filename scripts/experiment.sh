@@ -148,7 +148,7 @@ exp_patched() {
     if [ -n "${2:-}" ]; then
         git archive "$2" shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
     else
-        cp shaders/* "$EXP_SHADERS/"
+        cp -r shaders/. "$EXP_SHADERS/"
     fi
     (cd "$EXP_SHADERS" && git apply -p2 "$diff")
 }
