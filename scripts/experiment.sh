@@ -171,3 +171,59 @@ exp_ab() {
         exp_row ".gl/$v/etvk" bench "$1" --m "$2" --n "$3" --k "$4"
     done
 }
+
+# Here: the built etvk and the q4_linear test binary into .gl/bin/, OLD (an etvk binary built
+# from an earlier commit) into .gl/bin_old/, and the validation layer the tests need.
+# Usage: exp_carry_ab OLD
+exp_carry_ab() {
+    exp_carry_bins
+    cargo test --release -p etvk-runtime --test q4_linear --no-run
+    cp "$(ls -t target/release/deps/q4_linear-* | grep -v '\.d$' | head -1)" .gl/bin/q4_linear
+    mkdir -p .gl/bin_old
+    cp "$1" .gl/bin_old/etvk
+    strip .gl/bin/q4_linear .gl/bin_old/etvk
+    gzip -9 -f .gl/bin/q4_linear .gl/bin_old/etvk
+    cp target/keep/vulkan-validationlayers_*.deb .gl/
+}
+
+# There: the backward at M = 8 and 4 on five shapes, .gl/bin_old against .gl/bin, two
+# interleaved rounds; the forward at the same M; the q4_linear tests. Usage: exp_staged_ab
+exp_staged_ab() {
+    local round shape n k m b
+    gzip -d -f .gl/bin_old/etvk.gz && chmod +x .gl/bin_old/etvk
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+    for round in 1 2; do
+        for shape in "8192 28672" "8192 8192" "28672 8192" "4096 14336" "14336 4096"; do
+            read -r n k <<<"$shape"
+            for m in 8 4; do
+                for b in old new; do
+                    echo -n "r$round $b M=$m N=$n K=$k: "
+                    local bin=.gl/bin/etvk
+                    [ "$b" = old ] && bin=.gl/bin_old/etvk
+                    timeout 60 "$bin" bench linear_q4gsw_backward --m $m --n $n --k $k --iters 20 \
+                        --ceiling-mib 512 2>&1 |
+                        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
+                    echo
+                done
+            done
+        done
+    done
+    echo "== forward M = 8 / 4"
+    for shape in "8192 28672" "8192 8192" "28672 8192"; do
+        read -r n k <<<"$shape"
+        for m in 8 4; do echo -n "fwd M=$m N=$n K=$k: "; exp_q4_row --m $m --n $n --k $k; done
+    done
+    echo "== q4_linear tests"
+    timeout 300 .gl/bin/q4_linear --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | tail -30 || true
+}
+
+# Here: only BIN (an etvk binary, e.g. an earlier commit's) as .gl/bin/etvk, with the helper
+# scripts; no plugin, overrides or validation layer. Usage: exp_carry_binary BIN
+exp_carry_binary() {
+    rm -rf .gl/bin .gl/bin_old .gl/ovr_* .gl/run-s3*.sh .gl/vulkan-validationlayers_*.deb
+    mkdir -p .gl/bin
+    cp "$1" .gl/bin/etvk
+    strip .gl/bin/etvk
+    gzip -9 -f .gl/bin/etvk
+    cp scripts/device-env.sh scripts/experiment.sh .gl/
+}

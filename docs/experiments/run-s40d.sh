@@ -10,12 +10,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -rf .gl/bin .gl/bin_old .gl/ovr_* .gl/run-s3*.sh .gl/vulkan-validationlayers_*.deb
-    mkdir -p .gl/bin
-    cp /tmp/bin_old/etvk .gl/bin/
-    strip .gl/bin/etvk
-    gzip -9 -f .gl/bin/etvk
-    cp scripts/device-env.sh scripts/experiment.sh .gl/
+    exp_carry_binary /tmp/bin_old/etvk
 }
 exp_begin "$0" "$@"
 row() {
