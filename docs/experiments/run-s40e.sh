@@ -6,7 +6,7 @@
 # interleaved rounds, forward and backward; registers of the tiled kernels; the q4_linear
 # GPU tests. The change is kept as docs/experiments/q4_linear_tiled-s40-steploads.diff (apply
 # with `git apply`, build, then prepare). Outcome (run 6, an H100): 1-28% slower; journal,
-# session 40; not kept.
+# session 40; not kept (run 7, run-s40f.sh, kept the decode alone).
 # Here:   bash docs/experiments/run-s40e.sh prepare   (53d25a7's etvk in /tmp/bin_old)
 # There:  (device tool, carry [".gl"])  bash .gl/run-s40e.sh
 set -euo pipefail
