@@ -4,7 +4,7 @@
 # multiple of 8, a shift for powers of two) and the codes decoded through 2^23's mantissa
 # instead of integer-to-float conversions; against 53d25a7's binary (.gl/bin_old), two
 # interleaved rounds, forward and backward; registers of the tiled kernels; the q4_linear
-# GPU tests. The change is kept as docs/experiments/q4_linear_tiled-s40-steploads.diff (apply
+# GPU tests. The change is kept as docs/experiments/q4_linear_tiled-s40-steploads.diff (on 53d25a7; apply
 # with `git apply`, build, then prepare). Outcome (run 6, an H100): 1-28% slower; journal,
 # session 40; not kept (run 7, run-s40f.sh, kept the decode alone).
 # Here:   bash docs/experiments/run-s40e.sh prepare   (53d25a7's etvk in /tmp/bin_old)

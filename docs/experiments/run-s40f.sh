@@ -13,7 +13,7 @@ if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../
 VARIANTS=("avec -DSW_SCALE=0 -DSW_MAGIC=0" "scale -DSW_AVEC=0 -DSW_MAGIC=0" "magic -DSW_AVEC=0 -DSW_SCALE=0")
 exp_prepare() {
     exp_carry_binary /tmp/bin_old/etvk
-    exp_patched docs/experiments/q4_linear_tiled-s40-steploads.diff
+    exp_patched docs/experiments/q4_linear_tiled-s40-steploads.diff 53d25a7
     local v name defs
     for v in "${VARIANTS[@]}"; do
         read -r name defs <<<"$v"
