@@ -19,6 +19,6 @@ while read -r name src defs; do
         "$tool" "$root/shaders/spv/$name.spv"
     echo "shaders/spv/$name.spv"
 done <<'LIST'
-q4_linear_cm2       q4_linear_cm2.comp MODE=2
+q4_linear_cm2       q4_linear_cm2.comp MODE=2 BLK32=1 SHSCALE=1
 q4_linear_cm2_f16   q4_linear_cm2.comp MODE=1 SHSCALE=1
 LIST

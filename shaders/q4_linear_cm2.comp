@@ -16,23 +16,23 @@
 // rows, read as 1 x 8 blocks of one word each; B = x^T, read through a transposing view and
 // stored through it. Per step of BK columns (inside one scale group: gs % BK == 0, or one
 // group per row):
-// MODE 2 (exact, `q4_linear_cm2`): A = the codes - 8 (exact in fp16), two MMAs (hi, lo) into
-//   a step sum in fp32, which is scaled by s[n][g] into the running sum. Relative error ~1e-8
-//   in the bench's checks.
+// MODE 2 (exact, `q4_linear_cm2`, with BLK32 and SHSCALE): A = the codes - 8 (exact in fp16),
+//   two MMAs (hi, lo) into a step sum in fp32, which is scaled by s[n][g] into the running
+//   sum. Relative error ~1e-8 in the bench's checks.
 // MODE 1 (fp16 weights, `q4_linear_cm2_f16`, with SHSCALE): A = fp16((code - 8) * s), one
 //   MMA of hi into the running sum: the precision of llama.cpp's q4_0 path (~1e-5 relative in
 //   the bench's checks, past the fp32 tolerance).
 // The running sum is divided by the row scale and the bias added as it is stored.
 //
-// Neither is the default (compile spec etvk_q4_mma = cm2 / cm2_f16): on an H100 (session 39,
-// docs/performance.md) MODE 2 ran at 38.7-39.1 TFLOP/s at M = 512 / 2048 and MODE 1 at 64,
-// against 77-79 for the coopmat1 codes kernel (q4_linear_fwd_mma_c_t128). The switches below
+// Neither is the default (compile spec etvk_q4_mma = cm2 / cm2_f16): on an H100 (sessions
+// 39-40, docs/performance.md) MODE 2 ran at 46.6-46.7 TFLOP/s at M = 512 / 2048 and MODE 1 at
+// 64, against 77-79 for the coopmat1 codes kernel (q4_linear_fwd_mma_c_t128). The switches below
 // took the exact form apart at M = 512, 8192^2: the per-step scaling 608 of 1803 us (global
 // loads per element), the decode ~250, the second MMA ~270; one MMA per 128 x 128 x 32 step
 // without decode or scaling ran at 101 TFLOP/s, with 64-column steps 137, with fp16
 // accumulators no faster (F16ACC, run 11), with 256-row tiles 166-170. The weight in 1 x 32
-// blocks (BLK32) and MODE 2's scales staged in shared memory (SHSCALE) took the exact form to
-// 45.8-46.3 (run 12; not built: run-s39k.sh says how).
+// blocks (BLK32) and MODE 2's scales staged in shared memory (SHSCALE) took the exact form
+// from 38.7-39.1 to 45.8-46.3 (session 39 run 12), built so since session 40 (46.6-46.7).
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
@@ -118,7 +118,8 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WordRef { uint w; };
-// BLK32 (experiments): the weight read as 1 x 32 blocks of one uvec4 (a packed chunk).
+// BLK32 (built in MODE 2, scripts/build-spv.sh): the weight read as 1 x 32 blocks of one
+// uvec4 (a packed chunk).
 #ifndef BLK32
 #define BLK32 0
 #endif

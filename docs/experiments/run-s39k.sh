@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39 (prepared, not run: no machine came): to build `q4_linear_cm2` with the weight
+# Session 39 (prepared; run in session 40 as its eighth device run, with the build below): to build `q4_linear_cm2` with the weight
 # read in 1 x 32 blocks and each step's scales staged in shared memory (run 12: 45.8-46.3
 # TFLOP/s against 38.7-38.8, bench checks passing at two shapes), set its line in
 # scripts/build-spv.sh to `MODE=2 BLK32=1 SHSCALE=1`, rebuild, and run this: its GPU test

@@ -538,8 +538,9 @@ fn cm2_tile() -> (usize, usize) {
 /// or one group per row), or `cm2_f16`, [`Tile::Cm2F16`] (fp16 weights: the precision of
 /// llama.cpp's q4_0 path, ~1e-5 relative here, not the fp32 tolerance); where the device
 /// runs their shaders and x came in as fp32 (`x16` false: the hi / lo pairs). Not the
-/// default: on an H100 the exact form ran at 38.7-39.1 TFLOP/s at M = 512 / 2048 against
-/// 77-79 for the coopmat1 codes kernel, the fp16 form at 64 (docs/performance.md, session 39).
+/// default: on an H100 the exact form ran at 46.6-46.7 TFLOP/s at M = 512 / 2048 against
+/// 77-79 for the coopmat1 codes kernel, the fp16 form at 64 (docs/performance.md, sessions
+/// 39-40).
 pub(super) fn cm2_forward(g: &GraphBuilder<'_>, q: &Q4, x16: bool) -> Option<Tile> {
     let (tile, shader) = match mma_setting(g)?.as_str() {
         "cm2" => (Tile::Cm2, ShaderId::Q4LinearCm2),
