@@ -77,8 +77,9 @@
 #ifndef F16ACC
 #define F16ACC 0
 #endif
-// MODE 1 with SHSCALE: the step's weight scales staged in shared memory (one per row and 32
-// columns: group sizes that are multiples of 32) instead of a global load per element.
+// SHSCALE (built in both modes): the step's weight scales staged in shared memory (one per
+// row and 32 columns: group sizes that are multiples of 32) instead of a global load per
+// element.
 #ifndef SHSCALE
 #define SHSCALE 0
 #endif
