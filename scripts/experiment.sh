@@ -82,12 +82,20 @@ exp_whole() {
     echo
 }
 
-# There: one linear_q4gsw bench on one line (its check, kernels and table row), 10 replays.
-# Usage: exp_q4_row --m M --n N --k K
-exp_q4_row() {
-    timeout 60 .gl/bin/etvk bench linear_q4gsw "$@" --iters 10 --ceiling-mib 512 2>&1 |
+# There: one bench of BIN on one line (its f64 check and sampled error, the kernels that
+# ran, the table row, any error): EXP_ITERS replays (10) against an EXP_CEILING_MIB read
+# ceiling (512). Usage: exp_line BIN OP --m M --n N --k K
+exp_line() {
+    local bin=$1
+    shift
+    timeout 120 "$bin" bench "$@" --iters "${EXP_ITERS:-10}" --ceiling-mib "${EXP_CEILING_MIB:-512}" 2>&1 |
         grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
     echo
+}
+
+# There: exp_line of the carried etvk's linear_q4gsw. Usage: exp_q4_row --m M --n N --k K
+exp_q4_row() {
+    exp_line .gl/bin/etvk linear_q4gsw "$@"
 }
 
 # Variants of the cooperative_matrix2 forward, one string each: "NAME MODE TILE DEFS" with
@@ -200,10 +208,7 @@ exp_staged_ab() {
                     echo -n "r$round $b M=$m N=$n K=$k: "
                     local bin=.gl/bin/etvk
                     [ "$b" = old ] && bin=.gl/bin_old/etvk
-                    timeout 60 "$bin" bench linear_q4gsw_backward --m $m --n $n --k $k --iters 20 \
-                        --ceiling-mib 512 2>&1 |
-                        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-                    echo
+                    EXP_ITERS=20 exp_line "$bin" linear_q4gsw_backward --m $m --n $n --k $k
                 done
             done
         done

@@ -121,7 +121,7 @@ float scale_at(uint n, uint kb) {
 
 // Code q (bits 4q..4q+3) of w, minus 8, as a float: the nibble ORed into 2^23's mantissa
 // and 2^23 + 8 subtracted (exact, no integer-to-float conversion). In the double-buffered
-// step: H100 0.1-0.4% faster than float(code) - 8 (docs/performance.md, session 40; the
+// step: H100 0.05-0.5% faster than float(code) - 8 (docs/performance.md, session 40; the
 // single-buffered loop keeps the conversion, not timed).
 float code_at(uint w, uint q) {
   return uintBitsToFloat(((w >> (4u * q)) & 15u) | 0x4B000000u) - 8388616.0;

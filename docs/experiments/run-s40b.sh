@@ -37,11 +37,10 @@ exp_begin "$0" "$@"
             done
         done
         echo -n "r$round base qcs4w 8192^2: "
-        timeout 60 .gl/bin/etvk bench linear_qcs4w --m 1 --n 8192 --k 8192 --iters 10 --ceiling-mib 512 2>&1 | grep -E '^\| linear' || true
+        exp_line .gl/bin/etvk linear_qcs4w --m 1 --n 8192 --k 8192
         for d in 2 3; do
             echo -n "r$round dot$d qcs4w 8192^2: "
-            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_dot$d timeout 60 .gl/bin/etvk bench linear_qcs4w --m 1 --n 8192 --k 8192 --iters 10 --ceiling-mib 512 2>&1 | grep -E 'check|^\| linear' | tr '\n' ' ' || true
-            echo
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_dot$d exp_line .gl/bin/etvk linear_qcs4w --m 1 --n 8192 --k 8192
         done
     done
 } 2>&1 | tee "$OUT/s40b.txt"

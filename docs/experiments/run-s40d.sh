@@ -14,9 +14,7 @@ exp_prepare() {
 }
 exp_begin "$0" "$@"
 row() {
-    timeout 90 .gl/bin/etvk bench "$1" --m 1 --n "$2" --k "$3" --iters 30 --ceiling-mib 2048 2>&1 |
-        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-    echo
+    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$1" --m 1 --n "$2" --k "$3"
 }
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true

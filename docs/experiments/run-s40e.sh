@@ -19,9 +19,7 @@ exp_prepare() {
 exp_begin "$0" "$@"
 gzip -d -f .gl/bin_old/etvk.gz && chmod +x .gl/bin_old/etvk
 row() {
-    ETVK_Q4_MMA=0 timeout 120 "$1" bench "$2" --m "$3" --n "$4" --k "$5" --iters 10 --ceiling-mib 256 2>&1 |
-        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-    echo
+    ETVK_Q4_MMA=0 EXP_CEILING_MIB=256 exp_line "$1" "$2" --m "$3" --n "$4" --k "$5"
 }
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true

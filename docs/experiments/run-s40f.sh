@@ -28,9 +28,7 @@ exp_prepare() {
 }
 exp_begin "$0" "$@"
 row() {
-    timeout 120 .gl/bin/etvk bench "$1" --m "$2" --n 8192 --k 8192 --iters 10 --ceiling-mib 256 2>&1 |
-        grep -E 'check|^\| linear|rror' | sed 's/.*check/check/' | tr '\n' ' ' || true
-    echo
+    EXP_CEILING_MIB=256 exp_line .gl/bin/etvk "$1" --m "$2" --n 8192 --k 8192
 }
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true

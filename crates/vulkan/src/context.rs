@@ -783,7 +783,7 @@ impl Default for CooperativeMatrix2FeaturesNv {
 }
 
 impl CooperativeMatrix2FeaturesNv {
-    /// Everything the etvk kernels use (`shaders/cm2/`).
+    /// Everything the etvk kernels use (`shaders/q4_linear_cm2.comp`).
     fn usable(&self) -> bool {
         [
             self.workgroup_scope,
