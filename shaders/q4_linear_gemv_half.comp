@@ -20,8 +20,16 @@
 // current one is used (the first before the activations are read). Each block's NT partial
 // sums per row meet in shared memory in a fixed order.
 //
-// SLICED = 1 (rows of more than 256 chunks): the row is cut into p.S slices of p.CS chunks
-// (<= 256, so that one invocation still holds one half chunk's limbs); workgroup wg works on
+// Rows of 257..512 chunks (K <= 16384) take one workgroup of up to 1024 invocations per SM
+// where the device allows it (select::half_gemv_max_chunks: invocations, shared memory, and
+// subgroups of at least NT / 128 for the per-subgroup partials below): the same walk with no
+// slices to add (a workgroup of 1024 at <= 64 registers fills an SM's register file, as two
+// of 512 do). H100 (docs/performance.md, session 41): 5.4-12% faster than two slices on rows
+// of 344..512 chunks (N = 4096, K = 14336 19.2 -> 17.7 us), 1.3% at 264.
+//
+// SLICED = 1 (rows of more than 256 chunks, or of more than 512 where workgroups of 1024
+// run): the row is cut into p.S slices of p.CS chunks (<= 256, so that one invocation still
+// holds one half chunk's limbs and two workgroups share an SM); workgroup wg works on
 // slice wg % S and walks the blocks wg / S, wg / S + P, ... (P = workgroups / S), writing
 // per-slice row sums to `part`. The S workgroups of one wg / S walk the same blocks; at its
 // end each takes a ticket, and the last one adds the S slices of its blocks' rows in slice
@@ -86,8 +94,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #include "q4_limbs.glsl"
 
 // Local size (the specialization constant; the runtime launches NT x 1 x 1): twice the
-// chunks of a row (or of a slice) rounded up to whole subgroups of 32, at most 512, so that
-// no more than 31 invocations of a workgroup idle.
+// chunks of a row (or of a slice) rounded up to whole subgroups of 32, at most 512 (1024
+// where the device allows), so that no more than 31 invocations of a workgroup idle.
 #define NT gl_WorkGroupSize.x
 #define RW 8  // rows per block (= Q4_ROW_PAD: whole blocks lie in the padded rows)
 #define UR 4  // rows per batch of loads: one quad of the packed scales
@@ -220,8 +228,8 @@ layout(push_constant) uniform Params {
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
 #if DQ && !DQ_MM
-// Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups (NT <= 512 in
-// subgroups of >= 4), zero past the last subgroup up to a multiple of 4.
+// Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups (the runtime
+// keeps NT <= 128 x the subgroup size), zero past the last subgroup up to a multiple of 4.
 shared vec4 dq_part[64];
 #endif
 #if NORM
@@ -322,7 +330,19 @@ void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
     const uint n = n0 + t;
     if (n < p.N) {
       float v = 0.0;
-      for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
+      if (SEGS > 64u) {
+        // Workgroups of more than 512: four chains of SEGS / 4 (a multiple of 4 in whole
+        // subgroups of 32) instead of one of up to 128 on the last block's path, added in a
+        // fixed order.
+        vec4 c4 = vec4(0.0);
+        for (uint i = 0u; i < SEGS; i += 4u) {
+          c4 += vec4(red2[t * SEGS + i], red2[t * SEGS + i + 1u], red2[t * SEGS + i + 2u],
+                     red2[t * SEGS + i + 3u]);
+        }
+        v = (c4.x + c4.y) + (c4.z + c4.w);
+      } else {
+        for (uint i = 0u; i < SEGS; ++i) v += red2[t * SEGS + i];
+      }
 #if SLICED
       part[slice * p.N + n] = v;
 #else

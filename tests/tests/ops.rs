@@ -235,15 +235,16 @@ fn act_quant_fusion_leaves_out_nodes() {
     } else {
         assert!(choose_ran(0), "choose 0 idle at M = 1 without the DQ GEMV");
     }
-    // Rows of more than 8192: the sliced DQ form at M = 1 (choose 0, linear 1), the choose
-    // node's fake-quantized x at M = 3.
+    // Rows of more than 8192: the DQ form at M = 1 (sliced where one workgroup holds 256
+    // chunks; choose 0, linear 1), the choose node's fake-quantized x at M = 3.
     let long = find("x[3, 8442]");
+    let want = half_dq(8442, "_dq");
     for (run, m1) in [(0, true), (1, false), (2, true)] {
         let nodes = profile_run(long, run);
         let node = |id: u32| nodes.iter().find(|n| n.node_id == id).expect("node");
         if m1 && node(1).op.contains("gemv_half") {
             assert!(
-                node(1).op.ends_with("_sliced_dq"),
+                node(1).op.ends_with(&format!("gemv_half{want}")),
                 "run {run}: {}",
                 node(1).op
             );
@@ -289,7 +290,7 @@ fn norm_writes_row_range_for_dq_gemv() {
             &[true, false, true],
             "_dq_mm",
         ),
-        // Rows of 8448: the sliced form.
+        // Rows of 8448: the sliced form where one workgroup holds 256 chunks.
         (
             "rms_norm then two linears on y[[1, 8448]] M [1] [etvk_row_range = norm]",
             1,
@@ -324,6 +325,8 @@ fn norm_writes_row_range_for_dq_gemv() {
     ];
     for (label, choose, linears, runs, want) in plans {
         let case = find(label);
+        let want = fit_sliced(want, label);
+        let want = want.as_str();
         for (run, &m1) in runs.iter().enumerate() {
             let nodes = profile_run(case, run);
             let node = |id: u32| {
@@ -361,7 +364,7 @@ fn norm_writes_row_range_for_dq_gemv() {
 /// nodes) launches nothing at M = 1 by default: their DQ GEMVs compute it (`_dq_norm`);
 /// fused with the add before it, the add's node writes the sum alone and the GEMVs compute
 /// the norm of a + b (`_dq_addnorm`). Longer rows with compile spec `etvk_norm_gemv` =
-/// `all` (sliced past 8192 values); by default rows of 4096 keep the node, which writes the
+/// `all` (sliced past 8192 or 16384 values by the device); by default rows of 4096 keep the node, which writes the
 /// row range (`_dq_mm`). At M > 1 the norm runs. The numbers (the sum a graph output too)
 /// are checked by the quantize family.
 #[test]
@@ -418,6 +421,8 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
     spec_value_refused(&all[0], "etvk_norm_gemv", "some", "auto, all, off");
     for (name, norm, linears, kernel) in plans {
         let case = case_ending(&all, name);
+        let kernel = fit_sliced(kernel, name);
+        let kernel = kernel.as_str();
         let add = name.starts_with("add");
         for run in 0..2 {
             let nodes = profile_run(case, run);
@@ -450,7 +455,7 @@ fn rms_norm_runs_inside_the_dq_gemvs_at_m1() {
 }
 
 /// A fused gated SiLU that only an 8da4w linear reads launches nothing at M = 1: the linear's
-/// DQ GEMV computes it (`_dq_silu`, sliced past 8192), and the choose node idles; at M > 1
+/// DQ GEMV computes it (`_dq_silu`, sliced past 8192 or 16384 by the device), and the choose node idles; at M > 1
 /// the SiLU runs. When the choose's scale is a graph output the SiLU runs at M = 1 too. The
 /// numbers are checked by the quantize family.
 #[test]
@@ -477,6 +482,8 @@ fn gated_silu_runs_inside_the_dq_gemv_at_m1() {
     // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
     for (name, kernel, silu_at_m1) in plans {
         let case = case_ending(&all, name);
+        let kernel = fit_sliced(kernel, name);
+        let kernel = kernel.as_str();
         for run in 0..2 {
             let nodes = profile_run(case, run);
             let node = |id: u32| {
@@ -724,6 +731,32 @@ fn case_ending<'a>(all: &'a [etvk_tests::OpCase], name: &str) -> &'a etvk_tests:
 }
 
 /// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
+/// The M = 1 half GEMV's kernel name ending for rows of `k` values: `_sliced` + `dq` where
+/// the row has more chunks than one workgroup holds on this device (256, up to 512 where
+/// workgroups of 1024 fit: `half_gemv_row_chunks`), `dq` alone otherwise.
+fn half_dq(k: usize, dq: &str) -> String {
+    let caps = etvk_tests::backend().device_caps().clone();
+    if k.div_ceil(32) > etvk_runtime::ops::q4_linear::half_gemv_row_chunks(&caps) {
+        format!("_sliced{dq}")
+    } else {
+        dq.to_string()
+    }
+}
+
+/// A `_sliced...` kernel ending of the cases below for this device: the row length is the
+/// last number of the case's `y[[.., K]]`; rows one workgroup holds here run unsliced.
+fn fit_sliced(want: &str, label: &str) -> String {
+    let Some(rest) = want.strip_prefix("_sliced") else {
+        return want.to_string();
+    };
+    let dims = label.split("[[").nth(1).and_then(|t| t.split("]]").next());
+    let k = dims
+        .and_then(|d| d.rsplit(", ").next())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no row length in {label:?}"));
+    half_dq(k, rest)
+}
+
 fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime::NodeTime> {
     let be = etvk_tests::backend();
     let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)

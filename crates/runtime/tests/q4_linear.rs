@@ -1955,19 +1955,34 @@ fn persistent_gemv_walks_row_blocks() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// Rows of more than 256 chunks at M = 1 take the half-chunk GEMV in slices (at most 256
-/// chunks each; the last workgroup of each block set adds the slices in order): two slices
-/// of 132 chunks (workgroups of 288 invocations, 24 idle), two of 192, three of 201 with K
-/// not a multiple of 32 and one scale group per row, five of 256 (K = 40960: the final
-/// sum's batch of four slices and one more) with N cut short of a block; bias, fresh x on every
-/// launch of one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero
-/// and no slice sum of one launch may leak into the next; M = 2 takes the 256-invocation
-/// wide form), and qcs4w.
+/// Most chunks one workgroup of the half-chunk GEMV holds on `caps`'s device: 256, up to 512
+/// where workgroups of up to 1024 fit (lavapipe: 432).
+fn half_max_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
+    etvk_runtime::ops::q4_linear::half_gemv_row_chunks(caps)
+}
+
+/// Rows of more chunks than one workgroup holds ([`half_max_chunks`]) at M = 1 take the
+/// half-chunk GEMV in slices of at most 256 chunks (as even as the chunks allow; the last
+/// workgroup of each block set adds the slices in order): K = 8448 / 12288 (264 / 384
+/// chunks: sliced only where workgroups hold 256), three slices of K = 19212 (201 chunks, not
+/// a multiple of 32, one scale group per row), five of K = 40960 (the final sum's batch of
+/// four slices and one more) with N cut short of a block; bias, fresh x on every launch of
+/// one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero and no slice
+/// sum of one launch may leak into the next; M = 2 takes the 256-invocation wide form), and
+/// qcs4w.
 #[test]
 fn sliced_half_gemv_sums_slices_in_order() {
     let be = backend();
     let caps = be.device_caps();
     let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    let max_chunks = half_max_chunks(caps);
+    let m1_kernel = |k: usize| {
+        if k.div_ceil(32) > max_chunks {
+            "q4_linear_gemv_half_sliced"
+        } else {
+            "q4_linear_gemv_half"
+        }
+    };
     for (seed, k, n, gs) in [
         (1600, 8448, 700, 32),
         (1604, 12288, 2200, 64),
@@ -1983,7 +1998,7 @@ fn sliced_half_gemv_sums_slices_in_order() {
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
             if half {
                 let want = if m == 1 {
-                    vec![format!("{Q4GSW}/q4_linear_gemv_half_sliced")]
+                    vec![format!("{Q4GSW}/{}", m1_kernel(k))]
                 } else {
                     vec![format!("{Q4GSW}/q4_linear_gemv_wide_m1_dp4")]
                 };
@@ -1993,7 +2008,48 @@ fn sliced_half_gemv_sums_slices_in_order() {
     }
     let names = check_qcs4w(&be, 1603, &[1, 1], 12300, 45, &[]);
     if half {
-        assert_eq!(names, vec![format!("{QCS4W}/q4_linear_gemv_half_sliced")]);
+        assert_eq!(names, vec![format!("{QCS4W}/{}", m1_kernel(12300))]);
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
+/// Rows of 257..512 chunks in one workgroup of up to 1024 invocations (one per half chunk)
+/// where the device takes it ([`half_max_chunks`]), unsliced: K = 8448 with N not a multiple
+/// of 8 (544 invocations, one workgroup per SM: the wave is half the 512-invocation one),
+/// K = 13824 (432 chunks, 864 invocations: lavapipe's widest), K = 9000 (ragged, one scale
+/// group per row); bias, fresh x per launch, M = 1, 2, 1; qcs4w at K = 10240. Devices that
+/// hold fewer chunks per workgroup take the sliced form on the same rows.
+#[test]
+fn half_gemv_takes_long_rows_in_one_wide_workgroup() {
+    let be = backend();
+    let caps = be.device_caps();
+    let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    let wide = half_max_chunks(caps) > 256;
+    for (seed, k, n, gs) in [
+        (1620, 8448, 1501, 32),
+        (1621, 13824, 260, 128),
+        (1622, 9000, 77, 9000),
+    ] {
+        let mut specs = dynamic();
+        specs.push(fma_off());
+        let (mut d, c, bias_v, mut rng) =
+            dynamic_forward_specs(&be, seed, (k, n, gs), (2, n), &specs);
+        for m in [1, 2, 1] {
+            let what = format!("wide half GEMV K {k} N {n} gs {gs}");
+            let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
+            if half && m == 1 {
+                let want = if wide && k.div_ceil(32) <= half_max_chunks(caps) {
+                    "q4_linear_gemv_half"
+                } else {
+                    "q4_linear_gemv_half_sliced"
+                };
+                assert_eq!(names, vec![format!("{Q4GSW}/{want}")], "K {k}");
+            }
+        }
+    }
+    let names = check_qcs4w(&be, 1623, &[1], 10240, 33, &[]);
+    if half && wide {
+        assert_eq!(names, vec![format!("{QCS4W}/q4_linear_gemv_half")]);
     }
     assert_eq!(be.validation_error_count(), 0);
 }

@@ -16,12 +16,14 @@
 //!   chunks) turn each chunk's activations into three int8 limbs and a row's chunk into 24
 //!   packed dot products:
 //!   - at M = 1, where its workgroup fits: `q4_linear_gemv_half`, half a chunk per
-//!     invocation over rows of <= 256 chunks (K <= 8192), one invocation per half chunk in
-//!     whole subgroups of 32 (at most 512; `select::half_gemv_local`), a wave of
-//!     `PERSISTENT_GEMV_TARGET` (264) workgroups of 512 (as many invocations in more,
-//!     smaller ones) walking the blocks of 8 rows; longer rows `q4_linear_gemv_half_sliced`,
-//!     the same over slices of at most 256 chunks (one workgroup per slice and block set;
-//!     the last of a set to finish adds the slices' row sums in slice order); an 8da4w
+//!     invocation over rows of <= 256 chunks (K <= 8192; <= 512 chunks where the device
+//!     takes workgroups of 1024 and their shared memory, `select::half_gemv_max_chunks`),
+//!     one invocation per half chunk in whole subgroups of 32 (`select::half_gemv_local`),
+//!     a wave of `PERSISTENT_GEMV_TARGET` (264) workgroups of 512 (as many invocations in
+//!     more, smaller ones; one per SM when wider) walking the blocks of 8 rows; longer rows
+//!     `q4_linear_gemv_half_sliced`, the same over slices of at most 256 chunks (one
+//!     workgroup per slice and block set; the last of a set to finish adds the slices' row
+//!     sums in slice order); an 8da4w
 //!     linear (`linear_dq8ca_q4gsw`) whose choose_qparams node took the fake-quant over runs
 //!     them as `_dq` / `_sliced_dq`, quantizing x per row itself (the sliced form reads
 //!     the whole row for its min and max; `_dq_mm*` read the range the norm or SiLU before
@@ -159,6 +161,14 @@ pub(crate) use select::{
     check_compile_specs, BWD_MMA_SHAPE, BWD_MMA_T128_SHARED_BYTES, FWD_MMA_T128_SHARED_BYTES,
     MMA_SHAPE,
 };
+
+/// The longest weight rows, in 32-code chunks, that the M = 1 half-chunk GEMV takes in one
+/// workgroup on a device with `caps` (longer rows go in slices of at most 256 chunks summed
+/// by the kernel): 256, up to 512 where workgroups of up to 1024 invocations fit (tests,
+/// benchmarks).
+pub fn half_gemv_row_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
+    half_gemv_max_chunks(caps)
+}
 
 /// Activation / output dtypes: fp16 ones are converted to fp32 around the fp32 kernels.
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];
@@ -1526,13 +1536,44 @@ mod tests {
     fn sliced_half_gemv_geometry_and_push() {
         // Slices of at most 256 chunks, as even as the chunks allow.
         for (kc, slices, chunks) in [(129, 1, 129), (256, 1, 256), (264, 2, 132), (384, 2, 192)] {
-            assert_eq!(half_gemv_slices(kc), slices, "kc {kc}");
+            assert_eq!(half_gemv_slices(kc, 256), slices, "kc {kc}");
             assert_eq!(half_gemv_slice_chunks(kc, slices), chunks, "kc {kc}");
         }
-        assert_eq!(half_gemv_slices(896), 4);
+        assert_eq!(half_gemv_slices(896, 256), 4);
         assert_eq!(half_gemv_slice_chunks(896, 4), 224);
-        assert_eq!(half_gemv_slice_chunks(1280, half_gemv_slices(1280)), 256);
-        assert_eq!(half_gemv_slice_chunks(601, half_gemv_slices(601)), 201);
+        assert_eq!(
+            half_gemv_slice_chunks(1280, half_gemv_slices(1280, 256)),
+            256
+        );
+        assert_eq!(half_gemv_slice_chunks(601, half_gemv_slices(601, 256)), 201);
+        // Devices: an H200 (1024 invocations, subgroups of 32, 48 KiB) 512 chunks; lavapipe
+        // (32 KiB, subgroups of 8) 864 invocations, 432 chunks; 16 KiB (Vulkan's least) or
+        // subgroups of 4 keep 256, as does a device of 512 invocations.
+        assert_eq!(half_gemv_max_chunks_for(1024, 32, 49152), 512);
+        assert_eq!(half_gemv_max_chunks_for(1024, 8, 32768), 432);
+        assert_eq!(half_gemv_max_chunks_for(1024, 32, 16384), 256);
+        assert_eq!(half_gemv_max_chunks_for(1024, 4, 49152), 256);
+        assert_eq!(half_gemv_max_chunks_for(512, 32, 49152), 256);
+        assert_eq!(half_gemv_max_chunks_for(768, 64, 65536), 384);
+        assert!(half_gemv_shared_bytes(1024) <= 49152);
+        assert!(half_gemv_shared_bytes(864) <= 32768 && half_gemv_shared_bytes(896) > 32768);
+        // Rows one wide workgroup holds whole take it; longer rows keep slices of 256.
+        assert_eq!(half_gemv_slice_limit(448, 512), 512);
+        assert_eq!(half_gemv_slice_limit(512, 512), 512);
+        assert_eq!(half_gemv_slice_limit(513, 512), 256);
+        assert_eq!(half_gemv_slice_limit(896, 512), 256);
+        assert_eq!(half_gemv_slice_limit(433, 432), 256);
+        assert_eq!(half_gemv_slice_limit(300, 256), 256);
+        // Up to 512 chunks where workgroups of 1024 fit: rows of 264 / 448 / 512 chunks whole,
+        // 896 in two slices, 1280 in three of 427.
+        for (kc, slices, chunks) in [(264, 1, 264), (448, 1, 448), (512, 1, 512), (896, 2, 448)] {
+            assert_eq!(half_gemv_slices(kc, 512), slices, "kc {kc}");
+            assert_eq!(half_gemv_slice_chunks(kc, slices), chunks, "kc {kc}");
+        }
+        assert_eq!(
+            half_gemv_slice_chunks(1280, half_gemv_slices(1280, 512)),
+            427
+        );
         // M = 2..8 over sliced rows take the unpersistent int8 wide form.
         let sliced = Some(Kernel::GemvHalf {
             slices: 4,
@@ -1634,7 +1675,12 @@ mod tests {
             (256, 512),
             (1280, 512),
         ] {
-            assert_eq!(half_gemv_local(kc), local, "kc {kc}");
+            assert_eq!(half_gemv_local(kc, 256), local, "kc {kc}");
+        }
+        // With slices of up to 512 chunks: 264 chunks unsliced take 544, 448 take 896, 896
+        // (two slices of 448) 896, 1280 (three of 427) 864; short rows as before.
+        for (kc, local) in [(264, 544), (448, 896), (896, 896), (1280, 864), (130, 288)] {
+            assert_eq!(half_gemv_local(kc, 512), local, "kc {kc}");
         }
         // Launch: the wave (two 512-invocation workgroups per SM's worth of invocations)
         // split evenly over the slices.
@@ -1658,6 +1704,10 @@ mod tests {
         assert_eq!(persistent_wave(256, 512), persistent_gemv_target() * 2);
         assert_eq!(persistent_wave(160, 256), persistent_gemv_target() * 3 / 2);
         assert_eq!(persistent_wave(256, 256), persistent_gemv_target());
+        // Wider than 512: one workgroup per SM.
+        assert_eq!(persistent_wave(544, 512), persistent_gemv_target() / 2);
+        assert_eq!(persistent_wave(1024, 512), persistent_gemv_target() / 2);
+        assert_eq!(half_gemv_sets(2, 896), persistent_gemv_target() / 4);
         assert_eq!(half_gemv_sets(4, 512), persistent_gemv_target() / 4);
         assert_eq!(half_gemv_sets(2, 256), persistent_gemv_target());
         assert_eq!(half_gemv_sets(100_000, 512), 1);

@@ -926,20 +926,83 @@ fn wider_local(var: &str, max: u32) -> Option<u32> {
         .filter(|&l| l > 0 && l % 32 == 0 && l <= max)
 }
 
-/// Most invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half`): half a chunk
-/// each over rows (or slices) of up to 256 chunks; at 60 registers two workgroups of 512
-/// share an SM of an H200 (8192^2: 16.1 us against the 256-invocation form's 17.5).
+/// Invocations of the half-chunk persistent GEMV (`q4_linear_gemv_half`) up to which two
+/// workgroups share an SM: half a chunk each over rows (or slices) of up to 256 chunks; at
+/// 60 registers two workgroups of 512 share an SM of an H200 (8192^2: 16.1 us against the
+/// 256-invocation form's 17.5).
 pub(super) const HALF_GEMV_LOCAL: u32 = 512;
 
-/// Invocations per workgroup of the half-chunk GEMV over rows of `kc` chunks: one per half
-/// chunk of a slice (of the row when unsliced), in whole subgroups of 32, at most
-/// [`HALF_GEMV_LOCAL`]; so no more than 31 idle (slices of 224 chunks idled 64 of 512).
-/// `ETVK_Q4_HALF_LOCAL` (benchmarks) widens it to a multiple of 32 up to 512.
-pub(super) fn half_gemv_local(kc: usize) -> u32 {
-    let cs = half_gemv_slice_chunks(kc, half_gemv_slices(kc));
+/// Most invocations of a half-chunk GEMV workgroup on any device: longer rows (up to 512
+/// chunks) in one workgroup per SM instead of two slices whose workgroups add each other's
+/// sums after a ticket (where the device's limits allow, [`half_gemv_max_chunks`]).
+pub(super) const HALF_GEMV_LOCAL_MAX: u32 = 1024;
+
+/// Shared memory of `q4_linear_gemv_half` at `local` invocations: the block sums' two
+/// stages (8 + 1 floats per invocation) and the variants' fixed arrays (the DQ forms'
+/// 64 vec4s, the norm's 128 floats, the sliced form's flag).
+pub(super) fn half_gemv_shared_bytes(local: u32) -> u32 {
+    36 * local + 1024 + 512 + 16
+}
+
+/// Most chunks one workgroup of the half-chunk GEMV holds (half a chunk per invocation):
+/// 256 (512 invocations) everywhere, up to 512 where the device takes workgroups of up to
+/// [`HALF_GEMV_LOCAL_MAX`] in x with the shared memory they need and subgroups of at least
+/// local / 128 (the DQ and norm forms keep a partial per subgroup in 128 slots).
+/// `ETVK_Q4_HALF_MAX_CHUNKS` (benchmarks: 256 gives the earlier geometry) lowers it.
+pub(crate) fn half_gemv_max_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
+    let max = half_gemv_max_chunks_for(
+        caps.max_workgroup_invocations
+            .min(caps.max_workgroup_size[0]),
+        caps.subgroup_size,
+        caps.max_shared_memory_size,
+    );
+    static CAP: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let cap = *CAP.get_or_init(|| {
+        std::env::var("ETVK_Q4_HALF_MAX_CHUNKS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&c| (32..=512).contains(&c) && c % 32 == 0)
+    });
+    cap.map_or(max, |c| c.max(HALF_GEMV_LOCAL as usize / 2).min(max))
+}
+
+/// Most chunks per slice of the half-chunk GEMV over rows of `kc` chunks where one workgroup
+/// holds up to `wide` ([`half_gemv_max_chunks`]): `wide` where the whole row fits, else 256.
+/// Wider workgroups pay where they leave the row unsliced; in slices, two workgroups of up
+/// to 512 per SM beat one wider one (H100, session 41: N = 8192, K = 28672 in two slices of
+/// 448 chunks 57.1-57.2 us against four of 224's 56.5-56.6; whole rows of 344..512 chunks
+/// 5.4-12% faster than two slices, 264 chunks 1.3%).
+pub(super) fn half_gemv_slice_limit(kc: usize, wide: usize) -> usize {
+    let narrow = HALF_GEMV_LOCAL as usize / 2;
+    if kc <= wide {
+        wide.max(narrow)
+    } else {
+        narrow
+    }
+}
+
+/// [`half_gemv_max_chunks`] from the limits: workgroups of `invocations` in x, subgroups of
+/// `subgroup`, `shared` bytes of shared memory.
+pub(super) fn half_gemv_max_chunks_for(invocations: u32, subgroup: u32, shared: u32) -> usize {
+    let mut local = HALF_GEMV_LOCAL_MAX
+        .min(invocations)
+        .min(subgroup.saturating_mul(128));
+    while local > HALF_GEMV_LOCAL && half_gemv_shared_bytes(local) > shared {
+        local -= 32;
+    }
+    (local.max(HALF_GEMV_LOCAL) / 2) as usize
+}
+
+/// Invocations per workgroup of the half-chunk GEMV over rows of `kc` chunks, slices of at
+/// most `max_chunks` ([`half_gemv_max_chunks`]): one per half chunk of a slice (of the row
+/// when unsliced), in whole subgroups of 32; so no more than 31 idle (slices of 224 chunks
+/// idled 64 of 512). `ETVK_Q4_HALF_LOCAL` (benchmarks) widens it to a multiple of 32 up to
+/// 512.
+pub(super) fn half_gemv_local(kc: usize, max_chunks: usize) -> u32 {
+    let cs = half_gemv_slice_chunks(kc, half_gemv_slices(kc, max_chunks));
     let fit = (2 * cs)
         .next_multiple_of(32)
-        .clamp(32, HALF_GEMV_LOCAL as usize) as u32;
+        .clamp(32, 2 * max_chunks.max(16)) as u32;
     static WIDER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let wider = *WIDER.get_or_init(|| wider_local("ETVK_Q4_HALF_LOCAL", HALF_GEMV_LOCAL));
     wider.map_or(fit, |l| l.max(fit))
@@ -950,16 +1013,22 @@ pub(super) fn half_gemv_local(kc: usize) -> u32 {
 /// form's 512, the chunk-per-invocation form's 256), as many invocations in smaller ones; at
 /// most 8192 (the launch stays one row of the grid: the shaders count their workgroups from
 /// the launch size).
+/// Workgroups wider than `full` take an SM each (a half-chunk GEMV of more than 512
+/// invocations at ~60 registers: the register file holds 1024 invocations).
 pub(super) fn persistent_wave(local: u32, full: u32) -> usize {
+    if local > full {
+        return (persistent_gemv_target() / 2).max(1);
+    }
     let per_two = (2 * full / local.max(1)).max(2) as usize;
     (persistent_gemv_target() * per_two / 2).min(8192)
 }
 
 /// Slices of a row of `kc` chunks in the half-chunk GEMV: one invocation holds one half
-/// chunk's activation limbs, so a slice is at most 256 chunks (512 half chunks); the slices
-/// are as even as the chunks allow ([`half_gemv_slice_chunks`]).
-pub(super) fn half_gemv_slices(kc: usize) -> usize {
-    kc.div_ceil(256).max(1)
+/// chunk's activation limbs, so a slice is at most `max_chunks` chunks
+/// ([`half_gemv_slice_limit`]); the slices are as even as the chunks allow
+/// ([`half_gemv_slice_chunks`]).
+pub(super) fn half_gemv_slices(kc: usize, max_chunks: usize) -> usize {
+    kc.div_ceil(max_chunks.max(1)).max(1)
 }
 
 /// Whether the unsliced half-chunk GEMV over `n` rows takes its `_early` variant: where
@@ -994,7 +1063,8 @@ pub(super) const PERSISTENT_GEMV_ROWS: usize = 8;
 /// device has packed int8 dot products and every scale group is a power-of-two number of
 /// 32-code chunks (or one group spans the row); the float form serves every group size.
 /// Where its workgroup fits, the int8 form at M = 1 is the half-chunk GEMV (rows of any
-/// length; in slices past 256 chunks).
+/// length: whole up to 256 chunks, or 512 on devices that take workgroups of 1024; longer
+/// rows in slices of at most 256).
 /// Compile spec [`Q4_GEMV_SPEC`](crate::builder::Q4_GEMV_SPEC), else `ETVK_Q4_GEMV`, = `lanes` | `wide` | `wide_dp4` |
 /// `wide_dp4_pre` | `wide_dp4_persist` | `half` overrides the choice (tests, benchmarks).
 pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
@@ -1004,10 +1074,12 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     // chunks ([`persist_gemv_local`]).
     let kc = kpad / 32;
     let persist = if dp4_ok { persist_gemv_local(kc) } else { 0 };
-    // The half-chunk form (in slices of at most 256 chunks), where its workgroup fits.
+    // The half-chunk form (whole rows of up to 256 chunks, 512 where the device takes
+    // workgroups of 1024; longer rows in slices of at most 256), where its workgroup fits.
     let caps = g.caps();
-    let slices = half_gemv_slices(kc);
-    let local = half_gemv_local(kc);
+    let max_chunks = half_gemv_slice_limit(kc, half_gemv_max_chunks(caps));
+    let slices = half_gemv_slices(kc, max_chunks);
+    let local = half_gemv_local(kc, max_chunks);
     let early = match forced_gemv(g).as_deref() {
         Some("half_early") => slices == 1,
         Some("half_late") => false,
@@ -1021,6 +1093,7 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let half_fits = dp4_ok
         && caps.max_workgroup_invocations >= local
         && caps.max_workgroup_size[0] >= local
+        && caps.max_shared_memory_size >= half_gemv_shared_bytes(local)
         && g.shader_supported(shader_of(half, false));
     // With its workgroups fitted to the row (or slice) it beat every other form at M = 1
     // on every row length measured (H200: 4096^2 9.7 -> 8.6 us against the persistent
