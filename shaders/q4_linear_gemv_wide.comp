@@ -18,11 +18,13 @@
 //   the limbs come from a pre-pass (q4_act_limbs.comp) instead of from every workgroup,
 //   which pays off for large matrices (H200, 8192 x 28672: 51.2 us, 0.63 of the read
 //   ceiling).
-// - DP4 + PERSIST (rows of at most 256 chunks): one chunk per invocation, its limbs made once;
-//   a wave of workgroups walks the blocks of RW (8) rows. H200: 17.5 us at 8192^2, 44.0 us at
-//   28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table). At M = 1
+// - DP4 + PERSIST (rows of at most 256 chunks; 512 in one workgroup per SM on devices with
+//   workgroups of 1024, select::persist_max_chunks): one chunk per invocation, its limbs made
+//   once; a wave of workgroups walks the blocks of RW (8) rows. H200: 17.5 us at 8192^2, 44.0
+//   us at 28672 x 8192 (0.51 / 0.72 of the read ceiling in the session-4 table). At M = 1
 //   q4_linear_gemv_half.comp (half a chunk per invocation) is faster and takes every row;
-//   this form serves M = 2..8 on rows of 32..256 chunks (session 21).
+//   this form serves M = 2..8 on rows of 32..256 chunks (session 21), and of up to 512 (H100,
+//   session 41: N = 8192, K = 14336 M = 2 / 4 16% / 21% faster than the unpersistent form).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its

@@ -1968,8 +1968,8 @@ fn half_max_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
 /// a multiple of 32, one scale group per row), five of K = 40960 (the final sum's batch of
 /// four slices and one more) with N cut short of a block; bias, fresh x on every launch of
 /// one loaded dynamic program (M = 1, 2, 1, 1: the counters must be back at zero and no slice
-/// sum of one launch may leak into the next; M = 2 takes the 256-invocation wide form), and
-/// qcs4w.
+/// sum of one launch may leak into the next; M = 2 takes the 256-invocation wide form, or
+/// the persistent one where M = 1 is unsliced), and qcs4w.
 #[test]
 fn sliced_half_gemv_sums_slices_in_order() {
     let be = backend();
@@ -1981,6 +1981,15 @@ fn sliced_half_gemv_sums_slices_in_order() {
             "q4_linear_gemv_half_sliced"
         } else {
             "q4_linear_gemv_half"
+        }
+    };
+    // At M = 2 rows the half GEMV takes whole (and below the limbs pre-pass) take the
+    // persistent form, one workgroup of up to 512 per SM; sliced ones the wide form.
+    let m2_kernel = |k: usize| {
+        if k.div_ceil(32) > max_chunks {
+            "q4_linear_gemv_wide_m1_dp4"
+        } else {
+            "q4_linear_gemv_wide_dp4_persist"
         }
     };
     for (seed, k, n, gs) in [
@@ -2000,7 +2009,7 @@ fn sliced_half_gemv_sums_slices_in_order() {
                 let want = if m == 1 {
                     vec![format!("{Q4GSW}/{}", m1_kernel(k))]
                 } else {
-                    vec![format!("{Q4GSW}/q4_linear_gemv_wide_m1_dp4")]
+                    vec![format!("{Q4GSW}/{}", m2_kernel(k))]
                 };
                 assert_eq!(names, want, "M {m} K {k}");
             }
@@ -2017,8 +2026,9 @@ fn sliced_half_gemv_sums_slices_in_order() {
 /// where the device takes it ([`half_max_chunks`]), unsliced: K = 8448 with N not a multiple
 /// of 8 (544 invocations, one workgroup per SM: the wave is half the 512-invocation one),
 /// K = 13824 (432 chunks, 864 invocations: lavapipe's widest), K = 9000 (ragged, one scale
-/// group per row); bias, fresh x per launch, M = 1, 2, 1; qcs4w at K = 10240. Devices that
-/// hold fewer chunks per workgroup take the sliced form on the same rows.
+/// group per row); bias, fresh x per launch, M = 1, 2, 1 (M = 2: the persistent int8 GEMV in
+/// one workgroup of up to 512, a chunk per invocation); qcs4w at K = 10240. Devices that hold
+/// fewer chunks per workgroup take the sliced form (M = 2: the wide form) on the same rows.
 #[test]
 fn half_gemv_takes_long_rows_in_one_wide_workgroup() {
     let be = backend();
@@ -2037,13 +2047,15 @@ fn half_gemv_takes_long_rows_in_one_wide_workgroup() {
         for m in [1, 2, 1] {
             let what = format!("wide half GEMV K {k} N {n} gs {gs}");
             let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
-            if half && m == 1 {
-                let want = if wide && k.div_ceil(32) <= half_max_chunks(caps) {
-                    "q4_linear_gemv_half"
-                } else {
-                    "q4_linear_gemv_half_sliced"
+            if half {
+                let whole = wide && k.div_ceil(32) <= half_max_chunks(caps);
+                let want = match (m, whole) {
+                    (1, true) => "q4_linear_gemv_half",
+                    (1, false) => "q4_linear_gemv_half_sliced",
+                    (_, true) => "q4_linear_gemv_wide_dp4_persist",
+                    (_, false) => "q4_linear_gemv_wide_m1_dp4",
                 };
-                assert_eq!(names, vec![format!("{Q4GSW}/{want}")], "K {k}");
+                assert_eq!(names, vec![format!("{Q4GSW}/{want}")], "M {m} K {k}");
             }
         }
     }
@@ -2231,10 +2243,11 @@ fn fma_gemv_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// Rows longer than the persistent GEMV's (> 256 chunks) at M = 2..8: the int8 wide GEMV's
-/// workgroups split over the activation rows (workgroup per row block and row), with the
-/// limbs made per workgroup or, forced, by the pre-pass for every row; leading dims, ragged
-/// K, odd N, bias (qcs4w at M = 4, K = 8230: in qcs4w_matches_f64_reference).
+/// Rows longer than the persistent GEMV's (> 512 chunks, or > 256 on devices without
+/// workgroups of 1024) at M = 2..8: the int8 wide GEMV's workgroups split over the
+/// activation rows (workgroup per row block and row), with the limbs made per workgroup or,
+/// forced, by the pre-pass for every row; leading dims, ragged K, odd N, bias (qcs4w at
+/// M = 4, K = 8230: in qcs4w_matches_f64_reference).
 #[test]
 fn long_rows_split_over_activation_rows() {
     let be = backend();
@@ -2247,7 +2260,7 @@ fn long_rows_split_over_activation_rows() {
         (
             1500,
             &[8][..],
-            8224,
+            16416,
             37,
             32,
             false,
@@ -2256,7 +2269,7 @@ fn long_rows_split_over_activation_rows() {
         (
             1501,
             &[2, 3][..],
-            8300,
+            16500,
             21,
             64,
             false,

@@ -30,7 +30,8 @@
 //!     wrote; `_dq*_x16` take a force_fp16 program's fp16 x), and that node then launches
 //!     nothing at M = 1 (ops/quantize.rs); with an fp16 output the M = 1 forms write it
 //!     (`_f16out`, `_dq*_x16`) and the conversion node after them idles;
-//!   - rows of <= 256 chunks otherwise: `_dp4_persist`, one chunk per invocation in whole
+//!   - rows of <= 256 chunks otherwise (<= 512 where the half-chunk GEMV takes them whole,
+//!     below the limbs pre-pass: `select::persist_max_chunks`): `_dp4_persist`, one chunk per invocation in whole
 //!     subgroups (`select::persist_gemv_local`), its limbs made once per workgroup, one wave
 //!     of 264 workgroups of 256 (as many invocations in more, smaller ones);
 //!   - other longer rows: `_dp4` (limbs made per workgroup), or `_dp4_pre` with the limbs
@@ -717,7 +718,7 @@ fn global(
         // Workgroups per activation row times M; one grid row (the shader derives the
         // workgroups per row from the launch size).
         Kernel::GemvWide { persist, .. } if persist > 0 => {
-            // Two 256-invocation workgroups per SM (94 registers).
+            // Two 256-invocation workgroups per SM (94 registers); one when wider.
             let target = persistent_wave(persist, LOCAL);
             let per_row = cols.div_ceil(rows_per_gemv_group).min((target / m).max(1));
             per_row * m
@@ -1663,8 +1664,16 @@ mod tests {
             (256, 256),
             (257, 0),
         ] {
-            assert_eq!(persist_gemv_local(kc), local, "kc {kc}");
+            assert_eq!(persist_gemv_local(kc, 256), local, "kc {kc}");
         }
+        // Rows of 257..512 chunks: one workgroup of up to 512 where the weight is below the
+        // limbs pre-pass (N * Kpad < 2^27), else the unpersistent form.
+        assert_eq!(persist_max_chunks(448, 8192), 512);
+        assert_eq!(persist_gemv_local(448, persist_max_chunks(448, 8192)), 448);
+        assert_eq!(persist_max_chunks(512, 8192), 256);
+        assert_eq!(persist_gemv_local(512, persist_max_chunks(512, 8192)), 0);
+        assert_eq!(persist_max_chunks(256, 100_000), 256);
+        assert_eq!(persist_gemv_local(513, 512), 0);
         // Workgroups of one invocation per half chunk of a slice, in whole subgroups: 224
         // chunks take 448, 192 take 384, 201 take 416 (402 rounded up), 130 unsliced 288.
         for (kc, local) in [

@@ -271,7 +271,7 @@ pub(super) fn forward_kernel(
             kc if kc < PERSIST_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
             kc => Kernel::GemvWide {
                 dp4: true,
-                persist: persist_gemv_local(kc),
+                persist: persist_gemv_local(kc, persist_max_chunks(kc, n)),
             },
         },
         (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
@@ -903,15 +903,42 @@ pub(super) fn limbs_prepass(g: &GraphBuilder<'_>, q: &Q4) -> bool {
 
 /// Output rows per workgroup of the wide GEMV (`RW` in q4_linear_gemv_wide.comp).
 pub(super) const WIDE_GEMV_ROWS: usize = 16;
+/// Most chunks of the persistent int8 GEMV at M = 2..8 over rows of `kc` chunks and `n`
+/// rows where the half-chunk GEMV takes them whole at M = 1: 256 (two workgroups of up to
+/// 256 per SM), or 512 (one workgroup of up to 512 per SM) for rows of 257..512 chunks, which
+/// the half-chunk GEMV only takes whole on devices with workgroups of 1024 and its 20+ KiB
+/// of shared memory (this form needs 512 and 18 KiB), unless the weight is large enough for
+/// the activation limbs' pre-pass ([`LIMBS_PREPASS_MIN_WEIGHTS`]), which is level with it.
+/// H100 (docs/performance.md, session 41), against the unpersistent form those rows took:
+/// N = 8192, K = 14336 M = 2 / 4 46.1 -> 38.8 / 79.5 -> 63.0 us, N = 4096, K = 11008 22.8 ->
+/// 20.4 / 36.8 -> 30.2; the pre-pass form at N = 8192, K = 16384 42.8-43.0 / 65.3-65.4
+/// against 40.9-43.8 / 64.0-65.2. `ETVK_Q4_PERSIST_MAX_CHUNKS=256` (benchmarks) keeps 256.
+pub(super) fn persist_max_chunks(kc: usize, n: usize) -> usize {
+    static CAP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cap = *CAP.get_or_init(|| {
+        std::env::var("ETVK_Q4_PERSIST_MAX_CHUNKS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&c| c == 256)
+            .unwrap_or(512)
+    });
+    if kc > 256 && cap > 256 && n.saturating_mul(kc * 32) < LIMBS_PREPASS_MIN_WEIGHTS {
+        512
+    } else {
+        256
+    }
+}
+
 /// Invocations per workgroup of the persistent int8 GEMV over rows of `kc` chunks (one chunk
-/// each): one per chunk in whole subgroups of 32, at most 256; 0 past 256 chunks (the form
-/// does not take such rows). `ETVK_Q4_PERSIST_LOCAL` (benchmarks) widens it to a multiple
-/// of 32 up to 256.
-pub(super) fn persist_gemv_local(kc: usize) -> u32 {
-    if kc > 256 {
+/// each): one per chunk in whole subgroups of 32, at most `max_chunks` (256: two workgroups
+/// per SM at 94 registers; 512: one per SM, [`persist_max_chunks`]); 0 past it (the form
+/// does not take such rows). `ETVK_Q4_PERSIST_LOCAL` (benchmarks) widens it to a multiple of
+/// 32 up to 256.
+pub(super) fn persist_gemv_local(kc: usize, max_chunks: usize) -> u32 {
+    if kc > max_chunks {
         return 0;
     }
-    let fit = kc.next_multiple_of(32).clamp(32, 256) as u32;
+    let fit = kc.next_multiple_of(32).clamp(32, max_chunks.max(32)) as u32;
     static WIDER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let wider = *WIDER.get_or_init(|| wider_local("ETVK_Q4_PERSIST_LOCAL", 256));
     wider.map_or(fit, |l| l.max(fit))
@@ -1073,7 +1100,11 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     // The persistent form holds one chunk's limbs per invocation: rows of at most 256
     // chunks ([`persist_gemv_local`]).
     let kc = kpad / 32;
-    let persist = if dp4_ok { persist_gemv_local(kc) } else { 0 };
+    let persist = if dp4_ok {
+        persist_gemv_local(kc, 256)
+    } else {
+        0
+    };
     // The half-chunk form (whole rows of up to 256 chunks, 512 where the device takes
     // workgroups of 1024; longer rows in slices of at most 256), where its workgroup fits.
     let caps = g.caps();

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Session 41, third run: the built persistent int8 GEMV over rows of up to 512 chunks at
+# M = 2..7 (select::persist_max_chunks, default now) against the earlier unpersistent form
+# (ETVK_Q4_PERSIST_MAX_CHUNKS=256, "old"), weight-only and 8da4w, two interleaved rounds;
+# then the whole q4_linear GPU test binary and the q4 / quantize op families with the
+# built binary (its tests now expect the persistent form at M = 2 on such rows).
+# Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s41c.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s41c.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_prepare() {
+    rm -f .gl/bin/*.gz
+    exp_test_binary ops
+    strip .gl/bin/* || true
+    gzip -9 -f .gl/bin/*
+}
+exp_begin "$0" "$@"
+row() {
+    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
+}
+{
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+    .gl/bin/etvk bench read --ceiling-mib 2048 2>&1 | grep -iE "read|copy" | head -4
+    for round in 1 2; do
+        for shape in "4096 14336" "8192 14336" "8192 12288" "8192 16384"; do
+            read -r n k <<<"$shape"
+            for m in 2 3 4 7; do
+                echo -n "r$round old M=$m N=$n K=$k: "
+                ETVK_Q4_PERSIST_MAX_CHUNKS=256 row linear_q4gsw --m $m --n "$n" --k "$k"
+                echo -n "r$round new M=$m N=$n K=$k: "
+                row linear_q4gsw --m $m --n "$n" --k "$k"
+            done
+        done
+        for m in 2 4; do
+            echo -n "r$round old dq8ca M=$m N=4096 K=14336: "
+            ETVK_Q4_PERSIST_MAX_CHUNKS=256 row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+            echo -n "r$round new dq8ca M=$m N=4096 K=14336: "
+            row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+        done
+    done
+    echo "== q4_linear tests"
+    for t in .gl/bin/q4_linear-*; do
+        timeout 300 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | tail -20 || true
+    done
+    echo "== op families q4_linear, quantize"
+    for t in .gl/bin/ops-*; do
+        timeout 200 "$t" --test-threads=2 q4_linear quantize 2>&1 | grep -v ' \.\.\. ok$' | tail -20 || true
+    done
+} 2>&1 | tee "$OUT/s41c.txt"
