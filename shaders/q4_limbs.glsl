@@ -61,3 +61,40 @@ void make_limbs(vec4 xv[2 * LIMB_WORDS], out uint le[3][LIMB_WORDS], out uint lo
     lsum[l] = t4;
   }
 }
+
+// The integers d (|d| <= 255, as floats) of an 8da4w linear's quantized activations (the
+// DQ forms: d = q - zp) as two int8 limbs, d = 128 a0 + a1 (exact), packed as make_limbs
+// packs its three, with each limb's sum.
+void make_int_limbs(vec4 xv[2 * LIMB_WORDS], out uint le[2][LIMB_WORDS], out uint lo[2][LIMB_WORDS],
+                    out int lsum[2]) {
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
+    [[unroll]] for (uint j = 0u; j < LIMB_WORDS; ++j) {
+      le[l][j] = 0u;
+      lo[l][j] = 0u;
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < 2u * LIMB_WORDS; ++i) {
+    const ivec4 iv = ivec4(xv[i]);
+    const ivec4 a0 = (iv + 64) >> 7;  // [-2, 2]
+    const ivec4 a1 = iv - (a0 << 7);  // [-64, 63]
+    const uvec4 a[2] = uvec4[2](uvec4(a0), uvec4(a1));
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      const uint pos = 4u * (i & 1u) + q;
+      const int sh = int(8u * (pos >> 1));
+      [[unroll]] for (uint l = 0u; l < 2u; ++l) {
+        if ((pos & 1u) == 0u) {
+          le[l][i >> 1] = bitfieldInsert(le[l][i >> 1], a[l][q], sh, 8);
+        } else {
+          lo[l][i >> 1] = bitfieldInsert(lo[l][i >> 1], a[l][q], sh, 8);
+        }
+      }
+    }
+  }
+  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
+    int t4 = sdot4x8(le[l][0], 0x01010101u, 0) + sdot4x8(lo[l][0], 0x01010101u, 0);
+    [[unroll]] for (uint j = 1u; j < LIMB_WORDS; ++j) {
+      t4 = t4 + sdot4x8(le[l][j], 0x01010101u, 0) + sdot4x8(lo[l][j], 0x01010101u, 0);
+    }
+    lsum[l] = t4;
+  }
+}

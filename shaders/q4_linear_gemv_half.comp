@@ -269,38 +269,6 @@ float row_dot(uvec2 w, uint le[3][2], uint lo[3][2], int lsumc, float unit) {
 }
 
 #if DQ
-// The half chunk's integers d (|d| <= 255, as floats) as two int8 limbs, d = 128 a0 + a1,
-// packed as make_limbs packs its three, with each limb's sum.
-void make_int_limbs(vec4 xv[4], out uint le[2][2], out uint lo[2][2], out int lsum[2]) {
-  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
-    [[unroll]] for (uint j = 0u; j < 2u; ++j) {
-      le[l][j] = 0u;
-      lo[l][j] = 0u;
-    }
-  }
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    const ivec4 iv = ivec4(xv[i]);
-    const ivec4 a0 = (iv + 64) >> 7;   // [-2, 2]
-    const ivec4 a1 = iv - (a0 << 7);   // [-64, 63]
-    const uvec4 a[2] = uvec4[2](uvec4(a0), uvec4(a1));
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-      const uint pos = 4u * (i & 1u) + q;
-      const int sh = int(8u * (pos >> 1));
-      [[unroll]] for (uint l = 0u; l < 2u; ++l) {
-        if ((pos & 1u) == 0u) {
-          le[l][i >> 1] = bitfieldInsert(le[l][i >> 1], a[l][q], sh, 8);
-        } else {
-          lo[l][i >> 1] = bitfieldInsert(lo[l][i >> 1], a[l][q], sh, 8);
-        }
-      }
-    }
-  }
-  [[unroll]] for (uint l = 0u; l < 2u; ++l) {
-    lsum[l] = sdot4x8(le[l][0], 0x01010101u, 0) + sdot4x8(lo[l][0], 0x01010101u, 0) +
-              sdot4x8(le[l][1], 0x01010101u, 0) + sdot4x8(lo[l][1], 0x01010101u, 0);
-  }
-}
-
 // row_dot over the two limbs: 8 packed dot products instead of 12 (H100: 0.6-1.5 us faster
 // over the three limbs of the fake-quantized floats, docs/performance.md, session 35).
 float row_dot_int(uvec2 w, uint le[2][2], uint lo[2][2], int lsumc, float unit) {

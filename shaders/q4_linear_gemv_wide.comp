@@ -25,6 +25,14 @@
 //   q4_linear_gemv_half.comp (half a chunk per invocation) is faster and takes every row;
 //   this form serves M = 2..8 on rows of 32..256 chunks (session 21), and of up to 512 (H100,
 //   session 41: N = 8192, K = 14336 M = 2 / 4 16% / 21% faster than the unpersistent form).
+// - DP4 + PERSIST + DQ (`_dp4_persist_dq`, M = 2..7 of an 8da4w linear,
+//   et_vk.linear_dq8ca_q4gsw, with fp32 x): x is the raw activation row, quantized here with
+//   the row's scale and zero point as its choose_qparams node stored them (`row_params`,
+//   written beside its fake-quantized x; act_qparams.glsl's arithmetic) to the integers
+//   d = q - zp in [-255, 255], which two int8 limbs hold exactly (d = 128 a0 + a1): 16 packed
+//   dot products per row and chunk instead of 24 over three limbs of the fake-quantized x,
+//   the scale applied once per row and chunk (q4_linear_gemv_half.comp's DQ forms at M = 1,
+//   q4_mma_limbs.comp's from M = 8).
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
@@ -77,6 +85,13 @@ layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s[]; };
 layout(set = 0, binding = 3) readonly buffer S4 { vec4 s4[]; };  // row quads (q4_scales.glsl)
 layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
+#ifndef DQ
+#define DQ 0
+#endif
+#if DQ
+#include "act_qparams.glsl"
+layout(set = 0, binding = 5) readonly buffer RowParams { vec2 row_params[]; };  // [M]
+#endif
 
 layout(push_constant) uniform Params {
   uint M;         // activation rows (<= MT)
@@ -174,6 +189,20 @@ float row_dot(uvec4 w, uint le[3][4], uint lo[3][4], int lsum[3], float unit) {
 }
 #endif
 
+#if DQ
+// row_dot over the two limbs of the integers d: 16 packed dot products, combined in int32
+// (|i0| <= 32 * 2 * 15), the codes' -8 in `lsumc`; one conversion.
+float row_dot_int(uvec4 w, uint le[2][4], uint lo[2][4], int lsumc, float unit) {
+  int i0 = 0, i1 = 0;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    const uint ev = w[j] & 0x0F0F0F0Fu, od = (w[j] >> 4) & 0x0F0F0F0Fu;
+    i0 += sdot4x8(le[0][j], ev, 0) + sdot4x8(lo[0][j], od, 0);
+    i1 += sdot4x8(le[1][j], ev, 0) + sdot4x8(lo[1][j], od, 0);
+  }
+  return float(i0 * 128 + i1 - lsumc) * unit;
+}
+#endif
+
 #ifdef PERSIST
 // Persistent form (DP4, one chunk per invocation: KC <= NT): the invocation's limbs are made
 // once, then the workgroup walks row blocks wr, wr + (workgroups per row), ... of RW rows,
@@ -208,10 +237,27 @@ void main() {
                    k + 2u < p.K ? x[xrow + k + 2u] : 0.0, k + 3u < p.K ? x[xrow + k + 3u] : 0.0);
     }
   }
+#if DQ
+  // The row's quantization (a scale that is not finite gives NaN outputs, as the node's
+  // fake-quantized x would); values past K stay 0.
+  const vec2 qp = row_params[m];
+  const float invc = act_inv_scale(qp.x);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+      if (k0 + 4u * i + e < p.K) xv[i][e] = act_quant_offset(xv[i][e], qp.y, invc);
+    }
+  }
+  uint le[2][4], lo[2][4];
+  int lsum[2];
+  make_int_limbs(xv, le, lo, lsum);
+  const int lsumc = 8 * (lsum[0] * 128 + lsum[1]);
+  float unit = (isinf(qp.x) || isnan(qp.x)) ? uintBitsToFloat(0x7FC00000u) : qp.x;
+#else
   uint le[3][4], lo[3][4];
   int lsum[3];
   float unit;
   make_limbs(xv, le, lo, lsum, unit);
+#endif
   // Invocations past the row's chunks hold a copy of the last chunk: they count zero.
   if (t >= p.KC || gc >= p.G) unit = 0.0;
 
@@ -232,7 +278,11 @@ void main() {
         load_batch(c, bn * RW, gc, wn, sn);
       }
       [[unroll]] for (uint u = 0u; u < UR; ++u) {
+#if DQ
+        acc[0][r0 + u] = row_dot_int(wv[u], le, lo, lsumc, unit) * sb[u];
+#else
         acc[0][r0 + u] = row_dot(wv[u], le, lo, lsum, unit) * sb[u];
+#endif
       }
       wv = wn;
       sb = sn;

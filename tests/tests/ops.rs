@@ -360,6 +360,36 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
+/// At M = 2..7 an fp32 8da4w linear's persistent int8 GEMV quantizes the raw x itself with
+/// the rows' parameters its choose node wrote (`_dp4_persist_dq`: two limbs of q - zp); the
+/// choose node runs there. The numbers are checked by the quantize family.
+#[test]
+fn dq_linear_at_small_m_reads_the_raw_x() {
+    let all = (cases::family("quantize").cases)();
+    let case = case_ending(
+        &all,
+        "x[7, 2048] N 44 gs 32 bias true scale float32 zp int8 M [7, 2, 1, 5]",
+    );
+    // choose 0, linear 1; runs at M = 7, 2, 1, 5.
+    for run in [0, 1, 3] {
+        let nodes = profile_run(case, run);
+        let node = |id: u32| {
+            nodes
+                .iter()
+                .find(|n| n.node_id == id && n.launched)
+                .unwrap_or_else(|| panic!("run {run}: node {id} idle in {nodes:?}"))
+        };
+        if node(1).op.contains("dp4") {
+            assert!(
+                node(1).op.ends_with("gemv_wide_dp4_persist_dq"),
+                "run {run}: {}",
+                node(1).op
+            );
+        }
+        assert!(node(0).launched, "run {run}: choose idle at M > 1");
+    }
+}
+
 /// An fp32 RMSNorm of rows up to 2048 that only 8da4w linears read (through their choose
 /// nodes) launches nothing at M = 1 by default: their DQ GEMVs compute it (`_dq_norm`);
 /// fused with the add before it, the add's node writes the sum alone and the GEMVs compute
@@ -730,7 +760,6 @@ fn case_ending<'a>(all: &'a [etvk_tests::OpCase], name: &str) -> &'a etvk_tests:
         .unwrap_or_else(|| panic!("no case named like {name:?}"))
 }
 
-/// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
 /// The M = 1 half GEMV's kernel name ending for rows of `k` values: `_sliced` + `dq` where
 /// the row has more chunks than one workgroup holds on this device (256, up to 512 where
 /// workgroups of 1024 fit: `half_gemv_row_chunks`), `dq` alone otherwise.
@@ -757,6 +786,7 @@ fn fit_sliced(want: &str, label: &str) -> String {
     half_dq(k, rest)
 }
 
+/// The per-dispatch profile of run `run_index` of `case`, on a delegate of its own.
 fn profile_run(case: &etvk_tests::OpCase, run_index: usize) -> Vec<etvk_runtime::NodeTime> {
     let be = etvk_tests::backend();
     let mut d = etvk_runtime::Delegate::init(&be, &case.blob, &case.compile_specs, &case.named)

@@ -174,6 +174,32 @@ pub fn cases() -> Vec<OpCase> {
             (F32, I8),
             21,
         ),
+        // M = 2..7 on rows of >= 32 chunks: the persistent int8 GEMV quantizes the raw x
+        // itself with the rows' parameters the choose node wrote (`_dp4_persist_dq`, two
+        // limbs of the integers q - zp); a row not a multiple of 32 (its tail's zeros), N
+        // not a multiple of 8, int32 zero points, and back to M = 1.
+        dq8ca(
+            F32,
+            &[7, 2048],
+            &[7, 2, 1, 5],
+            2048,
+            44,
+            32,
+            true,
+            (F32, I8),
+            47,
+        ),
+        dq8ca(
+            F32,
+            &[4, 1100],
+            &[4, 3],
+            1100,
+            21,
+            64,
+            false,
+            (F32, I32),
+            48,
+        ),
         // After an RMSNorm (alone, or fused with the residual add before it) the norm writes
         // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.
         dq8ca_after_norm(F32, false, 96, &[1, 3, 1], 22).spec("etvk_row_range", "norm"),

@@ -53,6 +53,14 @@ fn forward(
                     .iter()
                     .all(|&(three, two)| !g.shader_supported(three) || g.shader_supported(two))
         });
+    // M = 2..7 of an 8da4w linear with fp32 x: the persistent int8 GEMV quantizes the raw x
+    // itself with the rows' parameters its choose node wrote (`_dp4_persist_dq`: two limbs of
+    // the integers q - zp instead of three of the fake-quantized x). `ETVK_DQ_PERSIST=0`
+    // keeps the three limbs (comparisons).
+    let dq_persist = dq
+        .filter(|d| !d.x16 && std::env::var("ETVK_DQ_PERSIST").map_or(true, |v| v != "0"))
+        .filter(|_| g.shader_supported(ShaderId::Q4LinearGemvWideDp4PersistDq))
+        .map(|d| (d.x, d.row_params));
     // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
     // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
     // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
@@ -340,6 +348,13 @@ fn forward(
                         let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
                         Dispatch::new(sh, [o, x, q.w, q.s, bias_t])
                     }
+                    (Kernel::GemvWide { persist, .. }, _) if persist > 0 => match dq_persist {
+                        Some((raw, row_params)) => Dispatch::new(
+                            ShaderId::Q4LinearGemvWideDp4PersistDq,
+                            [out, raw, q.w, q.s, bias_t, row_params],
+                        ),
+                        None => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
+                    },
                     _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
                 },
             };
