@@ -93,6 +93,28 @@ exp_line() {
     echo
 }
 
+# There: exp_line of the carried etvk at 30 replays against a 2-GiB ceiling (each row's
+# fraction against the same read as the header's). Usage: exp_row OP --m M --n N --k K
+exp_row() {
+    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
+}
+
+# There: the card and driver, and the 2-GiB read and copy ceilings, as a run's first lines.
+exp_header() {
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+    .gl/bin/etvk bench read --ceiling-mib 2048 2>&1 | grep -iE "read|copy" | head -4
+}
+
+# Here, after `scripts/device-bench.sh prepare` (the release binaries, the q4_linear test
+# binary and the loader / validation .debs in .gl/): adds the ops test binary and strips and
+# gzips .gl/bin (the carry stays under 64 MiB). Usage: exp_carry_tests
+exp_carry_tests() {
+    rm -f .gl/bin/*.gz
+    exp_test_binary ops
+    strip .gl/bin/* || true
+    gzip -9 -f .gl/bin/*
+}
+
 # There: exp_line of the carried etvk's linear_q4gsw. Usage: exp_q4_row --m M --n N --k K
 exp_q4_row() {
     exp_line .gl/bin/etvk linear_q4gsw "$@"

@@ -13,36 +13,30 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    exp_test_binary ops
-    strip .gl/bin/* || true
-    gzip -9 -f .gl/bin/*
+    exp_carry_tests
 }
 exp_begin "$0" "$@"
-row() {
-    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
-}
 SHAPES=("8192 8192" "4096 14336" "8192 14336" "4096 11008" "8192 8448" "8192 12288"
     "8192 16384" "8192 28672")
 {
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    .gl/bin/etvk bench read --ceiling-mib 2048 2>&1 | grep -iE "read|copy" | head -4
+    exp_header
     for round in 1 2; do
         for shape in "${SHAPES[@]}"; do
             read -r n k <<<"$shape"
             echo -n "r$round old N=$n K=$k: "
-            ETVK_Q4_HALF_MAX_CHUNKS=256 row linear_q4gsw --m 1 --n "$n" --k "$k"
+            ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "r$round new N=$n K=$k: "
-            row linear_q4gsw --m 1 --n "$n" --k "$k"
+            exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
         done
         for b in old new; do
             cap=512
             [ "$b" = old ] && cap=256
             echo -n "r$round $b qcs4w N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap row linear_qcs4w --m 1 --n 4096 --k 14336
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_qcs4w --m 1 --n 4096 --k 14336
             echo -n "r$round $b dq8ca N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336
             echo -n "r$round $b dq8ca silu N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 \
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 \
                 --x-from silu
         done
     done

@@ -11,33 +11,26 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -f .gl/bin/*.gz
-    exp_test_binary ops
-    strip .gl/bin/* || true
-    gzip -9 -f .gl/bin/*
+    exp_carry_tests
 }
 exp_begin "$0" "$@"
-row() {
-    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
-}
 {
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    .gl/bin/etvk bench read --ceiling-mib 2048 2>&1 | grep -iE "read|copy" | head -4
+    exp_header
     for round in 1 2; do
         for shape in "4096 14336" "8192 14336" "8192 12288" "8192 16384"; do
             read -r n k <<<"$shape"
             for m in 2 3 4 7; do
                 echo -n "r$round old M=$m N=$n K=$k: "
-                ETVK_Q4_PERSIST_MAX_CHUNKS=256 row linear_q4gsw --m $m --n "$n" --k "$k"
+                ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row linear_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round new M=$m N=$n K=$k: "
-                row linear_q4gsw --m $m --n "$n" --k "$k"
+                exp_row linear_q4gsw --m $m --n "$n" --k "$k"
             done
         done
         for m in 2 4; do
             echo -n "r$round old dq8ca M=$m N=4096 K=14336: "
-            ETVK_Q4_PERSIST_MAX_CHUNKS=256 row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+            ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
             echo -n "r$round new dq8ca M=$m N=4096 K=14336: "
-            row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+            exp_row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
         done
     done
     echo "== q4_linear tests"

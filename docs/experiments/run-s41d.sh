@@ -11,29 +11,22 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -f .gl/bin/*.gz
-    exp_test_binary ops
-    strip .gl/bin/* || true
-    gzip -9 -f .gl/bin/*
+    exp_carry_tests
 }
 exp_begin "$0" "$@"
-row() {
-    EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
-}
 {
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    .gl/bin/etvk bench read --ceiling-mib 2048 2>&1 | grep -iE "read|copy" | head -4
+    exp_header
     for round in 1 2; do
         for shape in "4096 4096" "14336 4096" "4096 14336" "8192 8192" "28672 8192"; do
             read -r n k <<<"$shape"
             for m in 2 4 7; do
                 echo -n "r$round old dq8ca M=$m N=$n K=$k: "
-                ETVK_DQ_PERSIST=0 row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
+                ETVK_DQ_PERSIST=0 exp_row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round new dq8ca M=$m N=$n K=$k: "
-                row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
+                exp_row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
                 if [ "$round" = 1 ]; then
                     echo -n "r$round q4gsw M=$m N=$n K=$k: "
-                    row linear_q4gsw --m $m --n "$n" --k "$k"
+                    exp_row linear_q4gsw --m $m --n "$n" --k "$k"
                 fi
             done
         done
