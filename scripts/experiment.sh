@@ -94,8 +94,9 @@ exp_line() {
 }
 
 # There: exp_line of the carried etvk at 30 replays against a 2-GiB ceiling (each row's
-# fraction against the same read as the header's). Usage: exp_row OP --m M --n N --k K
-exp_row() {
+# fraction against the same read as the header's; not exp_row below, which takes the
+# whole command). Usage: exp_row2g OP --m M --n N --k K
+exp_row2g() {
     EXP_ITERS=30 EXP_CEILING_MIB=2048 exp_line .gl/bin/etvk "$@"
 }
 

@@ -24,19 +24,19 @@ SHAPES=("8192 8192" "4096 14336" "8192 14336" "4096 11008" "8192 8448" "8192 122
         for shape in "${SHAPES[@]}"; do
             read -r n k <<<"$shape"
             echo -n "r$round old N=$n K=$k: "
-            ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
+            ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "r$round new N=$n K=$k: "
-            exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
+            exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
         done
         for b in old new; do
             cap=512
             [ "$b" = old ] && cap=256
             echo -n "r$round $b qcs4w N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_qcs4w --m 1 --n 4096 --k 14336
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row2g linear_qcs4w --m 1 --n 4096 --k 14336
             echo -n "r$round $b dq8ca N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row2g linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336
             echo -n "r$round $b dq8ca silu N=4096 K=14336: "
-            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 \
+            ETVK_Q4_HALF_MAX_CHUNKS=$cap exp_row2g linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 \
                 --x-from silu
         done
     done

@@ -22,14 +22,14 @@ exp_begin "$0" "$@"
         for shape in "8192 8192" "4096 14336" "8192 14336" "4096 11008" "8192 16384" "8192 28672"; do
             read -r n k <<<"$shape"
             echo -n "r$round old N=$n K=$k: "
-            ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
+            ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "r$round new N=$n K=$k: "
-            exp_row linear_q4gsw --m 1 --n "$n" --k "$k"
+            exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
         done
         echo -n "r$round old dq8ca silu N=4096 K=14336: "
-        ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 --x-from silu
+        ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row2g linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 --x-from silu
         echo -n "r$round new dq8ca silu N=4096 K=14336: "
-        exp_row linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 --x-from silu
+        exp_row2g linear_dq8ca_q4gsw --m 1 --n 4096 --k 14336 --x-from silu
     done
     echo "== persistent int8 GEMV over rows of up to 512 chunks (M = 2..7)"
     for round in 1 2; do
@@ -37,9 +37,9 @@ exp_begin "$0" "$@"
             read -r n k <<<"$shape"
             for m in 2 4; do
                 echo -n "r$round built M=$m N=$n K=$k: "
-                exp_row linear_q4gsw --m $m --n "$n" --k "$k"
+                exp_row2g linear_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round p512 M=$m N=$n K=$k: "
-                ETVK_Q4_PERSIST_MAX_CHUNKS=512 exp_row linear_q4gsw --m $m --n "$n" --k "$k"
+                ETVK_Q4_PERSIST_MAX_CHUNKS=512 exp_row2g linear_q4gsw --m $m --n "$n" --k "$k"
             done
         done
     done

@@ -21,16 +21,16 @@ exp_begin "$0" "$@"
             read -r n k <<<"$shape"
             for m in 2 3 4 7; do
                 echo -n "r$round old M=$m N=$n K=$k: "
-                ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row linear_q4gsw --m $m --n "$n" --k "$k"
+                ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row2g linear_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round new M=$m N=$n K=$k: "
-                exp_row linear_q4gsw --m $m --n "$n" --k "$k"
+                exp_row2g linear_q4gsw --m $m --n "$n" --k "$k"
             done
         done
         for m in 2 4; do
             echo -n "r$round old dq8ca M=$m N=4096 K=14336: "
-            ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+            ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row2g linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
             echo -n "r$round new dq8ca M=$m N=4096 K=14336: "
-            exp_row linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
+            exp_row2g linear_dq8ca_q4gsw --m $m --n 4096 --k 14336
         done
     done
     echo "== q4_linear tests"

@@ -21,12 +21,12 @@ exp_begin "$0" "$@"
             read -r n k <<<"$shape"
             for m in 2 4 7; do
                 echo -n "r$round old dq8ca M=$m N=$n K=$k: "
-                ETVK_DQ_PERSIST=0 exp_row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
+                ETVK_DQ_PERSIST=0 exp_row2g linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round new dq8ca M=$m N=$n K=$k: "
-                exp_row linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
+                exp_row2g linear_dq8ca_q4gsw --m $m --n "$n" --k "$k"
                 if [ "$round" = 1 ]; then
                     echo -n "r$round q4gsw M=$m N=$n K=$k: "
-                    exp_row linear_q4gsw --m $m --n "$n" --k "$k"
+                    exp_row2g linear_q4gsw --m $m --n "$n" --k "$k"
                 fi
             done
         done
