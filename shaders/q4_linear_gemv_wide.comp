@@ -26,13 +26,16 @@
 //   this form serves M = 2..8 on rows of 32..256 chunks (session 21), and of up to 512 (H100,
 //   session 41: N = 8192, K = 14336 M = 2 / 4 16% / 21% faster than the unpersistent form).
 // - DP4 + PERSIST + DQ (`_dp4_persist_dq`, M = 2..7 of an 8da4w linear,
-//   et_vk.linear_dq8ca_q4gsw, with fp32 x): x is the raw activation row, quantized here with
-//   the row's scale and zero point as its choose_qparams node stored them (`row_params`,
-//   written beside its fake-quantized x; act_qparams.glsl's arithmetic) to the integers
+//   et_vk.linear_dq8ca_q4gsw, with fp32 x): x is the raw activation row, which the
+//   workgroup holds whole (one chunk per invocation): it finds the row's min and max
+//   (subgroup reductions, one barrier), the choose_qparams node's scale and zero point from
+//   them (act_qparams.glsl, bit for bit; its parameters as specialization constants 3-7, as
+//   in q4_linear_gemv_half.comp's DQ forms), and quantizes its chunk to the integers
 //   d = q - zp in [-255, 255], which two int8 limbs hold exactly (d = 128 a0 + a1): 16 packed
 //   dot products per row and chunk instead of 24 over three limbs of the fake-quantized x,
-//   the scale applied once per row and chunk (q4_linear_gemv_half.comp's DQ forms at M = 1,
-//   q4_mma_limbs.comp's from M = 8).
+//   the scale applied once per row and chunk. The choose node then launches nothing at
+//   these M unless another reader needs its outputs (ops/quantize.rs). Needs subgroup
+//   arithmetic and NT <= 128 subgroups.
 // - float (every device, every group size): an in-place decode at three operations per
 //   nibble. 28.7 us at 8192^2.
 // The kernel is bound by instructions and load latency, not by bandwidth (without its
@@ -89,8 +92,17 @@ layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 #define DQ 0
 #endif
 #if DQ
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "act_qparams.glsl"
-layout(set = 0, binding = 5) readonly buffer RowParams { vec2 row_params[]; };  // [M]
+layout(constant_id = 3) const uint DQ_MAPPING = 0u;
+layout(constant_id = 4) const int DQ_QMIN = -128;
+layout(constant_id = 5) const int DQ_QMAX = 127;
+layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
+layout(constant_id = 7) const uint DQ_KINDS = 0u;
+// Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups, zero past
+// the last subgroup up to a multiple of 4.
+shared vec4 dq_part[64];
 #endif
 
 layout(push_constant) uniform Params {
@@ -238,9 +250,40 @@ void main() {
     }
   }
 #if DQ
-  // The row's quantization (a scale that is not finite gives NaN outputs, as the node's
-  // fake-quantized x would); values past K stay 0.
-  const vec2 qp = row_params[m];
+  // The row's min and max: invocations past the row hold copies of its last chunk and zeros
+  // past K, neither of which moves them (act_qparams takes min(lo, 0) and max(hi, 0)).
+  vec4 l4 = xv[0], u4 = xv[0];
+  [[unroll]] for (uint i = 1u; i < 8u; ++i) {
+    l4 = min(l4, xv[i]);
+    u4 = max(u4, xv[i]);
+  }
+  float rlo = subgroupMin(min(min(l4.x, l4.y), min(l4.z, l4.w)));
+  float rhi = subgroupMax(max(max(u4.x, u4.y), max(u4.z, u4.w)));
+  {
+    const uint nsg = gl_NumSubgroups, nsg4 = (nsg + 3u) >> 2;
+    if (gl_SubgroupInvocationID == 0u) {
+      dq_part[gl_SubgroupID >> 2][gl_SubgroupID & 3u] = rlo;
+      dq_part[32u + (gl_SubgroupID >> 2)][gl_SubgroupID & 3u] = rhi;
+    }
+    if (t >= nsg && t < 4u * nsg4) {
+      dq_part[t >> 2][t & 3u] = 0.0;
+      dq_part[32u + (t >> 2)][t & 3u] = 0.0;
+    }
+    barrier();
+    vec4 lf = dq_part[0], uf = dq_part[32];
+    for (uint i = 1u; i < nsg4; ++i) {
+      lf = min(lf, dq_part[i]);
+      uf = max(uf, dq_part[32u + i]);
+    }
+    rlo = min(min(lf.x, lf.y), min(lf.z, lf.w));
+    rhi = max(max(uf.x, uf.y), max(uf.z, uf.w));
+  }
+  // The row's scale and zero point as the node stores and reads them back (a scale that
+  // is not finite gives NaN outputs, as the node's fake-quantized x would); values past K
+  // stay 0.
+  const vec4 aq = act_qparams(rlo, rhi, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
+                              DQ_KINDS);
+  const vec2 qp = aq.zw;
   const float invc = act_inv_scale(qp.x);
   [[unroll]] for (uint i = 0u; i < 8u; ++i) {
     [[unroll]] for (uint e = 0u; e < 4u; ++e) {

@@ -9,7 +9,7 @@
 //! (block-wise `(q - zero_point) * scale`), which the exporter leaves in front of
 //! `aten.linear` for int8 (and per-channel int4 without a fused pattern) weight-only linears.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use etvk_format::ir::DataType;
@@ -494,6 +494,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 row_params,
                 spec: params.spec(),
                 readers_at_m1: Arc::new(AtomicUsize::new(0)),
+                needs_small_m: Arc::new(AtomicU32::new(0)),
             };
             g.act_quant_sources.push(ActQuantSource {
                 x: x_val,
@@ -508,14 +509,16 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 }
             }
             // Other readers of the scale and zero point need this node at every M.
+            let needs_small_m = used.needs_small_m.clone();
             let readers = used.readers_at_m1;
             // Whether the node idles at M = 1 depends on the linears built after it: its
             // launch is made again at the first execute, when they have all counted.
             g.deferred_resize = true;
             if other_reader {
                 readers.fetch_add(1, Ordering::Relaxed);
+                needs_small_m.fetch_or(SMALL_M_BITS, Ordering::Relaxed);
             }
-            Some(((xq, row_params), readers))
+            Some(((xq, row_params), (readers, needs_small_m)))
         }
         ChoosePlan::Reuse { used, skip } => {
             g.act_quant.insert((x_val, s_val, z_val), used);
@@ -560,11 +563,13 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         if let Some((xq, _)) = xq {
             s.set_dims(xq, dims.clone())?;
         }
-        // At M = 1 every linear may quantize x itself (the DQ half GEMV): nothing to launch.
-        let idle = rows == 1
-            && readers_at_m1
-                .as_ref()
-                .is_some_and(|r| r.load(Ordering::Relaxed) == 0);
+        // At M = 1 every linear may quantize x itself (the DQ half GEMV), and at M = 2..7
+        // (the persistent int8 GEMV's DQ form): nothing to launch.
+        let idle = match (rows, &readers_at_m1) {
+            (1, Some((r, _))) => r.load(Ordering::Relaxed) == 0,
+            (2..=7, Some((_, bits))) => bits.load(Ordering::Relaxed) & (1 << rows) == 0,
+            _ => false,
+        };
         let rows = if idle { 0 } else { rows };
         Ok(crate::graph::Launch {
             push: Push::new()
@@ -622,7 +627,14 @@ pub(crate) struct ActQuantUse {
     /// Readers of `xq` (or of the node's outputs) at M = 1; at 0 the node launches nothing
     /// there. Counted while the graph is built, read by the node's resize.
     pub(crate) readers_at_m1: Arc<AtomicUsize>,
+    /// Bit M (2..=7, [`SMALL_M_BITS`]) set where some reader needs the node's outputs at M;
+    /// where it is clear every linear's GEMV quantizes x itself (the persistent int8 GEMV's
+    /// DQ form) and the node launches nothing.
+    pub(crate) needs_small_m: Arc<AtomicU32>,
 }
+
+/// The M (2..=7) at which an 8da4w linear's choose_qparams node may idle: bit M.
+pub(crate) const SMALL_M_BITS: u32 = 0b1111_1100;
 
 /// A choose_qparams node that also wrote x quantized and dequantized (`xq`).
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::ops::fusion::GemvX;
+use crate::ops::quantize::SMALL_M_BITS;
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
@@ -10,9 +11,10 @@ use crate::ops::fusion::GemvX;
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
 /// came in as fp16 (arg 0; `x` is then its fp32 copy). `dq`: an 8da4w linear's raw x and
 /// quantization parameters, which the half GEMV (unsliced or sliced) can take instead of `x`
-/// (its DQ forms), and from which the tensor-core kernels take the integers q - zp (f16:
-/// `q4_dq_rowscale`; int8: `q4_mma_limbs_dq`); the result says whether the M = 1 kernel
-/// does (then `x` is not read at M = 1).
+/// (its DQ forms), as can the persistent int8 GEMV at M = 2..7 (`_dp4_persist_dq`), and
+/// from which the tensor-core kernels take the integers q - zp (f16: `q4_dq_rowscale`; int8:
+/// `q4_mma_limbs_dq`); the result has bit M set for each M <= 7 whose kernel quantizes x
+/// itself (then `x` is not read at that M).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     g: &mut GraphBuilder<'_>,
@@ -24,7 +26,7 @@ fn forward(
     q: Q4,
     (peaks, f16_from, x16): (crate::builder::Layout, usize, bool),
     dq: Option<DqGemv>,
-) -> Result<bool> {
+) -> Result<u32> {
     // A force_fp16 program's fp16 output, which the M = 1 half GEMV can write itself
     // (`_f16out`, `_dq_x16`): the other kernels write fp32 `out` and a node converts it into
     // `out_user`, idle at M = 1 then (one dispatch and barrier fewer). `ETVK_Q4_F16_OUT=0`:
@@ -54,13 +56,19 @@ fn forward(
                     .all(|&(three, two)| !g.shader_supported(three) || g.shader_supported(two))
         });
     // M = 2..7 of an 8da4w linear with fp32 x: the persistent int8 GEMV quantizes the raw x
-    // itself with the rows' parameters its choose node wrote (`_dp4_persist_dq`: two limbs of
-    // the integers q - zp instead of three of the fake-quantized x). `ETVK_DQ_PERSIST=0`
-    // keeps the three limbs (comparisons).
+    // itself (`_dp4_persist_dq`: the row's range by subgroup reductions, at most 128
+    // subgroups of its <= 512 invocations, then two limbs of the integers q - zp instead of
+    // three of the fake-quantized x), and its choose node need not run there.
+    // `ETVK_DQ_PERSIST=0` keeps the three limbs (comparisons).
     let dq_persist = dq
         .filter(|d| !d.x16 && std::env::var("ETVK_DQ_PERSIST").map_or(true, |v| v != "0"))
-        .filter(|_| g.shader_supported(ShaderId::Q4LinearGemvWideDp4PersistDq))
-        .map(|d| (d.x, d.row_params));
+        .filter(|_| {
+            let caps = g.caps();
+            caps.subgroup_arithmetic
+                && caps.subgroup_size >= 4
+                && g.shader_supported(ShaderId::Q4LinearGemvWideDp4PersistDq)
+        })
+        .map(|d| (d.x, d.spec.to_vec()));
     // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
     // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
     // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
@@ -348,11 +356,15 @@ fn forward(
                         let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
                         Dispatch::new(sh, [o, x, q.w, q.s, bias_t])
                     }
-                    (Kernel::GemvWide { persist, .. }, _) if persist > 0 => match dq_persist {
-                        Some((raw, row_params)) => Dispatch::new(
-                            ShaderId::Q4LinearGemvWideDp4PersistDq,
-                            [out, raw, q.w, q.s, bias_t, row_params],
-                        ),
+                    (Kernel::GemvWide { persist, .. }, _) if persist > 0 => match &dq_persist {
+                        Some((raw, spec)) => {
+                            let mut d = Dispatch::new(
+                                ShaderId::Q4LinearGemvWideDp4PersistDq,
+                                [out, *raw, q.w, q.s, bias_t],
+                            );
+                            d.spec = spec.clone();
+                            d
+                        }
                         None => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
                     },
                     _ => Dispatch::new(shader_of(kn, false), [out, x, q.w, q.s, bias_t]),
@@ -371,7 +383,14 @@ fn forward(
             Ok(d)
         })
         .collect::<Result<Vec<_>>>()?;
-    let dq_at_m1 = dq.is_some() && matches!(choose(1), Kernel::GemvHalf { .. });
+    // The M (1..=7) at which this linear quantizes the raw x itself: bit M.
+    let dq_self = u32::from(dq.is_some() && matches!(choose(1), Kernel::GemvHalf { .. })) << 1
+        | (2..=7usize)
+            .filter(|&m| {
+                dq_persist.is_some()
+                    && matches!(choose(m), Kernel::GemvWide { persist, .. } if persist > 0)
+            })
+            .fold(0u32, |bits, m| bits | 1 << m);
     let kernels = plan.kernels;
     g.dispatch_select(call, variants, move |s| {
         let (mut od, m) = current_rows(s, x, k, "x")?;
@@ -437,7 +456,7 @@ fn forward(
     } else {
         finish_output(g, call, out, out_user, out_arg)?;
     }
-    Ok(dq_at_m1)
+    Ok(dq_self)
 }
 
 /// The plain half GEMV's forms and their `_f16out` forms (fp16 output).
@@ -896,7 +915,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
     let bias = bias_arg(g, call, 7, q.n)?;
     let out32 = f32_output(g, call, out)?;
     let peaks = q4::group_scale_peaks_layout(q.n, q.groups);
-    let dq_at_m1 = forward(
+    let dq_self = forward(
         g,
         call,
         xq,
@@ -907,11 +926,17 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
         (peaks, FWD_F16_MIN_M, false),
         dq,
     )?;
+    let dq_at_m1 = dq_self & 2 != 0;
     if let Some(f) = fused {
         if !dq_at_m1 {
             f.readers_at_m1
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        // The M = 2..7 this linear needs the node's outputs at.
+        f.needs_small_m.fetch_or(
+            !dq_self & SMALL_M_BITS,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
     // The op that writes x must run at M = 1 unless this linear's M = 1 kernel computes x
     // itself.
