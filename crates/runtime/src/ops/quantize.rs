@@ -529,7 +529,8 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         }
     };
     let xq = fq.as_ref().map(|f| f.0);
-    let readers_at_m1 = fq.map(|f| f.1);
+    // (readers at M = 1, the M = 2..7 some reader needs the node at).
+    let readers = fq.map(|f| f.1);
     let s = g.shapes();
     let (shader, bindings) = match xq {
         Some((xq, row_params)) => (
@@ -565,7 +566,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         }
         // At M = 1 every linear may quantize x itself (the DQ half GEMV), and at M = 2..7
         // (the persistent int8 GEMV's DQ form): nothing to launch.
-        let idle = match (rows, &readers_at_m1) {
+        let idle = match (rows, &readers) {
             (1, Some((r, _))) => r.load(Ordering::Relaxed) == 0,
             (2..=7, Some((_, bits))) => bits.load(Ordering::Relaxed) & (1 << rows) == 0,
             _ => false,

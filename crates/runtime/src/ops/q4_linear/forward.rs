@@ -70,7 +70,8 @@ fn forward(
         })
         .map(|d| (d.x, d.spec.to_vec()));
     // The DQ forms reduce x's min and max over subgroups (one partial per subgroup, room for
-    // 128: subgroups of >= 4 at 512 invocations): on a device without subgroup reductions,
+    // 128: subgroups of >= 4 at 512 invocations, wider workgroups only where the subgroups
+    // allow, `select::half_gemv_max_chunks`): on a device without subgroup reductions,
     // or with smaller subgroups, the choose_qparams node quantizes x for every M. The forms
     // that read the row's range from the op before (DQ_MM) reduce nothing; those for fp16 x
     // write the fp16 output.
@@ -495,7 +496,8 @@ pub(crate) struct DqGemv {
     /// write the fp16 output themselves.
     pub(crate) x16: bool,
     /// Each row's (scale, zero point) as the choose_qparams node stored them (written where
-    /// that node runs, M >= 2): the int8 tensor-core forward's DQ limbs read them.
+    /// that node runs: M >= 8, and M = 2..7 where a reader needs it): the int8 tensor-core
+    /// forward's DQ limbs read them.
     pub(crate) row_params: TensorId,
     /// x is an op's output (fp32) that the `_dq_silu` / `_dq_norm` / `_dq_addnorm` forms
     /// compute at M = 1 from that op's inputs (`ops::fusion::XSource`).

@@ -164,12 +164,9 @@ pub(crate) use select::{
 };
 
 /// The longest weight rows, in 32-code chunks, that the M = 1 half-chunk GEMV takes in one
-/// workgroup on a device with `caps` (longer rows go in slices of at most 256 chunks summed
-/// by the kernel): 256, up to 512 where workgroups of up to 1024 invocations fit (tests,
-/// benchmarks).
-pub fn half_gemv_row_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
-    half_gemv_max_chunks(caps)
-}
+/// workgroup on a device (longer rows go in slices of at most 256 chunks summed by the
+/// kernel; tests, benchmarks).
+pub use select::half_gemv_max_chunks as half_gemv_row_chunks;
 
 /// Activation / output dtypes: fp16 ones are converted to fp32 around the fp32 kernels.
 const FLOATS: &[DataType] = &[DataType::Float32, DataType::Float16];

@@ -976,7 +976,7 @@ pub(super) fn half_gemv_shared_bytes(local: u32) -> u32 {
 /// [`HALF_GEMV_LOCAL_MAX`] in x with the shared memory they need and subgroups of at least
 /// local / 128 (the DQ and norm forms keep a partial per subgroup in 128 slots).
 /// `ETVK_Q4_HALF_MAX_CHUNKS` (benchmarks: 256 gives the earlier geometry) lowers it.
-pub(crate) fn half_gemv_max_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
+pub fn half_gemv_max_chunks(caps: &etvk_vulkan::DeviceCaps) -> usize {
     let max = half_gemv_max_chunks_for(
         caps.max_workgroup_invocations
             .min(caps.max_workgroup_size[0]),
