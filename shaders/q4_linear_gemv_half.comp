@@ -228,9 +228,9 @@ layout(push_constant) uniform Params {
 shared float red[RW * NT];
 shared float red2[RW * SEGS];
 #if DQ && !DQ_MM
-// Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups (the runtime
-// keeps NT <= 128 x the subgroup size), zero past the last subgroup up to a multiple of 4.
-shared vec4 dq_part[64];
+// The row's min / max partials (up to 128 subgroups: the runtime keeps NT <= 128 x the
+// subgroup size).
+#include "act_row_range.glsl"
 #endif
 #if NORM
 shared float norm_part[128];  // per-subgroup sums of squares
@@ -444,40 +444,22 @@ void main() {
     u = max(u, max(max(max(xv[2].x, xv[2].y), max(xv[2].z, xv[2].w)),
                    max(max(xv[3].x, xv[3].y), max(xv[3].z, xv[3].w))));
 #endif
-    // Over each subgroup (subgroupMin / Max: any subgroup size, partly filled ones too),
-    // one partial per subgroup, one barrier, then every invocation folds the partials four
-    // at a time: 0.1-0.7 us faster than a shared-memory tree with two barriers and 15- and
-    // 31-step serial folds (H100, docs/performance.md, session 34).
-    l = subgroupMin(l);
-    u = subgroupMax(u);
+    // Over the workgroup (act_row_range.glsl), the norm's sum of squares beside it.
 #if NORM
     ss = subgroupAdd(ss);
+    if (gl_SubgroupInvocationID == 0u) norm_part[gl_SubgroupID] = ss;
 #endif
-    const uint nsg = gl_NumSubgroups, nsg4 = (nsg + 3u) >> 2;
-    if (gl_SubgroupInvocationID == 0u) {
-      dq_part[gl_SubgroupID >> 2][gl_SubgroupID & 3u] = l;
-      dq_part[32u + (gl_SubgroupID >> 2)][gl_SubgroupID & 3u] = u;
-#if NORM
-      norm_part[gl_SubgroupID] = ss;
-#endif
-    }
-    // Zeros (neutral: act_qparams takes min(lo, 0), max(hi, 0)) after the last partial.
-    if (t >= nsg && t < 4u * nsg4) {
-      dq_part[t >> 2][t & 3u] = 0.0;
-      dq_part[32u + (t >> 2)][t & 3u] = 0.0;
-    }
+    row_range_store(l, u, t);
     barrier();
-    vec4 l4 = dq_part[0], u4 = dq_part[32];
-    for (uint i = 1u; i < nsg4; ++i) {
-      l4 = min(l4, dq_part[i]);
-      u4 = max(u4, dq_part[32u + i]);
+    {
+      const vec2 lu = row_range_fold();
+      l = lu.x;
+      u = lu.y;
     }
-    l = min(min(l4.x, l4.y), min(l4.z, l4.w));
-    u = max(max(u4.x, u4.y), max(u4.z, u4.w));
 #if NORM
     {
       float total = 0.0;
-      for (uint i = 0u; i < nsg; ++i) total += norm_part[i];
+      for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
       const float nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
       l *= nscale;
       u *= nscale;

@@ -100,9 +100,7 @@ layout(constant_id = 4) const int DQ_QMIN = -128;
 layout(constant_id = 5) const int DQ_QMAX = 127;
 layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
 layout(constant_id = 7) const uint DQ_KINDS = 0u;
-// Per-subgroup minima (vec4s 0..31) then maxima (32..63): up to 128 subgroups, zero past
-// the last subgroup up to a multiple of 4.
-shared vec4 dq_part[64];
+#include "act_row_range.glsl"
 #endif
 
 layout(push_constant) uniform Params {
@@ -257,27 +255,10 @@ void main() {
     l4 = min(l4, xv[i]);
     u4 = max(u4, xv[i]);
   }
-  float rlo = subgroupMin(min(min(l4.x, l4.y), min(l4.z, l4.w)));
-  float rhi = subgroupMax(max(max(u4.x, u4.y), max(u4.z, u4.w)));
-  {
-    const uint nsg = gl_NumSubgroups, nsg4 = (nsg + 3u) >> 2;
-    if (gl_SubgroupInvocationID == 0u) {
-      dq_part[gl_SubgroupID >> 2][gl_SubgroupID & 3u] = rlo;
-      dq_part[32u + (gl_SubgroupID >> 2)][gl_SubgroupID & 3u] = rhi;
-    }
-    if (t >= nsg && t < 4u * nsg4) {
-      dq_part[t >> 2][t & 3u] = 0.0;
-      dq_part[32u + (t >> 2)][t & 3u] = 0.0;
-    }
-    barrier();
-    vec4 lf = dq_part[0], uf = dq_part[32];
-    for (uint i = 1u; i < nsg4; ++i) {
-      lf = min(lf, dq_part[i]);
-      uf = max(uf, dq_part[32u + i]);
-    }
-    rlo = min(min(lf.x, lf.y), min(lf.z, lf.w));
-    rhi = max(max(uf.x, uf.y), max(uf.z, uf.w));
-  }
+  row_range_store(min(min(l4.x, l4.y), min(l4.z, l4.w)), max(max(u4.x, u4.y), max(u4.z, u4.w)), t);
+  barrier();
+  const vec2 rlu = row_range_fold();
+  const float rlo = rlu.x, rhi = rlu.y;
   // The row's scale and zero point as the node stores and reads them back (a scale that
   // is not finite gives NaN outputs, as the node's fake-quantized x would); values past K
   // stay 0.
