@@ -367,26 +367,45 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
-/// At M = 2..7 an fp32 8da4w linear's persistent int8 GEMV quantizes the raw x itself
+/// At M = 2..8 an fp32 8da4w linear's persistent int8 GEMV quantizes the raw x itself
 /// (`_dp4_persist_dq`: the row's range, the choose node's parameters, two limbs of q - zp),
-/// and its choose node, whose outputs nothing else reads, launches nothing there; it runs at
-/// M = 4 where the linear takes the FMA GEMV (K = 1100 ... 4096 rows: K <= 4096, two words
-/// per lane), and at M = 1 the half GEMV's DQ form quantizes x. The numbers are checked by
-/// the quantize family.
+/// also at M = 4, where the FMA GEMV takes the rows of a weight-only linear (K <= 4096);
+/// its choose node, whose outputs nothing else reads, launches nothing there (it runs at
+/// M = 8 where the FMA GEMV keeps the rows, or the tensor cores take them), and at M = 1 the
+/// half GEMV's DQ form quantizes x. The numbers are checked by the quantize family.
 #[test]
 fn dq_linear_at_small_m_reads_the_raw_x() {
     let all = (cases::family("quantize").cases)();
     // (case, runs: (index, the choose node launched there)); choose 0, linear 1.
-    let plans: [(&str, &[(usize, bool)]); 2] = [
+    let plans: [(&str, &[(usize, bool)]); 3] = [
         (
             "x[7, 2048] N 44 gs 32 bias true scale float32 zp int8 M [7, 2, 1, 5]",
             &[(0, false), (1, false), (2, false), (3, false)],
         ),
         (
             "x[4, 1100] N 21 gs 64 bias false scale float32 zp int32 M [4, 3]",
-            &[(0, true), (1, false)],
+            &[(0, false), (1, false)],
+        ),
+        (
+            "x[8, 1056] N 36 gs 32 bias true scale float32 zp int8 M [8, 6, 4]",
+            &[(1, false), (2, false)],
         ),
     ];
+    // M = 8: the choose node runs exactly where the linear's kernel does not quantize x
+    // itself (the FMA GEMV, on devices whose subgroups take it, or the tensor cores).
+    {
+        let case = case_ending(&all, "M [8, 6, 4]");
+        let nodes = profile_run(case, 0);
+        let launched = |id: u32| nodes.iter().any(|n| n.node_id == id && n.launched);
+        let linear = nodes.iter().find(|n| n.node_id == 1 && n.launched);
+        let linear = linear.unwrap_or_else(|| panic!("M = 8: linear idle in {nodes:?}"));
+        assert_eq!(
+            launched(0),
+            !linear.op.ends_with("_persist_dq"),
+            "M = 8: choose node launched (linear ran {})",
+            linear.op
+        );
+    }
     for (label, runs) in plans {
         let case = case_ending(&all, label);
         for &(run, choose_runs) in runs {

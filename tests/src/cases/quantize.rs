@@ -174,7 +174,7 @@ pub fn cases() -> Vec<OpCase> {
             (F32, I8),
             21,
         ),
-        // M = 2..7 on rows of >= 32 chunks: the persistent int8 GEMV quantizes the raw x
+        // M = 2..8 on rows of >= 32 chunks: the persistent int8 GEMV quantizes the raw x
         // itself with the rows' parameters the choose node wrote (`_dp4_persist_dq`, two
         // limbs of the integers q - zp); a row not a multiple of 32 (its tail's zeros), N
         // not a multiple of 8, int32 zero points, and back to M = 1.
@@ -199,6 +199,20 @@ pub fn cases() -> Vec<OpCase> {
             false,
             (F32, I32),
             48,
+        ),
+        // M = 8, 6 and 4 on a row the FMA GEMV takes at M = 8 and 4 (K <= 4096) for a
+        // weight-only linear: an 8da4w linear's M = 4 takes the persistent int8 GEMV's DQ
+        // form instead (M = 8 stays on the FMA GEMV after the choose node).
+        dq8ca(
+            F32,
+            &[8, 1056],
+            &[8, 6, 4],
+            1056,
+            36,
+            32,
+            true,
+            (F32, I8),
+            49,
         ),
         // After an RMSNorm (alone, or fused with the residual add before it) the norm writes
         // its rows' range and the M = 1 DQ GEMVs read it (`_dq_mm`); the sliced form too.

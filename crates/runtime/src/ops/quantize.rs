@@ -564,11 +564,11 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         if let Some((xq, _)) = xq {
             s.set_dims(xq, dims.clone())?;
         }
-        // At M = 1 every linear may quantize x itself (the DQ half GEMV), and at M = 2..7
+        // At M = 1 every linear may quantize x itself (the DQ half GEMV), and at M = 2..8
         // (the persistent int8 GEMV's DQ form): nothing to launch.
         let idle = match (rows, &readers) {
             (1, Some((r, _))) => r.load(Ordering::Relaxed) == 0,
-            (2..=7, Some((_, bits))) => bits.load(Ordering::Relaxed) & (1 << rows) == 0,
+            (2..=DQ_SELF_MAX_M, Some((_, bits))) => bits.load(Ordering::Relaxed) & (1 << rows) == 0,
             _ => false,
         };
         let rows = if idle { 0 } else { rows };
@@ -628,14 +628,19 @@ pub(crate) struct ActQuantUse {
     /// Readers of `xq` (or of the node's outputs) at M = 1; at 0 the node launches nothing
     /// there. Counted while the graph is built, read by the node's resize.
     pub(crate) readers_at_m1: Arc<AtomicUsize>,
-    /// Bit M (2..=7, [`SMALL_M_BITS`]) set where some reader needs the node's outputs at M;
-    /// where it is clear every linear's GEMV quantizes x itself (the persistent int8 GEMV's
-    /// DQ form) and the node launches nothing.
+    /// Bit M (2..=[`DQ_SELF_MAX_M`], [`SMALL_M_BITS`]) set where some reader needs the
+    /// node's outputs at M; where it is clear every linear's GEMV quantizes x itself (the
+    /// persistent int8 GEMV's DQ form) and the node launches nothing.
     pub(crate) needs_small_m: Arc<AtomicU32>,
 }
 
-/// The M (2..=7) at which an 8da4w linear's choose_qparams node may idle: bit M.
-pub(crate) const SMALL_M_BITS: u32 = 0b1111_1100;
+/// The most rows at which an 8da4w linear's GEMV may quantize x itself (the persistent int8
+/// GEMV's DQ form serves M = 2..8).
+pub(crate) const DQ_SELF_MAX_M: usize = 8;
+
+/// The M (2..=[`DQ_SELF_MAX_M`]) at which an 8da4w linear's choose_qparams node may idle:
+/// bit M.
+pub(crate) const SMALL_M_BITS: u32 = ((1 << (DQ_SELF_MAX_M + 1)) - 1) & !0b11;
 
 /// A choose_qparams node that also wrote x quantized and dequantized (`xq`).
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::ops::fusion::GemvX;
-use crate::ops::quantize::SMALL_M_BITS;
+use crate::ops::quantize::{DQ_SELF_MAX_M, SMALL_M_BITS};
 
 /// Shared part of the forward ops: dispatch x [.., k] -> out [.., N].
 /// The forward of both ops on x [M, K] (fp32) into `out`; `f16`: the layout that makes the
@@ -11,9 +11,9 @@ use crate::ops::quantize::SMALL_M_BITS;
 /// tensor-core kernel takes its W range, the M from which that kernel runs, and whether x
 /// came in as fp16 (arg 0; `x` is then its fp32 copy). `dq`: an 8da4w linear's raw x and
 /// quantization parameters, which the half GEMV (unsliced or sliced) can take instead of `x`
-/// (its DQ forms), as can the persistent int8 GEMV at M = 2..7 (`_dp4_persist_dq`), and
+/// (its DQ forms), as can the persistent int8 GEMV at M = 2..8 (`_dp4_persist_dq`), and
 /// from which the tensor-core kernels take the integers q - zp (f16: `q4_dq_rowscale`; int8:
-/// `q4_mma_limbs_dq`); the result has bit M set for each M <= 7 whose kernel quantizes x
+/// `q4_mma_limbs_dq`); the result has bit M set for each M <= 8 whose kernel quantizes x
 /// itself (then `x` is not read at that M).
 #[allow(clippy::too_many_arguments)]
 fn forward(
@@ -55,7 +55,7 @@ fn forward(
                     .iter()
                     .all(|&(three, two)| !g.shader_supported(three) || g.shader_supported(two))
         });
-    // M = 2..7 of an 8da4w linear with fp32 x: the persistent int8 GEMV quantizes the raw x
+    // M = 2..8 of an 8da4w linear with fp32 x: the persistent int8 GEMV quantizes the raw x
     // itself (`_dp4_persist_dq`: the row's range by subgroup reductions, at most 128
     // subgroups of its <= 512 invocations, then two limbs of the integers q - zp instead of
     // three of the fake-quantized x), and its choose node need not run there.
@@ -100,7 +100,25 @@ fn forward(
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
     let fma = fma_gemv(g, &q, mma.0 != Int8Mma::Off);
     let cm2 = cm2_forward(g, &q, x16);
+    // An 8da4w linear at the M = 2..7 the FMA GEMV takes (M = 4 on rows of <= 4096: on the
+    // fake-quantized x, after its choose node): the persistent int8 GEMV's DQ form instead
+    // where it serves the rows, which quantizes the raw x itself so that the choose node need
+    // not run. `ETVK_DQ_FMA=1` keeps the FMA GEMV there, `ETVK_DQ_FMA=8` takes M = 8 from it
+    // too (comparisons).
+    let persist_over_fma = match std::env::var("ETVK_DQ_FMA").as_deref() {
+        Ok("1") => 0,
+        Ok("8") => DQ_SELF_MAX_M,
+        _ => 7,
+    };
+    let persist_over_fma = dq_persist
+        .is_some()
+        .then(|| persistent_gemv(n, k, wide))
+        .flatten()
+        .map(|kn| (kn, persist_over_fma));
     let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
+        Some(_) if persist_over_fma.is_some_and(|(_, most)| (2..=most).contains(&m)) => {
+            persist_over_fma.map_or(Kernel::Gemv(small_mt(m)), |(kn, _)| kn)
+        }
         Some(kn) => kn,
         // Where the f16 forward runs natively, the cooperative_matrix2 kernel replaces it when
         // asked for (exact codes, whole tiles: no split-K).
@@ -384,9 +402,9 @@ fn forward(
             Ok(d)
         })
         .collect::<Result<Vec<_>>>()?;
-    // The M (1..=7) at which this linear quantizes the raw x itself: bit M.
+    // The M (1..=8) at which this linear quantizes the raw x itself: bit M.
     let dq_self = u32::from(dq.is_some() && matches!(choose(1), Kernel::GemvHalf { .. })) << 1
-        | (2..=7usize)
+        | (2..=DQ_SELF_MAX_M)
             .filter(|&m| {
                 dq_persist.is_some()
                     && matches!(choose(m), Kernel::GemvWide { persist, .. } if persist > 0)
@@ -496,7 +514,7 @@ pub(crate) struct DqGemv {
     /// write the fp16 output themselves.
     pub(crate) x16: bool,
     /// Each row's (scale, zero point) as the choose_qparams node stored them (written where
-    /// that node runs: M >= 8, and M = 2..7 where a reader needs it): the int8 tensor-core
+    /// that node runs: M >= 9, and M = 2..8 where a reader needs it): the int8 tensor-core
     /// forward's DQ limbs read them.
     pub(crate) row_params: TensorId,
     /// x is an op's output (fp32) that the `_dq_silu` / `_dq_norm` / `_dq_addnorm` forms
@@ -934,7 +952,7 @@ pub(super) fn build_linear_dq8ca_q4gsw(g: &mut GraphBuilder<'_>, call: &OpCall<'
             f.readers_at_m1
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        // The M = 2..7 this linear needs the node's outputs at.
+        // The M = 2..8 this linear needs the node's outputs at.
         f.needs_small_m.fetch_or(
             !dq_self & SMALL_M_BITS,
             std::sync::atomic::Ordering::Relaxed,

@@ -267,19 +267,30 @@ pub(super) fn forward_kernel(
         // M >= 2 (faster there: docs/performance.md, session 5).
         (2..=8, Some(w @ Kernel::GemvWide { dp4: true, .. })) => w,
         // Rows take the persistent form down to PERSIST_MIN_CHUNKS, the lane groups below.
-        (2..=8, Some(Kernel::GemvHalf { slices: 1, .. })) => match k.div_ceil(32) {
-            kc if kc < PERSIST_MIN_CHUNKS => Kernel::Gemv(small_mt(m)),
-            kc => Kernel::GemvWide {
-                dp4: true,
-                persist: persist_gemv_local(kc, persist_max_chunks(kc, n)),
-            },
-        },
+        (2..=8, w @ Some(Kernel::GemvHalf { slices: 1, .. })) => {
+            persistent_gemv(n, k, w).unwrap_or(Kernel::Gemv(small_mt(m)))
+        }
         (2..=8, Some(Kernel::GemvHalf { .. })) => Kernel::GemvWide {
             dp4: true,
             persist: 0,
         },
         (0..=8, _) => Kernel::Gemv(small_mt(m)),
         _ => tiled_kernel(m, n, k, big_tiles),
+    }
+}
+
+/// The persistent int8 GEMV ([`Kernel::GemvWide`] with `persist`) over `n` rows of `k`
+/// codes, where it serves M = 2..8: rows the unsliced half GEMV takes at M = 1 (`wide`, from
+/// [`wide_gemv`]) of at least [`PERSIST_MIN_CHUNKS`] chunks.
+pub(super) fn persistent_gemv(n: usize, k: usize, wide: Option<Kernel>) -> Option<Kernel> {
+    match (wide, k.div_ceil(32)) {
+        (Some(Kernel::GemvHalf { slices: 1, .. }), kc) if kc >= PERSIST_MIN_CHUNKS => {
+            Some(Kernel::GemvWide {
+                dp4: true,
+                persist: persist_gemv_local(kc, persist_max_chunks(kc, n)),
+            })
+        }
+        _ => None,
     }
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 42, first run: the 8da4w linear at M = 4 and 8 on rows the FMA GEMV takes (K <=
+# 4096): the persistent int8 GEMV's DQ form with its choose node idle (built at M = 4;
+# ETVK_DQ_FMA=8 at M = 8) against the FMA GEMV after the choose node (ETVK_DQ_FMA=1 at
+# M = 4; built at M = 8), interleaved twice; then session 41's
+# A/Bs again (run-s41g.sh's rows: it was prepared for an H200 and never ran), and the
+# 8da4w op tests on the GPU. One binary (env switches), 2-GiB read ceilings.
+# Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s42a.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s42a.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_prepare() {
+    exp_carry_tests
+}
+exp_begin "$0" "$@"
+{
+    exp_header
+    for round in 1 2; do
+        for shape in "4096 4096" "14336 4096" "1024 4096" "2048 2048"; do
+            read -r n k <<<"$shape"
+            echo -n "r$round fma dq8ca M=4 N=$n K=$k: "
+            ETVK_DQ_FMA=1 exp_row2g linear_dq8ca_q4gsw --m 4 --n "$n" --k "$k"
+            echo -n "r$round new dq8ca M=4 N=$n K=$k: "
+            exp_row2g linear_dq8ca_q4gsw --m 4 --n "$n" --k "$k"
+            echo -n "r$round fma dq8ca M=8 N=$n K=$k: "
+            exp_row2g linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
+            echo -n "r$round persist dq8ca M=8 N=$n K=$k: "
+            ETVK_DQ_FMA=8 exp_row2g linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
+        done
+    done
+    echo -n "floor M=1 N=8192 K=8192: "
+    exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    for shape in "4096 14336" "8192 16384"; do
+        read -r n k <<<"$shape"
+        echo -n "old M=1 N=$n K=$k: "
+        ETVK_Q4_HALF_MAX_CHUNKS=256 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+        echo -n "new M=1 N=$n K=$k: "
+        exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+    done
+    echo -n "old M=4 N=8192 K=14336: "
+    ETVK_Q4_PERSIST_MAX_CHUNKS=256 exp_row2g linear_q4gsw --m 4 --n 8192 --k 14336
+    echo -n "new M=4 N=8192 K=14336: "
+    exp_row2g linear_q4gsw --m 4 --n 8192 --k 14336
+    for m in 2 7; do
+        echo -n "old dq8ca M=$m N=8192 K=8192: "
+        ETVK_DQ_PERSIST=0 exp_row2g linear_dq8ca_q4gsw --m $m --n 8192 --k 8192
+        echo -n "new dq8ca M=$m N=8192 K=8192: "
+        exp_row2g linear_dq8ca_q4gsw --m $m --n 8192 --k 8192
+    done
+    echo "== 8da4w op tests"
+    for t in .gl/bin/ops-*; do
+        timeout 200 "$t" --test-threads=2 quantize act_quant dq_linear norm_writes rms_norm_runs \
+            gated_silu_runs_inside 2>&1 | grep -v ' \.\.\. ok$' | tail -20 || true
+    done
+} 2>&1 | tee "$OUT/s42a.txt"
