@@ -3,7 +3,9 @@
 # 4096): the persistent int8 GEMV's DQ form with its choose node idle (built at M = 4;
 # ETVK_DQ_FMA=8 at M = 8) against the FMA GEMV after the choose node (ETVK_DQ_FMA=1 at
 # M = 4; built at M = 8), interleaved twice; then session 41's
-# A/Bs again (run-s41g.sh's rows: it was prepared for an H200 and never ran), and the
+# A/Bs again (run-s41g.sh's rows: it was prepared for an H200 and never ran), the M = 1
+# DQ GEMVs' `_early` forms on multi-block launches (ETVK_Q4_GEMV=half_early), the half
+# GEMV's block sums in four chains (override `sum4`), and the
 # 8da4w op tests on the GPU. One binary (env switches), 2-GiB read ceilings.
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s42a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s42a.sh
@@ -13,6 +15,11 @@ dir=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
     exp_carry_tests
+    # The half GEMV's stage-2 block sum in four chains wherever a row has >= 32 partials
+    # (built: >= 65, the 1024-wide workgroups only).
+    exp_comp sum4 q4_linear_gemv_half q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u
+    exp_comp sum4 q4_linear_gemv_half_early q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u -DEARLY=1
+    exp_comp sum4 q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u -DSLICED=1
 }
 exp_begin "$0" "$@"
 {
@@ -28,6 +35,34 @@ exp_begin "$0" "$@"
             exp_row2g linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
             echo -n "r$round persist dq8ca M=8 N=$n K=$k: "
             ETVK_DQ_FMA=8 exp_row2g linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
+        done
+    done
+    # The half GEMV's block sums in four chains (`sum4`, by override) against the built one.
+    for round in 1 2; do
+        for shape in "8192 8192" "28672 8192" "8192 28672" "4096 4096"; do
+            read -r n k <<<"$shape"
+            echo -n "r$round built M=1 N=$n K=$k: "
+            exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+            echo -n "r$round sum4 M=1 N=$n K=$k: "
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_sum4 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+        done
+        echo -n "r$round built qcs4w M=1 8192^2: "
+        exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+        echo -n "r$round sum4 qcs4w M=1 8192^2: "
+        ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_sum4 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+    done
+    # The M = 1 DQ GEMVs with the first block's second batch loaded before x (the `_early`
+    # forms, built for one-block launches): does the longer DQ start (the row's min / max
+    # over the workgroup, one barrier) pay for the loop's branch on multi-block launches?
+    for round in 1 2; do
+        for shape in "8192 8192" "28672 8192" "14336 4096" "8192 4096"; do
+            read -r n k <<<"$shape"
+            for src in copy norm; do
+                echo -n "r$round late dq8ca M=1 N=$n K=$k x-from $src: "
+                exp_row2g linear_dq8ca_q4gsw --m 1 --n "$n" --k "$k" --x-from $src
+                echo -n "r$round early dq8ca M=1 N=$n K=$k x-from $src: "
+                ETVK_Q4_GEMV=half_early exp_row2g linear_dq8ca_q4gsw --m 1 --n "$n" --k "$k" --x-from $src
+            done
         done
     done
     echo -n "floor M=1 N=8192 K=8192: "

@@ -529,7 +529,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         }
     };
     let xq = fq.as_ref().map(|f| f.0);
-    // (readers at M = 1, the M = 2..7 some reader needs the node at).
+    // (readers at M = 1, the M = 2..8 some reader needs the node at).
     let readers = fq.map(|f| f.1);
     let s = g.shapes();
     let (shader, bindings) = match xq {
