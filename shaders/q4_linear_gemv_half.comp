@@ -100,9 +100,6 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define RW 8  // rows per block (= Q4_ROW_PAD: whole blocks lie in the padded rows)
 #define UR 4  // rows per batch of loads: one quad of the packed scales
 #define SEGS (NT / RW)
-#ifndef SUM4_MIN_SEGS
-#define SUM4_MIN_SEGS 65u  // the fewest partials per row summed in four chains (below: one)
-#endif
 #ifndef EARLY
 #define EARLY 0
 #endif
@@ -301,7 +298,7 @@ void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
     const uint n = n0 + t;
     if (n < p.N) {
       float v = 0.0;
-      if (SEGS >= SUM4_MIN_SEGS) {
+      if (SEGS > 64u) {
         // Workgroups of more than 512: four chains of SEGS / 4 (a multiple of 4 in whole
         // subgroups of 32) instead of one of up to 128 on the last block's path, added in a
         // fixed order.

@@ -7,6 +7,9 @@
 # DQ GEMVs' `_early` forms on multi-block launches (ETVK_Q4_GEMV=half_early), the half
 # GEMV's block sums in four chains (override `sum4`), and the
 # 8da4w op tests on the GPU. One binary (env switches), 2-GiB read ceilings.
+# Outcome (run 1, an H100): journal, session 42 (the persistent DQ form kept at M = 4 and 8,
+# now the default at both: ETVK_DQ_FMA=8 no longer exists, the M = 8 "fma" rows now need
+# ETVK_DQ_FMA=1; the early forms and the four chains not kept).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s42a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s42a.sh
 set -euo pipefail
@@ -16,7 +19,9 @@ if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../
 exp_prepare() {
     exp_carry_tests
     # The half GEMV's stage-2 block sum in four chains wherever a row has >= 32 partials
-    # (built: >= 65, the 1024-wide workgroups only).
+    # (built: >= 65, the 1024-wide workgroups only): q4_linear_gemv_half-s42-sum4.diff
+    # (applies to 8d83206's parent, 86dc69a) makes the threshold a define.
+    exp_patched docs/experiments/q4_linear_gemv_half-s42-sum4.diff 86dc69a
     exp_comp sum4 q4_linear_gemv_half q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u
     exp_comp sum4 q4_linear_gemv_half_early q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u -DEARLY=1
     exp_comp sum4 q4_linear_gemv_half_sliced q4_linear_gemv_half.comp -O -DSUM4_MIN_SEGS=32u -DSLICED=1

@@ -201,8 +201,8 @@ pub fn cases() -> Vec<OpCase> {
             48,
         ),
         // M = 8, 6 and 4 on a row the FMA GEMV takes at M = 8 and 4 (K <= 4096) for a
-        // weight-only linear: an 8da4w linear's M = 4 takes the persistent int8 GEMV's DQ
-        // form instead (M = 8 stays on the FMA GEMV after the choose node).
+        // weight-only linear: an 8da4w linear takes the persistent int8 GEMV's DQ form
+        // instead.
         dq8ca(
             F32,
             &[8, 1056],

@@ -100,15 +100,15 @@ fn forward(
     let codes = codes_form_runs(codes_form(&q), mma.1 .0, || g.be.f16_codes_ok());
     let fma = fma_gemv(g, &q, mma.0 != Int8Mma::Off);
     let cm2 = cm2_forward(g, &q, x16);
-    // An 8da4w linear at the M = 2..7 the FMA GEMV takes (M = 4 on rows of <= 4096: on the
+    // An 8da4w linear at the M the FMA GEMV takes (M = 4 and 8 on rows of <= 4096: on the
     // fake-quantized x, after its choose node): the persistent int8 GEMV's DQ form instead
     // where it serves the rows, which quantizes the raw x itself so that the choose node need
-    // not run. `ETVK_DQ_FMA=1` keeps the FMA GEMV there, `ETVK_DQ_FMA=8` takes M = 8 from it
-    // too (comparisons).
+    // not run. H100 (docs/performance.md, session 42): M = 4 21-32% faster (4096^2 20.8 ->
+    // 15.2 us, N = 14336, K = 4096 36.2 -> 28.7), M = 8 18-34% (26.9 -> 21.1, 55.6 -> 45.4).
+    // `ETVK_DQ_FMA=1` keeps the FMA GEMV (comparisons).
     let persist_over_fma = match std::env::var("ETVK_DQ_FMA").as_deref() {
         Ok("1") => 0,
-        Ok("8") => DQ_SELF_MAX_M,
-        _ => 7,
+        _ => DQ_SELF_MAX_M,
     };
     let persist_over_fma = dq_persist
         .is_some()
