@@ -370,13 +370,15 @@ fn norm_writes_row_range_for_dq_gemv() {
 /// At M = 2..8 an fp32 8da4w linear's persistent int8 GEMV quantizes the raw x itself
 /// (`_dp4_persist_dq`: the row's range, the choose node's parameters, two limbs of q - zp),
 /// also at M = 4 and 8, where the FMA GEMV takes the rows of a weight-only linear (K <=
-/// 4096); its choose node, whose outputs nothing else reads, launches nothing there, and at
-/// M = 1 the half GEMV's DQ form quantizes x. The numbers are checked by the quantize family.
+/// 4096), and at M = 8 over the int8 tensor cores (emulated here) on rows of <= 256 chunks of
+/// a small weight; its choose node, whose outputs nothing else reads, launches nothing there
+/// (it runs at M = 9, on the tensor cores), and at M = 1 the half GEMV's DQ form quantizes x.
+/// The numbers are checked by the quantize family.
 #[test]
 fn dq_linear_at_small_m_reads_the_raw_x() {
     let all = (cases::family("quantize").cases)();
     // (case, runs: (index, the choose node launched there)); choose 0, linear 1.
-    let plans: [(&str, &[(usize, bool)]); 3] = [
+    let plans: [(&str, &[(usize, bool)]); 4] = [
         (
             "x[7, 2048] N 44 gs 32 bias true scale float32 zp int8 M [7, 2, 1, 5]",
             &[(0, false), (1, false), (2, false), (3, false)],
@@ -388,6 +390,10 @@ fn dq_linear_at_small_m_reads_the_raw_x() {
         (
             "x[8, 1056] N 36 gs 32 bias true scale float32 zp int8 M [8, 6, 4]",
             &[(0, false), (1, false), (2, false)],
+        ),
+        (
+            "x[9, 1024] N 24 gs 32 bias false scale float32 zp int8 M [8, 9] [etvk_q4_mma = emulated]",
+            &[(0, false), (1, true)],
         ),
     ];
     for (label, runs) in plans {

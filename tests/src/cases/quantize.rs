@@ -282,6 +282,10 @@ pub fn cases() -> Vec<OpCase> {
             .spec("etvk_q4_mma", "emulated"),
         dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
             .spec("etvk_q4_mma", "emulated"),
+        // M = 8 on rows the persistent int8 GEMV holds (32..256 chunks, a small weight): its
+        // DQ form rather than the tensor cores; M = 9 on the tensor cores after the node.
+        dq8ca(F32, &[9, 1024], &[8, 9], 1024, 24, 32, false, (F32, I8), 50)
+            .spec("etvk_q4_mma", "emulated"),
     ];
     // The statically quantized int8 family (ops/q8ta.rs).
     cases.extend(super::q8ta::cases());

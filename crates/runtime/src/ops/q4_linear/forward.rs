@@ -110,14 +110,22 @@ fn forward(
         Ok("1") => 0,
         _ => DQ_SELF_MAX_M,
     };
-    let persist_over_fma = dq_persist
+    let persist_dq = dq_persist
         .is_some()
         .then(|| persistent_gemv(n, k, wide))
-        .flatten()
-        .map(|kn| (kn, persist_over_fma));
+        .flatten();
+    // At M = 8 on the rows it wins there, it also takes M = 8 from the int8 tensor cores
+    // (`select::dq_persist_at_m8`; `ETVK_DQ_FMA=1` keeps the tensor cores too).
+    let persist_over_mma = persist_dq.filter(|_| {
+        persist_over_fma == DQ_SELF_MAX_M && dq_persist_at_m8(n, q.kpad) && mma.0 != Int8Mma::Off
+    });
+    let persist_over_fma = persist_dq.map(|kn| (kn, persist_over_fma));
     let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
         Some(_) if persist_over_fma.is_some_and(|(_, most)| (2..=most).contains(&m)) => {
             persist_over_fma.map_or(Kernel::Gemv(small_mt(m)), |(kn, _)| kn)
+        }
+        None if m == 8 && persist_over_mma.is_some() => {
+            persist_over_mma.unwrap_or(Kernel::Gemv(small_mt(m)))
         }
         Some(kn) => kn,
         // Where the f16 forward runs natively, the cooperative_matrix2 kernel replaces it when

@@ -294,6 +294,17 @@ pub(super) fn persistent_gemv(n: usize, k: usize, wide: Option<Kernel>) -> Optio
     }
 }
 
+/// Whether an 8da4w linear's M = 8 goes to the persistent int8 GEMV's DQ form (which
+/// quantizes the raw x itself: no choose_qparams node) rather than the int8 tensor-core
+/// forward (after that node): rows of at most 256 chunks (two workgroups per SM) of a weight
+/// under [`LIMBS_PREPASS_MIN_WEIGHTS`] codes. H100 (docs/performance.md, session 42), us
+/// tensor cores against the DQ GEMV: 8192^2 59.0 / 53.4-54.0, N = 14336, K = 8192 93.6 /
+/// 83.3; past the bounds the tensor cores won: N = 28672, K = 8192 157.1-157.5 / 158.9-160.4,
+/// N = 4096, K = 14336 57.6-57.8 / 58.2-58.5.
+pub(super) fn dq_persist_at_m8(n: usize, kpad: usize) -> bool {
+    kpad <= 256 * 32 && n.saturating_mul(kpad) < LIMBS_PREPASS_MIN_WEIGHTS
+}
+
 /// Most invocations (packed words of a slice) of the FMA GEMV ([`Kernel::GemvFma`]).
 pub(super) const FMA_GEMV_LOCAL: usize = 256;
 
