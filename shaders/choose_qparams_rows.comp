@@ -19,10 +19,15 @@
 #define FAKEQUANT 0
 #endif
 
-// Must equal the local size (256, 1, 1). 256 lanes, not rms_norm's 64: at M = 1 this node is
-// one workgroup over a whole row of x (K = 8192: 32 loads per lane) on the decode path of
-// every 8da4w linear.
+// Must equal the local size (LANES, 1, 1). 256 lanes, not rms_norm's 64: at M = 1 this node
+// is one workgroup over a whole row of x (K = 8192: 32 loads per lane) on the decode path of
+// every 8da4w linear. The `_wide` forms (LANES = 1024, rows longer than 256 x UNROLL values
+// where the device takes such workgroups): a row's two passes in a quarter of the rounds of
+// loads, for the small M whose linears still need this node on long rows (the 8da4w GEMVs
+// past the persistent form: one workgroup per row of 16384-28672 values took 10-15 us).
+#ifndef LANES
 #define LANES 256
+#endif
 #ifndef UNROLL
 #define UNROLL 16u
 #endif

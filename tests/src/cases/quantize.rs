@@ -282,6 +282,10 @@ pub fn cases() -> Vec<OpCase> {
             .spec("etvk_q4_mma", "emulated"),
         dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
             .spec("etvk_q4_mma", "emulated"),
+        // Rows longer than 4096 values where the choose node runs (groups that no int8 GEMV
+        // takes, M = 9 past the GEMVs): its 1024-lane forms, fp32 and fp16 x.
+        dq8ca(F32, &[9, 5000], &[9, 2], 5000, 12, 40, true, (F32, I8), 51),
+        dq8ca(F16, &[3, 6000], &[3, 1], 6000, 8, 48, false, (F16, I32), 52),
         // M = 8 on rows the persistent int8 GEMV holds (32..256 chunks, a small weight): its
         // DQ form rather than the tensor cores; M = 9 on the tensor cores after the node.
         dq8ca(F32, &[9, 1024], &[8, 9], 1024, 24, 32, false, (F32, I8), 50)

@@ -24,6 +24,14 @@ use crate::registry::{OpEntry, Registry};
 
 /// Local size of `choose_qparams_rows` (its `LANES`).
 const LANES: u32 = 256;
+/// Local size of its `_wide` forms, taken on rows longer than [`WIDE_ROWS_MIN_K`] where the
+/// device runs workgroups of that size.
+const WIDE_LANES: u32 = 1024;
+/// Rows longer than one round of `choose_qparams_rows`' unrolled loads (256 lanes x 16)
+/// take the `_wide` forms: a row per workgroup is latency-bound, and at small M, where this
+/// node runs on long rows (8da4w linears past the persistent GEMV), it took 10-15 us at K =
+/// 16384..28672 (H100, docs/performance.md, session 42).
+const WIDE_ROWS_MIN_K: usize = 256 * 16;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -531,19 +539,31 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
     let xq = fq.as_ref().map(|f| f.0);
     // (readers at M = 1, the M = 2..8 some reader needs the node at).
     let readers = fq.map(|f| f.1);
+    let caps = g.caps();
+    let lanes = if k > WIDE_ROWS_MIN_K
+        && caps.max_workgroup_invocations >= WIDE_LANES
+        && caps.max_workgroup_size[0] >= WIDE_LANES
+        && std::env::var("ETVK_CHOOSE_WIDE").map_or(true, |v| v != "0")
+    {
+        WIDE_LANES
+    } else {
+        LANES
+    };
+    let wide = if lanes == WIDE_LANES { "_wide" } else { "" };
     let s = g.shapes();
     let (shader, bindings) = match xq {
         Some((xq, row_params)) => (
-            float_shader("choose_qparams_fq_rows", s.dtype(x), call)?,
+            float_shader(&format!("choose_qparams_fq_rows{wide}"), s.dtype(x), call)?,
             vec![scale, zp, x, xq, row_params],
         ),
         None => (
-            float_shader("choose_qparams_rows", s.dtype(x), call)?,
+            float_shader(&format!("choose_qparams_rows{wide}"), s.dtype(x), call)?,
             vec![scale, zp, x],
         ),
     };
     let what2 = what.clone();
-    g.dispatch(call, Dispatch::new(shader, bindings), move |s| {
+    // One variant, chosen above, named in profiles (`op/kernel`).
+    g.dispatch_select(call, vec![Dispatch::new(shader, bindings)], move |s| {
         let dims = s.dims(x).to_vec();
         let Some((&kk, lead)) = dims.split_last() else {
             return Err(invalid_arg(format!("{what2}: input became rank 0")));
@@ -572,7 +592,7 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             _ => false,
         };
         let rows = if idle { 0 } else { rows };
-        Ok(crate::graph::Launch {
+        let launch = crate::graph::Launch {
             push: Push::new()
                 .u32(to_u32(rows, "rows")?)
                 .u32(to_u32(k, "K")?)
@@ -583,8 +603,9 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 .u32(kinds)
                 .u32(0)
                 .finish(),
-            global: folded_grid(rows as u64, [LANES, 1, 1], &what2)?,
-        })
+            global: folded_grid(rows as u64, [lanes, 1, 1], &what2)?,
+        };
+        Ok((0, launch))
     })
 }
 
