@@ -24,7 +24,8 @@
 // every 8da4w linear. The `_wide` forms (LANES = 1024, rows longer than 256 x UNROLL values
 // where the device takes such workgroups): a row's two passes in a quarter of the rounds of
 // loads, for the small M whose linears still need this node on long rows (the 8da4w GEMVs
-// past the persistent form: one workgroup per row of 16384-28672 values took 10-15 us).
+// past the persistent form: one workgroup per row of 16384-28672 values took 10-15 us; 1024
+// lanes 1-3.4 us less, H100, docs/performance.md, session 42).
 #ifndef LANES
 #define LANES 256
 #endif
