@@ -286,6 +286,31 @@ pub fn cases() -> Vec<OpCase> {
         // takes, M = 9 past the GEMVs): its 1024-lane forms, fp32 and fp16 x.
         dq8ca(F32, &[9, 5000], &[9, 2], 5000, 12, 40, true, (F32, I8), 51),
         dq8ca(F16, &[3, 6000], &[3, 1], 6000, 8, 48, false, (F16, I32), 52),
+        // Rows longer than 8192 values, at most 16 of them: the node's segmented form (its
+        // segments' ranges folded by the last of each row); 17 rows: a workgroup per row.
+        dq8ca(
+            F32,
+            &[3, 12000],
+            &[3, 1, 2],
+            12000,
+            10,
+            40,
+            true,
+            (F32, I8),
+            53,
+        ),
+        dq8ca(
+            F32,
+            &[17, 8448],
+            &[17, 2],
+            8448,
+            8,
+            48,
+            false,
+            (F32, I32),
+            54,
+        ),
+        dq8ca(F16, &[2, 9000], &[2, 1], 9000, 6, 40, true, (F16, I8), 55),
         // M = 8 on rows the persistent int8 GEMV holds (32..256 chunks, a small weight): its
         // DQ form rather than the tensor cores; M = 9 on the tensor cores after the node.
         dq8ca(F32, &[9, 1024], &[8, 9], 1024, 24, 32, false, (F32, I8), 50)
