@@ -255,3 +255,12 @@ exp_carry_binary() {
     gzip -9 -f .gl/bin/etvk
     cp scripts/device-env.sh scripts/experiment.sh .gl/
 }
+
+# The ops test binary that `exp_carry_tests` carried, run there on FILTERs: only what is not a
+# passing test's line. Usage: exp_ops_tests FILTER...
+exp_ops_tests() {
+    local t
+    for t in .gl/bin/ops-*; do
+        timeout 200 "$t" --test-threads=2 "$@" 2>&1 | grep -v ' \.\.\. ok$' | tail -20 || true
+    done
+}

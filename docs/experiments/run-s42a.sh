@@ -90,8 +90,5 @@ exp_begin "$0" "$@"
         exp_row2g linear_dq8ca_q4gsw --m $m --n 8192 --k 8192
     done
     echo "== 8da4w op tests"
-    for t in .gl/bin/ops-*; do
-        timeout 200 "$t" --test-threads=2 quantize act_quant dq_linear norm_writes rms_norm_runs \
-            gated_silu_runs_inside 2>&1 | grep -v ' \.\.\. ok$' | tail -20 || true
-    done
+    exp_ops_tests quantize act_quant dq_linear norm_writes rms_norm_runs gated_silu_runs_inside
 } 2>&1 | tee "$OUT/s42a.txt"
