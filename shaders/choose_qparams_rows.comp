@@ -13,23 +13,10 @@
 // node's outputs (ops/quantize.rs: the fusion's rules). It saves that node's launch (~4-5
 // us of fixed cost at M = 1 on an H200) and, for fp16 x, the conversion node: the row was
 // just read, so the second pass finds it in the cache.
-//
-// SEGMENTS = 1 (`choose_qparams_fq_rows_seg_*`, with FAKEQUANT and 1024 lanes): p.P
-// workgroups per row (few rows of many values, where one workgroup per row leaves the GPU
-// idle and waits on its rounds of loads) each reduce one contiguous segment of the row and
-// store its (min, max); the last of a row to finish (a ticket per row, `count`, back to 0
-// after) folds the P pairs in segment order, computes the parameters and writes the whole
-// fake-quantized row. With p.P = 1 it runs as the form above.
 #include "common.glsl"
 #include "act_qparams.glsl"
 #ifndef FAKEQUANT
 #define FAKEQUANT 0
-#endif
-#ifndef SEGMENTS
-#define SEGMENTS 0
-#endif
-#if SEGMENTS && !FAKEQUANT
-#error "SEGMENTS needs FAKEQUANT"
 #endif
 
 // Must equal the local size (LANES, 1, 1). 256 lanes, not rms_norm's 64: at M = 1 this node
@@ -64,18 +51,13 @@ layout(push_constant) uniform Params {
   int qmax;
   float eps;
   uint kinds;    // scale: 0 fp32, 1 fp16 (bits 0-7); zero point: 0 int32, 1 fp32, 2 int8 (8-15)
-  uint P;        // SEGMENTS: workgroups per row (read only by those forms)
+  uint pad_;
 } p;
 
 shared float s_lo[LANES];
 shared float s_hi[LANES];
 #if FAKEQUANT
 shared float s_stored[2];  // the scale and zero point as the linear reads them back
-#endif
-#if SEGMENTS
-layout(set = 0, binding = 5) coherent buffer Part { vec2 part[]; };   // [R][P] (min, max)
-layout(set = 0, binding = 6) coherent buffer Count { uint count[]; };  // [R], 0 between launches
-shared uint last_of_row;  // 1: this workgroup finishes its row
 #endif
 
 // Element `i` of a buffer of 2^(5 - log2(bits)) elements per word: `v`'s low `bits` bits.
@@ -91,22 +73,15 @@ void store_sub(uint i, uint bits, uint v, bool to_scale) {
 }
 
 void main() {
-  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-#if SEGMENTS
-  const uint P = max(p.P, 1u), row = wg / P, seg = wg % P;
-  const uint seglen = (p.K + P - 1u) / P;
-  const uint k0 = min(p.K, seg * seglen), k1 = min(p.K, k0 + seglen);
-#else
-  const uint row = wg, k0 = 0u, k1 = p.K;
-#endif
+  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   if (row >= p.R) return;  // whole workgroup
   const uint lane = gl_LocalInvocationID.x, base = row * p.K;
   float lo = uintBitsToFloat(0x7F800000u), hi = -lo;
   // UNROLL independent loads per round: at M = 1 this one workgroup is bound by load latency
   // (node time on an H200 at K = 8192 / 28672: one load per round 7.4-9.2 / 15.6-18.7 us,
   // eight 6.5 / 12.0, sixteen 5.6 / 8.6, thirty-two 5.6 / 10.1).
-  uint j = k0 + lane;
-  for (; j + (UNROLL - 1u) * LANES < k1; j += UNROLL * LANES) {
+  uint j = lane;
+  for (; j + (UNROLL - 1u) * LANES < p.K; j += UNROLL * LANES) {
     float v[UNROLL];
     for (uint u = 0u; u < UNROLL; ++u) {
       v[u] = float(x_[base + j + u * LANES]);
@@ -116,7 +91,7 @@ void main() {
       hi = max(hi, v[u]);
     }
   }
-  for (; j < k1; j += LANES) {
+  for (; j < p.K; j += LANES) {
     const float v = float(x_[base + j]);
     lo = min(lo, v);
     hi = max(hi, v);
@@ -131,31 +106,6 @@ void main() {
     }
     barrier();
   }
-#if SEGMENTS
-  if (P > 1u) {
-    // This segment's pair visible device-wide before it counts as done; the last of the row
-    // folds the pairs in segment order (the same result every run).
-    if (lane == 0u) {
-      part[row * P + seg] = vec2(s_lo[0], s_hi[0]);
-      memoryBarrierBuffer();
-      last_of_row = atomicAdd(count[row], 1u) == P - 1u ? 1u : 0u;
-    }
-    barrier();
-    if (last_of_row == 0u) return;
-    if (lane == 0u) {
-      memoryBarrierBuffer();
-      vec2 lu = part[row * P];
-      for (uint q = 1u; q < P; ++q) {
-        const vec2 v = part[row * P + q];
-        lu = vec2(min(lu.x, v.x), max(lu.y, v.y));
-      }
-      s_lo[0] = lu.x;
-      s_hi[0] = lu.y;
-      count[row] = 0u;
-    }
-    barrier();
-  }
-#endif
   if (lane == 0u) {
     const vec4 qp =
         act_qparams(s_lo[0], s_hi[0], p.mapping, p.qmin, p.qmax, p.eps, p.kinds);

@@ -2,7 +2,9 @@
 # Session 42, fourth run: the choose_qparams node's segmented form (at most 16 rows longer
 # than 8192 values, segments of 4096 in workgroups of their own; built) against a workgroup
 # of 1024 per row (ETVK_CHOOSE_SEGMENTS=0), node times by ETVK_BENCH_PROFILE=1, interleaved
-# twice; the 8da4w op tests on the GPU.
+# twice; the 8da4w op tests on the GPU. The form is not in the build: apply
+# docs/experiments/choose_qparams-s42-seg.diff (made against 7c85ebd) and build first.
+# Not run in session 42 (no device time left).
 # Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s42d.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s42d.sh
 set -euo pipefail

@@ -427,31 +427,28 @@ fn dq_linear_at_small_m_reads_the_raw_x() {
 
 /// A choose_qparams node over rows longer than 4096 values runs 1024 invocations per row
 /// where the device takes them (`_wide` forms: a quarter of the rounds of loads), fp32 and
-/// fp16 x, shorter rows 256; over at most 16 rows longer than 8192, several workgroups per
-/// row (`_seg` forms), more rows one each. The numbers are checked by the quantize family.
+/// fp16 x, shorter rows 256; the numbers are checked by the quantize family.
 #[test]
 fn choose_node_takes_wide_workgroups_on_long_rows() {
     let all = (cases::family("quantize").cases)();
     let caps = etvk_tests::backend().device_caps().clone();
     let wide = caps.max_workgroup_invocations >= 1024 && caps.max_workgroup_size[0] >= 1024;
-    // (case, run, x's dtype tag, the form on a device with workgroups of 1024).
-    for (label, run, dtype, form) in [
-        ("x[9, 5000] N 12 gs 40 bias true scale float32 zp int8 M [9, 2]", 0, "f32", "_wide"),
-        ("x[9, 5000] N 12 gs 40 bias true scale float32 zp int8 M [9, 2]", 1, "f32", "_wide"),
-        ("x[3, 6000] N 8 gs 48 bias false scale float16 zp int32 M [3, 1]", 0, "f16", "_wide"),
+    // (case, run, x's dtype tag, rows longer than 4096).
+    for (label, run, dtype, long) in [
+        ("x[9, 5000] N 12 gs 40 bias true scale float32 zp int8 M [9, 2]", 0, "f32", true),
+        ("x[9, 5000] N 12 gs 40 bias true scale float32 zp int8 M [9, 2]", 1, "f32", true),
+        ("x[3, 6000] N 8 gs 48 bias false scale float16 zp int32 M [3, 1]", 0, "f16", true),
         (
             "x[9, 1024] N 24 gs 32 bias false scale float32 zp int8 M [8, 9] [etvk_q4_mma = emulated]",
             1,
             "f32",
-            "",
+            false,
         ),
-        ("x[3, 12000] N 10 gs 40 bias true scale float32 zp int8 M [3, 1, 2]", 0, "f32", "_seg"),
-        ("x[3, 12000] N 10 gs 40 bias true scale float32 zp int8 M [3, 1, 2]", 1, "f32", "_seg"),
-        ("x[17, 8448] N 8 gs 48 bias false scale float32 zp int32 M [17, 2]", 0, "f32", "_wide"),
-        ("x[17, 8448] N 8 gs 48 bias false scale float32 zp int32 M [17, 2]", 1, "f32", "_seg"),
-        ("x[2, 9000] N 6 gs 40 bias true scale float16 zp int8 M [2, 1]", 1, "f16", "_seg"),
+        ("x[3, 12000] N 10 gs 40 bias true scale float32 zp int8 M [3, 1, 2]", 1, "f32", true),
+        ("x[17, 8448] N 8 gs 48 bias false scale float32 zp int32 M [17, 2]", 0, "f32", true),
+        ("x[17, 8448] N 8 gs 48 bias false scale float32 zp int32 M [17, 2]", 1, "f32", true),
+        ("x[2, 9000] N 6 gs 40 bias true scale float16 zp int8 M [2, 1]", 1, "f16", true),
     ] {
-        let long = !form.is_empty();
         let case = case_ending(&all, label);
         let nodes = profile_run(case, run);
         let choose = nodes
@@ -459,7 +456,7 @@ fn choose_node_takes_wide_workgroups_on_long_rows() {
             .find(|n| n.node_id == 0 && n.launched)
             .unwrap_or_else(|| panic!("{label} run {run}: choose node idle in {nodes:?}"));
         let want = if wide && long {
-            format!("choose_qparams_fq_rows{form}_{dtype}")
+            format!("choose_qparams_fq_rows_wide_{dtype}")
         } else {
             format!("choose_qparams_fq_rows_{dtype}")
         };

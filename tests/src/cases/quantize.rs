@@ -283,11 +283,10 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
             .spec("etvk_q4_mma", "emulated"),
         // Rows longer than 4096 values where the choose node runs (groups that no int8 GEMV
-        // takes, M = 9 past the GEMVs): its 1024-lane forms, fp32 and fp16 x.
+        // takes, M = 9 past the GEMVs): its 1024-lane forms, fp32 and fp16 x, rows past 8192
+        // and more rows than fit one wave of them on lavapipe.
         dq8ca(F32, &[9, 5000], &[9, 2], 5000, 12, 40, true, (F32, I8), 51),
         dq8ca(F16, &[3, 6000], &[3, 1], 6000, 8, 48, false, (F16, I32), 52),
-        // Rows longer than 8192 values, at most 16 of them: the node's segmented form (its
-        // segments' ranges folded by the last of each row); 17 rows: a workgroup per row.
         dq8ca(
             F32,
             &[3, 12000],

@@ -32,14 +32,6 @@ const WIDE_LANES: u32 = 1024;
 /// node runs on long rows (8da4w linears past the persistent GEMV), it took 10-15 us at K =
 /// 16384..28672 (H100, docs/performance.md, session 42).
 const WIDE_ROWS_MIN_K: usize = 256 * 16;
-/// Rows longer than this, when at most [`SEGMENTED_MAX_ROWS`] of them run, take the fused
-/// node's segmented form (`choose_qparams_fq_rows_seg_*`): [`SEGMENT_LEN`]-value segments in
-/// workgroups of their own, the last of a row folding their ranges and writing the row.
-const SEGMENTED_MIN_K: usize = 8192;
-/// Rows of the segmented form: few enough that one workgroup per row leaves most of a GPU idle.
-const SEGMENTED_MAX_ROWS: usize = 16;
-/// Values per segment (4 per invocation of 1024).
-const SEGMENT_LEN: usize = 4096;
 
 /// Register the family.
 pub fn register_all(r: &mut Registry) -> Result<()> {
@@ -558,46 +550,20 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
         LANES
     };
     let wide = if lanes == WIDE_LANES { "_wide" } else { "" };
-    let dt = g.shapes().dtype(x);
-    let mut variants = vec![match xq {
-        Some((xq, row_params)) => Dispatch::new(
-            float_shader(&format!("choose_qparams_fq_rows{wide}"), dt, call)?,
-            [scale, zp, x, xq, row_params],
+    let s = g.shapes();
+    let (shader, bindings) = match xq {
+        Some((xq, row_params)) => (
+            float_shader(&format!("choose_qparams_fq_rows{wide}"), s.dtype(x), call)?,
+            vec![scale, zp, x, xq, row_params],
         ),
-        None => Dispatch::new(
-            float_shader(&format!("choose_qparams_rows{wide}"), dt, call)?,
-            [scale, zp, x],
+        None => (
+            float_shader(&format!("choose_qparams_rows{wide}"), s.dtype(x), call)?,
+            vec![scale, zp, x],
         ),
-    }];
-    // Few long rows (small M past the persistent GEMV's rows): the segmented form, variant 1,
-    // where at most SEGMENTED_MAX_ROWS rows run. `ETVK_CHOOSE_SEGMENTS=0` keeps a workgroup
-    // per row (comparisons).
-    let segments = k.div_ceil(SEGMENT_LEN);
-    if let Some((xq, row_params)) = xq.filter(|_| {
-        lanes == WIDE_LANES
-            && k > SEGMENTED_MIN_K
-            && std::env::var("ETVK_CHOOSE_SEGMENTS").map_or(true, |v| v != "0")
-    }) {
-        let part = g.new_tensor(
-            DataType::Float32,
-            vec![SEGMENTED_MAX_ROWS * segments * 2],
-            None,
-            format!("{what}: segments' row ranges"),
-        )?;
-        let count = g.new_zeroed_tensor(
-            DataType::Int32,
-            vec![SEGMENTED_MAX_ROWS],
-            format!("{what}: finished segments per row"),
-        )?;
-        variants.push(Dispatch::new(
-            float_shader("choose_qparams_fq_rows_seg", dt, call)?,
-            [scale, zp, x, xq, row_params, part, count],
-        ));
-    }
-    let segmented = variants.len() > 1;
+    };
     let what2 = what.clone();
-    // Named in profiles by the kernel that ran (`op/kernel`).
-    g.dispatch_select(call, variants, move |s| {
+    // One variant, chosen above, named in profiles (`op/kernel`).
+    g.dispatch_select(call, vec![Dispatch::new(shader, bindings)], move |s| {
         let dims = s.dims(x).to_vec();
         let Some((&kk, lead)) = dims.split_last() else {
             return Err(invalid_arg(format!("{what2}: input became rank 0")));
@@ -626,8 +592,6 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
             _ => false,
         };
         let rows = if idle { 0 } else { rows };
-        let seg = segmented && (1..=SEGMENTED_MAX_ROWS).contains(&rows);
-        let p_seg = if seg { segments } else { 1 };
         let launch = crate::graph::Launch {
             push: Push::new()
                 .u32(to_u32(rows, "rows")?)
@@ -637,11 +601,11 @@ fn build_choose_qparams_affine(g: &mut GraphBuilder<'_>, call: &OpCall<'_>) -> R
                 .i32(qmax as i32)
                 .f32(eps)
                 .u32(kinds)
-                .u32(to_u32(p_seg, "segments")?)
+                .u32(0)
                 .finish(),
-            global: folded_grid((rows * p_seg) as u64, [lanes, 1, 1], &what2)?,
+            global: folded_grid(rows as u64, [lanes, 1, 1], &what2)?,
         };
-        Ok((usize::from(seg), launch))
+        Ok((0, launch))
     })
 }
 
