@@ -106,23 +106,19 @@ fn forward(
     // not run. H100 (docs/performance.md, session 42): M = 4 21-32% faster (4096^2 20.8 ->
     // 15.2 us, N = 14336, K = 4096 36.2 -> 28.7), M = 8 18-34% (26.9 -> 21.1, 55.6 -> 45.4).
     // `ETVK_DQ_FMA=1` keeps the FMA GEMV (comparisons).
-    let persist_over_fma = match std::env::var("ETVK_DQ_FMA").as_deref() {
-        Ok("1") => 0,
-        _ => DQ_SELF_MAX_M,
-    };
+    let dq_over_fma = std::env::var("ETVK_DQ_FMA").map_or(true, |v| v != "1");
     let persist_dq = dq_persist
         .is_some()
         .then(|| persistent_gemv(n, k, wide))
-        .flatten();
+        .flatten()
+        .filter(|_| dq_over_fma);
     // At M = 8 on the rows it wins there, it also takes M = 8 from the int8 tensor cores
     // (`select::dq_persist_at_m8`; `ETVK_DQ_FMA=1` keeps the tensor cores too).
-    let persist_over_mma = persist_dq.filter(|_| {
-        persist_over_fma == DQ_SELF_MAX_M && dq_persist_at_m8(n, q.kpad) && mma.0 != Int8Mma::Off
-    });
-    let persist_over_fma = persist_dq.map(|kn| (kn, persist_over_fma));
+    let persist_over_mma =
+        persist_dq.filter(|_| dq_persist_at_m8(n, q.kpad) && mma.0 != Int8Mma::Off);
     let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
-        Some(_) if persist_over_fma.is_some_and(|(_, most)| (2..=most).contains(&m)) => {
-            persist_over_fma.map_or(Kernel::Gemv(small_mt(m)), |(kn, _)| kn)
+        Some(_) if persist_dq.is_some() && (2..=DQ_SELF_MAX_M).contains(&m) => {
+            persist_dq.unwrap_or(Kernel::Gemv(small_mt(m)))
         }
         None if m == 8 && persist_over_mma.is_some() => {
             persist_over_mma.unwrap_or(Kernel::Gemv(small_mt(m)))
