@@ -23,11 +23,7 @@
 
 #define NT 256u
 
-layout(constant_id = 3) const uint DQ_MAPPING = 0u;
-layout(constant_id = 4) const int DQ_QMIN = -128;
-layout(constant_id = 5) const int DQ_QMAX = 127;
-layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;
-layout(constant_id = 7) const uint DQ_KINDS = 0u;
+#include "act_qparams_spec.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Out { float rowscale[]; };  // [M][S]
 layout(set = 0, binding = 1) readonly buffer A { DTYPE a[]; };            // [M][N]
@@ -68,8 +64,7 @@ void main() {
     }
     barrier();
   }
-  const vec4 qp = act_qparams(s_lo[0], s_hi[0], DQ_MAPPING, DQ_QMIN, DQ_QMAX,
-                              uintBitsToFloat(DQ_EPS_BITS), DQ_KINDS);
+  const vec4 qp = act_qparams_spec(s_lo[0], s_hi[0]);
   const float sc = qp.z, zp = qp.w;
   const float invc = act_inv_scale(sc);
   const bool finite = !isinf(sc) && !isnan(sc);

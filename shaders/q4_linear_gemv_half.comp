@@ -107,11 +107,7 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define DQ 0
 #endif
 #if DQ
-layout(constant_id = 3) const uint DQ_MAPPING = 0u;
-layout(constant_id = 4) const int DQ_QMIN = -128;
-layout(constant_id = 5) const int DQ_QMAX = 127;
-layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
-layout(constant_id = 7) const uint DQ_KINDS = 0u;
+#include "act_qparams_spec.glsl"
 #endif
 
 #ifndef OUT_F16
@@ -467,8 +463,7 @@ void main() {
     }
 #endif
 #endif  // DQ_MM
-    const vec4 qp = act_qparams(l, u, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
-                                DQ_KINDS);
+    const vec4 qp = act_qparams_spec(l, u);
     const float invc = act_inv_scale(qp.z);
     // The quantized row as integers d = q - z in [-255, 255] (the fake-quantized x is
     // d * scale): two int8 limbs hold d exactly, d = 128 * a0 + a1, and the scale multiplies

@@ -25,7 +25,7 @@
 //   q4_linear_gemv_half.comp (half a chunk per invocation) is faster and takes every row;
 //   this form serves M = 2..8 on rows of 32..256 chunks (session 21), and of up to 512 (H100,
 //   session 41: N = 8192, K = 14336 M = 2 / 4 16% / 21% faster than the unpersistent form).
-// - DP4 + PERSIST + DQ (`_dp4_persist_dq`, M = 2..7 of an 8da4w linear,
+// - DP4 + PERSIST + DQ (`_dp4_persist_dq`, M = 2..8 of an 8da4w linear,
 //   et_vk.linear_dq8ca_q4gsw, with fp32 x): x is the raw activation row, which the
 //   workgroup holds whole (one chunk per invocation): it finds the row's min and max
 //   (subgroup reductions, one barrier), the choose_qparams node's scale and zero point from
@@ -95,11 +95,7 @@ layout(set = 0, binding = 4) readonly buffer B { float bias[]; };
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "act_qparams.glsl"
-layout(constant_id = 3) const uint DQ_MAPPING = 0u;
-layout(constant_id = 4) const int DQ_QMIN = -128;
-layout(constant_id = 5) const int DQ_QMAX = 127;
-layout(constant_id = 6) const uint DQ_EPS_BITS = 0x34000000u;  // f32 epsilon
-layout(constant_id = 7) const uint DQ_KINDS = 0u;
+#include "act_qparams_spec.glsl"
 #include "act_row_range.glsl"
 #endif
 
@@ -262,8 +258,7 @@ void main() {
   // The row's scale and zero point as the node stores and reads them back (a scale that
   // is not finite gives NaN outputs, as the node's fake-quantized x would); values past K
   // stay 0.
-  const vec4 aq = act_qparams(rlo, rhi, DQ_MAPPING, DQ_QMIN, DQ_QMAX, uintBitsToFloat(DQ_EPS_BITS),
-                              DQ_KINDS);
+  const vec4 aq = act_qparams_spec(rlo, rhi);
   const vec2 qp = aq.zw;
   const float invc = act_inv_scale(qp.x);
   [[unroll]] for (uint i = 0u; i < 8u; ++i) {

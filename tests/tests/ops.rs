@@ -378,8 +378,11 @@ fn norm_writes_row_range_for_dq_gemv() {
 fn dq_linear_at_small_m_reads_the_raw_x() {
     let all = (cases::family("quantize").cases)();
     let caps = etvk_tests::backend().device_caps().clone();
-    let int8_gemvs =
-        caps.integer_dot_product && caps.subgroup_arithmetic && caps.subgroup_size >= 4;
+    if !(caps.integer_dot_product && caps.subgroup_arithmetic && caps.subgroup_size >= 4) {
+        // A device without the int8 GEMVs (or the subgroup operations their DQ forms need)
+        // runs other kernels after the node.
+        return;
+    }
     // (case, runs: (index, the choose node launched there)); choose 0, linear 1.
     let plans: [(&str, &[(usize, bool)]); 4] = [
         (
@@ -408,11 +411,6 @@ fn dq_linear_at_small_m_reads_the_raw_x() {
                 .iter()
                 .find(|n| n.node_id == 1 && n.launched)
                 .unwrap_or_else(|| panic!("{label} run {run}: linear idle in {nodes:?}"));
-            // A device without the int8 GEMVs (or the subgroup operations their DQ forms
-            // need) runs other kernels after the node.
-            if !int8_gemvs {
-                continue;
-            }
             assert_eq!(
                 launched(0),
                 choose_runs,

@@ -116,17 +116,13 @@ fn forward(
     // (`select::dq_persist_at_m8`; `ETVK_DQ_FMA=1` keeps the tensor cores too).
     let persist_over_mma =
         persist_dq.filter(|_| dq_persist_at_m8(n, q.kpad) && mma.0 != Int8Mma::Off);
-    let choose = move |m: usize| match fma.and_then(|f| f.at(m)) {
-        Some(_) if persist_dq.is_some() && (2..=DQ_SELF_MAX_M).contains(&m) => {
-            persist_dq.unwrap_or(Kernel::Gemv(small_mt(m)))
-        }
-        None if m == 8 && persist_over_mma.is_some() => {
-            persist_over_mma.unwrap_or(Kernel::Gemv(small_mt(m)))
-        }
-        Some(kn) => kn,
+    let choose = move |m: usize| match (fma.and_then(|f| f.at(m)), persist_dq, persist_over_mma) {
+        (Some(_), Some(dq_kn), _) if (2..=DQ_SELF_MAX_M).contains(&m) => dq_kn,
+        (None, _, Some(dq_kn)) if m == 8 => dq_kn,
+        (Some(kn), _, _) => kn,
         // Where the f16 forward runs natively, the cooperative_matrix2 kernel replaces it when
         // asked for (exact codes, whole tiles: no split-K).
-        None => match (forward_kernel(m, n, k, big, wide, mma), cm2) {
+        (None, _, _) => match (forward_kernel(m, n, k, big, wide, mma), cm2) {
             (
                 Kernel::FwdMma {
                     emulated: false, ..
