@@ -32,6 +32,8 @@ pub(crate) struct BackendInner {
     f16_codes_ok: OnceLock<bool>,
     /// [`Self::int8_mma_ok`], once decided.
     int8_mma_ok: OnceLock<bool>,
+    /// [`Self::int8_mma_reg_ok`], once decided.
+    int8_mma_reg_ok: OnceLock<bool>,
     /// The wide backward's fp16-decode variants that passed (true) or failed their
     /// self-check here, each checked at its first need.
     wide_f16_ok: Mutex<HashMap<ShaderId, bool>>,
@@ -103,6 +105,7 @@ impl BackendInner {
             f16_mma_ok: OnceLock::new(),
             f16_codes_ok: OnceLock::new(),
             int8_mma_ok: OnceLock::new(),
+            int8_mma_reg_ok: OnceLock::new(),
             wide_f16_ok: Mutex::new(HashMap::new()),
         }
     }
@@ -156,6 +159,20 @@ impl BackendInner {
                 || crate::ops::q4_mma_check::check_int8_all(self, false),
                 "the int8 tensor-core 4-bit forward",
                 "other kernels run",
+            )
+        })
+    }
+
+    /// Whether the int8 tensor-core forward's register-operand form (`q4_linear_mma_reg_*`),
+    /// which fills its fragments in the element order of NVIDIA's m16n8k32 MMA, computes
+    /// right on this device (the same check as [`Self::int8_mma_ok`]); a device whose
+    /// fragments are laid out otherwise fails it and keeps the shared-memory tiles.
+    pub(crate) fn int8_mma_reg_ok(&self) -> bool {
+        *self.int8_mma_reg_ok.get_or_init(|| {
+            self.passed(
+                || crate::ops::q4_mma_check::check_int8_reg_all(self, false),
+                "the int8 tensor-core forward's register-operand form",
+                "its shared-memory tiles run",
             )
         })
     }

@@ -703,7 +703,10 @@ pub fn alu_outputs(backend: &Backend, op: AluOp, rounds: u32) -> Result<Vec<u32>
 /// `q4_linear_mma_emu_f*` forms (any device). `Ok(None)` when all three fragment counts
 /// match the f64 reference, `Ok(Some(why))` naming the first that does not.
 pub fn q4_int8_mma_check(backend: &Backend, emulated: bool) -> Result<Option<String>> {
-    crate::ops::q4_mma_check::check_int8_all(backend.inner(), emulated)
+    match crate::ops::q4_mma_check::check_int8_all(backend.inner(), emulated)? {
+        None => crate::ops::q4_mma_check::check_int8_reg_all(backend.inner(), emulated),
+        failed => Ok(failed),
+    }
 }
 
 /// The f16 tensor-core kernels' self-check (the backend runs it before the first graph takes

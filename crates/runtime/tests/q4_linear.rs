@@ -1167,6 +1167,65 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The int8 tensor-core forward's register-operand form (`etvk_q4_mma` = `emulated_reg`:
+/// its fragments filled in the m16n8k32 layout, the quad transposes and the MMAs by plain
+/// arithmetic through shared memory) at one and two fragments: x rows of very different
+/// sizes, M not a multiple of 8, N not a multiple of 16 or of the 128-row strip, K not a
+/// multiple of 32 or of the 4-chunk step, groups of 32, 64 and 128 and one per row (qcs4w),
+/// split-K, bias or none, leading dims, against the f64 reference. Four fragments (M > 16)
+/// keep the shared-memory tiles.
+#[test]
+fn emulated_register_operand_int8_forward_matches_f64_reference() {
+    let be = backend();
+    let force = [(MMA_SPEC.to_string(), b"emulated_reg".to_vec()), fma_off()];
+    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
+        (&[8], 256, 128, 32, false),
+        (&[9], 96, 40, 32, true),
+        (&[16], 200, 70, 64, false),
+        (&[5, 3], 1000, 300, 128, true),
+        (&[2, 4], 8200, 16, 64, true),
+        (&[12], 4128, 136, 32, false),
+        (&[17], 256, 136, 64, true),
+    ];
+    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
+        let m: usize = lead.iter().product();
+        let names = check_forward_scaled(
+            &be,
+            1890 + i as u64,
+            lead,
+            (k, n, gs),
+            bias,
+            Q4GSW,
+            &force,
+            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
+        );
+        let kernel = match m {
+            0..=8 => "q4_linear_mma_reg_emu_f1",
+            9..=16 => "q4_linear_mma_reg_emu_f2",
+            _ => "q4_linear_mma_emu_f4",
+        };
+        assert!(
+            names.iter().any(|p| p.ends_with(kernel))
+                && names.iter().any(|p| p.ends_with("/q4_mma_limbs")),
+            "lead {lead:?} K {k} N {n}: {names:?}"
+        );
+        if k == 8200 {
+            assert!(
+                names.iter().any(|p| p.ends_with("/q4_linear_reduce")),
+                "split-K: {names:?}"
+            );
+        }
+    }
+    qcs4w_cases_take(
+        &be,
+        1897,
+        &[(&[8], 64, 32), (&[3, 5], 300, 77)],
+        &force,
+        "q4_linear_mma_reg_emu_f",
+    );
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// A compile-spec value no kernel choice reads is refused at load, naming the spec and the
 /// value (a typo would otherwise keep the default without a word); the documented values load.
 #[test]
@@ -1201,6 +1260,7 @@ fn unknown_compile_spec_values_are_refused() {
     }
     for (key, value) in [
         ("etvk_q4_mma", "emulated"),
+        ("etvk_q4_mma", "emulated_reg"),
         ("etvk_q4_mma", "off"),
         ("etvk_q4_gemv", "half"),
         ("etvk_q4_bwd", "wide_c16_f16t"),
@@ -2786,7 +2846,11 @@ fn random_problems_under_every_forced_kernel() {
     let be = backend();
     let mut rng = Rng::new(sweep_seed(2512));
     let spec = |k: &str, v: &str| vec![(k.to_string(), v.as_bytes().to_vec())];
-    let mut forward_specs = vec![Vec::new(), spec(MMA_SPEC, "emulated")];
+    let mut forward_specs = vec![
+        Vec::new(),
+        spec(MMA_SPEC, "emulated"),
+        spec(MMA_SPEC, "emulated_reg"),
+    ];
     // Every GEMV form the spec accepts (`f16` falls back where the device lacks it).
     for f in etvk_runtime::builder::Q4_GEMV_FORMS {
         forward_specs.push(spec("etvk_q4_gemv", f));
@@ -2859,6 +2923,7 @@ fn random_problems_under_every_forced_kernel() {
         "q4_linear_gemv_m",
         "q4_linear_tiled_fwd",
         "q4_linear_mma_emu_f",
+        "q4_linear_mma_reg_emu_f",
         "q4_linear_bwd_split_m",
         "q4_linear_bwd_wide",
         "q4_linear_tiled_bwd",

@@ -282,6 +282,32 @@ pub fn cases() -> Vec<OpCase> {
             .spec("etvk_q4_mma", "emulated"),
         dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
             .spec("etvk_q4_mma", "emulated"),
+        // The same on the register-operand form (`q4_linear_mma_reg_dq_*`, emulated): one
+        // and two fragments, the four-fragment M on the tiles, fp16 x.
+        dq8ca(
+            F32,
+            &[40, 96],
+            &[16, 1, 8, 40, 9],
+            96,
+            40,
+            32,
+            true,
+            (F32, I8),
+            56,
+        )
+        .spec("etvk_q4_mma", "emulated_reg"),
+        dq8ca(
+            F16,
+            &[12, 200],
+            &[12, 2, 8],
+            200,
+            24,
+            64,
+            false,
+            (F16, I32),
+            57,
+        )
+        .spec("etvk_q4_mma", "emulated_reg"),
         // Rows longer than 4096 values where the choose node runs (groups that no int8 GEMV
         // takes, M = 9 past the GEMVs): its 1024-lane forms, fp32 and fp16 x, rows past 8192
         // and more rows than fit one wave of them on lavapipe.

@@ -459,6 +459,28 @@ pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option
     Ok(None)
 }
 
+/// [`check_int8`] of the register-operand form's kernels (`q4_linear_mma_reg_*`, one and
+/// two fragments), native or `emulated`.
+pub(crate) fn check_int8_reg_all(be: &BackendInner, emulated: bool) -> Result<Option<String>> {
+    let kernels = if emulated {
+        [
+            (ShaderId::Q4LinearMmaRegEmuF1, 1),
+            (ShaderId::Q4LinearMmaRegEmuF2, 2),
+        ]
+    } else {
+        [
+            (ShaderId::Q4LinearMmaRegF1, 1),
+            (ShaderId::Q4LinearMmaRegF2, 2),
+        ]
+    };
+    for (shader, frags) in kernels {
+        if let Some(why) = check_int8(be, shader, frags)? {
+            return Ok(Some(format!("{}: {why}", shader.info().name)));
+        }
+    }
+    Ok(None)
+}
+
 /// The self-checks' pseudo-random stream from `seed` (an LCG's high bits: below 2^31).
 pub(crate) fn check_stream(seed: u64) -> impl FnMut() -> u32 {
     let mut state = seed;

@@ -862,7 +862,7 @@ mod tests {
                 Kernel::BwdMma {
                     tile,
                     split: bwd_mma_split(tile, m, 8192, 8192).slices > 1,
-                    emulated: false
+                    emulated: false,
                 },
                 "M = {m}"
             );
@@ -872,7 +872,7 @@ mod tests {
             Kernel::BwdMma {
                 tile: Tile::T32x128,
                 split: true,
-                emulated: false
+                emulated: false,
             }
         );
         assert!(matches!(
@@ -944,7 +944,7 @@ mod tests {
             Kernel::BwdMma {
                 tile: Tile::T32x128,
                 split: true,
-                emulated: false
+                emulated: false,
             }
         );
         assert_eq!(bwd_mma_split(Tile::T32x128, 64, 28672, 100).slices, 1);
@@ -987,7 +987,8 @@ mod tests {
                 forward_kernel(m, 8192, k, true, half, (Int8Mma::Native, (F16Mma::Off, 0))),
                 Kernel::Mma {
                     frags: mf,
-                    emulated: false
+                    emulated: false,
+                    reg: false,
                 },
                 "M = {m}"
             );
@@ -1005,14 +1006,17 @@ mod tests {
             Kernel::Mma {
                 frags: 1,
                 emulated: false,
+                reg: false,
             },
             Kernel::Mma {
                 frags: 2,
                 emulated: false,
+                reg: false,
             },
             Kernel::Mma {
                 frags: 4,
                 emulated: false,
+                reg: false,
             },
             Kernel::GemvHalf {
                 slices: 1,
@@ -1077,7 +1081,8 @@ mod tests {
             pick(FWD_F16_MIN_M - 1, native(true)),
             Kernel::Mma {
                 frags: 4,
-                emulated: false
+                emulated: false,
+                reg: false,
             }
         );
         assert_eq!(pick(FWD_F16_MIN_M, native(true)), f16(Tile::T128));
@@ -1086,7 +1091,8 @@ mod tests {
             pick(2048, (Int8Mma::Native, (F16Mma::Off, 0))),
             Kernel::Mma {
                 frags: 4,
-                emulated: false
+                emulated: false,
+                reg: false,
             }
         );
         let emulated = (Int8Mma::Off, (F16Mma::Emulated, 9));

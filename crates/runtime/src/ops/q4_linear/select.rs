@@ -106,8 +106,14 @@ pub(super) enum Kernel {
     /// Forward on the tensor cores for M >= [`MMA_MIN_M`]: int8 MMAs of 16 weight rows by
     /// 8 * `frags` activation rows per workgroup (`q4_linear_mma_f{frags}`), activations as
     /// int8 limbs from a `q4_mma_limbs` node; `emulated`: the same kernel with plain
-    /// arithmetic for the MMAs (`q4_linear_mma_emu_f*`, tests on any device).
-    Mma { frags: u32, emulated: bool },
+    /// arithmetic for the MMAs (`q4_linear_mma_emu_f*`, tests on any device); `reg`: the
+    /// form that builds its MMA operands in registers (`q4_linear_mma_reg_*`, one or two
+    /// fragments).
+    Mma {
+        frags: u32,
+        emulated: bool,
+        reg: bool,
+    },
     /// Backward on the tensor cores for M > 8 (`q4_linear_bwd_mma_*`): fp16 hi / lo MMAs of
     /// d_out and the dequantized weight over `tile`'s output tiles (T32x128 or T128), d_out's
     /// row scales from a `q4_bwd_rowscale` node; `split`: partial sums, which the last
@@ -255,9 +261,12 @@ pub(super) fn forward_kernel(
         _ => {}
     }
     if mma != Int8Mma::Off && m >= mma_min_m() {
+        let frags = mma_fragments(m);
         return Kernel::Mma {
-            frags: mma_fragments(m),
-            emulated: mma == Int8Mma::Emulated,
+            frags,
+            emulated: matches!(mma, Int8Mma::Emulated | Int8Mma::EmulatedReg),
+            reg: matches!(mma, Int8Mma::NativeReg | Int8Mma::EmulatedReg)
+                && frags <= MMA_REG_MAX_FRAGS,
         };
     }
     match (m, wide) {
@@ -605,7 +614,15 @@ pub(super) enum Int8Mma {
     Native,
     /// The same kernel with plain arithmetic for the MMAs, where forced (tests on any device).
     Emulated,
+    /// Native, the register-operand form (`q4_linear_mma_reg_*`) at up to
+    /// [`MMA_REG_MAX_FRAGS`] fragments.
+    NativeReg,
+    /// The register-operand form emulated (compile spec `etvk_q4_mma` = `emulated_reg`).
+    EmulatedReg,
 }
+
+/// Fragments the register-operand tensor-core forward is built for (M <= 16).
+pub(super) const MMA_REG_MAX_FRAGS: u32 = 2;
 
 /// The int8 tensor-core forward `q` may take: natively with NV int8 cooperative matrices of
 /// [`MMA_SHAPE`] and 32-invocation subgroups (its workgroup is 8 of them); emulated where
@@ -619,14 +636,24 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
     if !groups || q.kpad / 32 >= 1 << 16 || mma_turned_off(g) || max_m < mma_min_m() {
         return Int8Mma::Off;
     }
-    if mma_setting(g).as_deref() == Some("emulated") {
-        return if g.shader_supported(ShaderId::Q4LinearMmaEmuF1)
-            && g.shader_supported(ShaderId::Q4MmaLimbs)
-        {
-            Int8Mma::Emulated
-        } else {
-            Int8Mma::Off
-        };
+    match mma_setting(g).as_deref() {
+        Some("emulated") | Some("emulated_reg") => {
+            let reg = mma_setting(g).as_deref() == Some("emulated_reg");
+            let shader = if reg {
+                ShaderId::Q4LinearMmaRegEmuF1
+            } else {
+                ShaderId::Q4LinearMmaEmuF1
+            };
+            return match (
+                g.shader_supported(shader) && g.shader_supported(ShaderId::Q4MmaLimbs),
+                reg,
+            ) {
+                (false, _) => Int8Mma::Off,
+                (true, false) => Int8Mma::Emulated,
+                (true, true) => Int8Mma::EmulatedReg,
+            };
+        }
+        _ => {}
     }
     let caps = g.caps();
     let shape = caps
@@ -639,7 +666,16 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
         && g.shader_supported(ShaderId::Q4MmaLimbs)
         && g.be.int8_mma_ok()
     {
-        Int8Mma::Native
+        // The register-operand form where it passed its own self-check; `ETVK_Q4_MMA_REG=0`
+        // keeps the shared-memory tiles (comparisons).
+        let reg = std::env::var("ETVK_Q4_MMA_REG").map_or(true, |v| v != "0")
+            && g.shader_supported(ShaderId::Q4LinearMmaRegF1)
+            && g.be.int8_mma_reg_ok();
+        if reg {
+            Int8Mma::NativeReg
+        } else {
+            Int8Mma::Native
+        }
     } else {
         Int8Mma::Off
     }
@@ -1274,7 +1310,16 @@ pub(super) fn parse_forced_wide(f: &str) -> Option<(Option<u32>, Option<WideDeco
 }
 
 /// Values of compile spec [`Q4_MMA_SPEC`](crate::builder::Q4_MMA_SPEC).
-const MMA_SETTINGS: &[&str] = &["on", "1", "off", "0", "emulated", "cm2", "cm2_f16"];
+const MMA_SETTINGS: &[&str] = &[
+    "on",
+    "1",
+    "off",
+    "0",
+    "emulated",
+    "emulated_reg",
+    "cm2",
+    "cm2_f16",
+];
 
 /// Values of compile spec [`Q4_FMA_SPEC`](crate::builder::Q4_FMA_SPEC).
 const FMA_SETTINGS: &[&str] = &["on", "1", "off", "0"];
@@ -1605,11 +1650,34 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         (Kernel::BwdWide { cw: 16, mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C16,
         (Kernel::BwdWide { mt: 2, .. }, _) => ShaderId::Q4LinearBwdWideM2C32,
         (Kernel::BwdWide { cw, dec, .. }, _) => wide_m1_shader(cw, dec),
-        (Kernel::Mma { frags: 1, emulated }, _) => match emulated {
+        (
+            Kernel::Mma {
+                frags,
+                emulated,
+                reg: true,
+            },
+            _,
+        ) => match (frags, emulated) {
+            (1, false) => ShaderId::Q4LinearMmaRegF1,
+            (1, true) => ShaderId::Q4LinearMmaRegEmuF1,
+            (_, false) => ShaderId::Q4LinearMmaRegF2,
+            (_, true) => ShaderId::Q4LinearMmaRegEmuF2,
+        },
+        (
+            Kernel::Mma {
+                frags: 1, emulated, ..
+            },
+            _,
+        ) => match emulated {
             false => ShaderId::Q4LinearMmaF1,
             true => ShaderId::Q4LinearMmaEmuF1,
         },
-        (Kernel::Mma { frags: 2, emulated }, _) => match emulated {
+        (
+            Kernel::Mma {
+                frags: 2, emulated, ..
+            },
+            _,
+        ) => match emulated {
             false => ShaderId::Q4LinearMmaF2,
             true => ShaderId::Q4LinearMmaEmuF2,
         },

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 43, first run: the int8 tensor-core forward with its MMA operands built in
+# registers (q4_linear_mma_reg_*, built default where its self-check passes) against the
+# shared-memory tiles (ETVK_Q4_MMA_REG=0) at M = 8 and 16 on the issue's shapes, interleaved
+# twice; at M = 2 / 4 the register form forced (ETVK_Q4_MMA_M=2) against the built GEMVs;
+# the split target (ETVK_Q4_MMA_WGS) at M = 8; M = 1 for the ratio; the q4_linear tests
+# that run the native tensor-core kernels.
+# Here:   scripts/device-bench.sh prepare && bash docs/experiments/run-s43a.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s43a.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_prepare() {
+    exp_carry_tests
+}
+exp_begin "$0" "$@"
+row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
+{
+    exp_header
+    echo "== self-check / tests"
+    q4_tests tensor_core
+    for round in 1 2; do
+        for shape in "8192 8192" "28672 8192" "8192 28672" "4096 14336"; do
+            read -r n k <<<"$shape"
+            for m in 8 16; do
+                echo -n "r$round tiles M=$m N=$n K=$k: "
+                ETVK_Q4_MMA_REG=0 row linear_q4gsw --m $m --n "$n" --k "$k"
+                echo -n "r$round reg   M=$m N=$n K=$k: "
+                row linear_q4gsw --m $m --n "$n" --k "$k"
+            done
+            for m in 2 4; do
+                echo -n "r$round gemv  M=$m N=$n K=$k: "
+                row linear_q4gsw --m $m --n "$n" --k "$k"
+                echo -n "r$round reg   M=$m N=$n K=$k: "
+                ETVK_Q4_MMA_M=2 row linear_q4gsw --m $m --n "$n" --k "$k"
+            done
+        done
+    done
+    for wgs in 132 396 528; do
+        echo -n "reg wgs=$wgs M=8 N=8192 K=8192: "
+        ETVK_Q4_MMA_WGS=$wgs row linear_q4gsw --m 8 --n 8192 --k 8192
+    done
+    for shape in "8192 8192" "28672 8192"; do
+        read -r n k <<<"$shape"
+        echo -n "M=1 N=$n K=$k: "
+        row linear_q4gsw --m 1 --n "$n" --k "$k"
+        echo -n "tiles dq8ca M=16 N=$n K=$k: "
+        ETVK_Q4_MMA_REG=0 row linear_dq8ca_q4gsw --m 16 --n "$n" --k "$k"
+        echo -n "reg dq8ca M=16 N=$n K=$k: "
+        row linear_dq8ca_q4gsw --m 16 --n "$n" --k "$k"
+        echo -n "reg qcs4w M=8 N=$n K=$k: "
+        row linear_qcs4w --m 8 --n "$n" --k "$k"
+        echo -n "tiles qcs4w M=8 N=$n K=$k: "
+        ETVK_Q4_MMA_REG=0 row linear_qcs4w --m 8 --n "$n" --k "$k"
+    done
+} 2>&1 | tee "$OUT/s43a.txt"

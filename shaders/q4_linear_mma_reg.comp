@@ -1,0 +1,285 @@
+#version 450
+// 4-bit linear forward on the tensor cores for few activation rows, with the MMA operands
+// built in registers: the same result, operands, bindings, push constants and launch as
+// q4_linear_mma.comp (out[m][n] = sum_k x[m][k] * (code(n,k) - 8) * s[n][k / gs] + bias[n],
+// x as three int8 limbs per (row, chunk) from q4_mma_limbs.comp, exact int32 sums of 16 x 8
+// x 32 int8 MMAs scaled in fp32 per chunk), without its shared-memory tiles and barriers.
+//
+// Why: at M <= 16 that kernel spends its time on the tiles (each 16 x 32 weight tile
+// decoded into shared memory and loaded back, the limbs, units and scales staged through
+// double-buffered shared memory with a barrier per step), not on the MMAs or the weight's
+// bytes: 3.4x the M = 1 GEMV's time at N = K = 8192 on an H200 for the same bytes.
+//
+// Here each invocation loads its own operands. The fragments are filled element by element
+// in the layout of the hardware's m16n8k32 int8 MMA (invocation i = 4 g + q of a subgroup
+// of 32: A elements 0-3 row g, 4-7 row g + 8 at k 4q .. 4q + 3, 8-15 the same rows at
+// k 16 + 4q ..; B elements 0-3 at k 4q .., 4-7 at k 16 + 4q .., column g; the accumulator's
+// elements (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1)). An MMA's k may be permuted
+// alike in A and B, so invocation (g, q) puts word q of a chunk there: its even-k codes
+// (w & 0x0F0F0F0F) at k 4q .., its odd-k codes at 16 + 4q .., which is where the limbs
+// layout already keeps the matching activations (word q: even k, word 4 + q: odd k). A
+// subgroup owns 16 weight rows; invocation (g, q) loads chunk c0 + q of rows g and g + 8
+// as one uvec4 each (a quad of invocations reads 64 contiguous bytes of a row) and a 4 x 4
+// transpose inside the quad (four shuffles) gives it word q of chunks c0 .. c0 + 3. The
+// scales of a step are loaded the same way (invocation q: chunk c0 + q's group) and
+// shuffled to the quad per chunk. The limbs, units and limb sums of a chunk are read by
+// every subgroup of the workgroup from L1 (the 8 subgroups walk the same chunks).
+//
+// A driver whose fragments are laid out otherwise computes wrong sums: the runtime takes
+// this kernel only after its self-check (ops/q4_mma_check.rs) passed on the device.
+//
+// -DEMULATE=1: the shuffles and the MMAs by plain arithmetic through shared memory (virtual
+// subgroups of 32, the same fragment layout), for tests on any device (lavapipe).
+#ifndef EMULATE
+#define EMULATE 0
+#endif
+#extension GL_EXT_control_flow_attributes : enable
+#if !EMULATE
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+#include "common.glsl"
+#include "q4_scales.glsl"
+
+#ifndef MF
+#define MF 1  // 8-row activation fragments per workgroup
+#endif
+#ifndef LIMBS
+#define LIMBS 3  // activation limbs per chunk (2: the DQ forms)
+#endif
+#define STEP 4   // chunks per step: one uvec4 per row and invocation of a quad
+#define NT 256   // invocations (the runtime launches 256 x 1 x 1)
+#define SG 8     // subgroups of 32
+#define ROWS (16 * SG)
+#define CL 4     // accumulator elements per invocation
+#ifndef MB
+#define MB 8     // row tiles per block of the launch order (as q4_linear_mma.comp)
+#endif
+
+layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };   // [M][N]
+layout(set = 0, binding = 1) writeonly buffer Part { float part[]; };  // [slices][M][N]
+layout(set = 0, binding = 2) readonly buffer Limbs { uint limbs[]; };  // [LIMBS][KC][Mp] x 8
+layout(set = 0, binding = 3) readonly buffer Side { uvec4 side2[]; };  // [KC][Mp / 2]: 2 uvec2
+layout(set = 0, binding = 4) readonly buffer W4 { uvec4 w4[]; };       // [N][KC]
+layout(set = 0, binding = 5) readonly buffer S { float s[]; };         // row quads, q4_scales.glsl
+layout(set = 0, binding = 6) readonly buffer Bias { float bias[]; };
+
+layout(push_constant) uniform Params {
+  uint M;
+  uint N;
+  uint KC;
+  uint G;
+  uint cpg_bias;
+  uint Mp;
+  uint mtiles;
+  uint split;
+} p;
+
+#if EMULATE
+shared uint xch[NT];
+shared uint fragA[NT * 4];
+shared uint fragB[LIMBS][NT * 2];
+// One word from invocation `src` of this virtual subgroup (t's 32). Every invocation of the
+// workgroup calls it the same number of times (uniform loops), as the barriers need.
+uint quad_get(uint v, uint t, uint src) {
+  xch[t] = v;
+  barrier();
+  const uint r = xch[(t & ~31u) | src];
+  barrier();
+  return r;
+}
+#define XOR_GET(v, m) quad_get(v, t, lane ^ (m))
+#define LANE_GET(v, src) quad_get(v, t, src)
+#else
+#define XOR_GET(v, m) subgroupShuffleXor(v, m)
+#define LANE_GET(v, src) subgroupShuffle(v, src)
+#endif
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+#if EMULATE
+  const uint sg = t / 32u, lane = t % 32u;
+#else
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#endif
+  const uint gq = lane >> 2, q = lane & 3u;
+  const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint slices = p.split & 0xFFFFu, slice_len = p.split >> 16;
+  const uint cpg = p.cpg_bias & 0xFFFFu;
+  const bool has_bias = (p.cpg_bias >> 16) != 0u;
+  // The launch order of q4_linear_mma.comp (blocks of MB row tiles; in a block every
+  // (strip, slice), the tiles of one next to each other).
+  const uint strips = (p.N + ROWS - 1u) / ROWS;
+  const uint full = MB * slices * strips;
+  const uint blk = wg / full, r = wg % full;
+  const uint gm = min(MB, p.mtiles - min(blk * MB, p.mtiles));
+  if (gm == 0u) return;  // grid padding: whole workgroups
+  const uint mt = blk * MB + r % gm, rest = r / gm;
+  const uint ks = rest % slices, strip = rest / slices;
+  const uint n0 = strip * ROWS, m0 = mt * 8u * MF;
+  if (n0 >= p.N) return;  // grid padding: whole workgroups
+  const uint cbeg = ks * slice_len, cend = min(cbeg + slice_len, p.KC);
+
+  // Rows g and g + 8 of the subgroup's 16 (clamped: rows past N are computed, not stored).
+  const uint nA = n0 + sg * 16u + gq, nB = nA + 8u;
+  const uint rowA = min(nA, p.N - 1u) * p.KC, rowB = min(nB, p.N - 1u) * p.KC;
+  const uint sA = Q4S(min(nA, p.N - 1u), 0u, p.G), sB = Q4S(min(nB, p.N - 1u), 0u, p.G);
+
+  float acc[MF * CL];
+  [[unroll]] for (uint i = 0u; i < MF * CL; ++i) acc[i] = 0.0;
+
+  // This invocation's weight chunk and scale group of the step at c0 (clamped; chunks at or
+  // past cend are masked where they are summed).
+  uvec4 wa, wb;
+  float sca, scb;
+#define LOAD_STEP(c0)                                          \
+  {                                                            \
+    const uint c = min((c0) + q, p.KC - 1u);                   \
+    wa = w4[rowA + c];                                         \
+    wb = w4[rowB + c];                                         \
+    const uint g = min(c / cpg, p.G - 1u);                     \
+    sca = s[sA + 4u * g];                                      \
+    scb = s[sB + 4u * g];                                      \
+  }
+
+  if (cbeg < cend) LOAD_STEP(cbeg);
+  // Uniform over the workgroup (the emulation's barriers): every invocation walks the slice.
+  for (uint c0 = cbeg; c0 < cend; c0 += STEP) {
+    uvec4 va = wa, vb = wb;
+    const float ta = sca, tb = scb;
+    // The next step's weights and scales fly while this one computes.
+    if (c0 + STEP < cend) LOAD_STEP(c0 + STEP);
+    // 4 x 4 transposes in the quad: invocation q then holds word q of chunks c0 .. c0 + 3.
+    // First the 2 x 2 blocks (partner q ^ 2), then inside them (partner q ^ 1).
+    {
+      const bool hi = (q & 2u) != 0u;
+      uint r0 = XOR_GET(hi ? va.x : va.z, 2u), r1 = XOR_GET(hi ? va.y : va.w, 2u);
+      uint r2 = XOR_GET(hi ? vb.x : vb.z, 2u), r3 = XOR_GET(hi ? vb.y : vb.w, 2u);
+      if (hi) {
+        va.xy = uvec2(r0, r1);
+        vb.xy = uvec2(r2, r3);
+      } else {
+        va.zw = uvec2(r0, r1);
+        vb.zw = uvec2(r2, r3);
+      }
+      const bool odd = (q & 1u) != 0u;
+      r0 = XOR_GET(odd ? va.x : va.y, 1u);
+      r1 = XOR_GET(odd ? va.z : va.w, 1u);
+      r2 = XOR_GET(odd ? vb.x : vb.y, 1u);
+      r3 = XOR_GET(odd ? vb.z : vb.w, 1u);
+      if (odd) {
+        va.xz = uvec2(r0, r1);
+        vb.xz = uvec2(r2, r3);
+      } else {
+        va.yw = uvec2(r0, r1);
+        vb.yw = uvec2(r2, r3);
+      }
+    }
+    [[unroll]] for (uint j = 0u; j < STEP; ++j) {
+      const uint c = c0 + j;
+      const bool live = c < cend;
+      const uint cc = min(c, p.KC - 1u);
+      // Rows g and g + 8's scales of chunk c, loaded by invocation (g, j).
+      const float sg_a = uintBitsToFloat(LANE_GET(floatBitsToUint(ta), (lane & ~3u) | j));
+      const float sg_b = uintBitsToFloat(LANE_GET(floatBitsToUint(tb), (lane & ~3u) | j));
+      const uint a0 = va[j] & 0x0F0F0F0Fu, a1 = vb[j] & 0x0F0F0F0Fu;
+      const uint a2 = (va[j] >> 4) & 0x0F0F0F0Fu, a3 = (vb[j] >> 4) & 0x0F0F0F0Fu;
+#if !EMULATE
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
+      {
+        const i8vec4 e0 = unpack8(int(a0)), e1 = unpack8(int(a1));
+        const i8vec4 e2 = unpack8(int(a2)), e3 = unpack8(int(a3));
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+          a[i] = e0[i];
+          a[4u + i] = e1[i];
+          a[8u + i] = e2[i];
+          a[12u + i] = e3[i];
+        }
+      }
+#endif
+      [[unroll]] for (uint f = 0u; f < MF; ++f) {
+        const uint mrow = m0 + 8u * f;
+        // Limbs of activation row mrow + g (B's column g): word q (even k), 4 + q (odd k).
+        uint be[LIMBS], bo[LIMBS];
+        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
+          const uint base = ((l * p.KC + cc) * p.Mp + mrow + gq) * 8u;
+          be[l] = limbs[base + q];
+          bo[l] = limbs[base + 4u + q];
+        }
+        // Units and limb sums of activation rows mrow + 2q, 2q + 1 (the accumulator's columns).
+        const uvec4 sd = side2[(cc * p.Mp + mrow) / 2u + q];
+        int v[CL];
+#if EMULATE
+        fragA[t * 4u] = a0;
+        fragA[t * 4u + 1u] = a1;
+        fragA[t * 4u + 2u] = a2;
+        fragA[t * 4u + 3u] = a3;
+        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
+          fragB[l][t * 2u] = be[l];
+          fragB[l][t * 2u + 1u] = bo[l];
+        }
+        barrier();
+        [[unroll]] for (uint e = 0u; e < CL; ++e) {
+          // Element e: row g + 8 (e / 2) of A, column 2q + e % 2 of B.
+          const uint hr = e >> 1, col = 2u * q + (e & 1u);
+          int sum = 0;
+          [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
+            int c3 = 0;
+            [[unroll]] for (uint qq = 0u; qq < 4u; ++qq) {
+              const uint ia = ((t & ~31u) + 4u * gq + qq) * 4u, ib = ((t & ~31u) + 4u * col + qq) * 2u;
+              [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+                const uint aw = fragA[ia + hr + 2u * h], bw = fragB[l][ib + h];
+                [[unroll]] for (uint y = 0u; y < 4u; ++y) {
+                  c3 += bitfieldExtract(int(aw), int(8u * y), 8) * bitfieldExtract(int(bw), int(8u * y), 8);
+                }
+              }
+            }
+            sum = sum * 128 + c3;
+          }
+          v[e] = sum;
+        }
+        barrier();
+#else
+        icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b;
+        icoopmatNV<32, gl_ScopeSubgroup, 16, 8> d = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
+        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
+          const i8vec4 ee = unpack8(int(be[l])), eo = unpack8(int(bo[l]));
+          [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+            b[i] = ee[i];
+            b[4u + i] = eo[i];
+          }
+          // One accumulator: ((C_0 * 128) + C_1) * 128 + C_2, as q4_linear_mma.comp chains it.
+          if (l > 0u) {
+            [[unroll]] for (uint e = 0u; e < CL; ++e) d[e] = d[e] * 128;
+          }
+          d = coopMatMulAddNV(a, b, d);
+        }
+        [[unroll]] for (uint e = 0u; e < CL; ++e) v[e] = d[e];
+#endif
+        [[unroll]] for (uint e = 0u; e < CL; ++e) {
+          const uvec2 u = (e & 1u) == 0u ? sd.xy : sd.zw;
+          const float sc = (e >> 1) == 0u ? sg_a : sg_b;
+          const float add = float(v[e] + int(u.y)) * (sc * uintBitsToFloat(u.x));
+          acc[f * CL + e] += live ? add : 0.0;
+        }
+      }
+    }
+  }
+
+  [[unroll]] for (uint f = 0u; f < MF; ++f) {
+    [[unroll]] for (uint e = 0u; e < CL; ++e) {
+      const uint n = (e >> 1) == 0u ? nA : nB, m = m0 + 8u * f + 2u * q + (e & 1u);
+      if (n < p.N && m < p.M) {
+        if (slices == 1u) {
+          outp[m * p.N + n] = acc[f * CL + e] + (has_bias ? bias[n] : 0.0);
+        } else {
+          part[(ks * p.M + m) * p.N + n] = acc[f * CL + e];
+        }
+      }
+    }
+  }
+}
