@@ -13,6 +13,9 @@ dir=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
     exp_carry_tests
+    # The register form compiled without glslc's -O (as q4_linear_mma_f1 is).
+    exp_comp o0 q4_linear_mma_reg_f1 q4_linear_mma_reg.comp -DMF=1
+    exp_comp o0 q4_linear_mma_reg_f2 q4_linear_mma_reg.comp -DMF=2
 }
 exp_begin "$0" "$@"
 row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
@@ -35,6 +38,13 @@ row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
                 echo -n "r$round reg   M=$m N=$n K=$k: "
                 ETVK_Q4_MMA_M=2 row linear_q4gsw --m $m --n "$n" --k "$k"
             done
+        done
+    done
+    for shape in "8192 8192" "28672 8192"; do
+        read -r n k <<<"$shape"
+        for m in 8 16; do
+            echo -n "reg -O0 M=$m N=$n K=$k: "
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_o0 row linear_q4gsw --m $m --n "$n" --k "$k"
         done
     done
     for wgs in 132 396 528; do
