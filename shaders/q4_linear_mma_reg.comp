@@ -229,7 +229,8 @@ void main() {
           int sum = 0;
           [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
             int c3 = 0;
-            [[unroll]] for (uint qq = 0u; qq < 4u; ++qq) {
+            // Not unrolled: four fragments' worth unrolled exhausts glslc's optimizer.
+            [[dont_unroll]] for (uint qq = 0u; qq < 4u; ++qq) {
               const uint ia = ((t & ~31u) + 4u * gq + qq) * 4u, ib = ((t & ~31u) + 4u * col + qq) * 2u;
               [[unroll]] for (uint h = 0u; h < 2u; ++h) {
                 const uint aw = fragA[ia + hr + 2u * h], bw = fragB[l][ib + h];

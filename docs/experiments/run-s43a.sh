@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 43, first run: the int8 tensor-core forward with its MMA operands built in
 # registers (q4_linear_mma_reg_*, built default where its self-check passes) against the
-# shared-memory tiles (ETVK_Q4_MMA_REG=0) at M = 8 and 16 on the issue's shapes, interleaved
+# shared-memory tiles (ETVK_Q4_MMA_REG=0) at M = 8, 16 and 32 on the issue's shapes, interleaved
 # twice; at M = 2 / 4 the register form forced (ETVK_Q4_MMA_M=2) against the built GEMVs;
 # the split target (ETVK_Q4_MMA_WGS) at M = 8; M = 1 for the ratio; the q4_linear tests
 # that run the native tensor-core kernels.
@@ -16,6 +16,7 @@ exp_prepare() {
     # The register form compiled without glslc's -O (as q4_linear_mma_f1 is).
     exp_comp o0 q4_linear_mma_reg_f1 q4_linear_mma_reg.comp -DMF=1
     exp_comp o0 q4_linear_mma_reg_f2 q4_linear_mma_reg.comp -DMF=2
+    exp_comp o0 q4_linear_mma_reg_f4 q4_linear_mma_reg.comp -DMF=4
 }
 exp_begin "$0" "$@"
 row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
@@ -26,7 +27,7 @@ row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
     for round in 1 2; do
         for shape in "8192 8192" "28672 8192" "8192 28672" "4096 14336"; do
             read -r n k <<<"$shape"
-            for m in 8 16; do
+            for m in 8 16 32; do
                 echo -n "r$round tiles M=$m N=$n K=$k: "
                 ETVK_Q4_MMA_REG=0 row linear_q4gsw --m $m --n "$n" --k "$k"
                 echo -n "r$round reg   M=$m N=$n K=$k: "
@@ -42,7 +43,7 @@ row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
     done
     for shape in "8192 8192" "28672 8192"; do
         read -r n k <<<"$shape"
-        for m in 8 16; do
+        for m in 8 16 32; do
             echo -n "reg -O0 M=$m N=$n K=$k: "
             ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_o0 row linear_q4gsw --m $m --n "$n" --k "$k"
         done
@@ -59,6 +60,10 @@ row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
         ETVK_Q4_MMA_REG=0 row linear_dq8ca_q4gsw --m 16 --n "$n" --k "$k"
         echo -n "reg dq8ca M=16 N=$n K=$k: "
         row linear_dq8ca_q4gsw --m 16 --n "$n" --k "$k"
+        echo -n "persist dq8ca M=8 N=$n K=$k: "
+        row linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
+        echo -n "reg dq8ca M=8 N=$n K=$k: "
+        ETVK_DQ_PERSIST=0 row linear_dq8ca_q4gsw --m 8 --n "$n" --k "$k"
         echo -n "reg qcs4w M=8 N=$n K=$k: "
         row linear_qcs4w --m 8 --n "$n" --k "$k"
         echo -n "tiles qcs4w M=8 N=$n K=$k: "

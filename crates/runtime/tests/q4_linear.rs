@@ -1172,8 +1172,8 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
 /// arithmetic through shared memory) at one and two fragments: x rows of very different
 /// sizes, M not a multiple of 8, N not a multiple of 16 or of the 128-row strip, K not a
 /// multiple of 32 or of the 4-chunk step, groups of 32, 64 and 128 and one per row (qcs4w),
-/// split-K, bias or none, leading dims, against the f64 reference. Four fragments (M > 16)
-/// keep the shared-memory tiles.
+/// split-K, bias or none, leading dims, against the f64 reference; one, two and four
+/// fragments (four: slices of whole 2-chunk steps, not of the form's 4).
 #[test]
 fn emulated_register_operand_int8_forward_matches_f64_reference() {
     let be = backend();
@@ -1186,6 +1186,7 @@ fn emulated_register_operand_int8_forward_matches_f64_reference() {
         (&[2, 4], 8200, 16, 64, true),
         (&[12], 4128, 136, 32, false),
         (&[17], 256, 136, 64, true),
+        (&[40], 4096, 136, 32, false),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
         let m: usize = lead.iter().product();
@@ -1202,7 +1203,7 @@ fn emulated_register_operand_int8_forward_matches_f64_reference() {
         let kernel = match m {
             0..=8 => "q4_linear_mma_reg_emu_f1",
             9..=16 => "q4_linear_mma_reg_emu_f2",
-            _ => "q4_linear_mma_emu_f4",
+            _ => "q4_linear_mma_reg_emu_f4",
         };
         assert!(
             names.iter().any(|p| p.ends_with(kernel))

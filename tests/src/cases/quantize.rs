@@ -282,8 +282,8 @@ pub fn cases() -> Vec<OpCase> {
             .spec("etvk_q4_mma", "emulated"),
         dq8ca(F16, &[20, 64], &[20, 2], 64, 16, 32, true, (F16, I8), 34)
             .spec("etvk_q4_mma", "emulated"),
-        // The same on the register-operand form (`q4_linear_mma_reg_dq_*`, emulated): one
-        // and two fragments, the four-fragment M on the tiles, fp16 x.
+        // The same on the register-operand form (`q4_linear_mma_reg_dq_*`, emulated): one,
+        // two and four fragments, fp16 x.
         dq8ca(
             F32,
             &[40, 96],

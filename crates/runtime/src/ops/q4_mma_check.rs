@@ -459,18 +459,20 @@ pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option
     Ok(None)
 }
 
-/// [`check_int8`] of the register-operand form's kernels (`q4_linear_mma_reg_*`, one and
-/// two fragments), native or `emulated`.
+/// [`check_int8`] of the register-operand form's kernels (`q4_linear_mma_reg_*`, one, two
+/// and four fragments), native or `emulated`.
 pub(crate) fn check_int8_reg_all(be: &BackendInner, emulated: bool) -> Result<Option<String>> {
     let kernels = if emulated {
         [
             (ShaderId::Q4LinearMmaRegEmuF1, 1),
             (ShaderId::Q4LinearMmaRegEmuF2, 2),
+            (ShaderId::Q4LinearMmaRegEmuF4, 4),
         ]
     } else {
         [
             (ShaderId::Q4LinearMmaRegF1, 1),
             (ShaderId::Q4LinearMmaRegF2, 2),
+            (ShaderId::Q4LinearMmaRegF4, 4),
         ]
     };
     for (shader, frags) in kernels {

@@ -550,9 +550,10 @@ impl DqGemv {
 
 /// The int8 tensor-core forward's forms and their DQ forms (two limbs of an 8da4w linear's
 /// integers q - zp).
-const DQ_MMA: [(ShaderId, ShaderId); 10] = [
+const DQ_MMA: [(ShaderId, ShaderId); 12] = [
     (ShaderId::Q4LinearMmaRegF1, ShaderId::Q4LinearMmaRegDqF1),
     (ShaderId::Q4LinearMmaRegF2, ShaderId::Q4LinearMmaRegDqF2),
+    (ShaderId::Q4LinearMmaRegF4, ShaderId::Q4LinearMmaRegDqF4),
     (
         ShaderId::Q4LinearMmaRegEmuF1,
         ShaderId::Q4LinearMmaRegDqEmuF1,
@@ -560,6 +561,10 @@ const DQ_MMA: [(ShaderId, ShaderId); 10] = [
     (
         ShaderId::Q4LinearMmaRegEmuF2,
         ShaderId::Q4LinearMmaRegDqEmuF2,
+    ),
+    (
+        ShaderId::Q4LinearMmaRegEmuF4,
+        ShaderId::Q4LinearMmaRegDqEmuF4,
     ),
     (ShaderId::Q4LinearMmaF1, ShaderId::Q4LinearMmaDqF1),
     (ShaderId::Q4LinearMmaF2, ShaderId::Q4LinearMmaDqF2),

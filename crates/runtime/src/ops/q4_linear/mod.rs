@@ -61,8 +61,7 @@
 //!   int8 products of the codes and three int8 limbs of each activation chunk
 //!   (`q4_mma_limbs`, a node of its own), scaled in fp32 per chunk; 128 weight rows x 8,
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
-//!   when the strips are too few (`select::mma_split`). At one and two fragments (M <= 16)
-//!   `q4_linear_mma_reg_f{1,2}` runs instead where its own self-check passed: the same
+//!   when the strips are too few (`select::mma_split`). `q4_linear_mma_reg_f{1,2,4}` runs instead where its own self-check passed: the same
 //!   launch and arithmetic with the MMA operands built in registers (fragments filled in the
 //!   m16n8k32 element order, weight chunks transposed within quads of invocations by
 //!   shuffles, limbs read from L1; no shared memory, no barrier); `ETVK_Q4_MMA_REG=0` keeps

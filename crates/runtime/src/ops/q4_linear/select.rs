@@ -621,8 +621,8 @@ pub(super) enum Int8Mma {
     EmulatedReg,
 }
 
-/// Fragments the register-operand tensor-core forward is built for (M <= 16).
-pub(super) const MMA_REG_MAX_FRAGS: u32 = 2;
+/// Fragments the register-operand tensor-core forward is built for (all three counts).
+pub(super) const MMA_REG_MAX_FRAGS: u32 = 4;
 
 /// The int8 tensor-core forward `q` may take: natively with NV int8 cooperative matrices of
 /// [`MMA_SHAPE`] and 32-invocation subgroups (its workgroup is 8 of them); emulated where
@@ -1660,8 +1660,10 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
         ) => match (frags, emulated) {
             (1, false) => ShaderId::Q4LinearMmaRegF1,
             (1, true) => ShaderId::Q4LinearMmaRegEmuF1,
-            (_, false) => ShaderId::Q4LinearMmaRegF2,
-            (_, true) => ShaderId::Q4LinearMmaRegEmuF2,
+            (2, false) => ShaderId::Q4LinearMmaRegF2,
+            (2, true) => ShaderId::Q4LinearMmaRegEmuF2,
+            (_, false) => ShaderId::Q4LinearMmaRegF4,
+            (_, true) => ShaderId::Q4LinearMmaRegEmuF4,
         },
         (
             Kernel::Mma {
