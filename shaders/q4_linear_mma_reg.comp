@@ -25,8 +25,12 @@
 // shuffled to the quad per chunk. The limbs, units and limb sums of a chunk are read by
 // every subgroup of the workgroup from L1 (the 8 subgroups walk the same chunks).
 //
-// A driver whose fragments are laid out otherwise computes wrong sums: the runtime takes
-// this kernel only after its self-check (ops/q4_mma_check.rs) passed on the device.
+// Which element index of a fragment holds which of those positions is the driver's: the
+// runtime learns it once per device (q4_mma_layout_probe.comp) and passes it as
+// specialization constants (A_MAP0/1, B_MAP, C_MAP below; their defaults are the PTX
+// register order, elements 4r .. 4r + 3 = bytes of register r); a driver whose fragments
+// put the rows, k or columns in other invocations gets no register form, and the kernel
+// runs only after its self-check (ops/q4_mma_check.rs) passed on the device.
 //
 // -DEMULATE=1: the shuffles and the MMAs by plain arithmetic through shared memory (virtual
 // subgroups of 32, the same fragment layout), for tests on any device (lavapipe).
@@ -59,6 +63,19 @@
 #ifndef MB
 #define MB 8     // row tiles per block of the launch order (as q4_linear_mma.comp)
 #endif
+
+// Element maps, 4 bits an element (element i at bits 4 (i % 8)): A (A_MAP0: elements 0-7,
+// A_MAP1: 8-15) bit 3 = row g + 8, bits 0-2 = nibble of this invocation's weight word
+// (even nibbles: k 4q .., odd: k 16 + 4q ..); B (elements 0-7) bit 2 = the odd-k limb word,
+// bits 0-1 = its byte; the accumulator (elements 0-3) bit 1 = row g + 8, bit 0 = column
+// 2q + 1.
+layout(constant_id = 3) const uint A_MAP0 = 0xECA86420u;
+layout(constant_id = 4) const uint A_MAP1 = 0xFDB97531u;
+layout(constant_id = 5) const uint B_MAP = 0x76543210u;
+layout(constant_id = 6) const uint C_MAP = 0x3210u;
+#define A_MAP(i) ((((i) < 8u ? A_MAP0 : A_MAP1) >> (4u * ((i) & 7u))) & 15u)
+#define B_MAP_AT(i) ((B_MAP >> (4u * (i))) & 15u)
+#define C_MAP_AT(e) ((C_MAP >> (4u * (e))) & 15u)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };   // [M][N]
 layout(set = 0, binding = 1) writeonly buffer Part { float part[]; };  // [slices][M][N]
@@ -190,15 +207,9 @@ void main() {
       const uint a2 = (va[j] >> 4) & 0x0F0F0F0Fu, a3 = (vb[j] >> 4) & 0x0F0F0F0Fu;
 #if !EMULATE
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
-      {
-        const i8vec4 e0 = unpack8(int(a0)), e1 = unpack8(int(a1));
-        const i8vec4 e2 = unpack8(int(a2)), e3 = unpack8(int(a3));
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-          a[i] = e0[i];
-          a[4u + i] = e1[i];
-          a[8u + i] = e2[i];
-          a[12u + i] = e3[i];
-        }
+      [[unroll]] for (uint i = 0u; i < 16u; ++i) {
+        const uint mp = A_MAP(i), w = (mp & 8u) != 0u ? vb[j] : va[j];
+        a[i] = int8_t(int((w >> (4u * (mp & 7u))) & 15u));
       }
 #endif
       [[unroll]] for (uint f = 0u; f < MF; ++f) {
@@ -248,10 +259,9 @@ void main() {
         icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b;
         icoopmatNV<32, gl_ScopeSubgroup, 16, 8> d = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
         [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
-          const i8vec4 ee = unpack8(int(be[l])), eo = unpack8(int(bo[l]));
-          [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            b[i] = ee[i];
-            b[4u + i] = eo[i];
+          [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+            const uint mp = B_MAP_AT(i), w = (mp & 4u) != 0u ? bo[l] : be[l];
+            b[i] = int8_t(bitfieldExtract(int(w), int(8u * (mp & 3u)), 8));
           }
           // One accumulator: ((C_0 * 128) + C_1) * 128 + C_2, as q4_linear_mma.comp chains it.
           if (l > 0u) {
@@ -259,7 +269,8 @@ void main() {
           }
           d = coopMatMulAddNV(a, b, d);
         }
-        [[unroll]] for (uint e = 0u; e < CL; ++e) v[e] = d[e];
+        // Accumulator element e into this invocation's slot C_MAP(e) (the emulation's order).
+        [[unroll]] for (uint e = 0u; e < CL; ++e) v[C_MAP_AT(e)] = d[e];
 #endif
         [[unroll]] for (uint e = 0u; e < CL; ++e) {
           const uvec2 u = (e & 1u) == 0u ? sd.xy : sd.zw;

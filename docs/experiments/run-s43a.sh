@@ -22,6 +22,9 @@ exp_begin "$0" "$@"
 row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
 {
     exp_header
+    echo "== the layout probe's element maps"
+    RUST_LOG=info .gl/bin/etvk bench linear_q4gsw --m 8 --n 256 --k 256 --iters 2 --ceiling-mib 64 2>&1 |
+        grep -iE "element maps|fragments|probe|self-check" || true
     echo "== self-check / tests"
     q4_tests tensor_core
     for round in 1 2; do

@@ -32,8 +32,8 @@ pub(crate) struct BackendInner {
     f16_codes_ok: OnceLock<bool>,
     /// [`Self::int8_mma_ok`], once decided.
     int8_mma_ok: OnceLock<bool>,
-    /// [`Self::int8_mma_reg_ok`], once decided.
-    int8_mma_reg_ok: OnceLock<bool>,
+    /// [`Self::int8_mma_reg_spec`], once decided.
+    int8_mma_reg: OnceLock<Option<[u32; 4]>>,
     /// The wide backward's fp16-decode variants that passed (true) or failed their
     /// self-check here, each checked at its first need.
     wide_f16_ok: Mutex<HashMap<ShaderId, bool>>,
@@ -105,7 +105,7 @@ impl BackendInner {
             f16_mma_ok: OnceLock::new(),
             f16_codes_ok: OnceLock::new(),
             int8_mma_ok: OnceLock::new(),
-            int8_mma_reg_ok: OnceLock::new(),
+            int8_mma_reg: OnceLock::new(),
             wide_f16_ok: Mutex::new(HashMap::new()),
         }
     }
@@ -163,17 +163,37 @@ impl BackendInner {
         })
     }
 
-    /// Whether the int8 tensor-core forward's register-operand form (`q4_linear_mma_reg_*`),
-    /// which fills its fragments in the element order of NVIDIA's m16n8k32 MMA, computes
-    /// right on this device (the same check as [`Self::int8_mma_ok`]); a device whose
-    /// fragments are laid out otherwise fails it and keeps the shared-memory tiles.
-    pub(crate) fn int8_mma_reg_ok(&self) -> bool {
-        *self.int8_mma_reg_ok.get_or_init(|| {
+    /// The int8 tensor-core forward's register-operand form (`q4_linear_mma_reg_*`) on this
+    /// device: its element maps (specialization constants 3..=6) where the driver's
+    /// fragments keep the m16n8k32 MMA's rows, k and columns in the invocations that kernel
+    /// fills ([`crate::ops::q4_mma_check::int8_reg_layout`]) and the kernel then passes the
+    /// int8 forward's self-check with them; `None` (logged) keeps the shared-memory tiles.
+    pub(crate) fn int8_mma_reg_spec(&self) -> Option<[u32; 4]> {
+        *self.int8_mma_reg.get_or_init(|| {
+            let layout = match crate::ops::q4_mma_check::int8_reg_layout(self) {
+                Ok(Ok(maps)) => maps,
+                Ok(Err(why)) => {
+                    log::warn!(
+                        "{}: cooperative-matrix fragments unlike the m16n8k32 MMA's ({why}); the int8 forward keeps its shared-memory tiles",
+                        self.ctx.description()
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    log::warn!(
+                        "{}: the cooperative-matrix layout probe did not run ({e}); the int8 forward keeps its shared-memory tiles",
+                        self.ctx.description()
+                    );
+                    return None;
+                }
+            };
+            log::info!("int8 register-operand MMA element maps {layout:08x?}");
             self.passed(
-                || crate::ops::q4_mma_check::check_int8_reg_all(self, false),
+                || crate::ops::q4_mma_check::check_int8_reg_all(self, false, &layout),
                 "the int8 tensor-core forward's register-operand form",
                 "its shared-memory tiles run",
             )
+            .then_some(layout)
         })
     }
 

@@ -704,7 +704,13 @@ pub fn alu_outputs(backend: &Backend, op: AluOp, rounds: u32) -> Result<Vec<u32>
 /// match the f64 reference, `Ok(Some(why))` naming the first that does not.
 pub fn q4_int8_mma_check(backend: &Backend, emulated: bool) -> Result<Option<String>> {
     match crate::ops::q4_mma_check::check_int8_all(backend.inner(), emulated)? {
-        None => crate::ops::q4_mma_check::check_int8_reg_all(backend.inner(), emulated),
+        None if emulated => {
+            crate::ops::q4_mma_check::check_int8_reg_all(backend.inner(), true, &[])
+        }
+        None => match crate::ops::q4_mma_check::int8_reg_layout(backend.inner())? {
+            Ok(maps) => crate::ops::q4_mma_check::check_int8_reg_all(backend.inner(), false, &maps),
+            Err(why) => Ok(Some(format!("register-operand form: {why}"))),
+        },
         failed => Ok(failed),
     }
 }

@@ -317,6 +317,7 @@ pub(crate) fn check_int8(
     be: &BackendInner,
     shader: ShaderId,
     frags: u32,
+    spec: &[u32],
 ) -> Result<Option<String>> {
     const M: u32 = 13;
     const N: u32 = 136;
@@ -366,7 +367,7 @@ pub(crate) fn check_int8(
     let back = Buffer::new(ctx, u64::from(total) * 4, MemoryKind::Readback)?;
 
     let pre = be.pipeline(ShaderId::Q4MmaLimbs, [64, 1, 1], &[])?;
-    let main = be.pipeline(shader, [256, 1, 1], &[])?;
+    let main = be.pipeline(shader, [256, 1, 1], spec)?;
     let reduce = be.pipeline(ShaderId::Q4LinearReduce, [64, 1, 1], &[])?;
     let mut pool = DescriptorPool::new(ctx, 3, 13)?;
     let pre_set = pool.allocate(&pre, &[&limbs, &side, &devs[0]])?;
@@ -452,7 +453,7 @@ pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option
         ]
     };
     for (shader, frags) in kernels {
-        if let Some(why) = check_int8(be, shader, frags)? {
+        if let Some(why) = check_int8(be, shader, frags, &[])? {
             return Ok(Some(format!("{}: {why}", shader.info().name)));
         }
     }
@@ -461,7 +462,11 @@ pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option
 
 /// [`check_int8`] of the register-operand form's kernels (`q4_linear_mma_reg_*`, one, two
 /// and four fragments), native or `emulated`.
-pub(crate) fn check_int8_reg_all(be: &BackendInner, emulated: bool) -> Result<Option<String>> {
+pub(crate) fn check_int8_reg_all(
+    be: &BackendInner,
+    emulated: bool,
+    spec: &[u32],
+) -> Result<Option<String>> {
     let kernels = if emulated {
         [
             (ShaderId::Q4LinearMmaRegEmuF1, 1),
@@ -476,11 +481,107 @@ pub(crate) fn check_int8_reg_all(be: &BackendInner, emulated: bool) -> Result<Op
         ]
     };
     for (shader, frags) in kernels {
-        if let Some(why) = check_int8(be, shader, frags)? {
+        if let Some(why) = check_int8(be, shader, frags, spec)? {
             return Ok(Some(format!("{}: {why}", shader.info().name)));
         }
     }
     Ok(None)
+}
+
+/// Words per invocation of `q4_mma_layout_probe`'s output.
+const PROBE_WORDS: usize = 52;
+
+/// The register-operand forward's element maps on this device (its specialization constants
+/// 3..=6: A_MAP0, A_MAP1, B_MAP, C_MAP; `q4_linear_mma_reg.comp`) from
+/// `q4_mma_layout_probe`: `Ok(Ok(maps))`, or `Ok(Err(why))` when the driver's fragments put
+/// rows, k or columns in other invocations than the m16n8k32 MMA's (invocation 4g + q: A rows
+/// g and g + 8 at k 4q .. 4q + 3 and 16 + 4q .., B column g at the same k, accumulator rows
+/// g, g + 8 and columns 2q, 2q + 1), with the first invocation that differs.
+pub(crate) fn int8_reg_layout(be: &BackendInner) -> Result<std::result::Result<[u32; 4], String>> {
+    let ctx = &be.ctx;
+    let bytes = (32 * PROBE_WORDS * 4) as u64;
+    let out = Buffer::new(ctx, bytes, MemoryKind::DeviceLocal)?;
+    let back = Buffer::new(ctx, bytes, MemoryKind::Readback)?;
+    let pipe = be.pipeline(ShaderId::Q4MmaLayoutProbe, [32, 1, 1], &[])?;
+    let mut pool = DescriptorPool::new(ctx, 1, 1)?;
+    let set = pool.allocate(&pipe, &[&out])?;
+    let mut cb = CommandBuffer::new(ctx)?;
+    cb.begin()?;
+    cb.dispatch(&pipe, set, &[], [1, 1, 1])?;
+    cb.barrier(Access::Compute, Access::Transfer)?;
+    cb.copy(&out, 0, &back, 0, bytes)?;
+    cb.end()?;
+    let fence = Fence::new(ctx)?;
+    cb.submit(&fence)?;
+    fence.wait_and_reset(Duration::from_secs(60), "cooperative-matrix layout probe")?;
+    let mut raw = vec![0u8; bytes as usize];
+    back.read(0, &mut raw)?;
+    let words: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    Ok(reg_maps_from_probe(&words))
+}
+
+/// [`int8_reg_layout`]'s maps from the probe's words (`PROBE_WORDS` per invocation).
+pub(crate) fn reg_maps_from_probe(words: &[u32]) -> std::result::Result<[u32; 4], String> {
+    let mut maps: Option<[u32; 4]> = None;
+    for lane in 0..32u32 {
+        let w = &words[lane as usize * PROBE_WORDS..][..PROBE_WORDS];
+        let (g, q) = (lane / 4, lane % 4);
+        let bad = |what: &str| Err(format!("invocation {lane}: {what}: {:?}", w));
+        if w[51] & 0x8000_0000 != 0 {
+            return bad("fragments of other lengths than 16 / 8 / 4");
+        }
+        // The k of invocation q's slots: 4q .. 4q + 3 (even nibbles / the even-k limb word),
+        // 16 + 4q .. (odd nibbles / the odd-k word).
+        let slot = |k: u32| match k {
+            k if (4 * q..4 * q + 4).contains(&k) => Some((0, k - 4 * q)),
+            k if (16 + 4 * q..16 + 4 * q + 4).contains(&k) => Some((1, k - 16 - 4 * q)),
+            _ => None,
+        };
+        let mut m = [0u32; 4];
+        for i in 0..16 {
+            let (row, k) = (w[i], w[16 + i]);
+            let half = match row {
+                r if r == g => 0,
+                r if r == g + 8 => 1,
+                _ => return bad("A row"),
+            };
+            let Some((odd, byte)) = slot(k) else {
+                return bad("A k");
+            };
+            m[i / 8] |= ((half << 3) | (2 * byte + odd)) << (4 * (i % 8));
+        }
+        for i in 0..8 {
+            let (k, col) = (w[32 + i], w[40 + i]);
+            if col != g {
+                return bad("B column");
+            }
+            let Some((odd, byte)) = slot(k) else {
+                return bad("B k");
+            };
+            m[2] |= ((odd << 2) | byte) << (4 * i);
+        }
+        for e in 0..4 {
+            let (row, col) = (w[48 + e] / 8, w[48 + e] % 8);
+            let half = match row {
+                r if r == g => 0,
+                r if r == g + 8 => 1,
+                _ => return bad("accumulator row"),
+            };
+            if col / 2 != q {
+                return bad("accumulator column");
+            }
+            m[3] |= ((half << 1) | (col % 2)) << (4 * e);
+        }
+        match maps {
+            None => maps = Some(m),
+            Some(first) if first != m => return bad("element order unlike invocation 0's"),
+            Some(_) => {}
+        }
+    }
+    maps.ok_or_else(|| "no invocations".to_string())
 }
 
 /// The self-checks' pseudo-random stream from `seed` (an LCG's high bits: below 2^31).
@@ -519,4 +620,51 @@ pub(crate) fn rows_off(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probe's words for fragments in PTX's m16n8k32 register order (element 4r + b =
+    /// byte b of register r), with A's registers in `a_regs` order.
+    fn ptx_probe(a_regs: [u32; 4]) -> Vec<u32> {
+        let mut w = vec![0u32; 32 * PROBE_WORDS];
+        for lane in 0..32u32 {
+            let (g, q) = (lane / 4, lane % 4);
+            let o = lane as usize * PROBE_WORDS;
+            for i in 0..16u32 {
+                let r = a_regs[(i / 4) as usize];
+                w[o + i as usize] = g + 8 * (r % 2);
+                w[o + 16 + i as usize] = 4 * q + i % 4 + 16 * (r / 2);
+            }
+            for i in 0..8u32 {
+                w[o + 32 + i as usize] = 4 * q + i % 4 + 16 * (i / 4);
+                w[o + 40 + i as usize] = g;
+            }
+            for e in 0..4u32 {
+                w[o + 48 + e as usize] = (g + 8 * (e / 2)) * 8 + 2 * q + e % 2;
+            }
+        }
+        w
+    }
+
+    /// The PTX order gives the shader's default maps; another register order gives other
+    /// maps; rows in other invocations are refused, naming the invocation.
+    #[test]
+    fn element_maps_from_the_layout_probe() {
+        assert_eq!(
+            reg_maps_from_probe(&ptx_probe([0, 1, 2, 3])),
+            Ok([0xECA8_6420, 0xFDB9_7531, 0x7654_3210, 0x3210])
+        );
+        // Registers a0, a2, a1, a3: row g's k first, then row g + 8's.
+        assert_eq!(
+            reg_maps_from_probe(&ptx_probe([0, 2, 1, 3])),
+            Ok([0x7531_6420, 0xFDB9_ECA8, 0x7654_3210, 0x3210])
+        );
+        let mut w = ptx_probe([0, 1, 2, 3]);
+        w[5 * PROBE_WORDS] = 7; // invocation 5 (g = 1) holding row 7
+        let e = reg_maps_from_probe(&w).unwrap_err();
+        assert!(e.starts_with("invocation 5: A row"), "{e}");
+    }
 }

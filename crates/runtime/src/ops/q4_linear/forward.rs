@@ -298,7 +298,20 @@ fn forward(
                             .ok_or_else(|| internal("MMA kernel without a DQ form"))?,
                         None => sh,
                     };
-                    Dispatch::new(sh, [out, p, l, sd, q.w, q.s, bias_t])
+                    let mut d = Dispatch::new(sh, [out, p, l, sd, q.w, q.s, bias_t]);
+                    // The register form's element maps, learned on this device.
+                    if let Kernel::Mma {
+                        reg: true,
+                        emulated: false,
+                        ..
+                    } = kn
+                    {
+                        d.spec =
+                            g.be.int8_mma_reg_spec()
+                                .ok_or_else(|| internal("register MMA form without element maps"))?
+                                .to_vec();
+                    }
+                    d
                 }
                 (_, p, _) if matches!(kn, Kernel::FwdMma { split: true, .. }) => {
                     let (rs, pairs, sp, c) = f16_inputs

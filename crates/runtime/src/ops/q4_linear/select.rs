@@ -670,7 +670,7 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
         // keeps the shared-memory tiles (comparisons).
         let reg = std::env::var("ETVK_Q4_MMA_REG").map_or(true, |v| v != "0")
             && g.shader_supported(ShaderId::Q4LinearMmaRegF1)
-            && g.be.int8_mma_reg_ok();
+            && g.be.int8_mma_reg_spec().is_some();
         if reg {
             Int8Mma::NativeReg
         } else {
