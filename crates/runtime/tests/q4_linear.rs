@@ -1107,24 +1107,24 @@ fn tensor_core_forward_matches_f64_reference() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
-/// The int8 tensor-core forward with its MMAs in plain arithmetic (`etvk_q4_mma` =
-/// `emulated`): its tiles, limbs, scales, split-K and store run on any device (lavapipe), so
-/// CI covers what the H200 alone ran before. x rows of very different sizes (and sizes
-/// changing along K), one, two and four 8-row fragments per workgroup, M not a multiple of 8,
-/// N not a multiple of the 128-row strip, K not a multiple of 32, groups of 32, 64 and 128
-/// and one per row (qcs4w), split-K, bias or none, leading dims, against the f64 reference.
-#[test]
-fn emulated_int8_tensor_core_forward_matches_f64_reference() {
+/// Forward cases of an emulated int8 tensor-core form: (lead, K, N, gs, bias).
+type MmaCase<'a> = (&'a [usize], usize, usize, usize, bool);
+
+/// Runs `cases` (seeds from `seed`) and two qcs4w cases (from `qcs4w_seed`) under compile
+/// spec `etvk_q4_mma` = `setting` against the f64 reference, x rows of very different sizes;
+/// each must take the `q4_mma_limbs` node and `{kernel}{frags}` (1, 2 or 4 fragments by M),
+/// and the case with K = 8200 (few strips, long rows) the split-K reduce node.
+fn emulated_int8_forward_cases(
+    setting: &str,
+    kernel: &str,
+    (seed, qcs4w_seed): (u64, u64),
+    cases: &[MmaCase],
+    qcs4w_lead: &[usize],
+) {
     let be = backend();
-    let force = [(MMA_SPEC.to_string(), b"emulated".to_vec()), fma_off()];
-    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
-        (&[8], 256, 128, 32, false),
-        (&[9], 96, 40, 32, true),
-        (&[16], 200, 70, 64, false),
-        (&[32], 256, 136, 64, true),
-        (&[5, 3], 1000, 300, 128, true),
-        (&[40], 4096, 136, 32, false),
-        (&[2, 4], 8200, 16, 64, true),
+    let force = [
+        (MMA_SPEC.to_string(), setting.as_bytes().to_vec()),
+        fma_off(),
     ];
     for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
         let m: usize = lead.iter().product();
@@ -1135,7 +1135,7 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
         };
         let names = check_forward_scaled(
             &be,
-            1800 + i as u64,
+            seed + i as u64,
             lead,
             (k, n, gs),
             bias,
@@ -1143,7 +1143,7 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
             &force,
             |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
         );
-        let kernel = format!("q4_linear_mma_emu_f{frags}");
+        let kernel = format!("{kernel}{frags}");
         assert!(
             names.iter().any(|p| p.ends_with(&kernel))
                 && names.iter().any(|p| p.ends_with("/q4_mma_limbs")),
@@ -1159,72 +1159,62 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
     }
     qcs4w_cases_take(
         &be,
-        1850,
-        &[(&[8], 64, 32), (&[3, 7], 300, 77)],
+        qcs4w_seed,
+        &[(&[8], 64, 32), (qcs4w_lead, 300, 77)],
         &force,
-        "q4_linear_mma_emu_f",
+        kernel,
     );
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The int8 tensor-core forward with its MMAs in plain arithmetic (`etvk_q4_mma` =
+/// `emulated`): its tiles, limbs, scales, split-K and store run on any device (lavapipe), so
+/// CI covers what the H200 alone ran before. x rows of very different sizes (and sizes
+/// changing along K), one, two and four 8-row fragments per workgroup, M not a multiple of 8,
+/// N not a multiple of the 128-row strip, K not a multiple of 32, groups of 32, 64 and 128
+/// and one per row (qcs4w), split-K, bias or none, leading dims, against the f64 reference.
+#[test]
+fn emulated_int8_tensor_core_forward_matches_f64_reference() {
+    emulated_int8_forward_cases(
+        "emulated",
+        "q4_linear_mma_emu_f",
+        (1800, 1850),
+        &[
+            (&[8], 256, 128, 32, false),
+            (&[9], 96, 40, 32, true),
+            (&[16], 200, 70, 64, false),
+            (&[32], 256, 136, 64, true),
+            (&[5, 3], 1000, 300, 128, true),
+            (&[40], 4096, 136, 32, false),
+            (&[2, 4], 8200, 16, 64, true),
+        ],
+        &[3, 7],
+    );
+}
+
 /// The int8 tensor-core forward's register-operand form (`etvk_q4_mma` = `emulated_reg`:
 /// its fragments filled in the m16n8k32 layout, the quad transposes and the MMAs by plain
-/// arithmetic through shared memory) at one and two fragments: x rows of very different
-/// sizes, M not a multiple of 8, N not a multiple of 16 or of the 128-row strip, K not a
-/// multiple of 32 or of the 4-chunk step, groups of 32, 64 and 128 and one per row (qcs4w),
-/// split-K, bias or none, leading dims, against the f64 reference; one, two and four
-/// fragments (four: slices of whole 2-chunk steps, not of the form's 4).
+/// arithmetic through shared memory): as above, also N not a multiple of 16 and K not a
+/// multiple of the 4-chunk step; four fragments take slices of whole 2-chunk steps, not of
+/// the form's 4.
 #[test]
 fn emulated_register_operand_int8_forward_matches_f64_reference() {
-    let be = backend();
-    let force = [(MMA_SPEC.to_string(), b"emulated_reg".to_vec()), fma_off()];
-    let cases: &[(&[usize], usize, usize, usize, bool)] = &[
-        (&[8], 256, 128, 32, false),
-        (&[9], 96, 40, 32, true),
-        (&[16], 200, 70, 64, false),
-        (&[5, 3], 1000, 300, 128, true),
-        (&[2, 4], 8200, 16, 64, true),
-        (&[12], 4128, 136, 32, false),
-        (&[17], 256, 136, 64, true),
-        (&[40], 4096, 136, 32, false),
-    ];
-    for (i, &(lead, k, n, gs, bias)) in cases.iter().enumerate() {
-        let m: usize = lead.iter().product();
-        let names = check_forward_scaled(
-            &be,
-            1890 + i as u64,
-            lead,
-            (k, n, gs),
-            bias,
-            Q4GSW,
-            &force,
-            |m, j| [1.0f32, 1e-6, 3e3, 0.0, 0.02][(m + j / 64) % 5],
-        );
-        let kernel = match m {
-            0..=8 => "q4_linear_mma_reg_emu_f1",
-            9..=16 => "q4_linear_mma_reg_emu_f2",
-            _ => "q4_linear_mma_reg_emu_f4",
-        };
-        assert!(
-            names.iter().any(|p| p.ends_with(kernel))
-                && names.iter().any(|p| p.ends_with("/q4_mma_limbs")),
-            "lead {lead:?} K {k} N {n}: {names:?}"
-        );
-        if k == 8200 {
-            assert!(
-                names.iter().any(|p| p.ends_with("/q4_linear_reduce")),
-                "split-K: {names:?}"
-            );
-        }
-    }
-    qcs4w_cases_take(
-        &be,
-        1897,
-        &[(&[8], 64, 32), (&[3, 5], 300, 77)],
-        &force,
+    emulated_int8_forward_cases(
+        "emulated_reg",
         "q4_linear_mma_reg_emu_f",
+        (1890, 1897),
+        &[
+            (&[8], 256, 128, 32, false),
+            (&[9], 96, 40, 32, true),
+            (&[16], 200, 70, 64, false),
+            (&[5, 3], 1000, 300, 128, true),
+            (&[2, 4], 8200, 16, 64, true),
+            (&[12], 4128, 136, 32, false),
+            (&[17], 256, 136, 64, true),
+            (&[40], 4096, 136, 32, false),
+        ],
+        &[3, 5],
     );
-    assert_eq!(be.validation_error_count(), 0);
 }
 
 /// A compile-spec value no kernel choice reads is refused at load, naming the spec and the

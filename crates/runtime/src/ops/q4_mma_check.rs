@@ -441,27 +441,22 @@ pub(crate) fn check_int8(
 pub(crate) fn check_int8_all(be: &BackendInner, emulated: bool) -> Result<Option<String>> {
     let kernels = if emulated {
         [
-            (ShaderId::Q4LinearMmaEmuF1, 1),
-            (ShaderId::Q4LinearMmaEmuF2, 2),
-            (ShaderId::Q4LinearMmaEmuF4, 4),
+            ShaderId::Q4LinearMmaEmuF1,
+            ShaderId::Q4LinearMmaEmuF2,
+            ShaderId::Q4LinearMmaEmuF4,
         ]
     } else {
         [
-            (ShaderId::Q4LinearMmaF1, 1),
-            (ShaderId::Q4LinearMmaF2, 2),
-            (ShaderId::Q4LinearMmaF4, 4),
+            ShaderId::Q4LinearMmaF1,
+            ShaderId::Q4LinearMmaF2,
+            ShaderId::Q4LinearMmaF4,
         ]
     };
-    for (shader, frags) in kernels {
-        if let Some(why) = check_int8(be, shader, frags, &[])? {
-            return Ok(Some(format!("{}: {why}", shader.info().name)));
-        }
-    }
-    Ok(None)
+    check_int8_kernels(be, kernels, &[])
 }
 
 /// [`check_int8`] of the register-operand form's kernels (`q4_linear_mma_reg_*`, one, two
-/// and four fragments), native or `emulated`.
+/// and four fragments), native (with its element maps `spec`) or `emulated`.
 pub(crate) fn check_int8_reg_all(
     be: &BackendInner,
     emulated: bool,
@@ -469,18 +464,28 @@ pub(crate) fn check_int8_reg_all(
 ) -> Result<Option<String>> {
     let kernels = if emulated {
         [
-            (ShaderId::Q4LinearMmaRegEmuF1, 1),
-            (ShaderId::Q4LinearMmaRegEmuF2, 2),
-            (ShaderId::Q4LinearMmaRegEmuF4, 4),
+            ShaderId::Q4LinearMmaRegEmuF1,
+            ShaderId::Q4LinearMmaRegEmuF2,
+            ShaderId::Q4LinearMmaRegEmuF4,
         ]
     } else {
         [
-            (ShaderId::Q4LinearMmaRegF1, 1),
-            (ShaderId::Q4LinearMmaRegF2, 2),
-            (ShaderId::Q4LinearMmaRegF4, 4),
+            ShaderId::Q4LinearMmaRegF1,
+            ShaderId::Q4LinearMmaRegF2,
+            ShaderId::Q4LinearMmaRegF4,
         ]
     };
-    for (shader, frags) in kernels {
+    check_int8_kernels(be, kernels, spec)
+}
+
+/// [`check_int8`] of one, two and four fragments' `kernels`; the first failure names its
+/// kernel.
+fn check_int8_kernels(
+    be: &BackendInner,
+    kernels: [ShaderId; 3],
+    spec: &[u32],
+) -> Result<Option<String>> {
+    for (shader, frags) in kernels.into_iter().zip([1, 2, 4]) {
         if let Some(why) = check_int8(be, shader, frags, spec)? {
             return Ok(Some(format!("{}: {why}", shader.info().name)));
         }
