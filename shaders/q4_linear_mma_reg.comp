@@ -32,6 +32,10 @@
 // put the rows, k or columns in other invocations gets no register form, and the kernel
 // runs only after its self-check (ops/q4_mma_check.rs) passed on the device.
 //
+// Measured (H100, docs/performance.md, session 43): 1.2-1.7x slower than the tiles at
+// M = 8..32, each fragment ~4x its instructions' time; the runtime takes it only with
+// ETVK_Q4_MMA_REG=1.
+//
 // -DEMULATE=1: the shuffles and the MMAs by plain arithmetic through shared memory (virtual
 // subgroups of 32, the same fragment layout), for tests on any device (lavapipe).
 #ifndef EMULATE

@@ -61,13 +61,14 @@
 //!   int8 products of the codes and three int8 limbs of each activation chunk
 //!   (`q4_mma_limbs`, a node of its own), scaled in fp32 per chunk; 128 weight rows x 8,
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
-//!   when the strips are too few (`select::mma_split`). `q4_linear_mma_reg_f{1,2,4}` runs
-//!   instead where the driver's fragments fit it and its own self-check passed
-//!   (`BackendInner::int8_mma_reg_spec`): the same launch and arithmetic with the MMA
-//!   operands built in registers (weight chunks transposed within quads of invocations by
-//!   shuffles, fragments filled in the element order a probe learned on the device, limbs
-//!   read from L1; no shared memory, no barrier); `ETVK_Q4_MMA_REG=0` keeps the tiles,
-//!   `etvk_q4_mma` = `emulated_reg` runs its emulated form. Compile spec `etvk_q4_mma` = `off` (or
+//!   when the strips are too few (`select::mma_split`). With `ETVK_Q4_MMA_REG=1`
+//!   `q4_linear_mma_reg_f{1,2,4}` runs instead where the driver's fragments fit it and its
+//!   own self-check passed (`BackendInner::int8_mma_reg_spec`): the same launch and
+//!   arithmetic with the MMA operands built in registers (weight chunks transposed within
+//!   quads of invocations by shuffles, fragments filled in the element order a probe learned
+//!   on the device, limbs read from L1; no shared memory, no barrier), 1.2-1.7x slower than
+//!   the tiles on an H100 (session 43), hence not the default; `etvk_q4_mma` =
+//!   `emulated_reg` runs its emulated form. Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below; `emulated` runs the same kernels with
 //!   plain arithmetic for the MMAs (`q4_linear_mma_emu_f*`) on any device (lavapipe's tests).
 //! - forward, M >= 128 where the f16 tensor-core backward below runs

@@ -666,9 +666,10 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
         && g.shader_supported(ShaderId::Q4MmaLimbs)
         && g.be.int8_mma_ok()
     {
-        // The register-operand form where it passed its own self-check; `ETVK_Q4_MMA_REG=0`
-        // keeps the shared-memory tiles (comparisons).
-        let reg = std::env::var("ETVK_Q4_MMA_REG").map_or(true, |v| v != "0")
+        // The register-operand form only where asked for (`ETVK_Q4_MMA_REG=1`) and where it
+        // passed its own self-check: on an H100 it ran 1.2-1.7x slower than the tiles at
+        // M = 8..32 (docs/performance.md, session 43).
+        let reg = std::env::var("ETVK_Q4_MMA_REG").is_ok_and(|v| v == "1")
             && g.shader_supported(ShaderId::Q4LinearMmaRegF1)
             && g.be.int8_mma_reg_spec().is_some();
         if reg {
