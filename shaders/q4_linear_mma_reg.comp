@@ -5,20 +5,22 @@
 // x as three int8 limbs per (row, chunk) from q4_mma_limbs.comp, exact int32 sums of 16 x 8
 // x 32 int8 MMAs scaled in fp32 per chunk), without its shared-memory tiles and barriers.
 //
-// Why: at M <= 16 that kernel spends its time on the tiles (each 16 x 32 weight tile
-// decoded into shared memory and loaded back, the limbs, units and scales staged through
-// double-buffered shared memory with a barrier per step), not on the MMAs or the weight's
-// bytes: 3.4x the M = 1 GEMV's time at N = K = 8192 on an H200 for the same bytes.
+// The idea (an estimate, not a profile): at M <= 16 that kernel's time (3.4x the M = 1
+// GEMV's at N = K = 8192 on an H200, for the same weight bytes) goes to its tiles (each
+// 16 x 32 weight tile decoded into shared memory and loaded back, the limbs, units and
+// scales staged through double-buffered shared memory with a barrier per step), not to the
+// MMAs or the bytes. Measured (H100, docs/performance.md, session 43): this form is
+// 1.2-1.7x slower than the tiles at M = 8..32, so the runtime takes it only with
+// ETVK_Q4_MMA_REG=1.
 //
-// Here each invocation loads its own operands. The fragments are filled element by element
-// in the layout of the hardware's m16n8k32 int8 MMA (invocation i = 4 g + q of a subgroup
-// of 32: A elements 0-3 row g, 4-7 row g + 8 at k 4q .. 4q + 3, 8-15 the same rows at
-// k 16 + 4q ..; B elements 0-3 at k 4q .., 4-7 at k 16 + 4q .., column g; the accumulator's
-// elements (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1)). An MMA's k may be permuted
-// alike in A and B, so invocation (g, q) puts word q of a chunk there: its even-k codes
-// (w & 0x0F0F0F0F) at k 4q .., its odd-k codes at 16 + 4q .., which is where the limbs
-// layout already keeps the matching activations (word q: even k, word 4 + q: odd k). A
-// subgroup owns 16 weight rows; invocation (g, q) loads chunk c0 + q of rows g and g + 8
+// Here each invocation loads its own operands and fills its fragments element by element.
+// The hardware's m16n8k32 int8 MMA gives invocation 4g + q of a subgroup of 32 A's rows g
+// and g + 8 at k 4q .. 4q + 3 and 16 + 4q .. 16 + 4q + 3, B's column g at the same k, and
+// the accumulator's (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1). An MMA's k may be
+// permuted alike in A and B, so invocation (g, q) puts word q of a chunk there: its even-k
+// codes (w & 0x0F0F0F0F) at k 4q .., its odd-k codes at 16 + 4q .., which is where the
+// limbs layout already keeps the matching activations (word q: even k, word 4 + q: odd k).
+// A subgroup owns 16 weight rows; invocation (g, q) loads chunk c0 + q of rows g and g + 8
 // as one uvec4 each (a quad of invocations reads 64 contiguous bytes of a row) and a 4 x 4
 // transpose inside the quad (four shuffles) gives it word q of chunks c0 .. c0 + 3. The
 // scales of a step are loaded the same way (invocation q: chunk c0 + q's group) and
@@ -27,14 +29,11 @@
 //
 // Which element index of a fragment holds which of those positions is the driver's: the
 // runtime learns it once per device (q4_mma_layout_probe.comp) and passes it as
-// specialization constants (A_MAP0/1, B_MAP, C_MAP below; their defaults are the PTX
-// register order, elements 4r .. 4r + 3 = bytes of register r); a driver whose fragments
-// put the rows, k or columns in other invocations gets no register form, and the kernel
-// runs only after its self-check (ops/q4_mma_check.rs) passed on the device.
-//
-// Measured (H100, docs/performance.md, session 43): 1.2-1.7x slower than the tiles at
-// M = 8..32, each fragment ~4x its instructions' time; the runtime takes it only with
-// ETVK_Q4_MMA_REG=1.
+// specialization constants (A_MAP0/1, B_MAP, C_MAP below; their defaults are PTX's
+// register order, elements 4r .. 4r + 3 = bytes of register r, which NVIDIA's driver does
+// not use for A: its elements 0-7 are row g, 8-15 row g + 8); a driver whose fragments put
+// the rows, k or columns in other invocations gets no register form, and the kernel runs
+// only after its self-check (ops/q4_mma_check.rs) passed on the device.
 //
 // -DEMULATE=1: the shuffles and the MMAs by plain arithmetic through shared memory (virtual
 // subgroups of 32, the same fragment layout), for tests on any device (lavapipe).

@@ -107,8 +107,7 @@ pub(super) enum Kernel {
     /// 8 * `frags` activation rows per workgroup (`q4_linear_mma_f{frags}`), activations as
     /// int8 limbs from a `q4_mma_limbs` node; `emulated`: the same kernel with plain
     /// arithmetic for the MMAs (`q4_linear_mma_emu_f*`, tests on any device); `reg`: the
-    /// form that builds its MMA operands in registers (`q4_linear_mma_reg_*`, one or two
-    /// fragments).
+    /// form that builds its MMA operands in registers (`q4_linear_mma_reg_f{frags}`).
     Mma {
         frags: u32,
         emulated: bool,
@@ -265,8 +264,7 @@ pub(super) fn forward_kernel(
         return Kernel::Mma {
             frags,
             emulated: matches!(mma, Int8Mma::Emulated | Int8Mma::EmulatedReg),
-            reg: matches!(mma, Int8Mma::NativeReg | Int8Mma::EmulatedReg)
-                && frags <= MMA_REG_MAX_FRAGS,
+            reg: matches!(mma, Int8Mma::NativeReg | Int8Mma::EmulatedReg),
         };
     }
     match (m, wide) {
@@ -614,15 +612,11 @@ pub(super) enum Int8Mma {
     Native,
     /// The same kernel with plain arithmetic for the MMAs, where forced (tests on any device).
     Emulated,
-    /// Native, the register-operand form (`q4_linear_mma_reg_*`) at up to
-    /// [`MMA_REG_MAX_FRAGS`] fragments.
+    /// Native, the register-operand form (`q4_linear_mma_reg_*`, every fragment count).
     NativeReg,
     /// The register-operand form emulated (compile spec `etvk_q4_mma` = `emulated_reg`).
     EmulatedReg,
 }
-
-/// Fragments the register-operand tensor-core forward is built for (all three counts).
-pub(super) const MMA_REG_MAX_FRAGS: u32 = 4;
 
 /// The int8 tensor-core forward `q` may take: natively with NV int8 cooperative matrices of
 /// [`MMA_SHAPE`] and 32-invocation subgroups (its workgroup is 8 of them); emulated where
@@ -636,24 +630,14 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
     if !groups || q.kpad / 32 >= 1 << 16 || mma_turned_off(g) || max_m < mma_min_m() {
         return Int8Mma::Off;
     }
-    match mma_setting(g).as_deref() {
-        Some("emulated") | Some("emulated_reg") => {
-            let reg = mma_setting(g).as_deref() == Some("emulated_reg");
-            let shader = if reg {
-                ShaderId::Q4LinearMmaRegEmuF1
-            } else {
-                ShaderId::Q4LinearMmaEmuF1
-            };
-            return match (
-                g.shader_supported(shader) && g.shader_supported(ShaderId::Q4MmaLimbs),
-                reg,
-            ) {
-                (false, _) => Int8Mma::Off,
-                (true, false) => Int8Mma::Emulated,
-                (true, true) => Int8Mma::EmulatedReg,
-            };
-        }
-        _ => {}
+    let emulated = match mma_setting(g).as_deref() {
+        Some("emulated") => Some((ShaderId::Q4LinearMmaEmuF1, Int8Mma::Emulated)),
+        Some("emulated_reg") => Some((ShaderId::Q4LinearMmaRegEmuF1, Int8Mma::EmulatedReg)),
+        _ => None,
+    };
+    if let Some((shader, form)) = emulated {
+        let ok = g.shader_supported(shader) && g.shader_supported(ShaderId::Q4MmaLimbs);
+        return if ok { form } else { Int8Mma::Off };
     }
     let caps = g.caps();
     let shape = caps
