@@ -141,7 +141,14 @@ impl ComputePipeline {
             .name(c"main")
             .specialization_info(&spec);
         let flags = if ctx.pipeline_stats.is_some() {
-            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+            // Internal representations (ETVK_PIPELINE_IR) are kept only when asked for at
+            // creation.
+            let ir = if std::env::var_os("ETVK_PIPELINE_IR").is_some() {
+                vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
+            } else {
+                vk::PipelineCreateFlags::empty()
+            };
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR | ir
         } else {
             vk::PipelineCreateFlags::empty()
         };
