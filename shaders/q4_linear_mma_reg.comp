@@ -35,6 +35,15 @@
 // the rows, k or columns in other invocations gets no register form, and the kernel runs
 // only after its self-check (ops/q4_mma_check.rs) passed on the device.
 //
+// TT row tiles per subgroup (16 rows each; the workgroup's 8 subgroups then hold 128 * TT
+// rows, `select::mma_rows_per_workgroup`) share each chunk's B fragments: B is the costly
+// operand (H200, session 44 run 1: ~19 instructions per coopMatLoadNV of a 32 x 8 int8
+// matrix, the driver building int8 fragments byte by byte; with B loop-invariant the M = 8
+// kernel ran 42.6 us against 74.4 at 8192^2). B comes by coopMatLoadNV from the limbs
+// buffer (its layout is B's column-major, in the k order the A fill uses), and the next
+// step's limbs and side are touched with its weights (one word per 32-byte sector), so that
+// the step finds them in L1 (62.9 against 74.4 us there).
+//
 // -DEMULATE=1: the shuffles and the MMAs by plain arithmetic through shared memory (virtual
 // subgroups of 32, the same fragment layout), for tests on any device (lavapipe).
 #ifndef EMULATE
@@ -55,13 +64,16 @@
 #ifndef MF
 #define MF 1  // 8-row activation fragments per workgroup
 #endif
+#ifndef TT
+#define TT 1  // 16-row weight tiles per subgroup
+#endif
 #ifndef LIMBS
 #define LIMBS 3  // activation limbs per chunk (2: the DQ forms)
 #endif
 #define STEP 4   // chunks per step: one uvec4 per row and invocation of a quad
 #define NT 256   // invocations (the runtime launches 256 x 1 x 1)
 #define SG 8     // subgroups of 32
-#define ROWS (16 * SG)
+#define ROWS (16 * SG * TT)
 #define CL 4     // accumulator elements per invocation
 #ifndef MB
 #define MB 8     // row tiles per block of the launch order (as q4_linear_mma.comp)
@@ -69,15 +81,14 @@
 
 // Element maps, 4 bits an element (element i at bits 4 (i % 8)): A (A_MAP0: elements 0-7,
 // A_MAP1: 8-15) bit 3 = row g + 8, bits 0-2 = nibble of this invocation's weight word
-// (even nibbles: k 4q .., odd: k 16 + 4q ..); B (elements 0-7) bit 2 = the odd-k limb word,
-// bits 0-1 = its byte; the accumulator (elements 0-3) bit 1 = row g + 8, bit 0 = column
-// 2q + 1.
+// (even nibbles: k 4q .., odd: k 16 + 4q ..); the accumulator (elements 0-3) bit 1 = row
+// g + 8, bit 0 = column 2q + 1. B_MAP (B's elements; B is loaded whole here) stays in the
+// interface the runtime fills.
 layout(constant_id = 3) const uint A_MAP0 = 0xECA86420u;
 layout(constant_id = 4) const uint A_MAP1 = 0xFDB97531u;
 layout(constant_id = 5) const uint B_MAP = 0x76543210u;
 layout(constant_id = 6) const uint C_MAP = 0x3210u;
 #define A_MAP(i) ((((i) < 8u ? A_MAP0 : A_MAP1) >> (4u * ((i) & 7u))) & 15u)
-#define B_MAP_AT(i) ((B_MAP >> (4u * (i))) & 15u)
 #define C_MAP_AT(e) ((C_MAP >> (4u * (e))) & 15u)
 
 layout(set = 0, binding = 0) writeonly buffer Out { float outp[]; };   // [M][N]
@@ -117,6 +128,9 @@ uint quad_get(uint v, uint t, uint src) {
 #else
 #define XOR_GET(v, m) subgroupShuffleXor(v, m)
 #define LANE_GET(v, src) subgroupShuffle(v, src)
+#define BMAT icoopmatNV<8, gl_ScopeSubgroup, 32, 8>
+// B of fragment f's limb l at chunk cc: columns are activation rows of 8 words.
+#define LOAD_B(var, f, l) coopMatLoadNV(var, limbs, (((l) * p.KC + cc) * p.Mp + m0 + 8u * (f)) * 8u, 8u, true)
 #endif
 
 void main() {
@@ -132,7 +146,7 @@ void main() {
   const uint cpg = p.cpg_bias & 0xFFFFu;
   const bool has_bias = (p.cpg_bias >> 16) != 0u;
   // The launch order of q4_linear_mma.comp (blocks of MB row tiles; in a block every
-  // (strip, slice), the tiles of one next to each other).
+  // (strip, slice), the tiles of one next to each other), over strips of ROWS rows.
   const uint strips = (p.N + ROWS - 1u) / ROWS;
   const uint full = MB * slices * strips;
   const uint blk = wg / full, r = wg % full;
@@ -144,155 +158,246 @@ void main() {
   if (n0 >= p.N) return;  // grid padding: whole workgroups
   const uint cbeg = ks * slice_len, cend = min(cbeg + slice_len, p.KC);
 
-  // Rows g and g + 8 of the subgroup's 16 (clamped: rows past N are computed, not stored).
-  const uint nA = n0 + sg * 16u + gq, nB = nA + 8u;
-  const uint rowA = min(nA, p.N - 1u) * p.KC, rowB = min(nB, p.N - 1u) * p.KC;
-  const uint sA = Q4S(min(nA, p.N - 1u), 0u, p.G), sB = Q4S(min(nB, p.N - 1u), 0u, p.G);
+  // Rows g and g + 8 of each of the subgroup's tiles (clamped: rows past N are computed,
+  // not stored).
+  uint rowA[TT], rowB[TT], sA[TT], sB[TT];
+  [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {
+    const uint nA = n0 + (sg * TT + tt) * 16u + gq, nB = nA + 8u;
+    rowA[tt] = min(nA, p.N - 1u) * p.KC;
+    rowB[tt] = min(nB, p.N - 1u) * p.KC;
+    sA[tt] = Q4S(min(nA, p.N - 1u), 0u, p.G);
+    sB[tt] = Q4S(min(nB, p.N - 1u), 0u, p.G);
+  }
 
-  float acc[MF * CL];
-  [[unroll]] for (uint i = 0u; i < MF * CL; ++i) acc[i] = 0.0;
+  float acc[TT * MF * CL];
+  [[unroll]] for (uint i = 0u; i < TT * MF * CL; ++i) acc[i] = 0.0;
 
-  // This invocation's weight chunk and scale group of the step at c0 (clamped; chunks at or
-  // past cend are masked where they are summed).
-  uvec4 wa, wb;
-  float sca, scb;
+  // This invocation's weight chunk and scale group of the step at c0, per tile (clamped;
+  // chunks at or past cend are masked where they are summed).
+  uvec4 wa[TT], wb[TT];
+  float sca[TT], scb[TT];
 #define LOAD_STEP(c0)                                          \
   {                                                            \
     const uint c = min((c0) + q, p.KC - 1u);                   \
-    wa = w4[rowA + c];                                         \
-    wb = w4[rowB + c];                                         \
     const uint g = min(c / cpg, p.G - 1u);                     \
-    sca = s[sA + 4u * g];                                      \
-    scb = s[sB + 4u * g];                                      \
+    [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {             \
+      wa[tt] = w4[rowA[tt] + c];                               \
+      wb[tt] = w4[rowB[tt] + c];                               \
+      sca[tt] = s[sA[tt] + 4u * g];                            \
+      scb[tt] = s[sB[tt] + 4u * g];                            \
+    }                                                          \
   }
+#if !EMULATE
+  // The next step's limbs and side, touched with its weights (one word per invocation and
+  // 32-byte sector); the words are folded into `touch` a step later, when they have
+  // arrived, so that no wait is placed at the loads.
+  uint touch = 0u;
+  uint tw[LIMBS * MF + 1];
+  [[unroll]] for (uint i = 0u; i < LIMBS * MF + 1u; ++i) tw[i] = 0u;
+#define TOUCH_STEP(c0)                                                                    \
+  {                                                                                       \
+    [[unroll]] for (uint i = 0u; i < LIMBS * MF + 1u; ++i) touch ^= tw[i];                \
+    const uint cl = min((c0), p.KC - 1u), nw = min(STEP, p.KC - cl) * p.Mp * 8u;          \
+    [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {                                        \
+      [[unroll]] for (uint i = 0u; i < MF; ++i) {                                         \
+        const uint o = lane * 8u + 256u * i;                                              \
+        tw[l * MF + i] = o < nw ? limbs[(l * p.KC + cl) * p.Mp * 8u + o] : 0u;            \
+      }                                                                                   \
+    }                                                                                     \
+    tw[LIMBS * MF] =                                                                      \
+        lane * 2u < min(STEP, p.KC - cl) * p.Mp ? side2[(cl * p.Mp) / 2u + lane].x : 0u;  \
+  }
+#else
+#define TOUCH_STEP(c0)
+#endif
 
   if (cbeg < cend) LOAD_STEP(cbeg);
   // Uniform over the workgroup (the emulation's barriers): every invocation walks the slice.
   for (uint c0 = cbeg; c0 < cend; c0 += STEP) {
-    uvec4 va = wa, vb = wb;
-    const float ta = sca, tb = scb;
+    uvec4 va[TT], vb[TT];
+    float ta[TT], tb[TT];
+    [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {
+      va[tt] = wa[tt];
+      vb[tt] = wb[tt];
+      ta[tt] = sca[tt];
+      tb[tt] = scb[tt];
+    }
     // The next step's weights and scales fly while this one computes.
-    if (c0 + STEP < cend) LOAD_STEP(c0 + STEP);
+    if (c0 + STEP < cend) {
+      LOAD_STEP(c0 + STEP);
+      TOUCH_STEP(c0 + STEP);
+    }
     // 4 x 4 transposes in the quad: invocation q then holds word q of chunks c0 .. c0 + 3.
     // First the 2 x 2 blocks (partner q ^ 2), then inside them (partner q ^ 1).
     {
-      const bool hi = (q & 2u) != 0u;
-      uint r0 = XOR_GET(hi ? va.x : va.z, 2u), r1 = XOR_GET(hi ? va.y : va.w, 2u);
-      uint r2 = XOR_GET(hi ? vb.x : vb.z, 2u), r3 = XOR_GET(hi ? vb.y : vb.w, 2u);
-      if (hi) {
-        va.xy = uvec2(r0, r1);
-        vb.xy = uvec2(r2, r3);
-      } else {
-        va.zw = uvec2(r0, r1);
-        vb.zw = uvec2(r2, r3);
-      }
-      const bool odd = (q & 1u) != 0u;
-      r0 = XOR_GET(odd ? va.x : va.y, 1u);
-      r1 = XOR_GET(odd ? va.z : va.w, 1u);
-      r2 = XOR_GET(odd ? vb.x : vb.y, 1u);
-      r3 = XOR_GET(odd ? vb.z : vb.w, 1u);
-      if (odd) {
-        va.xz = uvec2(r0, r1);
-        vb.xz = uvec2(r2, r3);
-      } else {
-        va.yw = uvec2(r0, r1);
-        vb.yw = uvec2(r2, r3);
+      const bool hi = (q & 2u) != 0u, odd = (q & 1u) != 0u;
+      [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {
+        uvec4 xa = va[tt], xb = vb[tt];
+        uint r0 = XOR_GET(hi ? xa.x : xa.z, 2u), r1 = XOR_GET(hi ? xa.y : xa.w, 2u);
+        uint r2 = XOR_GET(hi ? xb.x : xb.z, 2u), r3 = XOR_GET(hi ? xb.y : xb.w, 2u);
+        if (hi) {
+          xa.xy = uvec2(r0, r1);
+          xb.xy = uvec2(r2, r3);
+        } else {
+          xa.zw = uvec2(r0, r1);
+          xb.zw = uvec2(r2, r3);
+        }
+        r0 = XOR_GET(odd ? xa.x : xa.y, 1u);
+        r1 = XOR_GET(odd ? xa.z : xa.w, 1u);
+        r2 = XOR_GET(odd ? xb.x : xb.y, 1u);
+        r3 = XOR_GET(odd ? xb.z : xb.w, 1u);
+        if (odd) {
+          xa.xz = uvec2(r0, r1);
+          xb.xz = uvec2(r2, r3);
+        } else {
+          xa.yw = uvec2(r0, r1);
+          xb.yw = uvec2(r2, r3);
+        }
+        va[tt] = xa;
+        vb[tt] = xb;
       }
     }
     [[unroll]] for (uint j = 0u; j < STEP; ++j) {
       const uint c = c0 + j;
       const bool live = c < cend;
       const uint cc = min(c, p.KC - 1u);
-      // Rows g and g + 8's scales of chunk c, loaded by invocation (g, j).
-      const float sg_a = uintBitsToFloat(LANE_GET(floatBitsToUint(ta), (lane & ~3u) | j));
-      const float sg_b = uintBitsToFloat(LANE_GET(floatBitsToUint(tb), (lane & ~3u) | j));
-      const uint a0 = va[j] & 0x0F0F0F0Fu, a1 = vb[j] & 0x0F0F0F0Fu;
-      const uint a2 = (va[j] >> 4) & 0x0F0F0F0Fu, a3 = (vb[j] >> 4) & 0x0F0F0F0Fu;
+      // Units and limb sums of activation rows m0 + 8f + 2q, + 2q + 1 (the accumulator's
+      // columns), and (natively) each fragment's B, once for all TT tiles.
+      uvec4 sd[MF];
+      [[unroll]] for (uint f = 0u; f < MF; ++f) sd[f] = side2[(cc * p.Mp + m0 + 8u * f) / 2u + q];
 #if !EMULATE
-      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
-      [[unroll]] for (uint i = 0u; i < 16u; ++i) {
-        const uint mp = A_MAP(i), w = (mp & 8u) != 0u ? vb[j] : va[j];
-        a[i] = int8_t(int((w >> (4u * (mp & 7u))) & 15u));
-      }
+      // Cooperative matrices stay out of arrays (their indexing would stay dynamic in the
+      // unoptimized SPIR-V glslc leaves for them).
+      BMAT b00, b01, b02;
+      LOAD_B(b00, 0u, 0u);
+      LOAD_B(b01, 0u, 1u);
+#if LIMBS > 2
+      LOAD_B(b02, 0u, 2u);
 #endif
-      [[unroll]] for (uint f = 0u; f < MF; ++f) {
-        const uint mrow = m0 + 8u * f;
-        // Limbs of activation row mrow + g (B's column g): word q (even k), 4 + q (odd k).
-        uint be[LIMBS], bo[LIMBS];
-        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
-          const uint base = ((l * p.KC + cc) * p.Mp + mrow + gq) * 8u;
-          be[l] = limbs[base + q];
-          bo[l] = limbs[base + 4u + q];
+#if MF > 1
+      BMAT b10, b11, b12;
+      LOAD_B(b10, 1u, 0u);
+      LOAD_B(b11, 1u, 1u);
+#if LIMBS > 2
+      LOAD_B(b12, 1u, 2u);
+#endif
+#endif
+#if MF > 2
+      BMAT b20, b21, b22, b30, b31, b32;
+      LOAD_B(b20, 2u, 0u);
+      LOAD_B(b21, 2u, 1u);
+      LOAD_B(b30, 3u, 0u);
+      LOAD_B(b31, 3u, 1u);
+#if LIMBS > 2
+      LOAD_B(b22, 2u, 2u);
+      LOAD_B(b32, 3u, 2u);
+#endif
+#endif
+#endif
+      [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {
+        // Rows g and g + 8's scales of chunk c, loaded by invocation (g, j).
+        const float sg_a = uintBitsToFloat(LANE_GET(floatBitsToUint(ta[tt]), (lane & ~3u) | j));
+        const float sg_b = uintBitsToFloat(LANE_GET(floatBitsToUint(tb[tt]), (lane & ~3u) | j));
+        const uint wva = va[tt][j], wvb = vb[tt][j];
+        const uint a0 = wva & 0x0F0F0F0Fu, a1 = wvb & 0x0F0F0F0Fu;
+        const uint a2 = (wva >> 4) & 0x0F0F0F0Fu, a3 = (wvb >> 4) & 0x0F0F0F0Fu;
+        int v[MF][CL];
+#if !EMULATE
+        // A's elements as bytes of the masked words (a0 / a2: even / odd nibbles of row g,
+        // a1 / a3 of row g + 8).
+        icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
+        [[unroll]] for (uint i = 0u; i < 16u; ++i) {
+          const uint mp = A_MAP(i);
+          const uint w = (mp & 8u) != 0u ? ((mp & 1u) != 0u ? a3 : a1) : ((mp & 1u) != 0u ? a2 : a0);
+          a[i] = int8_t(int((w >> (8u * ((mp & 7u) >> 1))) & 255u));
         }
-        // Units and limb sums of activation rows mrow + 2q, 2q + 1 (the accumulator's columns).
-        const uvec4 sd = side2[(cc * p.Mp + mrow) / 2u + q];
-        int v[CL];
-#if EMULATE
-        fragA[t * 4u] = a0;
-        fragA[t * 4u + 1u] = a1;
-        fragA[t * 4u + 2u] = a2;
-        fragA[t * 4u + 3u] = a3;
-        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
-          fragB[l][t * 2u] = be[l];
-          fragB[l][t * 2u + 1u] = bo[l];
+        // One accumulator per fragment: ((C_0 * 128) + C_1) * 128 + C_2, as
+        // q4_linear_mma.comp chains it; element e into slot C_MAP(e) (the emulation's order).
+#define MMA_FRAG(f, B0, B1, B2)                                                           \
+        {                                                                                 \
+          icoopmatNV<32, gl_ScopeSubgroup, 16, 8> d = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0); \
+          d = coopMatMulAddNV(a, B0, d);                                                  \
+          [[unroll]] for (uint e = 0u; e < CL; ++e) d[e] = d[e] * 128;                    \
+          d = coopMatMulAddNV(a, B1, d);                                                  \
+          if (LIMBS > 2) {                                                                \
+            [[unroll]] for (uint e = 0u; e < CL; ++e) d[e] = d[e] * 128;                  \
+            d = coopMatMulAddNV(a, B2, d);                                                \
+          }                                                                               \
+          [[unroll]] for (uint e = 0u; e < CL; ++e) v[f][C_MAP_AT(e)] = d[e];             \
         }
-        barrier();
-        [[unroll]] for (uint e = 0u; e < CL; ++e) {
-          // Element e: row g + 8 (e / 2) of A, column 2q + e % 2 of B.
-          const uint hr = e >> 1, col = 2u * q + (e & 1u);
-          int sum = 0;
+        MMA_FRAG(0, b00, b01, b02)
+#if MF > 1
+        MMA_FRAG(1, b10, b11, b12)
+#endif
+#if MF > 2
+        MMA_FRAG(2, b20, b21, b22)
+        MMA_FRAG(3, b30, b31, b32)
+#endif
+#else
+        [[unroll]] for (uint f = 0u; f < MF; ++f) {
+          // Limbs of activation row m0 + 8f + g (B's column g): word q (even k), 4 + q (odd k).
+          fragA[t * 4u] = a0;
+          fragA[t * 4u + 1u] = a1;
+          fragA[t * 4u + 2u] = a2;
+          fragA[t * 4u + 3u] = a3;
           [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
-            int c3 = 0;
-            // Not unrolled: four fragments' worth unrolled exhausts glslc's optimizer.
-            [[dont_unroll]] for (uint qq = 0u; qq < 4u; ++qq) {
-              const uint ia = ((t & ~31u) + 4u * gq + qq) * 4u, ib = ((t & ~31u) + 4u * col + qq) * 2u;
-              [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-                const uint aw = fragA[ia + hr + 2u * h], bw = fragB[l][ib + h];
-                [[unroll]] for (uint y = 0u; y < 4u; ++y) {
-                  c3 += bitfieldExtract(int(aw), int(8u * y), 8) * bitfieldExtract(int(bw), int(8u * y), 8);
+            const uint base = ((l * p.KC + cc) * p.Mp + m0 + 8u * f + gq) * 8u;
+            fragB[l][t * 2u] = limbs[base + q];
+            fragB[l][t * 2u + 1u] = limbs[base + 4u + q];
+          }
+          barrier();
+          [[unroll]] for (uint e = 0u; e < CL; ++e) {
+            // Element e: row g + 8 (e / 2) of A, column 2q + e % 2 of B.
+            const uint hr = e >> 1, col = 2u * q + (e & 1u);
+            int sum = 0;
+            [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
+              int c3 = 0;
+              // Not unrolled: four fragments' worth unrolled exhausts glslc's optimizer.
+              [[dont_unroll]] for (uint qq = 0u; qq < 4u; ++qq) {
+                const uint ia = ((t & ~31u) + 4u * gq + qq) * 4u, ib = ((t & ~31u) + 4u * col + qq) * 2u;
+                [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+                  const uint aw = fragA[ia + hr + 2u * h], bw = fragB[l][ib + h];
+                  [[unroll]] for (uint y = 0u; y < 4u; ++y) {
+                    c3 += bitfieldExtract(int(aw), int(8u * y), 8) * bitfieldExtract(int(bw), int(8u * y), 8);
+                  }
                 }
               }
+              sum = sum * 128 + c3;
             }
-            sum = sum * 128 + c3;
+            v[f][e] = sum;
           }
-          v[e] = sum;
+          barrier();
         }
-        barrier();
-#else
-        icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b;
-        icoopmatNV<32, gl_ScopeSubgroup, 16, 8> d = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
-        [[unroll]] for (uint l = 0u; l < LIMBS; ++l) {
-          [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-            const uint mp = B_MAP_AT(i), w = (mp & 4u) != 0u ? bo[l] : be[l];
-            b[i] = int8_t(bitfieldExtract(int(w), int(8u * (mp & 3u)), 8));
-          }
-          // One accumulator: ((C_0 * 128) + C_1) * 128 + C_2, as q4_linear_mma.comp chains it.
-          if (l > 0u) {
-            [[unroll]] for (uint e = 0u; e < CL; ++e) d[e] = d[e] * 128;
-          }
-          d = coopMatMulAddNV(a, b, d);
-        }
-        // Accumulator element e into this invocation's slot C_MAP(e) (the emulation's order).
-        [[unroll]] for (uint e = 0u; e < CL; ++e) v[C_MAP_AT(e)] = d[e];
 #endif
-        [[unroll]] for (uint e = 0u; e < CL; ++e) {
-          const uvec2 u = (e & 1u) == 0u ? sd.xy : sd.zw;
-          const float sc = (e >> 1) == 0u ? sg_a : sg_b;
-          const float add = float(v[e] + int(u.y)) * (sc * uintBitsToFloat(u.x));
-          acc[f * CL + e] += live ? add : 0.0;
+        [[unroll]] for (uint f = 0u; f < MF; ++f) {
+          [[unroll]] for (uint e = 0u; e < CL; ++e) {
+            const uvec2 u = (e & 1u) == 0u ? sd[f].xy : sd[f].zw;
+            const float sc = (e >> 1) == 0u ? sg_a : sg_b;
+            const float add = float(v[f][e] + int(u.y)) * (sc * uintBitsToFloat(u.x));
+            acc[(tt * MF + f) * CL + e] += live ? add : 0.0;
+          }
         }
       }
     }
   }
+#if !EMULATE
+  [[unroll]] for (uint i = 0u; i < LIMBS * MF + 1u; ++i) touch ^= tw[i];
+  // Never true for a launch (N > 0): keeps the touch loads.
+  if (p.N == 0u && touch == 0x9E3779B9u) outp[0] = 0.0;
+#endif
 
-  [[unroll]] for (uint f = 0u; f < MF; ++f) {
-    [[unroll]] for (uint e = 0u; e < CL; ++e) {
-      const uint n = (e >> 1) == 0u ? nA : nB, m = m0 + 8u * f + 2u * q + (e & 1u);
-      if (n < p.N && m < p.M) {
-        if (slices == 1u) {
-          outp[m * p.N + n] = acc[f * CL + e] + (has_bias ? bias[n] : 0.0);
-        } else {
-          part[(ks * p.M + m) * p.N + n] = acc[f * CL + e];
+  [[unroll]] for (uint tt = 0u; tt < TT; ++tt) {
+    const uint nA = n0 + (sg * TT + tt) * 16u + gq, nB = nA + 8u;
+    [[unroll]] for (uint f = 0u; f < MF; ++f) {
+      [[unroll]] for (uint e = 0u; e < CL; ++e) {
+        const uint n = (e >> 1) == 0u ? nA : nB, m = m0 + 8u * f + 2u * q + (e & 1u);
+        if (n < p.N && m < p.M) {
+          const float v = acc[(tt * MF + f) * CL + e];
+          if (slices == 1u) {
+            outp[m * p.N + n] = v + (has_bias ? bias[n] : 0.0);
+          } else {
+            part[(ks * p.M + m) * p.N + n] = v;
+          }
         }
       }
     }

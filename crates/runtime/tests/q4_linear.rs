@@ -1196,7 +1196,8 @@ fn emulated_int8_tensor_core_forward_matches_f64_reference() {
 /// its fragments filled in the m16n8k32 layout, the quad transposes and the MMAs by plain
 /// arithmetic through shared memory): as above, also N not a multiple of 16 and K not a
 /// multiple of the 4-chunk step; four fragments take slices of whole 2-chunk steps, not of
-/// the form's 4.
+/// the form's 4. Its workgroups hold 512 weight rows at one fragment and 256 at two and
+/// four (tiles per subgroup): N = 600 and 300 end in a partial strip.
 #[test]
 fn emulated_register_operand_int8_forward_matches_f64_reference() {
     emulated_int8_forward_cases(
@@ -1205,6 +1206,7 @@ fn emulated_register_operand_int8_forward_matches_f64_reference() {
         (1890, 1897),
         &[
             (&[8], 256, 128, 32, false),
+            (&[8], 320, 600, 32, true),
             (&[9], 96, 40, 32, true),
             (&[16], 200, 70, 64, false),
             (&[5, 3], 1000, 300, 128, true),

@@ -148,7 +148,7 @@ fn forward(
     let kc = q.kpad / 32;
     // The split-K of `kn` at M rows (the tensor-core kernel's counts chunks).
     let fwd_split = move |kn: Kernel, m: usize| match kn {
-        Kernel::Mma { frags, .. } => mma_split(m, n, kc, frags),
+        Kernel::Mma { frags, .. } => mma_split(m, n, kc, frags, mma_rows_per_workgroup(kn)),
         _ => split_of(kn, m, n, k),
     };
     let plan = plan(max_m, g.dynamic, choose, |m, kn| match kn {
@@ -446,7 +446,9 @@ fn forward(
                 push: push(m, &q, k, bias.is_some(), kn, 0)?,
                 global: global(kn, m, n, gemv_rows_per_group(kn, q.kpad), 1)?,
             },
-            Kernel::Mma { frags, .. } => mma_launch(m, &q, frags, bias.is_some())?,
+            Kernel::Mma { frags, .. } => {
+                mma_launch(m, &q, frags, mma_rows_per_workgroup(kn), bias.is_some())?
+            }
             Kernel::FwdMma { tile, .. } => fwd_f16_launch(
                 kn,
                 m,
@@ -758,13 +760,13 @@ fn pack16(lo: usize, hi: usize, what: &str) -> Result<u32> {
     Ok((lo | hi << 16) as u32)
 }
 
-/// Launch of the tensor-core forward: a workgroup per (128-row strip of N, split-K slice,
-/// 8 * `mf` rows of M), the row tiles fastest (they read the same weights).
-fn mma_launch(m: usize, q: &Q4, mf: u32, has_bias: bool) -> Result<Launch> {
+/// Launch of the tensor-core forward: a workgroup per (strip of `rows` rows of N, split-K
+/// slice, 8 * `mf` rows of M), the row tiles fastest (they read the same weights).
+fn mma_launch(m: usize, q: &Q4, mf: u32, rows: usize, has_bias: bool) -> Result<Launch> {
     let mtiles = m.div_ceil(8 * mf as usize);
-    let sk = mma_split(m, q.n, q.kpad / 32, mf);
+    let sk = mma_split(m, q.n, q.kpad / 32, mf, rows);
     let groups =
-        q.n.div_ceil(MMA_ROWS)
+        q.n.div_ceil(rows)
             .checked_mul(mtiles)
             .and_then(|v| v.checked_mul(sk.slices))
             .ok_or_else(|| unsupported(format!("M = {m} x N = {}: too many workgroups", q.n)))?;

@@ -1903,25 +1903,30 @@ mod tests {
     /// at least two steps per slice where the row has them.
     #[test]
     fn mma_split_by_waves() {
-        let slices = |m: usize, n: usize, kc: usize, mf: u32| mma_split(m, n, kc, mf).slices;
+        let slices = |m: usize, n: usize, kc: usize, mf: u32, rows: usize| {
+            mma_split(m, n, kc, mf, rows).slices
+        };
         if mma_resident_wgs() == MMA_RESIDENT_WGS {
-            assert_eq!(slices(8, 8192, 256, 1), 4);
-            assert_eq!(slices(8, 28672, 256, 1), 7);
-            assert_eq!(slices(8, 8192, 896, 1), 4);
-            assert_eq!(slices(512, 28672, 256, 4), 1);
+            assert_eq!(slices(8, 8192, 256, 1, MMA_ROWS), 4);
+            assert_eq!(slices(8, 28672, 256, 1, MMA_ROWS), 7);
+            assert_eq!(slices(8, 8192, 896, 1, MMA_ROWS), 4);
+            assert_eq!(slices(512, 28672, 256, 4, MMA_ROWS), 1);
+            // The register form's 512-row strips at M = 8: four times the slices.
+            assert_eq!(slices(8, 8192, 256, 1, 512), 16);
         }
-        for (m, n, kc, mf) in [1usize, 8, 9, 32, 100, 512, 2048]
+        for (m, n, kc, mf, rows) in [1usize, 8, 9, 32, 100, 512, 2048]
             .into_iter()
             .flat_map(|m| [1usize, 16, 300, 8192, 28672].map(|n| (m, n)))
             .flat_map(|(m, n)| [1usize, 3, 8, 37, 256, 896].map(|kc| (m, n, kc)))
             .flat_map(|(m, n, kc)| [1u32, 2, 4].map(|mf| (m, n, kc, mf)))
+            .flat_map(|(m, n, kc, mf)| [MMA_ROWS, 256, 512].map(|r| (m, n, kc, mf, r)))
         {
-            let sk = mma_split(m, n, kc, mf);
+            let sk = mma_split(m, n, kc, mf, rows);
             let step = mma_step(mf);
-            assert_eq!(sk.len % step, 0, "{m} {n} {kc} {mf}: {sk:?}");
+            assert_eq!(sk.len % step, 0, "{m} {n} {kc} {mf} {rows}: {sk:?}");
             assert!(sk.slices * sk.len >= kc && (sk.slices - 1) * sk.len < kc);
             if sk.slices > 1 {
-                assert!(sk.len >= 2 * step, "{m} {n} {kc} {mf}: {sk:?}");
+                assert!(sk.len >= 2 * step, "{m} {n} {kc} {mf} {rows}: {sk:?}");
             }
         }
     }

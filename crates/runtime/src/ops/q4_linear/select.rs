@@ -827,6 +827,21 @@ pub(super) fn mma_step(mf: u32) -> usize {
 /// Weight rows per workgroup of the tensor-core forward (16 per subgroup, 8 subgroups).
 pub(super) const MMA_ROWS: usize = 128;
 
+/// 16-row tiles per subgroup of the register-operand forward at one fragment and at two or
+/// four (its `TT`: `shaders/manifest.txt` must agree), sharing each chunk's B fragments.
+pub(super) const MMA_REG_TILES: [usize; 2] = [4, 2];
+
+/// Weight rows per workgroup of the int8 tensor-core forward `kn` ([`Kernel::Mma`]): 128
+/// for the tiles, 128 x TT for the register-operand form.
+pub(super) fn mma_rows_per_workgroup(kn: Kernel) -> usize {
+    match kn {
+        Kernel::Mma {
+            reg: true, frags, ..
+        } => MMA_ROWS * MMA_REG_TILES[usize::from(frags > 1)],
+        _ => MMA_ROWS,
+    }
+}
+
 /// Workgroups of the tensor-core forward resident at once: two per SM of an H200 (114-120
 /// registers), or `ETVK_Q4_MMA_WGS` (benchmarks).
 pub(super) const MMA_RESIDENT_WGS: usize = 264;
@@ -849,7 +864,8 @@ pub(super) fn mma_resident_wgs() -> usize {
     *TARGET.get_or_init(|| workgroup_target("ETVK_Q4_MMA_WGS", MMA_RESIDENT_WGS))
 }
 
-/// Split-K of the tensor-core forward for M rows, N outputs and `kc` chunks per row:
+/// Split-K of the tensor-core forward for M rows, N outputs, `kc` chunks per row and
+/// workgroups of `rows` weight rows ([`mma_rows_per_workgroup`]):
 /// `slices` workgroups per (row strip, row tile) with `len` chunks each (a multiple of the
 /// step; the last slice may be shorter), at least two steps per slice.
 ///
@@ -859,10 +875,10 @@ pub(super) fn mma_resident_wgs() -> usize {
 /// tiles ran 178 us unsplit, 182 at 2 slices (1.7 waves), 169 at 5 (4.2 waves): a last
 /// wave that is nearly full costs less than a single wave that leaves SMs with one
 /// workgroup.
-pub(super) fn mma_split(m: usize, n: usize, kc: usize, mf: u32) -> SplitK {
+pub(super) fn mma_split(m: usize, n: usize, kc: usize, mf: u32, rows: usize) -> SplitK {
     let step = mma_step(mf);
     let kc = kc.max(1);
-    let tiles = n.div_ceil(MMA_ROWS).max(1) * m.div_ceil(8 * mf as usize).max(1);
+    let tiles = n.div_ceil(rows.max(1)).max(1) * m.div_ceil(8 * mf as usize).max(1);
     let resident = mma_resident_wgs().max(1);
     let most = (kc / (2 * step)).clamp(1, 64);
     // Waves per slice as a fraction: compare w_a / s_a < w_b / s_b by cross-multiplying.
