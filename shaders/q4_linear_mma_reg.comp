@@ -9,9 +9,11 @@
 // GEMV's at N = K = 8192 on an H200, for the same weight bytes) goes to its tiles (each
 // 16 x 32 weight tile decoded into shared memory and loaded back, the limbs, units and
 // scales staged through double-buffered shared memory with a barrier per step), not to the
-// MMAs or the bytes. Measured (H100, docs/performance.md, session 43): this form is
-// 1.2-1.7x slower than the tiles at M = 8..32, so the runtime takes it only with
-// ETVK_Q4_MMA_REG=1.
+// MMAs or the bytes. Measured (docs/performance.md, sessions 43-44): on this driver the
+// int8 fragments themselves cost (coopMatLoadNV of B ~19 instructions, A's fill ~24 a
+// chunk), and this form is 1.2-2.2x slower than the tiles at M = 8..32 (H100, session 44:
+// M = 8 62.1 against 51.4 us at 8192^2, with TT tiles at 180 registers), so the runtime
+// takes it only with ETVK_Q4_MMA_REG=1.
 //
 // Here each invocation loads its own operands and fills its fragments element by element.
 // The hardware's m16n8k32 int8 MMA gives invocation 4g + q of a subgroup of 32 A's rows g

@@ -23,12 +23,15 @@ row() { EXP_ITERS=20 exp_line .gl/bin/etvk "$@"; }
     echo "== registers"
     ETVK_PIPELINE_STATS=1 ETVK_Q4_MMA_REG=1 .gl/bin/etvk bench linear_q4gsw --m 32 --n 8192 --k 8192 --iters 2 \
         --ceiling-mib 64 2>&1 | grep -E "stats q4_linear_mma_reg|self-check|kernels" || true
-    for shape in "8192 8192" "28672 8192" "8192 28672"; do
+    # Most telling rows first (the device time left may end the run).
+    for sm in "8192 8192 8" "8192 8192 32" "28672 8192 8" "8192 8192 16" "28672 8192 32" "8192 28672 8" \
+        "8192 28672 32" "28672 8192 16" "8192 28672 16"; do
+        read -r n k m <<<"$sm"
+        echo -n "tiles M=$m N=$n K=$k: "; row linear_q4gsw --m $m --n "$n" --k "$k"
+        echo -n "reg   M=$m N=$n K=$k: "; ETVK_Q4_MMA_REG=1 row linear_q4gsw --m $m --n "$n" --k "$k"
+    done
+    for shape in "8192 8192" "28672 8192"; do
         read -r n k <<<"$shape"
-        for m in 8 16 32; do
-            echo -n "tiles M=$m N=$n K=$k: "; row linear_q4gsw --m $m --n "$n" --k "$k"
-            echo -n "reg   M=$m N=$n K=$k: "; ETVK_Q4_MMA_REG=1 row linear_q4gsw --m $m --n "$n" --k "$k"
-        done
         echo -n "reg tt8 M=8 N=$n K=$k: "
         ETVK_Q4_MMA_REG=1 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_tt8 row linear_q4gsw --m 8 --n "$n" --k "$k"
     done

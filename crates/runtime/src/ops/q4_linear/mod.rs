@@ -63,11 +63,12 @@
 //!   16 or 32 activation rows per workgroup, split-K slices summed by `q4_linear_reduce`
 //!   when the strips are too few (`select::mma_split`). With `ETVK_Q4_MMA_REG=1`
 //!   `q4_linear_mma_reg_f{1,2,4}` runs instead where the driver's fragments fit it and its
-//!   own self-check passed (`BackendInner::int8_mma_reg_spec`): the same launch and
-//!   arithmetic with the MMA operands built in registers (weight chunks transposed within
-//!   quads of invocations by shuffles, fragments filled in the element order a probe learned
-//!   on the device, limbs read from L1; no shared memory, no barrier), 1.2-1.7x slower than
-//!   the tiles on an H100 (session 43), hence not the default; `etvk_q4_mma` =
+//!   own self-check passed (`BackendInner::int8_mma_reg_spec`): the same arithmetic with the
+//!   MMA operands built in registers (weight chunks transposed within quads of invocations
+//!   by shuffles, A filled in the element order a probe learned on the device, B by
+//!   `coopMatLoadNV` from the limbs, shared by TT 16-row tiles per subgroup: strips of 128 x
+//!   TT rows, `select::mma_rows_per_workgroup`; no shared memory, no barrier), 1.2-2.2x
+//!   slower than the tiles on an H100 (sessions 43-44), hence not the default; `etvk_q4_mma` =
 //!   `emulated_reg` runs its emulated form. Compile spec `etvk_q4_mma` = `off` (or
 //!   `ETVK_Q4_MMA=0`) keeps the portable kernels below; `emulated` runs the same kernels with
 //!   plain arithmetic for the MMAs (`q4_linear_mma_emu_f*`) on any device (lavapipe's tests).

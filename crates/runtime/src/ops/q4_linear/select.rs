@@ -651,8 +651,8 @@ pub(super) fn mma_forward(g: &GraphBuilder<'_>, q: &Q4, max_m: usize) -> Int8Mma
         && g.be.int8_mma_ok()
     {
         // The register-operand form only where asked for (`ETVK_Q4_MMA_REG=1`) and where it
-        // passed its own self-check: on an H100 it ran 1.2-1.7x slower than the tiles at
-        // M = 8..32 (docs/performance.md, session 43).
+        // passed its own self-check: on an H100 it ran 1.2-2.2x slower than the tiles at
+        // M = 8..32 (docs/performance.md, sessions 43-44).
         let reg = std::env::var("ETVK_Q4_MMA_REG").is_ok_and(|v| v == "1")
             && g.shader_supported(ShaderId::Q4LinearMmaRegF1)
             && g.be.int8_mma_reg_spec().is_some();
@@ -829,6 +829,9 @@ pub(super) const MMA_ROWS: usize = 128;
 
 /// 16-row tiles per subgroup of the register-operand forward at one fragment and at two or
 /// four (its `TT`: `shaders/manifest.txt` must agree), sharing each chunk's B fragments.
+/// H100 (docs/performance.md, session 44): 4 at one fragment 62.1 us at M = 8, 8192^2
+/// (8: 69.9; before TT, 71.2), 2 at four 122.7 at M = 32 (168.7 before); at two 131.2
+/// against 107.3 before (a 236 KB binary: try 1 there).
 pub(super) const MMA_REG_TILES: [usize; 2] = [4, 2];
 
 /// Weight rows per workgroup of the int8 tensor-core forward `kn` ([`Kernel::Mma`]): 128
