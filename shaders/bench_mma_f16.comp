@@ -11,7 +11,12 @@
 //           loop-invariant);
 //   MODE 2: MODE 1 with the operands loaded from shared memory each round as the kernel
 //           loads them per 16-row step: an A hi / lo pair (16 x 16) and four B hi / lo
-//           pairs (16 x 8) from padded row-major tiles.
+//           pairs (16 x 8) from padded row-major tiles;
+//   MODE 3: MODE 0 with every round's A built element by element from registers as 4-bit
+//           codes - 8 in fp16 (exact), the f16 counterpart of bench_mma.comp's MODE 3: two
+//           fp16 elements share a register where int8 fragments pack four, so the two
+//           probes say which element width the driver fills cheaper (docs/performance.md,
+//           session 44: int8 fragments cost ~19-24 instructions each in the 4-bit kernels).
 // The operands come from push constants (`a`, `b`: bits of fp16 pairs); the accumulators
 // are folded into one word and written as bench_alu.comp does.
 #extension GL_EXT_control_flow_attributes : enable
@@ -64,6 +69,20 @@ void main() {
     d1 = coopMatMulAddNV(ah, bl, d1);
     d2 = coopMatMulAddNV(al, bh, d2);
     d3 = coopMatMulAddNV(al, bl, d3);
+  }
+  for (int e = 0; e < d0.length(); ++e) fold ^= floatBitsToUint(d0[e] + d1[e] + d2[e] + d3[e]);
+#elif MODE == 3
+  // A packed word of 8 codes per invocation, changed every round (nothing loop-invariant).
+  uint xs = p.a ^ (t * 0x9E3779B9u);
+  for (uint r = 0u; r < p.iters; ++r) {
+    xs ^= r * 0x01010101u;
+    for (int i = 0; i < ah.length(); ++i) {
+      ah[i] = float16_t(float((xs >> (4 * (i & 7))) & 15u) - 8.0);
+    }
+    d0 = coopMatMulAddNV(ah, bh, d0);
+    d1 = coopMatMulAddNV(ah, bl, d1);
+    d2 = coopMatMulAddNV(ah, bh, d2);
+    d3 = coopMatMulAddNV(ah, bl, d3);
   }
   for (int e = 0; e < d0.length(); ++e) fold ^= floatBitsToUint(d0[e] + d1[e] + d2[e] + d3[e]);
 #else

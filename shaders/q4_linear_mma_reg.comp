@@ -1,7 +1,7 @@
 #version 450
 // 4-bit linear forward on the tensor cores for few activation rows, with the MMA operands
-// built in registers: the same result, operands, bindings, push constants and launch as
-// q4_linear_mma.comp (out[m][n] = sum_k x[m][k] * (code(n,k) - 8) * s[n][k / gs] + bias[n],
+// built in registers: the same result, operands, bindings and push constants as
+// q4_linear_mma.comp, over strips of 128 x TT weight rows (below) (out[m][n] = sum_k x[m][k] * (code(n,k) - 8) * s[n][k / gs] + bias[n],
 // x as three int8 limbs per (row, chunk) from q4_mma_limbs.comp, exact int32 sums of 16 x 8
 // x 32 int8 MMAs scaled in fp32 per chunk), without its shared-memory tiles and barriers.
 //
@@ -15,7 +15,7 @@
 // M = 8 62.1 against 51.4 us at 8192^2, with TT tiles at 180 registers), so the runtime
 // takes it only with ETVK_Q4_MMA_REG=1.
 //
-// Here each invocation loads its own operands and fills its fragments element by element.
+// Here each invocation loads its own weights and fills A element by element (B: below).
 // The hardware's m16n8k32 int8 MMA gives invocation 4g + q of a subgroup of 32 A's rows g
 // and g + 8 at k 4q .. 4q + 3 and 16 + 4q .. 16 + 4q + 3, B's column g at the same k, and
 // the accumulator's (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1). An MMA's k may be
@@ -27,11 +27,13 @@
 // transpose inside the quad (four shuffles) gives it word q of chunks c0 .. c0 + 3. The
 // scales of a step are loaded the same way (invocation q: chunk c0 + q's group) and
 // shuffled to the quad per chunk. The limbs, units and limb sums of a chunk are read by
-// every subgroup of the workgroup from L1 (the 8 subgroups walk the same chunks).
+// every subgroup of the workgroup from L1 (the 8 subgroups walk the same chunks). The
+// emulation fills B from the limbs' words q and 4 + q.
 //
 // Which element index of a fragment holds which of those positions is the driver's: the
 // runtime learns it once per device (q4_mma_layout_probe.comp) and passes it as
-// specialization constants (A_MAP0/1, B_MAP, C_MAP below; their defaults are PTX's
+// specialization constants (A_MAP0/1, C_MAP below, and B_MAP, unused since B is loaded
+// whole; their defaults are PTX's
 // register order, elements 4r .. 4r + 3 = bytes of register r, which NVIDIA's driver does
 // not use for A: its elements 0-7 are row g, 8-15 row g + 8); a driver whose fragments put
 // the rows, k or columns in other invocations gets no register form, and the kernel runs

@@ -478,6 +478,10 @@ pub enum AluOp {
     /// [`AluOp::MmaF16Pair`] with each round's operands loaded from shared memory as the
     /// backward loads them (an A hi / lo pair and four B hi / lo pairs per four pairs).
     MmaF16Shared,
+    /// [`AluOp::MmaF16`] with each round's A built element by element from registers (4-bit
+    /// codes - 8 as fp16): against [`AluOp::MmaBuilt`], which fragment element width the
+    /// driver fills cheaper.
+    MmaF16Built,
 }
 
 impl AluOp {
@@ -485,7 +489,7 @@ impl AluOp {
     pub const ALL: [AluOp; 4] = [AluOp::Ffma, AluOp::Logic3, AluOp::Dot4I8, AluOp::Decode];
 
     /// The tensor-core operations: devices with NV int8 cooperative matrices only.
-    pub const TENSOR: [AluOp; 7] = [
+    pub const TENSOR: [AluOp; 8] = [
         AluOp::MmaI8,
         AluOp::MmaChunk,
         AluOp::MmaShared,
@@ -493,6 +497,7 @@ impl AluOp {
         AluOp::MmaF16,
         AluOp::MmaF16Pair,
         AluOp::MmaF16Shared,
+        AluOp::MmaF16Built,
     ];
 
     /// The NV cooperative-matrix shape a tensor-core probe runs (as the device lists it).
@@ -502,7 +507,7 @@ impl AluOp {
             AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
                 Some(crate::ops::q4_linear::MMA_SHAPE)
             }
-            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared => {
+            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared | AluOp::MmaF16Built => {
                 Some(crate::ops::q4_linear::BWD_MMA_SHAPE)
             }
             _ => None,
@@ -523,6 +528,7 @@ impl AluOp {
             AluOp::MmaF16 => "f16 mma 16x8x16, fp32 accumulate (flops)",
             AluOp::MmaF16Pair => "tensor-core backward pair: 3 f16 mmas + fp32 adds (flops)",
             AluOp::MmaF16Shared => "the same, operands loaded from shared memory (flops)",
+            AluOp::MmaF16Built => "f16 mma, A built from registers (flops)",
         }
     }
 
@@ -534,7 +540,7 @@ impl AluOp {
             AluOp::Decode => 3,
             AluOp::MmaI8 | AluOp::MmaShared | AluOp::MmaBuilt => 4 * 8192 / 32 / ALU_CHAINS,
             AluOp::MmaChunk => 12 * 8192 / 32 / ALU_CHAINS,
-            AluOp::MmaF16 => 4 * 4096 / 32 / ALU_CHAINS,
+            AluOp::MmaF16 | AluOp::MmaF16Built => 4 * 4096 / 32 / ALU_CHAINS,
             AluOp::MmaF16Pair | AluOp::MmaF16Shared => 12 * 4096 / 32 / ALU_CHAINS,
             _ => 1,
         }
@@ -553,6 +559,7 @@ impl AluOp {
             AluOp::MmaF16 => ShaderId::BenchMmaF16Mma,
             AluOp::MmaF16Pair => ShaderId::BenchMmaF16Pair,
             AluOp::MmaF16Shared => ShaderId::BenchMmaF16Shared,
+            AluOp::MmaF16Built => ShaderId::BenchMmaF16Built,
         }
     }
 
@@ -569,7 +576,7 @@ impl AluOp {
             AluOp::MmaI8 | AluOp::MmaChunk | AluOp::MmaShared | AluOp::MmaBuilt => {
                 [0x1357_9BDF, 0x2468_ACE0, 1e-9_f32.to_bits()]
             }
-            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared => {
+            AluOp::MmaF16 | AluOp::MmaF16Pair | AluOp::MmaF16Shared | AluOp::MmaF16Built => {
                 [0x1357_9BDF, 0x0101_0202, 0]
             }
         }

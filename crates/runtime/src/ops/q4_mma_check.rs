@@ -308,7 +308,9 @@ pub(crate) fn check_all(be: &BackendInner, list: &[Variant]) -> Result<Option<St
 
 /// The int8 tensor-core forward (`q4_linear_mma_f{1,2,4}`, after its `q4_mma_limbs` node) on
 /// a fixed problem: M = 13 activation rows of very different sizes (two row tiles at one
-/// fragment, the last partial; one partial tile at two and four), N = 136 weight rows (two strips, the last partial), K = 280
+/// fragment, the last partial; one partial tile at two and four), N = 136 weight rows (two
+/// 128-row strips, the last partial; one partial strip of the register form's 256 or 512
+/// rows, whose launch here then holds workgroups that leave at once), K = 280
 /// (9 chunks, the last partial) in three split-K slices of 4 chunks (the last of 1), summed
 /// with the bias by `q4_linear_reduce` as in a graph, groups of 64 (the last partial); each
 /// output row within 1e-5 of the f64 reference. `Ok(None)` when it matches, `Ok(Some(why))`
