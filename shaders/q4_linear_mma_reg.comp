@@ -42,8 +42,8 @@
 // TT row tiles per subgroup (16 rows each; the workgroup's 8 subgroups then hold 128 * TT
 // rows, `select::mma_rows_per_workgroup`) share each chunk's B fragments: B is the costly
 // operand (H200, session 44 run 1: ~19 instructions per coopMatLoadNV of a 32 x 8 int8
-// matrix, the driver building int8 fragments byte by byte; with B loop-invariant the M = 8
-// kernel ran 42.6 us against 74.4 at 8192^2). B comes by coopMatLoadNV from the limbs
+// matrix, by that count, with no SASS to confirm, int8 fragments built byte by byte; with
+// B loop-invariant the M = 8 kernel ran 42.6 us against 74.4 at 8192^2). B comes by coopMatLoadNV from the limbs
 // buffer (its layout is B's column-major, in the k order the A fill uses), and the next
 // step's limbs and side are touched with its weights (one word per 32-byte sector), so that
 // the step finds them in L1 (62.9 against 74.4 us there).

@@ -12,7 +12,7 @@ if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../
 exp_prepare() {
     cargo build --release -p etvk-cli -p etvk-ffi
     exp_carry_bins
-    exp_patched docs/experiments/q4_linear_mma_reg-s43-bload.diff
+    exp_patched docs/experiments/q4_linear_mma_reg-s43-bload.diff 0fc3c5a
     for mf in 1 2 4; do
         exp_comp bload q4_linear_mma_reg_f$mf q4_linear_mma_reg.comp -O -DMF=$mf
     done

@@ -15,23 +15,23 @@ if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../
 exp_prepare() {
     cargo build --release -p etvk-cli -p etvk-ffi
     exp_carry_bins
-    exp_patched docs/experiments/q4_linear_mma_reg-s43-bload.diff
+    exp_patched docs/experiments/q4_linear_mma_reg-s43-bload.diff 0fc3c5a
     for mf in 1 2 4; do
         exp_comp bload q4_linear_mma_reg_f$mf q4_linear_mma_reg.comp -O -DMF=$mf
     done
     # A's elements as bytes of the masked words, B by coopMatLoadNV.
-    exp_patched docs/experiments/q4_linear_mma_reg-s44-bytes.diff
+    exp_patched docs/experiments/q4_linear_mma_reg-s44-bytes.diff 0fc3c5a
     for mf in 1 2 4; do
         exp_comp s44bytes q4_linear_mma_reg_f$mf q4_linear_mma_reg.comp -O -DMF=$mf
     done
     # ... and the next step's limbs / side touched with its weights (into L1).
-    exp_patched docs/experiments/q4_linear_mma_reg-s44-touch.diff
+    exp_patched docs/experiments/q4_linear_mma_reg-s44-touch.diff 0fc3c5a
     for mf in 1 2 4; do
         exp_comp s44touch q4_linear_mma_reg_f$mf q4_linear_mma_reg.comp -O -DMF=$mf
     done
     # Attribution (time only, wrong results: self-checks off): A or B loop-invariant.
     for nm in constA constB; do
-        exp_patched docs/experiments/q4_linear_mma_reg-s44-$nm.diff
+        exp_patched docs/experiments/q4_linear_mma_reg-s44-$nm.diff 0fc3c5a
         exp_comp d44$nm q4_linear_mma_reg_f1 q4_linear_mma_reg.comp -O -DMF=1
     done
     EXP_SHADERS=shaders
