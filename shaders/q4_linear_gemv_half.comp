@@ -69,6 +69,17 @@
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
+// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms): past the first two rounds
+// (blocks wg and wg + P) a workgroup takes its next block from a ticket counter instead of
+// the fixed stride, so that workgroups that stream faster (an SM's place on the L2, the
+// other workgroup on its SM finishing first) take more blocks and the launch's last blocks
+// end together. Invocation 0 asks for the block after next at the top of a block and
+// publishes it in the block sums' first barrier (the ticket's latency hidden behind the
+// block's loads); the results do not depend on which workgroup sums a block. Each
+// workgroup asks once per block after its first, so a launch hands out exactly
+// T = blocks - P tickets, and the one that draws ticket T - 1 takes T off the counter: it
+// is zero again for the next launch without a fill or a barrier.
+//
 // DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
 // rms_norm.comp's MINMAX forms, or the gated SiLU, silu_mul_rows.comp) wrote the row's
 // (min(0, min x), max(0, max x)) to `row_mm`: no reduction, no barrier, no subgroup
@@ -112,6 +123,12 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 
 #ifndef OUT_F16
 #define OUT_F16 0
+#endif
+#ifndef TICKETS
+#define TICKETS 0
+#endif
+#if TICKETS && (SLICED || EARLY || DQ)
+#error "TICKETS: the unsliced fp32 forms only"
 #endif
 #if OUT_F16
 // `_f16out` forms: the fp16 output of a force_fp16 program, written here (rounded once, as
@@ -234,6 +251,11 @@ shared float norm_part[128];  // per-subgroup sums of squares
 #if SLICED
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
 #endif
+#if TICKETS
+// [1], zero between launches (each launch leaves it so; see TICKETS above).
+layout(set = 0, binding = 5) coherent buffer Tickets { uint tickets[]; };
+shared uint next_block;  // invocation 0's ticket, as the block after next (>= blocks: none)
+#endif
 
 // Rows nb .. nb + 3 (nb a multiple of 4) of half chunk h: weights, and their scales of group
 // gc as one vec4. The packed weights and scales have their rows padded to whole blocks of 8
@@ -280,9 +302,18 @@ float row_dot_int(uvec2 w, uint le[2][2], uint lo[2][2], int lsumc, float unit) 
 
 // Two-stage sum of each row's NT partials (stage 1: SEGS invocations per row each sum every
 // SEGS-th partial, no bank conflicts; stage 2: one invocation per row). Fixed order.
-void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
+// With TICKETS, invocation 0's `publish` is returned to every invocation (read between the
+// two barriers, so the next block's write cannot overtake a read).
+uint sum_and_write(float acc[RW], uint n0, uint t, uint slice, uint publish) {
   [[unroll]] for (uint r = 0u; r < RW; ++r) red[r * NT + t] = acc[r];
+#if TICKETS
+  if (t == 0u) next_block = publish;
+#endif
   barrier();
+  uint published = publish;
+#if TICKETS
+  published = next_block;
+#endif
   {
     const uint o = t / SEGS, seg = t % SEGS;
     float v = 0.0;
@@ -315,6 +346,7 @@ void sum_and_write(float acc[RW], uint n0, uint t, uint slice) {
 #endif
     }
   }
+  return published;
 }
 
 void main() {
@@ -343,6 +375,11 @@ void main() {
   uvec2 wv[UR];
   float sb[UR];
   uint b = first;
+#if TICKETS
+  // The second round by stride, the rest by ticket.
+  uint bn = first + P;
+  const uint tickets_per_launch = nblocks > P ? nblocks - P : 0u;
+#endif
   load_batch(h, b * RW, gc, wv, sb);
 #if EARLY
   // The first block's second batch too, before the activations: its loads then fly while
@@ -493,7 +530,12 @@ void main() {
 #endif
   for (;;) {
     const uint n0 = b * RW;
+#if TICKETS
+    uint ticket = 0u;
+    if (t == 0u && bn < nblocks) ticket = atomicAdd(tickets[0], 1u);
+#else
     const uint bn = b + P;
+#endif
     float acc[RW];
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec2 wn[UR];
@@ -522,9 +564,22 @@ void main() {
 #if EARLY
     early = false;
 #endif
-    sum_and_write(acc, n0, t, slice);
+#if TICKETS
+    uint publish = nblocks;
+    if (t == 0u && bn < nblocks) {
+      // The launch's last ticket: every other has been drawn, none will be asked for again.
+      if (ticket == tickets_per_launch - 1u) atomicAdd(tickets[0], 0u - tickets_per_launch);
+      publish = min(2u * P + ticket, nblocks);
+    }
+    const uint after_next = sum_and_write(acc, n0, t, slice, publish);
+#else
+    sum_and_write(acc, n0, t, slice, 0u);
+#endif
     if (bn >= nblocks) break;
     b = bn;
+#if TICKETS
+    bn = after_next;
+#endif
   }
 #if SLICED
   // This workgroup's row sums visible device-wide before it counts as done.

@@ -129,7 +129,8 @@ pub const CPU_PREPACK_SPEC: &str = "etvk_cpu_prepack";
 /// `wide_dp4_pre` (its activation limbs from a pre-pass node), `wide_dp4_persist` (one wave
 /// of workgroups walking the row blocks; rows of <= 256 chunks) or `half` (the same with half
 /// a chunk per invocation, rows of any length; `half_early` / `half_late` with or without
-/// its first block's second batch loaded early, on rows it does not slice); or `f16` /
+/// its first block's second batch loaded early, on rows it does not slice; `half_tickets`
+/// with its blocks past the first two rounds handed out by a counter); or `f16` /
 /// `f16_emulated` (the f16
 /// tensor-core forward from M = 9); tests and benchmarks compare them, the default picks by
 /// row length, weight count and device features. Other values are refused at load.
@@ -145,6 +146,7 @@ pub const Q4_GEMV_FORMS: &[&str] = &[
     "half",
     "half_early",
     "half_late",
+    "half_tickets",
     "fma",
     "fma_w2",
     "f16",

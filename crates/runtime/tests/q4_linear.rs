@@ -2212,6 +2212,39 @@ fn half_gemv_fits_its_workgroup_to_the_row() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The half GEMV's `_tickets` form (forced): its workgroups take the blocks past the first
+/// two rounds from a counter that each launch must leave at zero. Rows of 250 chunks
+/// (workgroups of 512, a wave of 264): N = 5000 (625 blocks: 97 tickets give blocks, 264
+/// do not), 4300 (538 blocks: 10 give blocks), 4000 (500 blocks: every ticket past the
+/// end), 1000 (125 blocks: none drawn), with bias; each program relaunched at M = 1, 1, 2,
+/// 1 on fresh x, so a counter left off zero would skip blocks of the next launch and leave
+/// the last launch's rows in the output.
+#[test]
+fn half_gemv_tickets_hand_out_every_block() {
+    let be = backend();
+    let caps = be.device_caps();
+    let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    for (seed, n) in [(1720, 5000), (1721, 4300), (1722, 4000), (1723, 1000)] {
+        let (k, gs) = (8000, 64);
+        let mut specs = dynamic_forced("etvk_q4_gemv", Some("half_tickets"));
+        specs.push(fma_off());
+        let (mut d, c, bias_v, mut rng) =
+            dynamic_forward_specs(&be, seed, (k, n, gs), (2, n), &specs);
+        for m in [1, 1, 2, 1] {
+            let what = format!("ticketed half GEMV K {k} N {n}");
+            let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
+            if half && m == 1 {
+                assert_eq!(
+                    names,
+                    vec![format!("{Q4GSW}/q4_linear_gemv_half_tickets")],
+                    "N {n}"
+                );
+            }
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced (and by default at
 /// M = 8, where the device has no int8 tensor cores or the rows are short), and its
 /// two-words-per-lane form at M <= 4 (`_w2_`, forced), on

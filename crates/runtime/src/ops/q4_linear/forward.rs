@@ -254,6 +254,22 @@ fn forward(
         }
         None => None,
     };
+    // The ticket counter of the half GEMV's `_tickets` form (each launch leaves it zero).
+    let half_tickets = if dq.is_none()
+        && plan.kernels.iter().any(|kn| {
+            matches!(
+                kn,
+                Kernel::GemvHalf {
+                    slices: 1,
+                    tickets: true,
+                    ..
+                }
+            )
+        }) {
+        finished_slice_counters(g, call, Some(1))?
+    } else {
+        None
+    };
     // The FMA GEMV's per-slice sums [S][M][N] and its counters of finished slices, one per
     // block set (each launch leaves them zero), sized for the largest of its kernels in the
     // plan; one of each when it runs unsliced (bound, never touched).
@@ -384,6 +400,12 @@ fn forward(
                         d.spec = dq.spec();
                         d
                     }
+                    (Kernel::GemvHalf { tickets: true, .. }, None) => {
+                        let c = half_tickets
+                            .ok_or_else(|| internal("ticketed GEMV without its counter"))?;
+                        let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
+                        Dispatch::new(sh, [o, x, q.w, q.s, bias_t, c])
+                    }
                     (Kernel::GemvHalf { .. }, None) => {
                         let (sh, o) = half_output(shader_of(kn, false), out, half_f16_out);
                         Dispatch::new(sh, [o, x, q.w, q.s, bias_t])
@@ -494,8 +516,12 @@ fn forward(
 }
 
 /// The plain half GEMV's forms and their `_f16out` forms (fp16 output).
-const HALF_F16_OUT: [(ShaderId, ShaderId); 3] = [
+const HALF_F16_OUT: [(ShaderId, ShaderId); 4] = [
     (ShaderId::Q4LinearGemvHalf, ShaderId::Q4LinearGemvHalfF16out),
+    (
+        ShaderId::Q4LinearGemvHalfTickets,
+        ShaderId::Q4LinearGemvHalfTicketsF16out,
+    ),
     (
         ShaderId::Q4LinearGemvHalfEarly,
         ShaderId::Q4LinearGemvHalfEarlyF16out,

@@ -972,6 +972,7 @@ mod tests {
             slices: 1,
             local: 512,
             early: false,
+            tickets: false,
         });
         // Below one fragment the GEMVs keep M; from 8 rows the MMA kernel takes every M,
         // with the fewest fragments per workgroup that cover M (at most 4).
@@ -981,6 +982,7 @@ mod tests {
                 slices: 1,
                 local: 512,
                 early: false,
+                tickets: false,
             }
         );
         assert_eq!(
@@ -1030,6 +1032,7 @@ mod tests {
                 slices: 1,
                 local: 512,
                 early: false,
+                tickets: false,
             },
         ] {
             assert!(
@@ -1185,6 +1188,7 @@ mod tests {
             slices: 1,
             local: 512,
             early: false,
+            tickets: false,
         };
         assert_eq!(
             forward_kernel(
@@ -1591,6 +1595,7 @@ mod tests {
             slices: 4,
             local: 448,
             early: false,
+            tickets: false,
         });
         assert_eq!(
             forward_kernel(
@@ -1612,6 +1617,7 @@ mod tests {
                     slices: 4,
                     local: 448,
                     early: false,
+                    tickets: false,
                 },
                 false
             ),
@@ -1643,6 +1649,7 @@ mod tests {
                     slices: 4,
                     local: 448,
                     early: false,
+                    tickets: false,
                 },
                 0,
             )
@@ -1659,6 +1666,7 @@ mod tests {
                     slices: 1,
                     local: 512,
                     early: false,
+                    tickets: false,
                 },
                 0,
             )
@@ -1709,6 +1717,7 @@ mod tests {
                 slices: 4,
                 local: 448,
                 early: false,
+                tickets: false,
             },
             1,
             8192,
@@ -1744,6 +1753,7 @@ mod tests {
             slices: 1,
             local: 256,
             early: true,
+            tickets: false,
         };
         assert_eq!(shader_of(early, false), ShaderId::Q4LinearGemvHalfEarly);
     }

@@ -73,10 +73,13 @@ pub(super) enum Kernel {
     /// two slices the `_sliced` variant, whose workgroups sum the slices themselves.
     /// `early` (one slice only): the `_early` variant, which loads a block's second batch of
     /// rows with its first ([`half_gemv_early`]).
+    /// `tickets` (one slice, not `early`): the `_tickets` variant, whose workgroups take their
+    /// blocks past the first two rounds from a counter ([`half_gemv_tickets`]).
     GemvHalf {
         slices: u32,
         local: u32,
         early: bool,
+        tickets: bool,
     },
     /// M = 2..=`mt` in fp32 FMAs, one pass over the weights for every row
     /// (`q4_linear_gemv_fma_m{mt}`): a lane per packed word of a slice of the row (`slices`
@@ -1130,6 +1133,15 @@ pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
     slices == 1 && local <= 256 && n.div_ceil(PERSISTENT_GEMV_ROWS) <= half_gemv_sets(1, local)
 }
 
+/// Whether the unsliced half-chunk GEMV over `n` rows takes its `_tickets` variant (blocks
+/// past the first two rounds handed out by a counter): where its workgroups walk more than
+/// two blocks, when `ETVK_Q4_HALF_TICKETS=1` (an experiment until timed on the H200).
+pub(super) fn half_gemv_tickets(slices: usize, local: u32, n: usize) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| std::env::var("ETVK_Q4_HALF_TICKETS").is_ok_and(|v| v == "1"));
+    on && slices == 1 && n.div_ceil(PERSISTENT_GEMV_ROWS) > 2 * half_gemv_sets(1, local)
+}
+
 /// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
 /// most): the resident wave ([`persistent_wave`]) split evenly over the slices, at least one
 /// each.
@@ -1173,15 +1185,22 @@ pub(super) fn wide_gemv(g: &GraphBuilder<'_>, q: &Q4) -> Option<Kernel> {
     let max_chunks = half_gemv_slice_limit(kc, half_gemv_max_chunks(caps));
     let slices = half_gemv_slices(kc, max_chunks);
     let local = half_gemv_local(kc, max_chunks);
-    let early = match forced_gemv(g).as_deref() {
+    let forced = forced_gemv(g);
+    let early = match forced.as_deref() {
         Some("half_early") => slices == 1,
-        Some("half_late") => false,
+        Some("half_late" | "half_tickets") => false,
         _ => half_gemv_early(slices, local, q.n),
+    };
+    let tickets = match forced.as_deref() {
+        Some("half_tickets") => slices == 1,
+        Some("half_early" | "half_late") => false,
+        _ => !early && half_gemv_tickets(slices, local, q.n),
     };
     let half = Kernel::GemvHalf {
         slices: u32::try_from(slices).unwrap_or(u32::MAX),
         local,
         early,
+        tickets,
     };
     let half_fits = dp4_ok
         && caps.max_workgroup_invocations >= local
@@ -1636,6 +1655,14 @@ pub(super) fn shader_of(k: Kernel, backward: bool) -> ShaderId {
             },
             _,
         ) => ShaderId::Q4LinearGemvHalfEarly,
+        (
+            Kernel::GemvHalf {
+                slices: 1,
+                tickets: true,
+                ..
+            },
+            _,
+        ) => ShaderId::Q4LinearGemvHalfTickets,
         (Kernel::GemvHalf { slices: 1, .. }, _) => ShaderId::Q4LinearGemvHalf,
         (Kernel::GemvHalf { .. }, _) => ShaderId::Q4LinearGemvHalfSliced,
         (Kernel::GemvFma { mt: 2, wpl: 2, .. }, _) => ShaderId::Q4LinearGemvFmaW2M2,

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 45, first run: the half GEMV's `_tickets` form (blocks past the first two rounds
+# handed out by a counter, opt-in by ETVK_Q4_HALF_TICKETS=1) against the built stride walk
+# at M = 1, interleaved rounds, on rows where workgroups walk more than two blocks; its GPU
+# test; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed so far).
+# Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
+# There:  (device tool, carry [".gl"])  bash .gl/run-s45a.sh
+set -euo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/experiment.sh
+if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
+exp_prepare() {
+    rm -f .gl/bin/*.gz
+    strip .gl/bin/* || true
+    gzip -9 -f .gl/bin/*
+}
+exp_begin "$0" "$@"
+{
+    exp_header
+    echo "== GPU tests (ticketed form forced; then every half GEMV test)"
+    q4_tests half_gemv
+    # Most telling rows first (the device time left may end the run).
+    for round in 1 2 3; do
+        echo "== round $round"
+        for nk in "8192 8192" "28672 8192" "14336 4096" "32768 2048"; do
+            read -r n k <<<"$nk"
+            echo -n "stride  N=$n K=$k: "; exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+            echo -n "tickets N=$n K=$k: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+        done
+    done
+    echo "== qcs4w 8192^2, 256 workgroups"
+    for round in 1 2; do
+        echo -n "stride  qcs4w: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+        echo -n "tickets qcs4w: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+        echo -n "stride  wgs256: "; ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+        echo -n "tickets wgs256: "; ETVK_Q4_HALF_TICKETS=1 ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    done
+    echo "== bench alu"
+    timeout 120 .gl/bin/etvk bench alu 2>&1 | tail -30 || true
+} 2>&1 | tee "$OUT/s45a.txt"
