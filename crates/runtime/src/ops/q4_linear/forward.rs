@@ -591,7 +591,7 @@ impl DqGemv {
 
 /// The int8 tensor-core forward's forms and their DQ forms (two limbs of an 8da4w linear's
 /// integers q - zp).
-const DQ_MMA: [(ShaderId, ShaderId); 12] = [
+pub(super) const DQ_MMA: [(ShaderId, ShaderId); 12] = [
     (ShaderId::Q4LinearMmaRegF1, ShaderId::Q4LinearMmaRegDqF1),
     (ShaderId::Q4LinearMmaRegF2, ShaderId::Q4LinearMmaRegDqF2),
     (ShaderId::Q4LinearMmaRegF4, ShaderId::Q4LinearMmaRegDqF4),

@@ -834,6 +834,31 @@ fn variant_index(kernels: &[Kernel], kernel: Kernel, m: usize) -> Result<usize> 
 mod tests {
     use super::*;
 
+    /// The register-operand forward's launch strips come from its variant's `TT`: every form
+    /// of one fragment count (emulated, DQ) must have the same, and the built ones more than
+    /// one tile (the tiles have none).
+    #[test]
+    fn register_forms_agree_on_their_row_tiles() {
+        for (three, two) in forward::DQ_MMA {
+            assert_eq!(
+                select::mma_reg_tiles(three),
+                select::mma_reg_tiles(two),
+                "{three:?} / {two:?}"
+            );
+        }
+        for frags in [1, 2, 4] {
+            let kn = |emulated| Kernel::Mma {
+                frags,
+                emulated,
+                reg: true,
+            };
+            let rows = select::mma_rows_per_workgroup(kn(false));
+            assert_eq!(rows, select::mma_rows_per_workgroup(kn(true)), "MF {frags}");
+            assert!(rows > select::MMA_ROWS, "MF {frags}: {rows} rows");
+        }
+        assert_eq!(select::mma_reg_tiles(ShaderId::Q4LinearMmaF1), 1);
+    }
+
     fn tiled(tile: Tile, split: bool) -> Kernel {
         Kernel::Tiled { tile, split }
     }

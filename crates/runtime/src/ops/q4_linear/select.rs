@@ -830,20 +830,26 @@ pub(super) fn mma_step(mf: u32) -> usize {
 /// Weight rows per workgroup of the tensor-core forward (16 per subgroup, 8 subgroups).
 pub(super) const MMA_ROWS: usize = 128;
 
-/// 16-row tiles per subgroup of the register-operand forward at one fragment and at two or
-/// four (its `TT`: `shaders/manifest.txt` must agree), sharing each chunk's B fragments.
+/// 16-row tiles per subgroup of the register-operand forward `sh` (its `TT` define in
+/// `shaders/manifest.txt`, read from the compiled variant so the launch's strips cannot
+/// disagree with the kernel), sharing each chunk's B fragments; 1 where it has none.
 /// H100 (docs/performance.md, session 44): 4 at one fragment 62.1 us at M = 8, 8192^2
 /// (8: 69.9; before TT, 71.2), 2 at four 122.7 at M = 32 (168.7 before); at two 131.2
 /// against 107.3 before (a 236 KB binary: try 1 there).
-pub(super) const MMA_REG_TILES: [usize; 2] = [4, 2];
+pub(super) fn mma_reg_tiles(sh: ShaderId) -> usize {
+    sh.info()
+        .defines
+        .iter()
+        .find(|(name, _)| *name == "TT")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(1)
+}
 
 /// Weight rows per workgroup of the int8 tensor-core forward `kn` ([`Kernel::Mma`]): 128
 /// for the tiles, 128 x TT for the register-operand form.
 pub(super) fn mma_rows_per_workgroup(kn: Kernel) -> usize {
     match kn {
-        Kernel::Mma {
-            reg: true, frags, ..
-        } => MMA_ROWS * MMA_REG_TILES[usize::from(frags > 1)],
+        Kernel::Mma { reg: true, .. } => MMA_ROWS * mma_reg_tiles(shader_of(kn, false)),
         _ => MMA_ROWS,
     }
 }
