@@ -127,6 +127,21 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef TICKETS
 #define TICKETS 0
 #endif
+// TIMELINE = 1 (a timing diagnostic, compiled only by override; unsliced fp32 forms, with
+// ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
+// low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
+// [2] limbs made, then (block, time its sums were written) pairs for up to 6 blocks, [15]
+// end. `ETVK_BENCH_DUMP` keeps the first launch's (docs/experiments/timeline.py reads it).
+#ifndef TIMELINE
+#define TIMELINE 0
+#endif
+#if TIMELINE
+#extension GL_EXT_shader_realtime_clock : require
+#if SLICED || DQ || OUT_F16
+#error "TIMELINE: the unsliced fp32 forms only"
+#endif
+#define TL_AT(i, v) outp[16u * wg + (i)] = uintBitsToFloat(v)
+#endif
 #if TICKETS && (SLICED || EARLY || DQ)
 #error "TICKETS: the unsliced fp32 forms only"
 #endif
@@ -340,7 +355,7 @@ uint sum_and_write(float acc[RW], uint n0, uint t, uint slice, uint publish) {
       }
 #if SLICED
       part[slice * p.N + n] = v;
-#else
+#elif !TIMELINE
       if (p.has_bias != 0u) v += bias[n];
       outp[n] = OUT_T(v);
 #endif
@@ -369,6 +384,10 @@ void main() {
   // Whole workgroups leave: no barrier is skipped by part of one (and all S workgroups of
   // a `first` leave together).
   if (first >= nblocks) return;
+#if TIMELINE
+  uint tl_blocks = 0u;
+  if (t == 0u) TL_AT(1u, clockRealtime2x32EXT().x);
+#endif
   const uint h = min(hg, 2u * p.KC - 1u);
   const uint k0 = h * 16u;
   const uint gc = p.G == 1u ? 0u : min((h >> 1) >> (p.gshift - 2u), p.G - 1u);
@@ -528,6 +547,9 @@ void main() {
   // In units of the last limb (2^-14: exact).
   unit = LIVE ? unit * 0.00006103515625 : 0.0;
 #endif
+#if TIMELINE
+  if (t == 0u) TL_AT(2u, clockRealtime2x32EXT().x);
+#endif
   for (;;) {
     const uint n0 = b * RW;
 #if TICKETS
@@ -575,12 +597,25 @@ void main() {
 #else
     sum_and_write(acc, n0, t, slice, 0u);
 #endif
+#if TIMELINE
+    if (t == 0u && tl_blocks < 6u) {
+      TL_AT(3u + 2u * tl_blocks, b);
+      TL_AT(4u + 2u * tl_blocks, clockRealtime2x32EXT().x);
+    }
+    ++tl_blocks;
+#endif
     if (bn >= nblocks) break;
     b = bn;
 #if TICKETS
     bn = after_next;
 #endif
   }
+#if TIMELINE
+  if (t == 0u) {
+    TL_AT(0u, tl_blocks);
+    TL_AT(15u, clockRealtime2x32EXT().x);
+  }
+#endif
 #if SLICED
   // This workgroup's row sums visible device-wide before it counts as done.
   memoryBarrierBuffer();

@@ -2,7 +2,9 @@
 # Session 45, first run: the half GEMV's `_tickets` form (blocks past the first two rounds
 # handed out by a counter, opt-in by ETVK_Q4_HALF_TICKETS=1) against the built stride walk
 # at M = 1, interleaved rounds, on rows where workgroups walk more than two blocks; its GPU
-# test; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed so far).
+# test; then each workgroup's timeline (TIMELINE = 1 by override, ETVK_SHADER_CLOCK=1: when
+# it started, made its limbs, summed each block, ended; docs/experiments/timeline.py) for
+# both walks; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed).
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s45a.sh
 set -euo pipefail
@@ -13,6 +15,9 @@ exp_prepare() {
     rm -f .gl/bin/*.gz
     strip .gl/bin/* || true
     gzip -9 -f .gl/bin/*
+    exp_comp tl q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=1
+    exp_comp tl q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTIMELINE=1 -DTICKETS=1
+    cp docs/experiments/timeline.py .gl/
 }
 exp_begin "$0" "$@"
 {
@@ -34,6 +39,22 @@ exp_begin "$0" "$@"
         echo -n "tickets qcs4w: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
         echo -n "stride  wgs256: "; ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
         echo -n "tickets wgs256: "; ETVK_Q4_HALF_TICKETS=1 ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    done
+    echo "== timelines (first launch of a bench; wrong results on purpose)"
+    for round in 1 2; do
+        for nk in "8192 8192" "28672 8192"; do
+            read -r n k <<<"$nk"
+            for walk in stride tickets; do
+                t=0; [ $walk = tickets ] && t=1
+                p="$OUT/tl-$walk-$n-$k-$round"
+                ETVK_Q4_HALF_TICKETS=$t ETVK_SHADER_CLOCK=1 ETVK_SELF_CHECKS=0 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_tl \
+                    ETVK_BENCH_DUMP="$p" timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" --k "$k" \
+                    --iters 3 --ceiling-mib 64 2>&1 | grep -oE "kernels [a-z0-9_ +]*" | head -1 || true
+                rm -f "$p.w.u8" "$p.s.f32" "$p.x.f32"
+                echo "-- $walk N=$n K=$k round $round"
+                python3 .gl/timeline.py "$p.out.f32" || echo "(no python3: read $p.out.f32 here)"
+            done
+        done
     done
     echo "== bench alu"
     timeout 120 .gl/bin/etvk bench alu 2>&1 | tail -30 || true

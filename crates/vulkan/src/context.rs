@@ -612,7 +612,16 @@ impl Context {
                 pd,
                 ash::khr::pipeline_executable_properties::NAME,
             );
-        let device = match create_device(&instance, pd, queue_family, &info.caps, want_stats) {
+        // Timing diagnostics (shader overrides reading clockRealtime2x32EXT): the device
+        // clock, where the device has it.
+        let want_clock = std::env::var("ETVK_SHADER_CLOCK").is_ok_and(|v| v == "1")
+            && has_device_extension(&instance, pd, ash::khr::shader_clock::NAME)
+            && device_clock_supported(&instance, pd);
+        if want_clock {
+            log::info!("etvk: VK_KHR_shader_clock enabled (ETVK_SHADER_CLOCK=1)");
+        }
+        let wants = (want_stats, want_clock);
+        let device = match create_device(&instance, pd, queue_family, &info.caps, wants) {
             Ok(d) => d,
             Err(e) => {
                 destroy_instance(debug);
@@ -820,7 +829,7 @@ fn create_device(
     pd: vk::PhysicalDevice,
     queue_family: u32,
     caps: &DeviceCaps,
-    pipeline_stats: bool,
+    (pipeline_stats, device_clock): (bool, bool),
 ) -> VkResult<ash::Device> {
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
@@ -873,11 +882,26 @@ fn create_device(
         ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
         info = info.push_next(&mut stats);
     }
+    let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default().shader_device_clock(true);
+    if device_clock {
+        ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
+        info = info.push_next(&mut clock);
+    }
     info = info.enabled_extension_names(&ext_names);
     // SAFETY: `info` and all chained structs/arrays live until the call returns; every
     // feature enabled was reported supported by this physical device.
     let r = unsafe { instance.create_device(pd, &info, None) };
     r.map_err(|r| vk_err("vkCreateDevice", r))
+}
+
+/// Whether physical device `pd` reports `shaderDeviceClock` (VK_KHR_shader_clock present).
+fn device_clock_supported(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
+    let mut feats = vk::PhysicalDeviceFeatures2::default().push_next(&mut clock);
+    // SAFETY: `pd` was enumerated from `instance`, which is alive; the chained struct lives
+    // until the call returns and its extension is present on `pd`.
+    unsafe { instance.get_physical_device_features2(pd, &mut feats) };
+    clock.shader_device_clock == vk::TRUE
 }
 
 /// Whether physical device `pd` offers extension `name`.
