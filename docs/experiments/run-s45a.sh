@@ -22,40 +22,41 @@ exp_prepare() {
 exp_begin "$0" "$@"
 {
     exp_header
-    echo "== GPU tests (ticketed form forced; then every half GEMV test)"
-    q4_tests half_gemv
-    # Most telling rows first (the device time left may end the run).
-    for round in 1 2 3; do
-        echo "== round $round"
+    ab() {
         for nk in "8192 8192" "28672 8192" "14336 4096" "32768 2048"; do
             read -r n k <<<"$nk"
             echo -n "stride  N=$n K=$k: "; exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "tickets N=$n K=$k: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
         done
-    done
-    echo "== qcs4w 8192^2, 256 workgroups"
-    for round in 1 2; do
-        echo -n "stride  qcs4w: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
-        echo -n "tickets qcs4w: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
-        echo -n "stride  wgs256: "; ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
-        echo -n "tickets wgs256: "; ETVK_Q4_HALF_TICKETS=1 ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
-    done
-    echo "== timelines (first launch of a bench; wrong results on purpose)"
-    for round in 1 2; do
+    }
+    timelines() {
         for nk in "8192 8192" "28672 8192"; do
             read -r n k <<<"$nk"
             for walk in stride tickets; do
                 t=0; [ $walk = tickets ] && t=1
-                p="$OUT/tl-$walk-$n-$k-$round"
+                p="$OUT/tl-$walk-$n-$k-$1"
                 ETVK_Q4_HALF_TICKETS=$t ETVK_SHADER_CLOCK=1 ETVK_SELF_CHECKS=0 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_tl \
                     ETVK_BENCH_DUMP="$p" timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" --k "$k" \
                     --iters 3 --ceiling-mib 64 2>&1 | grep -oE "kernels [a-z0-9_ +]*" | head -1 || true
                 rm -f "$p.w.u8" "$p.s.f32" "$p.x.f32"
-                echo "-- $walk N=$n K=$k round $round"
+                echo "-- $walk N=$n K=$k round $1"
                 python3 .gl/timeline.py "$p.out.f32" || echo "(no python3: read $p.out.f32 here)"
             done
         done
-    done
+    }
+    # Most telling rows first (the device time left may end the run).
+    echo "== round 1"; ab
+    echo "== timelines (first launch of a bench; wrong results on purpose)"; timelines 1
+    echo "== round 2"; ab
+    echo "== GPU tests (ticketed form forced; then every half GEMV test)"
+    q4_tests half_gemv
+    echo "== qcs4w 8192^2, 256 workgroups"
+    echo -n "stride  qcs4w: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+    echo -n "tickets qcs4w: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
+    echo -n "stride  wgs256: "; ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    echo -n "tickets wgs256: "; ETVK_Q4_HALF_TICKETS=1 ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    echo "== round 3"; ab
+    echo "== timelines 2"; timelines 2
     echo "== bench alu"
     timeout 120 .gl/bin/etvk bench alu 2>&1 | tail -30 || true
 } 2>&1 | tee "$OUT/s45a.txt"
