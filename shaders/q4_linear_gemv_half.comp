@@ -69,11 +69,11 @@
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
-// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms): past the first two rounds
-// (blocks wg and wg + P) a workgroup takes its next block from a ticket counter instead of
-// the fixed stride, so that workgroups that stream faster (an SM's place on the L2, the
-// other workgroup on its SM finishing first) take more blocks and the launch's last blocks
-// end together. Invocation 0 asks for the block after next at the top of a block and
+// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; opt-in, not yet timed on
+// a GPU: docs/performance.md, session 45): past the first two rounds (blocks wg and wg + P) a
+// workgroup takes its next block from a ticket counter instead of the fixed stride, so that
+// workgroups that stream faster (an SM's place on the L2, the other workgroup on its SM
+// finishing first) could take more blocks and the launch's last blocks end together. Invocation 0 asks for the block after next at the top of a block and
 // publishes it in the block sums' first barrier (the ticket's latency hidden behind the
 // block's loads); the results do not depend on which workgroup sums a block. Each
 // workgroup asks once per block after its first, so a launch hands out exactly
@@ -131,7 +131,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 // ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
 // [2] limbs made, then (block, time its sums were written) pairs for up to 6 blocks, [15]
-// end. `ETVK_BENCH_DUMP` keeps the first launch's (docs/experiments/timeline.py reads it).
+// end (workgroups whose 16 words lie past N write nothing). `ETVK_BENCH_DUMP` keeps the
+// first launch's (docs/experiments/timeline.py reads it).
 #ifndef TIMELINE
 #define TIMELINE 0
 #endif
@@ -140,7 +141,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #if SLICED || DQ || OUT_F16
 #error "TIMELINE: the unsliced fp32 forms only"
 #endif
-#define TL_AT(i, v) outp[16u * wg + (i)] = uintBitsToFloat(v)
+#define TL_AT(i, v) \
+  if (16u * wg + 15u < p.N) outp[16u * wg + (i)] = uintBitsToFloat(v)
 #endif
 #if TICKETS && (SLICED || EARLY || DQ)
 #error "TICKETS: the unsliced fp32 forms only"

@@ -255,6 +255,7 @@ fn forward(
         None => None,
     };
     // The ticket counter of the half GEMV's `_tickets` form (each launch leaves it zero).
+    // The DQ forms have no ticketed variant: they keep the stride walk.
     let half_tickets = if dq.is_none()
         && plan.kernels.iter().any(|kn| {
             matches!(
@@ -266,7 +267,11 @@ fn forward(
                 }
             )
         }) {
-        finished_slice_counters(g, call, Some(1))?
+        Some(g.new_zeroed_tensor(
+            DataType::Int32,
+            vec![1],
+            format!("{}: block ticket counter", call.what()),
+        )?)
     } else {
         None
     };
