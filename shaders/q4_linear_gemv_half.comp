@@ -69,8 +69,8 @@
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
-// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; opt-in, not yet timed on
-// a GPU: docs/performance.md, session 45): past the first two rounds (blocks wg and wg + P) a
+// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; opt-in: H100, session
+// 46, N = 28672 x K = 8192 54.8 -> 53.7 us, 8192^2 18.9 -> 19.0; no H200 run yet): past the first two rounds (blocks wg and wg + P) a
 // workgroup takes its next block from a ticket counter instead of the fixed stride, so that
 // workgroups that stream faster (an SM's place on the L2, the other workgroup on its SM
 // finishing first) could take more blocks and the launch's last blocks end together. Invocation 0 asks for the block after next at the top of a block and
@@ -132,7 +132,10 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
 // [2] limbs made, then (block, time its sums were written) pairs for up to 6 blocks, [15]
 // end (workgroups whose 16 words lie past N write nothing). `ETVK_BENCH_DUMP` keeps the
-// first launch's (docs/experiments/timeline.py reads it).
+// first launch's (docs/experiments/timeline.py reads it). TIMELINE = 2: also when block 0's
+// two batches were used ([11], [12]; pairs for up to 4 blocks; [0] has 0x10000 added).
+// The block sums stay live behind a branch no sum takes (session 46: without it the
+// compiler dropped the loads and dot products, and the timeline timed an empty walk).
 #ifndef TIMELINE
 #define TIMELINE 0
 #endif
@@ -357,7 +360,11 @@ uint sum_and_write(float acc[RW], uint n0, uint t, uint slice, uint publish) {
       }
 #if SLICED
       part[slice * p.N + n] = v;
-#elif !TIMELINE
+#elif TIMELINE
+      // Never true for a sum (no arithmetic makes this NaN payload): it keeps the loads and
+      // dot products that no write would otherwise need.
+      if (floatBitsToUint(v) == 0x7FC0ED5Bu) outp[n] = v;
+#else
       if (p.has_bias != 0u) v += bias[n];
       outp[n] = OUT_T(v);
 #endif
@@ -584,6 +591,13 @@ void main() {
 #endif
       wv = wn;
       sb = sn;
+#if TIMELINE
+      // TIMELINE = 2: the time block 0's batches were used (slots 11, 12; pairs for 4 blocks
+      // then): the branch on the batch's sums keeps the clock read after their loads.
+      if (TIMELINE == 2 && t == 0u && tl_blocks == 0u &&
+          floatBitsToUint(acc[r0] + acc[r0 + UR - 1u]) != 0x7FC0ED5Bu)
+        TL_AT(11u + r0 / UR, clockRealtime2x32EXT().x);
+#endif
     }
 #if EARLY
     early = false;
@@ -600,7 +614,7 @@ void main() {
     sum_and_write(acc, n0, t, slice, 0u);
 #endif
 #if TIMELINE
-    if (t == 0u && tl_blocks < 6u) {
+    if (t == 0u && tl_blocks < (TIMELINE == 2 ? 4u : 6u)) {
       TL_AT(3u + 2u * tl_blocks, b);
       TL_AT(4u + 2u * tl_blocks, clockRealtime2x32EXT().x);
     }
@@ -614,7 +628,7 @@ void main() {
   }
 #if TIMELINE
   if (t == 0u) {
-    TL_AT(0u, tl_blocks);
+    TL_AT(0u, tl_blocks + (TIMELINE == 2 ? 0x10000u : 0u));
     TL_AT(15u, clockRealtime2x32EXT().x);
   }
 #endif

@@ -2,7 +2,7 @@
 # Session 45, first run: the half GEMV's `_tickets` form (blocks past the first two rounds
 # handed out by a counter, opt-in by ETVK_Q4_HALF_TICKETS=1) against the built stride walk
 # at M = 1, interleaved rounds, on rows where workgroups walk more than two blocks; its GPU
-# test; then each workgroup's timeline (TIMELINE = 1 by override, ETVK_SHADER_CLOCK=1: when
+# test; then each workgroup's timeline (TIMELINE = 2 by override, ETVK_SHADER_CLOCK=1: when
 # it started, made its limbs, summed each block, ended; docs/experiments/timeline.py) for
 # both walks; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed).
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
@@ -15,8 +15,8 @@ exp_prepare() {
     rm -f .gl/bin/*.gz
     strip .gl/bin/* || true
     gzip -9 -f .gl/bin/*
-    exp_comp tl q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=1
-    exp_comp tl q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTIMELINE=1 -DTICKETS=1
+    exp_comp tl q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=2
+    exp_comp tl q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTIMELINE=2 -DTICKETS=1
     cp docs/experiments/timeline.py .gl/
 }
 exp_begin "$0" "$@"

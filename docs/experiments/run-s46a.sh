@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Session 46: run-s45a.sh's most telling rows only, for a short device run: the half GEMV's
 # stride walk against its `_tickets` form at M = 1 on 8192^2 (two interleaved rounds) and
-# 28672 x 8192 (one), then both walks' timelines at 8192^2 (TIMELINE = 1 by override).
+# 28672 x 8192 (one), then both walks' timelines at 8192^2 (TIMELINE = 2 by override,
+# compiled by run-s45a.sh prepare). Ran once on an H100 (session 46 run 1, with session
+# 45's TIMELINE = 1, whose walk the compiler had emptied: its timelines are void).
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare && bash docs/experiments/run-s46a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s46a.sh
 set -euo pipefail

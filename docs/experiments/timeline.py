@@ -22,13 +22,19 @@ def main():
     words = struct.unpack(f"<{len(raw) // 4}I", raw)
     wgs = int(sys.argv[2]) if len(sys.argv) > 2 else len(words) // 16
     recs = [words[16 * w:16 * w + 16] for w in range(wgs)]
-    recs = [r for r in recs if 0 < r[0] < 1 << 20]
+    # [0]: blocks, plus 0x10000 where TIMELINE = 2 wrote block 0's batch times to [11], [12].
+    mode2 = any(r[0] >> 16 == 1 for r in recs)
+    recs = [(r[0] & 0xFFFF,) + tuple(r[1:]) for r in recs if 0 < r[0] & 0xFFFF < 1 << 12]
     t0 = min(r[1] for r in recs)
     us = lambda v: ((v - t0) & 0xFFFFFFFF) / 1000.0
     print(f"{len(recs)} workgroups, {sum(r[0] for r in recs)} blocks")
     row("start", [us(r[1]) for r in recs])
     row("limbs made", [us(r[2]) for r in recs])
-    for i in range(6):
+    pairs = 4 if mode2 else 6
+    if mode2:
+        row("block 0 batch 0 used", [us(r[11]) for r in recs])
+        row("block 0 batch 1 used", [us(r[12]) for r in recs])
+    for i in range(pairs):
         ends = [us(r[4 + 2 * i]) for r in recs if r[0] > i]
         if ends:
             row(f"block {i} summed", ends)
@@ -36,7 +42,7 @@ def main():
     durs = []
     for r in recs:
         prev = us(r[2])
-        for i in range(min(r[0], 6)):
+        for i in range(min(r[0], pairs)):
             durs.append(us(r[4 + 2 * i]) - prev)
             prev = us(r[4 + 2 * i])
     row("block duration", durs)

@@ -1141,7 +1141,9 @@ pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
 
 /// Whether the unsliced half-chunk GEMV over `n` rows takes its `_tickets` variant (blocks
 /// past the first two rounds handed out by a counter): where its workgroups walk more than
-/// two blocks, when `ETVK_Q4_HALF_TICKETS=1` (an experiment until timed on the H200).
+/// two blocks, when `ETVK_Q4_HALF_TICKETS=1`. Opt-in: on an H100 (docs/performance.md,
+/// session 46) 2% faster where workgroups walk 13-14 blocks (N = 28672, K = 8192), 0.1 us
+/// slower where they walk 4 (8192^2); not yet timed on an H200.
 pub(super) fn half_gemv_tickets(slices: usize, local: u32, n: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("ETVK_Q4_HALF_TICKETS").is_ok_and(|v| v == "1"));
