@@ -128,6 +128,9 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef TICKETS
 #define TICKETS 0
 #endif
+#ifndef XFIRST
+#define XFIRST 0
+#endif
 // TIMELINE = 1 (a timing diagnostic, compiled only by override; unsliced fp32 forms, with
 // ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
@@ -409,6 +412,22 @@ void main() {
   uint bn = first + P;
   const uint tickets_per_launch = nblocks > P ? nblocks - P : 0u;
 #endif
+  vec4 xv[4];
+#define LOAD_X()                                                                              \
+  if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {                                                  \
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = X4_AT((k0 >> 2) + i);                   \
+  } else {                                                                                    \
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {                                               \
+      const uint k = k0 + 4u * i;                                                             \
+      xv[i] = vec4(k < p.K ? X_AT(k) : 0.0, k + 1u < p.K ? X_AT(k + 1u) : 0.0,                \
+                   k + 2u < p.K ? X_AT(k + 2u) : 0.0, k + 3u < p.K ? X_AT(k + 3u) : 0.0);     \
+    }                                                                                         \
+  }
+#if XFIRST
+  // An experiment (override only; docs/performance.md, session 46): x asked for before the
+  // first batch, not queued behind its loads.
+  LOAD_X()
+#endif
   load_batch(h, b * RW, gc, wv, sb);
 #if EARLY
   // The first block's second batch too, before the activations: its loads then fly while
@@ -418,16 +437,9 @@ void main() {
   load_batch(h, b * RW + UR, gc, we, se);
   bool early = true;
 #endif
-  vec4 xv[4];
-  if ((p.K & 3u) == 0u && k0 + 16u <= p.K) {
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] = X4_AT((k0 >> 2) + i);
-  } else {
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      const uint k = k0 + 4u * i;
-      xv[i] = vec4(k < p.K ? X_AT(k) : 0.0, k + 1u < p.K ? X_AT(k + 1u) : 0.0,
-                   k + 2u < p.K ? X_AT(k + 2u) : 0.0, k + 3u < p.K ? X_AT(k + 3u) : 0.0);
-    }
-  }
+#if !XFIRST
+  LOAD_X()
+#endif
 #if NORM
   // x = (v * w) * rsqrt(mean(v^2) + eps): here the products p = v * w and this invocation's
   // share of the sum of squares; the sum, the scale and x come with the row's min / max

@@ -5,6 +5,8 @@
 # test; then each workgroup's timeline (TIMELINE = 2 by override, ETVK_SHADER_CLOCK=1: when
 # it started, made its limbs, summed each block, ended; docs/experiments/timeline.py) for
 # both walks; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed).
+# Session 46 added XFIRST (x asked for before the first batch; override) to the A/B and the
+# timelines.
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s45a.sh
 set -euo pipefail
@@ -17,6 +19,10 @@ exp_prepare() {
     gzip -9 -f .gl/bin/*
     exp_comp tl q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=2
     exp_comp tl q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTIMELINE=2 -DTICKETS=1
+    # Session 46: x asked for before the first batch (XFIRST; the timeline showed x arriving
+    # 2.7 us after the start, behind the first batch's 5.4 MB).
+    exp_comp xf q4_linear_gemv_half q4_linear_gemv_half.comp -O -DXFIRST=1
+    exp_comp tlxf q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=2 -DXFIRST=1
     cp docs/experiments/timeline.py .gl/
 }
 exp_begin "$0" "$@"
@@ -27,15 +33,17 @@ exp_begin "$0" "$@"
             read -r n k <<<"$nk"
             echo -n "stride  N=$n K=$k: "; exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "tickets N=$n K=$k: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+            echo -n "xfirst  N=$n K=$k: "; ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_xf exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
         done
     }
     timelines() {
         for nk in "8192 8192" "28672 8192"; do
             read -r n k <<<"$nk"
-            for walk in stride tickets; do
+            for walk in stride tickets xfirst; do
                 t=0; [ $walk = tickets ] && t=1
+                o=.gl/ovr_tl; [ $walk = xfirst ] && o=.gl/ovr_tlxf
                 p="$OUT/tl-$walk-$n-$k-$1"
-                ETVK_Q4_HALF_TICKETS=$t ETVK_SHADER_CLOCK=1 ETVK_SELF_CHECKS=0 ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_tl \
+                ETVK_Q4_HALF_TICKETS=$t ETVK_SHADER_CLOCK=1 ETVK_SELF_CHECKS=0 ETVK_SPIRV_OVERRIDE_DIR=$o \
                     ETVK_BENCH_DUMP="$p" timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" --k "$k" \
                     --iters 3 --ceiling-mib 64 2>&1 | grep -oE "kernels [a-z0-9_ +]*" | head -1 || true
                 rm -f "$p.w.u8" "$p.s.f32" "$p.x.f32"
