@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Reads the half GEMV's TIMELINE diagnostic (shaders/q4_linear_gemv_half.comp, TIMELINE = 1)
-from a bench dump's PREFIX.out.f32 and prints when the workgroups started, made their limbs,
-finished each block and ended, in us from the first start (device clock, ns on NVIDIA).
+"""Reads the half GEMV's TIMELINE diagnostic (shaders/q4_linear_gemv_half.comp, TIMELINE = 1
+or 2) from a bench dump's PREFIX.out.f32 and prints when the workgroups started, made their
+limbs, used block 0's batches (TIMELINE = 2), finished each block and ended, in us from the
+first start (device clock, ns on NVIDIA). crates/cli/tests/shader_switches.rs checks the
+record layout on the test device.
 Usage: timeline.py PREFIX.out.f32 [WORKGROUPS]"""
 import struct
 import sys
