@@ -6,7 +6,7 @@
 # it started, made its limbs, summed each block, ended; docs/experiments/timeline.py) for
 # both walks; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed).
 # Session 46 added XFIRST (x asked for before the first batch; override) to the A/B and the
-# timelines.
+# timelines; session 47 a timeline of a launch after the replays beside the first launch's.
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s45a.sh
 set -euo pipefail
@@ -47,8 +47,10 @@ exp_begin "$0" "$@"
                     ETVK_BENCH_DUMP="$p" timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" --k "$k" \
                     --iters 3 --ceiling-mib 64 2>&1 | grep -oE "kernels [a-z0-9_ +]*" | head -1 || true
                 rm -f "$p.w.u8" "$p.s.f32" "$p.x.f32"
-                echo "-- $walk N=$n K=$k round $1"
+                echo "-- $walk N=$n K=$k round $1, first launch"
                 python3 .gl/timeline.py "$p.out.f32" || echo "(no python3: read $p.out.f32 here)"
+                echo "-- $walk N=$n K=$k round $1, a launch after the timed replays"
+                python3 .gl/timeline.py "$p.warm.out.f32" || echo "(no python3: read $p.warm.out.f32 here)"
             done
         done
     }

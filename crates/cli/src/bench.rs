@@ -656,6 +656,18 @@ fn bench_linear(
             }
         }
     }
+    // The dump's output once more from a launch after the timed replays (PREFIX.warm.out.f32):
+    // the first launch above met cold TLBs and caches, which a timing diagnostic written to
+    // the output (the half GEMV's TIMELINE) would otherwise report as the kernel's own ramp.
+    if let Some(prefix) = std::env::var_os("ETVK_BENCH_DUMP") {
+        delegate.execute(&mut args_v).map_err(err)?;
+        let DelegateArg::Tensor(warm) = &args_v[1] else {
+            return Err(CliError("bench: output missing".into()));
+        };
+        let path = format!("{}.warm.out.f32", prefix.to_string_lossy());
+        std::fs::write(&path, &warm.data)
+            .map_err(|e| CliError(format!("bench: cannot write {path}: {e}")))?;
+    }
     let us = median(&per_instance);
     let us_barrier = median(&per_instance_barrier);
     let gbps = plan.bytes_per_instance as f64 / (us * 1e-6) / 1e9;
