@@ -6,7 +6,8 @@
 # it started, made its limbs, summed each block, ended; docs/experiments/timeline.py) for
 # both walks; then `etvk bench alu` (the f16 / int8 "A built from registers" probes, untimed).
 # Session 46 added XFIRST (x asked for before the first batch; override) to the A/B and the
-# timelines; session 47 a timeline of a launch after the replays beside the first launch's.
+# timelines; session 47 a timeline of a launch after the replays beside the first launch's,
+# and the same-size plain read by launches of persistent size.
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s45a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s45a.sh
 set -euo pipefail
@@ -54,8 +55,24 @@ exp_begin "$0" "$@"
             done
         done
     }
+    # Session 47: the plain read of the op's bytes by launches of persistent size (528 x 256 =
+    # the half GEMV's 264 x 512 invocations; twice, four times that) beside the default
+    # read's launch of one element per invocation: is the 0.70 that read reaches its launch
+    # shape's, and what a persistent walk of these bytes could reach.
+    same_reads() {
+        for nk in "8192 8192" "28672 8192"; do
+            read -r n k <<<"$nk"
+            for g in 264 528 1056 2112; do
+                echo -n "N=$n K=$k: "
+                ETVK_SAME_READ_GROUPS=$g timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" \
+                    --k "$k" --iters 5 --ceiling-mib 2048 2>&1 | grep -E "^same-size" | tr '\n' ' ' || true
+                echo
+            done
+        done
+    }
     # Most telling rows first (the device time left may end the run).
     echo "== round 1"; ab
+    echo "== same-size reads by launch size"; same_reads
     echo "== timelines (first launch of a bench; wrong results on purpose)"; timelines 1
     echo "== round 2"; ab
     echo "== GPU tests (ticketed form forced; then every half GEMV test)"

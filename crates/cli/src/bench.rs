@@ -703,6 +703,25 @@ fn bench_linear(
             same.gbps / read.gbps,
             us / same.median_us
         );
+        // The same read by a launch of persistent size (a diagnostic: is a plain read's
+        // time that of its launch shape?).
+        if let Some(groups) = std::env::var("ETVK_SAME_READ_GROUPS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+        {
+            let same = etvk_runtime::bench::read_rotating_in(
+                backend,
+                plan.bytes_per_instance,
+                20,
+                Some(groups),
+            )?;
+            outln!(
+                "same-size read in {groups} workgroups of 256: {:.1} us ({:.2} of the ceiling); the op takes {:.2}x that",
+                same.median_us,
+                same.gbps / read.gbps,
+                us / same.median_us
+            );
+        }
     }
     if check != "ok" {
         return Err(CliError(format!(

@@ -95,6 +95,7 @@ fn stream(
     reps: u32,
     copies: u32,
     data: SourceData,
+    groups: Option<u32>,
 ) -> Result<Bandwidth> {
     let inner = backend.inner();
     let ctx = &inner.ctx;
@@ -125,9 +126,12 @@ fn stream(
         .map(|src| pool.allocate(&fill, &[src]))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     // Enough invocations to fill any GPU, few enough to stay in range everywhere.
-    let groups = (caps.max_workgroup_count[0])
+    let groups = groups
+        .unwrap_or(u32::MAX)
+        .min(caps.max_workgroup_count[0])
         .min(65535)
-        .min(n_vec4.div_ceil(256).max(1));
+        .min(n_vec4.div_ceil(256))
+        .max(1);
     let stride = groups * 256;
     let mut push = Vec::with_capacity(8);
     push.extend_from_slice(&n_vec4.to_le_bytes());
@@ -234,6 +238,7 @@ pub fn read_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidt
         reps,
         1,
         SourceData::Random,
+        None,
     )
 }
 
@@ -245,7 +250,7 @@ pub fn read_ceiling_of(
     reps: u32,
     data: SourceData,
 ) -> Result<Bandwidth> {
-    stream(backend, ShaderId::BenchRead, bytes, reps, 1, data)
+    stream(backend, ShaderId::BenchRead, bytes, reps, 1, data, None)
 }
 
 /// A read of `bytes` from DRAM rather than L2: the dispatches rotate over enough buffers
@@ -253,6 +258,18 @@ pub fn read_ceiling_of(
 /// is the time a plain read of its bytes takes, launch and ramp included: the part of its
 /// time no kernel of that size avoids.
 pub fn read_rotating(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth> {
+    read_rotating_in(backend, bytes, reps, None)
+}
+
+/// [`read_rotating`] in at most `groups` workgroups of 256 (None: one element per
+/// invocation, up to 65535 workgroups): a grid-stride read by a launch the size of a
+/// persistent kernel's, for comparison with that kernel.
+pub fn read_rotating_in(
+    backend: &Backend,
+    bytes: u64,
+    reps: u32,
+    groups: Option<u32>,
+) -> Result<Bandwidth> {
     let copies = ROTATING_SET_BYTES.div_ceil(bytes.max(16)).clamp(1, 64) as u32;
     stream(
         backend,
@@ -261,6 +278,7 @@ pub fn read_rotating(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwid
         reps,
         copies,
         SourceData::Random,
+        groups,
     )
 }
 
@@ -274,6 +292,7 @@ pub fn read_words(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth>
         reps,
         1,
         SourceData::Random,
+        None,
     )
 }
 
@@ -286,6 +305,7 @@ pub fn read_pairs(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidth>
         reps,
         1,
         SourceData::Random,
+        None,
     )
 }
 
@@ -298,6 +318,7 @@ pub fn copy_ceiling(backend: &Backend, bytes: u64, reps: u32) -> Result<Bandwidt
         reps,
         1,
         SourceData::Random,
+        None,
     )
 }
 

@@ -9,8 +9,8 @@ mod common;
 
 use common::*;
 use etvk_runtime::bench::{
-    alu_outputs, alu_rate, random_words, read_ceiling, read_ceiling_of, read_pairs, read_words,
-    AluOp, SourceData, ALU_CHAINS, ALU_WORKGROUPS,
+    alu_outputs, alu_rate, random_words, read_ceiling, read_ceiling_of, read_pairs,
+    read_rotating_in, read_words, AluOp, SourceData, ALU_CHAINS, ALU_WORKGROUPS,
 };
 use etvk_runtime::ErrorKind;
 
@@ -169,6 +169,10 @@ fn read_ceilings_of_every_width_are_positive() {
         ("u32", read_words(&be, bytes, 1)),
         ("uvec2", read_pairs(&be, bytes, 1)),
         ("zeros", read_ceiling_of(&be, bytes, 1, SourceData::Zero)),
+        (
+            "rotating, 2 workgroups",
+            read_rotating_in(&be, bytes, 1, Some(2)),
+        ),
     ] {
         let r = r.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(r.bytes, bytes, "{name}");
