@@ -29,8 +29,12 @@ exp_prepare() {
 exp_begin "$0" "$@"
 {
     exp_header
+    # SHORT=1 (a short device budget): two shapes, fewer launch sizes, no third round.
+    shapes="8192 8192|28672 8192|14336 4096|32768 2048"
+    [ -n "${SHORT:-}" ] && shapes="8192 8192|28672 8192"
     ab() {
-        for nk in "8192 8192" "28672 8192" "14336 4096" "32768 2048"; do
+        IFS='|' read -ra list <<<"$shapes"
+        for nk in "${list[@]}"; do
             read -r n k <<<"$nk"
             echo -n "stride  N=$n K=$k: "; exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
             echo -n "tickets N=$n K=$k: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
@@ -62,7 +66,9 @@ exp_begin "$0" "$@"
     same_reads() {
         for nk in "8192 8192" "28672 8192"; do
             read -r n k <<<"$nk"
-            for g in 264 528 1056 2112; do
+            groups="264 528 1056 2112"
+            [ -n "${SHORT:-}" ] && groups="528 2112"
+            for g in $groups; do
                 echo -n "N=$n K=$k: "
                 ETVK_SAME_READ_GROUPS=$g timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" \
                     --k "$k" --iters 5 --ceiling-mib 2048 2>&1 | grep -E "^same-size" | tr '\n' ' ' || true
@@ -77,6 +83,7 @@ exp_begin "$0" "$@"
     echo "== round 2"; ab
     echo "== GPU tests (ticketed form forced; then every half GEMV test)"
     q4_tests half_gemv
+    if [ -z "${SHORT:-}" ]; then
     echo "== qcs4w 8192^2, 256 workgroups"
     echo -n "stride  qcs4w: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
     echo -n "tickets qcs4w: "; ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
@@ -84,6 +91,7 @@ exp_begin "$0" "$@"
     echo -n "tickets wgs256: "; ETVK_Q4_HALF_TICKETS=1 ETVK_Q4_WIDE_WGS=256 exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
     echo "== round 3"; ab
     echo "== timelines 2"; timelines 2
+    fi
     echo "== bench alu"
     timeout 120 .gl/bin/etvk bench alu 2>&1 | tail -30 || true
 } 2>&1 | tee "$OUT/s45a.txt"
