@@ -69,8 +69,9 @@
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
-// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; opt-in: H100, session
-// 46, N = 28672 x K = 8192 54.8 -> 53.7 us, 8192^2 18.9 -> 19.0; no H200 run yet): past the
+// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; taken where workgroups
+// walk >= 8 blocks: H100, sessions 46-47, N = 28672 x K = 8192 55.7 -> 54.2 us, 8192^2 19.3
+// -> 19.5; no H200 run yet): past the
 // first two rounds (blocks wg and wg + P) a workgroup takes its next block from a ticket
 // counter instead of the fixed stride, so that workgroups that stream faster (an SM's place
 // on the L2, the other workgroup on its SM finishing first) could take more blocks and the

@@ -732,8 +732,7 @@ fn global(
         // wave split evenly over the slices (at least one workgroup each).
         Kernel::GemvHalf { slices, local, .. } => {
             let s = slices as usize;
-            cols.div_ceil(rows_per_gemv_group)
-                .min(half_gemv_sets(s, local))
+            half_gemv_launch_sets(cols.div_ceil(rows_per_gemv_group), half_gemv_sets(s, local))
                 .checked_mul(s)
                 .and_then(|g| g.checked_mul(m))
                 .ok_or_else(|| unsupported(format!("M = {m} x {cols} columns: too many blocks")))?
@@ -1736,7 +1735,8 @@ mod tests {
             assert_eq!(half_gemv_local(kc, 512), local, "kc {kc}");
         }
         // Launch: the wave (two 512-invocation workgroups per SM's worth of invocations)
-        // split evenly over the slices.
+        // split evenly over the slices, as few per slice as walk its 1024 blocks in as many
+        // rounds (a wave of 264: 66 per slice, 16 rounds, so 64).
         let Global::Linear(count) = global(
             Kernel::GemvHalf {
                 slices: 4,
@@ -1752,7 +1752,13 @@ mod tests {
         .unwrap() else {
             panic!()
         };
-        assert_eq!(count, (persistent_gemv_target() / 4 * 4) as u64 * 448);
+        let per_slice = half_gemv_launch_sets(1024, persistent_gemv_target() / 4);
+        assert_eq!(count, (per_slice * 4) as u64 * 448);
+        assert!(per_slice <= persistent_gemv_target() / 4);
+        assert_eq!(
+            1024usize.div_ceil(per_slice),
+            1024usize.div_ceil(persistent_gemv_target() / 4)
+        );
         assert_eq!(persistent_wave(448, 512), persistent_gemv_target());
         assert_eq!(persistent_wave(320, 512), persistent_gemv_target() * 3 / 2);
         assert_eq!(persistent_wave(256, 512), persistent_gemv_target() * 2);
@@ -1781,6 +1787,43 @@ mod tests {
             tickets: false,
         };
         assert_eq!(shader_of(early, false), ShaderId::Q4LinearGemvHalfEarly);
+    }
+
+    /// The half GEMV's launch: the fewest workgroups that walk its blocks in the wave's
+    /// rounds, every workgroup within one block of the others; tickets from 8 blocks each.
+    #[test]
+    fn half_gemv_launch_walks_whole_rounds() {
+        // 8192^2 and N = 28672 at K = 8192 over a wave of 264: 256 workgroups of 4 / 14.
+        assert_eq!(half_gemv_launch_sets(1024, 264), 256);
+        assert_eq!(half_gemv_launch_sets(3584, 264), 256);
+        assert_eq!(half_gemv_launch_sets(1000, 264), 250);
+        assert_eq!(half_gemv_launch_sets(793, 264), 199);
+        assert_eq!(half_gemv_launch_sets(100, 264), 100);
+        assert_eq!(half_gemv_launch_sets(0, 264), 0);
+        assert_eq!(half_gemv_launch_sets(5, 0), 1);
+        for sets in [1usize, 2, 7, 132, 264, 528, 1056] {
+            for blocks in (1..4 * sets + 3).chain([10_000, 131_071]) {
+                let p = half_gemv_launch_sets(blocks, sets);
+                assert!((1..=sets).contains(&p), "{blocks} blocks, wave {sets}: {p}");
+                // As many rounds as the whole wave; no workgroup idle; balanced walks.
+                assert_eq!(
+                    blocks.div_ceil(p),
+                    blocks.div_ceil(sets),
+                    "{blocks} / {sets}"
+                );
+                assert!(p <= blocks, "{blocks} / {sets}: {p}");
+                assert!(
+                    blocks.div_ceil(p) * (p - 1) < blocks,
+                    "{blocks} / {sets}: {p}"
+                );
+            }
+        }
+        let wave = persistent_wave(512, 512);
+        assert!(half_gemv_tickets(1, 512, 8 * 8 * wave));
+        assert!(!half_gemv_tickets(1, 512, 8 * 8 * wave - 8));
+        assert!(half_gemv_tickets(1, 512, 28672)); // 3584 blocks: 13-14 a workgroup
+        assert!(!half_gemv_tickets(1, 512, 8192)); // 1024: 3-4
+        assert!(!half_gemv_tickets(2, 512, 1 << 20)); // sliced rows have no ticketed form
     }
 
     #[test]

@@ -1140,21 +1140,52 @@ pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
 }
 
 /// Whether the unsliced half-chunk GEMV over `n` rows takes its `_tickets` variant (blocks
-/// past the first two rounds handed out by a counter): where its workgroups walk more than
-/// two blocks, when `ETVK_Q4_HALF_TICKETS=1`. Opt-in: on an H100 (docs/performance.md,
-/// session 46) 2% faster where workgroups walk 13-14 blocks (N = 28672, K = 8192), 0.1 us
-/// slower where they walk 4 (8192^2); not yet timed on an H200.
+/// past the first two rounds handed out by a counter): where its workgroups walk at least
+/// [`HALF_TICKETS_MIN_BLOCKS`] blocks each. On an H100 (docs/performance.md, sessions 46-47)
+/// 2.0-2.7% faster where they walk 13-14 (N = 28672, K = 8192: 55.7 -> 54.2 us, four rounds
+/// in two sessions), 0.1-0.2 us faster at 3.4 (N = 14336, K = 4096), 0.1-0.2 us slower at
+/// 3.9 (8192^2, N = 32768 at K = 2048); no H200 timing yet. `ETVK_Q4_HALF_TICKETS=1`: wherever
+/// they walk more than two; `=0`: never.
 pub(super) fn half_gemv_tickets(slices: usize, local: u32, n: usize) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *ON.get_or_init(|| std::env::var("ETVK_Q4_HALF_TICKETS").is_ok_and(|v| v == "1"));
-    on && slices == 1 && n.div_ceil(PERSISTENT_GEMV_ROWS) > 2 * half_gemv_sets(1, local)
+    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let mode = *MODE.get_or_init(|| match std::env::var("ETVK_Q4_HALF_TICKETS").as_deref() {
+        Ok("1") => Some(true),
+        Ok("0") => Some(false),
+        _ => None,
+    });
+    let blocks = n.div_ceil(PERSISTENT_GEMV_ROWS);
+    let sets = half_gemv_sets(1, local);
+    slices == 1
+        && match mode {
+            Some(forced) => forced && blocks > 2 * sets,
+            None => blocks >= HALF_TICKETS_MIN_BLOCKS * sets,
+        }
 }
+
+/// Blocks per workgroup from which the half GEMV hands its blocks out by tickets.
+pub(super) const HALF_TICKETS_MIN_BLOCKS: usize = 8;
 
 /// Block sets of the half-chunk GEMV at `local` invocations (workgroups per slice, at
 /// most): the resident wave ([`persistent_wave`]) split evenly over the slices, at least one
 /// each.
 pub(super) fn half_gemv_sets(slices: usize, local: u32) -> usize {
     (persistent_wave(local, HALF_GEMV_LOCAL) / slices.max(1)).max(1)
+}
+
+/// Workgroups per slice of the half-chunk GEMV over `blocks` row blocks with a wave of
+/// `sets`: as few as walk the blocks in as many rounds as the wave would (8192^2: 256
+/// workgroups of 4 blocks each instead of 264, of which 32 walked 3), so that every
+/// workgroup walks the same number of blocks, or one fewer where they do not divide; the
+/// launch's time follows its busiest workgroups. H100 (docs/performance.md, session 47):
+/// 19.1 against 19.3 us at 8192^2. `ETVK_Q4_HALF_BALANCED=0`: the whole wave.
+pub(super) fn half_gemv_launch_sets(blocks: usize, sets: usize) -> usize {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| std::env::var("ETVK_Q4_HALF_BALANCED").map_or(true, |v| v != "0"));
+    let sets = sets.max(1);
+    if !on || blocks <= sets {
+        return blocks.min(sets);
+    }
+    blocks.div_ceil(blocks.div_ceil(sets))
 }
 
 /// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
