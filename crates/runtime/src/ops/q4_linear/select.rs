@@ -1173,19 +1173,27 @@ pub(super) fn half_gemv_sets(slices: usize, local: u32) -> usize {
 }
 
 /// Workgroups per slice of the half-chunk GEMV over `blocks` row blocks with a wave of
-/// `sets`: as few as walk the blocks in as many rounds as the wave would (8192^2: 256
-/// workgroups of 4 blocks each instead of 264, of which 32 walked 3), so that every
-/// workgroup walks the same number of blocks, or one fewer where they do not divide; the
-/// launch's time follows its busiest workgroups. H100 (docs/performance.md, session 47):
-/// 19.1 against 19.3 us at 8192^2. `ETVK_Q4_HALF_BALANCED=0`: the whole wave.
+/// `sets`: as few as walk the blocks in as many rounds as the wave would, where that keeps
+/// at least 7/8 of the wave (8192^2: 256 workgroups of 4 blocks each instead of 264, of which
+/// 32 walked 3), so that every workgroup walks the same number of blocks, or one fewer where
+/// they do not divide; the launch's time follows its busiest workgroups. Where balancing
+/// would cost more of the wave (265 blocks: 133 workgroups of 2) the whole wave runs: the
+/// walk is bound by its loads in flight, which a smaller launch cuts (docs/performance.md,
+/// session 47). H100 (session 47): 19.1 against 19.3 us at 8192^2.
+/// `ETVK_Q4_HALF_BALANCED=0`: the whole wave always.
 pub(super) fn half_gemv_launch_sets(blocks: usize, sets: usize) -> usize {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("ETVK_Q4_HALF_BALANCED").map_or(true, |v| v != "0"));
     let sets = sets.max(1);
-    if !on || blocks <= sets {
-        return blocks.min(sets);
+    if blocks <= sets {
+        return blocks;
     }
-    blocks.div_ceil(blocks.div_ceil(sets))
+    let balanced = blocks.div_ceil(blocks.div_ceil(sets));
+    if on && 8 * balanced >= 7 * sets {
+        balanced
+    } else {
+        sets
+    }
 }
 
 /// Chunks per slice of the half-chunk GEMV over rows of `kc` chunks in `slices` slices.
