@@ -15,9 +15,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
-    rm -f .gl/bin/*.gz
-    strip .gl/bin/* || true
-    gzip -9 -f .gl/bin/*
+    exp_pack_bins
     exp_comp tl q4_linear_gemv_half q4_linear_gemv_half.comp -O -DTIMELINE=2
     exp_comp tl q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTIMELINE=2 -DTICKETS=1
     # Session 46: x asked for before the first batch (XFIRST; the timeline showed x arriving

@@ -8,11 +8,7 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_prepare() {
-    rm -f .gl/bin/*.gz
-    strip .gl/bin/* || true
-    gzip -9 -f .gl/bin/*
-}
+exp_prepare() { exp_pack_bins; }
 exp_begin "$0" "$@"
 {
     exp_header
