@@ -4,8 +4,9 @@
 # a busiest 4), and a plain read of the op's bytes by 528 x 256 invocations (the GEMV's
 # count) at 19.1 us, by twice that 17.9, by the default one-element launch 17.0: the GEMV
 # runs as fast as a read of its launch shape. Here: launch sizes 264 (built), 256 (same
-# rounds, whole), 528 and 1024 (two waves / one block a workgroup), the early form at 1024,
+# rounds, whole), 528 and 1024 (two and four waves), the early form at one block a workgroup,
 # interleaved twice; the plain read by 792 x 256 (three workgroups of 512 per SM).
+# Any binary from 965a2f4 on (the switches below keep the old launch where they exist).
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s47b.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s47b.sh
 set -euo pipefail
@@ -14,6 +15,9 @@ dir=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() { exp_pack_bins; }
 exp_begin "$0" "$@"
+# Since 7ef5773 the built launch is balanced and tickets are the default from 8 blocks per
+# workgroup: off here, so that each row's launch is the one it names.
+export ETVK_Q4_HALF_BALANCED=0 ETVK_Q4_HALF_TICKETS=0
 {
     exp_header
     sweep() {
@@ -25,8 +29,10 @@ exp_begin "$0" "$@"
             done
             echo -n "wgs 256 tickets N=$n K=$k: "
             ETVK_Q4_WIDE_WGS=256 ETVK_Q4_HALF_TICKETS=1 exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
-            echo -n "wgs 1024 early N=$n K=$k: "
-            ETVK_Q4_WIDE_WGS=1024 ETVK_Q4_GEMV=half_early exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
+            # One block a workgroup (a launch that is not persistent), both of its batches
+            # asked for before x (the early form).
+            echo -n "wgs $((n / 8)) early N=$n K=$k: "
+            ETVK_Q4_WIDE_WGS=$((n / 8)) ETVK_Q4_GEMV=half_early exp_row2g linear_q4gsw --m 1 --n "$n" --k "$k"
         done
         echo -n "wgs 264 qcs4w 8192^2: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
         echo -n "wgs 256 qcs4w 8192^2: "; ETVK_Q4_WIDE_WGS=256 exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
