@@ -21,9 +21,22 @@
 layout(set = 0, binding = 0) buffer Out { uint sink[]; };
 layout(set = 0, binding = 1) readonly buffer Src { ELEM src[]; };
 layout(push_constant) uniform Params { uint n_elems; uint stride; } p;
+// UNROLL = U (experiments, by override): U independent loads per invocation and step, at
+// i, i + stride, ..., so that a launch of few invocations has U times the bytes in flight
+// (is a persistent kernel's read bound by its invocations or by its bytes in flight?).
 void main() {
     ELEM acc = ZERO;
+#ifdef UNROLL
+    uint i = gl_GlobalInvocationID.x;
+    for (; i + (UNROLL - 1u) * p.stride < p.n_elems; i += UNROLL * p.stride) {
+        ELEM v[UNROLL];
+        for (uint u = 0u; u < UNROLL; ++u) v[u] = src[i + u * p.stride];
+        for (uint u = 0u; u < UNROLL; ++u) acc ^= v[u];
+    }
+    for (; i < p.n_elems; i += p.stride) acc ^= src[i];
+#else
     for (uint i = gl_GlobalInvocationID.x; i < p.n_elems; i += p.stride) acc ^= src[i];
+#endif
     uint s = FOLD(acc);
     if (s == 0x9E3779B9u) sink[0] = s;
 }

@@ -5,7 +5,8 @@
 # count) at 19.1 us, by twice that 17.9, by the default one-element launch 17.0: the GEMV
 # runs as fast as a read of its launch shape. Here: launch sizes 264 (built), 256 (same
 # rounds, whole), 528 and 1024 (two and four waves), the early form at one block a workgroup,
-# interleaved twice; the plain read by 792 x 256 (three workgroups of 512 per SM).
+# interleaved twice; the plain read by 792 x 256 (three workgroups of 512 per SM), and by
+# 528 / 1056 x 256 with four loads in flight per invocation (bench_read.comp's UNROLL).
 # Any binary from 965a2f4 on (the switches below keep the old launch where they exist).
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s47b.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s47b.sh
@@ -13,7 +14,12 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
-exp_prepare() { exp_pack_bins; }
+exp_prepare() {
+    exp_pack_bins
+    # The plain read with 4 independent loads per invocation and step (bench_read.comp's
+    # UNROLL; the override replaces the ceiling's read too: compare us, not fractions).
+    exp_comp ru4 bench_read bench_read.comp -O -DUNROLL=4u
+}
 exp_begin "$0" "$@"
 # Since 7ef5773 the built launch is balanced and tickets are the default from 8 blocks per
 # workgroup: off here, so that each row's launch is the one it names.
@@ -45,6 +51,17 @@ export ETVK_Q4_HALF_BALANCED=0 ETVK_Q4_HALF_TICKETS=0
         ETVK_SAME_READ_GROUPS=792 timeout 120 .gl/bin/etvk bench linear_q4gsw --m 1 --n "$n" \
             --k "$k" --iters 5 --ceiling-mib 2048 2>&1 | grep -E "^same-size" | tr '\n' ' ' || true
         echo
+    done
+    echo "== same-size read, 528 workgroups of 256, 4 loads in flight per invocation (UNROLL = 4)"
+    for nk in "8192 8192" "28672 8192"; do
+        read -r n k <<<"$nk"
+        for g in 528 1056; do
+            echo -n "N=$n K=$k: "
+            ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_ru4 ETVK_SAME_READ_GROUPS=$g timeout 120 .gl/bin/etvk bench \
+                linear_q4gsw --m 1 --n "$n" --k "$k" --iters 5 --ceiling-mib 2048 2>&1 |
+                grep -E "^same-size|replaced" | tr '\n' ' ' || true
+            echo
+        done
     done
     echo "== round 2"; sweep
 } 2>&1 | tee "$OUT/s47b.txt"
