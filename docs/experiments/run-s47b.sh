@@ -63,5 +63,8 @@ export ETVK_Q4_HALF_BALANCED=0 ETVK_Q4_HALF_TICKETS=0
             echo
         done
     done
-    echo "== round 2"; sweep
+    # SHORT=1 (a short device budget): one round.
+    if [ -z "${SHORT:-}" ]; then
+        echo "== round 2"; sweep
+    fi
 } 2>&1 | tee "$OUT/s47b.txt"
