@@ -1143,8 +1143,8 @@ pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
 /// past the first two rounds handed out by a counter): where its workgroups walk at least
 /// [`HALF_TICKETS_MIN_BLOCKS`] blocks each. On an H100 (docs/performance.md, sessions 46-47)
 /// 2.0-2.7% faster where they walk 13-14 (N = 28672, K = 8192: 55.7 -> 54.2 us, four rounds
-/// in two sessions), 0.1-0.2 us faster at 3.4 (N = 14336, K = 4096), 0.1-0.2 us slower at
-/// 3.9 (8192^2, N = 32768 at K = 2048); no H200 timing yet. `ETVK_Q4_HALF_TICKETS=1`: wherever
+/// in two sessions), 0.1-0.2 us faster at 3.4 (N = 14336, K = 4096), 0.2 us slower at 3.9
+/// on 8192^2 and 0-0.1 on N = 32768, K = 2048; no H200 timing yet. `ETVK_Q4_HALF_TICKETS=1`: wherever
 /// they walk more than two; `=0`: never.
 pub(super) fn half_gemv_tickets(slices: usize, local: u32, n: usize) -> bool {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
