@@ -69,9 +69,9 @@
 // forms): v = a + b of the fused add before the norm (b bound last), whose node then only
 // writes the sum. The norm node launches nothing at M = 1.
 //
-// TICKETS = 1 (`q4_linear_gemv_half_tickets`, unsliced fp32 forms; taken where workgroups
-// walk >= 8 blocks: H100, sessions 46-47, N = 28672 x K = 8192 55.7 -> 54.2 us, 8192^2 19.3
-// -> 19.5; no H200 run yet): past the first two rounds (blocks wg and wg + P) a workgroup
+// TICKETS = 1 (`q4_linear_gemv_half_tickets`, and the DQ forms' `_tickets_dq*`: unsliced,
+// not EARLY; taken where workgroups walk >= 8 blocks: H100, sessions 46-47, N = 28672 x
+// K = 8192 55.7 -> 54.2 us, 8192^2 19.3 -> 19.5; no H200 run yet): past the first two rounds (blocks wg and wg + P) a workgroup
 // takes its next block from a ticket counter instead of the fixed stride, so that
 // workgroups that stream faster (an SM's place on the L2, the other workgroup on its SM
 // finishing first) could take more blocks and the launch's last blocks end together.
@@ -152,8 +152,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #define TL_AT(i, v) \
   if (16u * wg + 15u < p.N) outp[16u * wg + (i)] = uintBitsToFloat(v)
 #endif
-#if TICKETS && (SLICED || EARLY || DQ)
-#error "TICKETS: the unsliced fp32 forms only"
+#if TICKETS && (SLICED || EARLY)
+#error "TICKETS: the unsliced forms that are not EARLY only"
 #endif
 #if OUT_F16
 // `_f16out` forms: the fp16 output of a force_fp16 program, written here (rounded once, as
@@ -277,8 +277,19 @@ shared float norm_part[128];  // per-subgroup sums of squares
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
 #endif
 #if TICKETS
-// [1], zero between launches (each launch leaves it so; see TICKETS above).
-layout(set = 0, binding = 5) coherent buffer Tickets { uint tickets[]; };
+// [1], zero between launches (each launch leaves it so; see TICKETS above); bound after
+// every other binding (the DQ forms' row range, or the inputs x is computed from).
+#if DQ_MM + SILU + NORM > 1
+#error "one source of x's range or values: DQ_MM, SILU or NORM"
+#endif
+#if NORM && NORM_ADD
+#define TICKETS_BINDING (EXTRA_BINDING + 2)
+#elif DQ_MM || SILU || NORM
+#define TICKETS_BINDING (EXTRA_BINDING + 1)
+#else
+#define TICKETS_BINDING EXTRA_BINDING
+#endif
+layout(set = 0, binding = TICKETS_BINDING) coherent buffer Tickets { uint tickets[]; };
 shared uint next_block;  // invocation 0's ticket, as the block after next (>= blocks: none)
 #endif
 

@@ -150,7 +150,7 @@ pub fn cases() -> Vec<OpCase> {
         // force_fp16 programs: x, scales and output in fp16 (fp32 math on the fp16 values).
         dq8ca(F16, &[5, 64], &[5, 2], 64, 20, 32, true, (F16, I8), 14),
         dq8ca(F16, &[3, 64], &[1, 3, 1], 64, 24, 32, true, (F16, I8), 26),
-        dq8ca_fp16_program(&[3, 96], &[1, 3, 1], 27),
+        dq8ca_fp16_program(&[3, 96], 24, &[1, 3, 1], 27),
         // Several 8da4w linears on one x, as export_llm writes q / k / v (the fused
         // choose_qparams nodes; ops/quantize.rs), and one whose x is written in between.
         dq8ca_shared_x(F32, &[3, 64], &[3, 1, 2], 15),
@@ -243,6 +243,40 @@ pub fn cases() -> Vec<OpCase> {
         dq8ca_silu_into_gemv(202, &[1, 3, 1], false, 37),
         dq8ca_silu_into_gemv(8448, &[1, 2, 1], false, 38),
         dq8ca_silu_into_gemv(96, &[1, 2, 1], true, 39),
+        // The DQ GEMVs' ticketed forms (`_tickets_dq*`, forced; by default from 8 blocks per
+        // workgroup: N >= 16896 at K = 8192), one per kind of x: rows of 250 chunks
+        // (workgroups of 512, a wave of 264), N = 5000 (625 blocks: 97 tickets give
+        // blocks), the other linear of the norm cases N = 24 (3 blocks, no ticket drawn),
+        // relaunched at M = 1 after M = 1 and 2 (a counter left off zero would skip blocks).
+        // The fp16 norm on rows of 96 (workgroups of 32, a wave of 4224), N = 70000 (8750
+        // blocks: 302 tickets give blocks): on rows of 8000 or 8192 its reference
+        // disagrees with every GPU path alike (the norm node and the unticketed GEMV too) on
+        // ~6% of the outputs, by up to ~4 quantization steps of x.
+        dq8ca(
+            F32,
+            &[2, 8000],
+            &[1, 1, 2, 1],
+            8000,
+            5000,
+            64,
+            true,
+            (F32, I8),
+            60,
+        )
+        .spec("etvk_q4_gemv", "half_tickets"),
+        dq8ca_fp16_program(&[2, 8000], 5000, &[1, 2, 1], 61).spec("etvk_q4_gemv", "half_tickets"),
+        dq8ca_after_norm_ns(F32, false, 8000, &[1, 2, 1], &[5000, 24], 62)
+            .spec("etvk_q4_gemv", "half_tickets"),
+        dq8ca_after_norm_ns(F32, true, 8000, &[1, 1, 2, 1], &[5000, 24], 63)
+            .spec("etvk_q4_gemv", "half_tickets"),
+        dq8ca_after_norm_ns(F32, false, 8000, &[1, 2, 1], &[5000, 24], 64)
+            .spec("etvk_q4_gemv", "half_tickets")
+            .spec("etvk_row_range", "norm"),
+        dq8ca_after_norm_ns(F16, true, 96, &[1, 2, 1], &[70000, 24], 28)
+            .spec("etvk_q4_gemv", "half_tickets")
+            .spec("etvk_row_range", "norm"),
+        dq8ca_silu_into_gemv_n(8000, 5000, &[1, 2, 1], false, 67)
+            .spec("etvk_q4_gemv", "half_tickets"),
         // The f16 tensor-core forward (emulated: plain arithmetic for its MMAs, from M = 9)
         // on the rows' integers q - zp from `q4_dq_rowscale` (its `_x16` forms): the codes
         // form (group size 32) and the one with the scales in the operands (20), fp16 x,
@@ -664,7 +698,19 @@ fn choose_and_linear(
 /// (and a value of the int8 quantization round the other way). Run at leading dim each of
 /// `ms`.
 fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) -> OpCase {
-    let ns = [24usize, 40];
+    dq8ca_after_norm_ns(dt, add, k, ms, &[24, 40], seed)
+}
+
+/// [`dq8ca_after_norm`] with the two linears' N `ns` (named in the case where they are not
+/// the default 24, 40).
+fn dq8ca_after_norm_ns(
+    dt: DataType,
+    add: bool,
+    k: usize,
+    ms: &[usize],
+    ns: &[usize; 2],
+    seed: u64,
+) -> OpCase {
     let xs = [ms.iter().copied().max().unwrap_or(1), k];
     let mut g = CaseGraph::new();
     let ai = g.input(dt, &xs);
@@ -694,9 +740,14 @@ fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) 
         })
         .collect();
     let name = format!(
-        "{}{} then two linears on y[{xs:?}] M {ms:?}",
+        "{}{} then two linears{} on y[{xs:?}] M {ms:?}",
         if dt == F16 { "float16 " } else { "" },
-        if add { "add + rms_norm" } else { "rms_norm" }
+        if add { "add + rms_norm" } else { "rms_norm" },
+        if *ns == [24, 40] {
+            String::new()
+        } else {
+            format!(" of N {ns:?}")
+        }
     );
     let mut case = dq8ca_case(name, g, dt, ms);
     for (r, &m) in ms.iter().enumerate() {
@@ -747,14 +798,19 @@ fn dq8ca_after_norm(dt: DataType, add: bool, k: usize, ms: &[usize], seed: u64) 
 }
 
 /// A force_fp16 program's (choose_qparams, 8da4w linear) pair: x and the output fp16 (N =
-/// 24, group size 32). At M = 1 the half GEMV quantizes the fp16 x itself and writes the fp16
+/// `n`, named where it is not 24; group size 32). At M = 1 the half GEMV quantizes the fp16 x itself and writes the fp16
 /// output (`_dq_x16`), the choose node and the output conversion idle; at M > 1 they run.
-fn dq8ca_fp16_program(xs: &[usize], ms: &[usize], seed: u64) -> OpCase {
-    let (k, n) = (*xs.last().expect("rank >= 1"), 24);
+fn dq8ca_fp16_program(xs: &[usize], n: usize, ms: &[usize], seed: u64) -> OpCase {
+    let k = *xs.last().expect("rank >= 1");
     let mut g = CaseGraph::new();
     let xi = g.input(F16, xs);
     let (wd, kp) = choose_and_linear(&mut g, xi, xs, (n, F16), seed * 10);
-    let name = format!("float16 x and output x{xs:?} M {ms:?}");
+    let of_n = if n == 24 {
+        String::new()
+    } else {
+        format!(" N {n}")
+    };
+    let name = format!("float16 x and output x{xs:?}{of_n} M {ms:?}");
     let mut case = dq8ca_case(name, g, F16, ms);
     for (r, &m) in ms.iter().enumerate() {
         let sizes = [m, k];
@@ -818,7 +874,11 @@ fn gated_silu_inputs(sizes: &[usize], seed: u64) -> (Tensor, Tensor, Tensor) {
 /// at M > 1 it runs. With `scale_out` the choose's scale is also a graph output, so that
 /// node, and with it the SiLU, runs at M = 1 too. Run at leading dim each of `ms`.
 fn dq8ca_silu_into_gemv(k: usize, ms: &[usize], scale_out: bool, seed: u64) -> OpCase {
-    let n = 8;
+    dq8ca_silu_into_gemv_n(k, 8, ms, scale_out, seed)
+}
+
+/// [`dq8ca_silu_into_gemv`] with the linear's N `n` (named in the case where it is not 8).
+fn dq8ca_silu_into_gemv_n(k: usize, n: usize, ms: &[usize], scale_out: bool, seed: u64) -> OpCase {
     let xs = [ms.iter().copied().max().unwrap_or(1), k];
     let mut g = CaseGraph::new();
     let xi = g.input(F32, &xs);
@@ -844,7 +904,12 @@ fn dq8ca_silu_into_gemv(k: usize, ms: &[usize], scale_out: bool, seed: u64) -> O
     let bias = g.null();
     let out = g.output(F32, &[xs[0], n]);
     g.op(DQ8CA, &[y, sc, zp, qw, qs, qws, gi, bias, out]);
-    let name = format!("silu into the linear on y[{xs:?}] M {ms:?} scale out {scale_out}");
+    let of_n = if n == 8 {
+        String::new()
+    } else {
+        format!(" of N {n}")
+    };
+    let name = format!("silu into the linear{of_n} on y[{xs:?}] M {ms:?} scale out {scale_out}");
     let mut case = OpCase::new(DQ8CA, name, g)
         .tol(Tol::new(1e-3, 1e-3))
         .dynamic();

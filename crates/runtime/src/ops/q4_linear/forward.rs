@@ -78,7 +78,10 @@ fn forward(
     let dq = dq.filter(|d| {
         (d.minmax.is_some() || g.caps().subgroup_size >= 4)
             && (!d.x16 || f16_target.is_some())
-            && dq_shaders(d).into_iter().all(|sh| g.shader_supported(sh))
+            && dq_shaders(d)
+                .all()
+                .into_iter()
+                .all(|sh| g.shader_supported(sh))
     });
     // Where the M = 1 DQ kernel writes.
     let dq_out = match dq {
@@ -254,19 +257,17 @@ fn forward(
         }
         None => None,
     };
-    // The ticket counter of the half GEMV's `_tickets` form (each launch leaves it zero).
-    // The DQ forms have no ticketed variant: they keep the stride walk.
-    let half_tickets = if dq.is_none()
-        && plan.kernels.iter().any(|kn| {
-            matches!(
-                kn,
-                Kernel::GemvHalf {
-                    slices: 1,
-                    tickets: true,
-                    ..
-                }
-            )
-        }) {
+    // The ticket counter of the half GEMV's `_tickets` forms (each launch leaves it zero).
+    let half_tickets = if plan.kernels.iter().any(|kn| {
+        matches!(
+            kn,
+            Kernel::GemvHalf {
+                slices: 1,
+                tickets: true,
+                ..
+            }
+        )
+    }) {
         Some(g.new_zeroed_tensor(
             DataType::Int32,
             vec![1],
@@ -374,7 +375,7 @@ fn forward(
                         // (or the row range the op before wrote).
                         Some(dq) => {
                             let mut d = Dispatch::new(
-                                dq_shaders(&dq)[2],
+                                dq_shaders(&dq).sliced,
                                 [dq_out, dq.gemv_x(), q.w, q.s, bias_t, part, counters]
                                     .into_iter()
                                     .chain(dq.extra_bindings()),
@@ -391,16 +392,31 @@ fn forward(
                 _ => match (kn, dq) {
                     (
                         Kernel::GemvHalf {
-                            slices: 1, early, ..
+                            slices: 1,
+                            early,
+                            tickets,
+                            ..
                         },
                         Some(dq),
                     ) => {
-                        let shader = dq_shaders(&dq)[usize::from(early)];
+                        let forms = dq_shaders(&dq);
+                        // The ticketed form binds its counter after every other binding.
+                        let (shader, counter) = match (early, tickets) {
+                            (true, _) => (forms.early, None),
+                            (false, true) => (
+                                forms.tickets,
+                                Some(half_tickets.ok_or_else(|| {
+                                    internal("ticketed DQ GEMV without its counter")
+                                })?),
+                            ),
+                            (false, false) => (forms.plain, None),
+                        };
                         let mut d = Dispatch::new(
                             shader,
                             [dq_out, dq.gemv_x(), q.w, q.s, bias_t]
                                 .into_iter()
-                                .chain(dq.extra_bindings()),
+                                .chain(dq.extra_bindings())
+                                .chain(counter),
                         );
                         d.spec = dq.spec();
                         d
@@ -636,53 +652,74 @@ fn dq_rowscale_shader(g: &GraphBuilder<'_>, x: TensorId) -> ShaderId {
     }
 }
 
-/// The DQ half GEMV's forms for `dq`: plain, early, sliced.
-fn dq_shaders(dq: &DqGemv) -> [ShaderId; 3] {
-    match dq.computed {
-        Some(GemvX::Silu { .. }) => {
-            return [
-                ShaderId::Q4LinearGemvHalfDqSilu,
-                ShaderId::Q4LinearGemvHalfEarlyDqSilu,
-                ShaderId::Q4LinearGemvHalfSlicedDqSilu,
-            ]
-        }
-        Some(GemvX::Norm { b: None, .. }) => {
-            return [
-                ShaderId::Q4LinearGemvHalfDqNorm,
-                ShaderId::Q4LinearGemvHalfEarlyDqNorm,
-                ShaderId::Q4LinearGemvHalfSlicedDqNorm,
-            ]
-        }
-        Some(GemvX::Norm { b: Some(_), .. }) => {
-            return [
-                ShaderId::Q4LinearGemvHalfDqAddnorm,
-                ShaderId::Q4LinearGemvHalfEarlyDqAddnorm,
-                ShaderId::Q4LinearGemvHalfSlicedDqAddnorm,
-            ]
-        }
-        None => {}
+/// The DQ half GEMV's forms for one kind of x (raw fp32 / fp16, with the row range the op
+/// before wrote, or computed from a fused gated SiLU or RMSNorm).
+#[derive(Debug, Clone, Copy)]
+struct DqForms {
+    plain: ShaderId,
+    early: ShaderId,
+    sliced: ShaderId,
+    tickets: ShaderId,
+}
+
+impl DqForms {
+    fn all(self) -> [ShaderId; 4] {
+        [self.plain, self.early, self.sliced, self.tickets]
     }
-    match (dq.x16, dq.minmax.is_some()) {
-        (true, true) => [
-            ShaderId::Q4LinearGemvHalfDqMmX16,
-            ShaderId::Q4LinearGemvHalfEarlyDqMmX16,
-            ShaderId::Q4LinearGemvHalfSlicedDqMmX16,
-        ],
-        (true, false) => [
-            ShaderId::Q4LinearGemvHalfDqX16,
-            ShaderId::Q4LinearGemvHalfEarlyDqX16,
-            ShaderId::Q4LinearGemvHalfSlicedDqX16,
-        ],
-        (false, true) => [
-            ShaderId::Q4LinearGemvHalfDqMm,
-            ShaderId::Q4LinearGemvHalfEarlyDqMm,
-            ShaderId::Q4LinearGemvHalfSlicedDqMm,
-        ],
-        (false, false) => [
-            ShaderId::Q4LinearGemvHalfDq,
-            ShaderId::Q4LinearGemvHalfEarlyDq,
-            ShaderId::Q4LinearGemvHalfSlicedDq,
-        ],
+}
+
+/// The DQ half GEMV's forms for `dq`.
+fn dq_shaders(dq: &DqGemv) -> DqForms {
+    use ShaderId as S;
+    let forms = |plain, early, sliced, tickets| DqForms {
+        plain,
+        early,
+        sliced,
+        tickets,
+    };
+    match (dq.computed, dq.x16, dq.minmax.is_some()) {
+        (Some(GemvX::Silu { .. }), ..) => forms(
+            S::Q4LinearGemvHalfDqSilu,
+            S::Q4LinearGemvHalfEarlyDqSilu,
+            S::Q4LinearGemvHalfSlicedDqSilu,
+            S::Q4LinearGemvHalfTicketsDqSilu,
+        ),
+        (Some(GemvX::Norm { b: None, .. }), ..) => forms(
+            S::Q4LinearGemvHalfDqNorm,
+            S::Q4LinearGemvHalfEarlyDqNorm,
+            S::Q4LinearGemvHalfSlicedDqNorm,
+            S::Q4LinearGemvHalfTicketsDqNorm,
+        ),
+        (Some(GemvX::Norm { b: Some(_), .. }), ..) => forms(
+            S::Q4LinearGemvHalfDqAddnorm,
+            S::Q4LinearGemvHalfEarlyDqAddnorm,
+            S::Q4LinearGemvHalfSlicedDqAddnorm,
+            S::Q4LinearGemvHalfTicketsDqAddnorm,
+        ),
+        (None, true, true) => forms(
+            S::Q4LinearGemvHalfDqMmX16,
+            S::Q4LinearGemvHalfEarlyDqMmX16,
+            S::Q4LinearGemvHalfSlicedDqMmX16,
+            S::Q4LinearGemvHalfTicketsDqMmX16,
+        ),
+        (None, true, false) => forms(
+            S::Q4LinearGemvHalfDqX16,
+            S::Q4LinearGemvHalfEarlyDqX16,
+            S::Q4LinearGemvHalfSlicedDqX16,
+            S::Q4LinearGemvHalfTicketsDqX16,
+        ),
+        (None, false, true) => forms(
+            S::Q4LinearGemvHalfDqMm,
+            S::Q4LinearGemvHalfEarlyDqMm,
+            S::Q4LinearGemvHalfSlicedDqMm,
+            S::Q4LinearGemvHalfTicketsDqMm,
+        ),
+        (None, false, false) => forms(
+            S::Q4LinearGemvHalfDq,
+            S::Q4LinearGemvHalfEarlyDq,
+            S::Q4LinearGemvHalfSlicedDq,
+            S::Q4LinearGemvHalfTicketsDq,
+        ),
     }
 }
 
