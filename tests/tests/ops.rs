@@ -367,8 +367,8 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
-/// The M = 1 DQ GEMVs' ticketed forms (`_tickets_dq*`, forced by compile spec
-/// `etvk_q4_gemv` = `half_tickets`), one per kind of x: raw fp32, fp16 (a force_fp16
+/// The M = 1 DQ GEMVs' ticketed forms (`_tickets_dq*`): by default where workgroups walk
+/// >= 8 blocks, and forced by compile spec `etvk_q4_gemv` = `half_tickets` one per kind of x: raw fp32, fp16 (a force_fp16
 /// program), the norm computed inside (alone or after the fused add), the row range the norm
 /// wrote (fp32, fp16), the gated SiLU computed inside. Each case's first linear walks more
 /// blocks than two rounds of its wave (N = 5000 on rows of 8000: 625 blocks in 264
@@ -379,64 +379,65 @@ fn norm_writes_row_range_for_dq_gemv() {
 #[test]
 fn dq_gemv_takes_its_ticketed_forms() {
     let all = (cases::family("quantize").cases)();
-    // (case without its compile specs, linear node ids, runs at M = 1, kernel ending); the
-    // `_mm` cases also have `etvk_row_range` = `norm`.
+    // (case, linear node ids, runs at M = 1, kernel ending).
     type Plan<'a> = (&'a str, &'a [u32], &'a [usize], &'a str);
-    let plans: [Plan; 7] = [
+    let plans: [Plan; 8] = [
+        // By default from 8 blocks per workgroup: rows of 2 chunks (workgroups of 32, a wave
+        // of 4224), N = 271000 (33875 blocks).
         (
-            "x[2, 8000] N 5000 gs 64 bias true scale float32 zp int8 M [1, 1, 2, 1]",
+            "x[2, 64] N 271000 gs 32 bias true scale float32 zp int8 M [1, 1, 2, 1]",
             &[1],
             &[0, 1, 3],
             "_tickets_dq",
         ),
         (
-            "float16 x and output x[2, 8000] N 5000 M [1, 2, 1]",
+            "x[2, 8000] N 5000 gs 64 bias true scale float32 zp int8 M [1, 1, 2, 1] [etvk_q4_gemv = half_tickets]",
+            &[1],
+            &[0, 1, 3],
+            "_tickets_dq",
+        ),
+        (
+            "float16 x and output x[2, 8000] N 5000 M [1, 2, 1] [etvk_q4_gemv = half_tickets]",
             &[1],
             &[0, 2],
             "_tickets_dq_x16",
         ),
         // rms_norm 0, choose 1, linear 2, choose 3, linear 4.
         (
-            "rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 2, 1]",
+            "rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 2, 1] [etvk_q4_gemv = half_tickets]",
             &[2, 4],
             &[0, 2],
             "_tickets_dq_norm",
         ),
         // add 0, rms_norm 1 (fused into the add), choose 2, linear 3, choose 4, linear 5.
         (
-            "add + rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 1, 2, 1]",
+            "add + rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 1, 2, 1] [etvk_q4_gemv = half_tickets]",
             &[3, 5],
             &[0, 1, 3],
             "_tickets_dq_addnorm",
         ),
         (
-            "rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 2, 1]",
+            "rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 2, 1] [etvk_q4_gemv = half_tickets] [etvk_row_range = norm]",
             &[2, 4],
             &[0, 2],
             "_tickets_dq_mm",
         ),
         (
-            "float16 add + rms_norm then two linears of N [70000, 24] on y[[2, 96]] M [1, 2, 1]",
+            "float16 add + rms_norm then two linears of N [70000, 24] on y[[2, 96]] M [1, 2, 1] [etvk_q4_gemv = half_tickets] [etvk_row_range = norm]",
             &[3, 5],
             &[0, 2],
             "_tickets_dq_mm_x16",
         ),
         // silu 0 (fused into the mul), mul 1, choose 2, linear 3.
         (
-            "silu into the linear of N 5000 on y[[2, 8000]] M [1, 2, 1] scale out false",
+            "silu into the linear of N 5000 on y[[2, 8000]] M [1, 2, 1] scale out false [etvk_q4_gemv = half_tickets]",
             &[3],
             &[0, 2],
             "_tickets_dq_silu",
         ),
     ];
     for (label, linears, runs, want) in plans {
-        let row_range = if want.contains("_mm") {
-            " [etvk_row_range = norm]"
-        } else {
-            ""
-        };
-        let full = format!("{label} [etvk_q4_gemv = half_tickets]{row_range}");
-        let case = case_ending(&all, &full);
+        let case = case_ending(&all, label);
         for &run in runs {
             let nodes = profile_run(case, run);
             for &id in linears {

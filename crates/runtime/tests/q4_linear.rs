@@ -2245,6 +2245,32 @@ fn half_gemv_tickets_hand_out_every_block() {
     assert_eq!(be.validation_error_count(), 0);
 }
 
+/// The half GEMV's default launch where its workgroups walk >= 8 blocks: the `_tickets`
+/// form in a balanced launch (`select::half_gemv_tickets`, `half_gemv_launch_sets`). Rows of
+/// 2 chunks (workgroups of 32, a wave of 4224), N = 271000: 33875 blocks, so 9 rounds of the
+/// wave, balanced to 3764 workgroups (9 blocks each, the last 3763 blocks fewer); relaunched
+/// at M = 1, 1, 2, 1 on fresh x, with bias (a counter left off zero would skip blocks of the
+/// next launch). Rows this short keep the default rule's path within lavapipe's reach: at
+/// K = 8192 it needs N >= 16896.
+#[test]
+fn half_gemv_takes_tickets_by_default_on_long_walks() {
+    let be = backend();
+    let caps = be.device_caps();
+    let half = caps.integer_dot_product && caps.max_workgroup_invocations >= 512;
+    let (k, n, gs) = (64, 271_000, 32);
+    let mut specs = dynamic();
+    specs.push(fma_off());
+    let (mut d, c, bias_v, mut rng) = dynamic_forward_specs(&be, 1730, (k, n, gs), (2, n), &specs);
+    for m in [1, 1, 2, 1] {
+        let what = format!("half GEMV by default K {k} N {n}");
+        let names = forward_step(&mut d, &mut rng, &c, &bias_v, m, &what);
+        if half && m == 1 {
+            assert_eq!(names, vec![format!("{Q4GSW}/q4_linear_gemv_half_tickets")]);
+        }
+    }
+    assert_eq!(be.validation_error_count(), 0);
+}
+
 /// The FMA GEMV at M = 2..8 (`q4_linear_gemv_fma_m{2,4,8}`), forced (and by default at
 /// M = 8, where the device has no int8 tensor cores or the rows are short), and its
 /// two-words-per-lane form at M <= 4 (`_w2_`, forced), on

@@ -266,6 +266,19 @@ pub fn cases() -> Vec<OpCase> {
             60,
         )
         .spec("etvk_q4_gemv", "half_tickets"),
+        // By default: rows of 2 chunks (workgroups of 32, a wave of 4224), N = 271000
+        // (33875 blocks, 8-9 per workgroup of a balanced launch).
+        dq8ca(
+            F32,
+            &[2, 64],
+            &[1, 1, 2, 1],
+            64,
+            271_000,
+            32,
+            true,
+            (F32, I8),
+            68,
+        ),
         dq8ca_fp16_program(&[2, 8000], 5000, &[1, 2, 1], 61).spec("etvk_q4_gemv", "half_tickets"),
         dq8ca_after_norm_ns(F32, false, 8000, &[1, 2, 1], &[5000, 24], 62)
             .spec("etvk_q4_gemv", "half_tickets"),
