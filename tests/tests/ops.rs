@@ -367,8 +367,8 @@ fn norm_writes_row_range_for_dq_gemv() {
     }
 }
 
-/// The M = 1 DQ GEMVs' ticketed forms (`_tickets_dq*`): by default where workgroups walk
-/// >= 8 blocks, and forced by compile spec `etvk_q4_gemv` = `half_tickets` one per kind of x: raw fp32, fp16 (a force_fp16
+/// The M = 1 DQ GEMVs' ticketed forms (`_tickets_dq*`): by default where workgroups walk at
+/// least 8 blocks, and forced by compile spec `etvk_q4_gemv` = `half_tickets` one per kind of x: raw fp32, fp16 (a force_fp16
 /// program), the norm computed inside (alone or after the fused add), the row range the norm
 /// wrote (fp32, fp16), the gated SiLU computed inside. Each case's first linear walks more
 /// blocks than two rounds of its wave (N = 5000 on rows of 8000: 625 blocks in 264
