@@ -368,14 +368,15 @@ fn norm_writes_row_range_for_dq_gemv() {
 }
 
 /// The M = 1 DQ GEMVs' ticketed forms (`_tickets_dq*`): by default where workgroups walk at
-/// least 8 blocks, and forced by compile spec `etvk_q4_gemv` = `half_tickets` one per kind of x: raw fp32, fp16 (a force_fp16
-/// program), the norm computed inside (alone or after the fused add), the row range the norm
-/// wrote (fp32, fp16), the gated SiLU computed inside. Each case's first linear walks more
-/// blocks than two rounds of its wave (N = 5000 on rows of 8000: 625 blocks in 264
-/// workgroups; the fp16 norm's N = 70000 on rows of 96: 8750 in 4224); the norm cases'
-/// second linear (N = 24) draws no ticket. The
-/// numbers are checked by the quantize family (relaunches at M = 1 after M = 1 and 2: a
-/// counter left off zero would skip blocks).
+/// least 8 blocks (rows of 2 chunks, N = 271000: 33875 blocks for a wave of 4224), and
+/// forced by compile spec `etvk_q4_gemv` = `half_tickets` for each kind of x: raw fp32,
+/// fp16 (a force_fp16 program), the norm computed inside (alone or after the fused add), the
+/// row range the norm wrote (fp32, fp16), the gated SiLU computed inside. Each forced case's
+/// first linear walks more blocks than two rounds of its wave (N = 5000 on rows of 8000: 625
+/// blocks in 264 workgroups; the fp16 norm's N = 70000 on rows of 96: 8750 in 4224); the
+/// norm cases' second linear (N = 24) draws no ticket. The numbers are checked by the
+/// quantize family (relaunches at M = 1 after M = 1 and 2: a counter left off zero would
+/// skip blocks).
 #[test]
 fn dq_gemv_takes_its_ticketed_forms() {
     let all = (cases::family("quantize").cases)();
