@@ -6,7 +6,8 @@
 # its plain reads (792 x 256 invocations; 528 / 1056 x 256 with four loads in flight per
 # invocation), which tell whether a read needs more invocations or more bytes in flight.
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s48a.sh prepare
-# There:  (device tool, carry [".gl"])  bash .gl/run-s48a.sh
+# There:  (device tool, carry [".gl"])  bash .gl/run-s48a.sh   (SHORT=1: one round, no
+#         launch sizes: for a short device budget)
 set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
@@ -19,7 +20,9 @@ exp_begin "$0" "$@"
 old() { ETVK_Q4_HALF_BALANCED=0 ETVK_Q4_HALF_TICKETS=0 "$@"; }
 {
     exp_header
-    for round in 1 2; do
+    rounds="1 2"
+    if [ -n "${SHORT:-}" ]; then rounds=1; fi
+    for round in $rounds; do
         echo "== round $round"
         for nk in "8192 8192" "28672 8192"; do
             read -r n k <<<"$nk"
@@ -32,12 +35,14 @@ old() { ETVK_Q4_HALF_BALANCED=0 ETVK_Q4_HALF_TICKETS=0 "$@"; }
     done
     echo -n "built qcs4w 8192^2: "; exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
     echo -n "old   qcs4w 8192^2: "; old exp_row2g linear_qcs4w --m 1 --n 8192 --k 8192
-    echo "== launch sizes at 8192^2 (stride walk, unbalanced: each row's launch is the one it names)"
-    for w in 264 256 528 1024; do
-        echo -n "wgs $w: "; ETVK_Q4_WIDE_WGS=$w old exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
-    done
-    echo -n "wgs 1024 early (one block a workgroup): "
-    ETVK_Q4_WIDE_WGS=1024 ETVK_Q4_GEMV=half_early old exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    if [ -z "${SHORT:-}" ]; then
+        echo "== launch sizes at 8192^2 (stride walk, unbalanced: each row's launch is the one it names)"
+        for w in 264 256 528 1024; do
+            echo -n "wgs $w: "; ETVK_Q4_WIDE_WGS=$w old exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+        done
+        echo -n "wgs 1024 early (one block a workgroup): "
+        ETVK_Q4_WIDE_WGS=1024 ETVK_Q4_GEMV=half_early old exp_row2g linear_q4gsw --m 1 --n 8192 --k 8192
+    fi
     echo "== same-size reads: 792 x 256; 528 / 1056 x 256 with 4 loads in flight per invocation (UNROLL = 4)"
     for nk in "8192 8192" "28672 8192"; do
         read -r n k <<<"$nk"
