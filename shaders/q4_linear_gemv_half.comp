@@ -132,6 +132,18 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef XFIRST
 #define XFIRST 0
 #endif
+// RING = 1 (an experiment, override only; unsliced fp32 forms, not EARLY): a block's 8 rows
+// in a ring of 8 row slots (the registers of the two batches), each slot reloaded with the
+// next block's row as soon as its row is used, and each scale quad after its 4 rows: ~7
+// rows in flight while a row is used (the batch form: ~4), with as many registers. A plain
+// read of the 8192^2 GEMV's bytes by its launch shape took 19.1 us with one uvec4 in flight
+// per invocation and 17.8 with four (H100, sessions 47-48).
+#ifndef RING
+#define RING 0
+#endif
+#if RING && (SLICED || EARLY || DQ || TIMELINE)
+#error "RING: the unsliced fp32 forms, not EARLY"
+#endif
 // TIMELINE = 1 (a timing diagnostic, compiled only by override; unsliced fp32 forms, with
 // ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
@@ -440,7 +452,17 @@ void main() {
   // first batch, not queued behind its loads.
   LOAD_X()
 #endif
+#if RING
+  uvec2 ring[RW];
+  vec4 ring_s[RW / UR];
+  {
+    const uint stride = 2u * p.KC;
+    [[unroll]] for (uint u = 0u; u < RW; ++u) ring[u] = w2[(b * RW + u) * stride + h];
+    [[unroll]] for (uint q = 0u; q < RW / UR; ++q) ring_s[q] = s4[((b * RW) >> 2) * p.G + q * p.G + gc];
+  }
+#else
   load_batch(h, b * RW, gc, wv, sb);
+#endif
 #if EARLY
   // The first block's second batch too, before the activations: its loads then fly while
   // x arrives and the limbs are made.
@@ -593,6 +615,21 @@ void main() {
     const uint bn = b + P;
 #endif
     float acc[RW];
+#if RING
+    {
+      const bool more = bn < nblocks;
+      const uint stride = 2u * p.KC;
+      [[unroll]] for (uint q = 0u; q < RW / UR; ++q) {
+        const vec4 sq = ring_s[q];
+        [[unroll]] for (uint u = 0u; u < UR; ++u) {
+          const uint r = q * UR + u;
+          acc[r] = row_dot(ring[r], le, lo, lsumc, unit) * sq[u];
+          if (more) ring[r] = w2[(bn * RW + r) * stride + h];
+        }
+        if (more) ring_s[q] = s4[((bn * RW) >> 2) * p.G + q * p.G + gc];
+      }
+    }
+#else
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec2 wn[UR];
       float sn[UR];
@@ -624,6 +661,7 @@ void main() {
         TL_AT(11u + r0 / UR, clockRealtime2x32EXT().x);
 #endif
     }
+#endif  // RING
 #if EARLY
     early = false;
 #endif

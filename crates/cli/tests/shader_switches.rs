@@ -1,5 +1,5 @@
 //! The half GEMV's experiment switches that only override builds compile
-//! (`ETVK_SPIRV_OVERRIDE_DIR`): XFIRST against the bench's f64 reference, and the TIMELINE
+//! (`ETVK_SPIRV_OVERRIDE_DIR`): XFIRST and RING against the bench's f64 reference, and the TIMELINE
 //! diagnostic's record layout (what `docs/experiments/timeline.py` reads), both through
 //! `etvk bench` on whatever Vulkan device the tests run on.
 
@@ -58,14 +58,14 @@ fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
-#[test]
-fn xfirst_gemv_matches_the_f64_reference() {
-    let dir = override_dir("xfirst", &["-DXFIRST=1"]);
-    // K = 1024: x in vec4 loads; K = 990: the guarded scalar loads past the row's end.
-    for (n, k) in [(1000, 1024), (4104, 990)] {
+/// The half GEMV compiled with `defines` (tag `tag`) at each (N, K) of `shapes`, checked by
+/// the bench against its f64 reference.
+fn switch_matches_f64(tag: &str, defines: &[&str], shapes: &[(usize, usize)]) {
+    let dir = override_dir(tag, defines);
+    for &(n, k) in shapes {
         let out = bench(&dir, n, k, &[]);
         let err = text(&out);
-        assert!(out.status.success(), "N = {n}, K = {k}: {err}");
+        assert!(out.status.success(), "{tag} N = {n}, K = {k}: {err}");
         assert!(err.contains("SPIR-V replaced"), "override not taken: {err}");
         let kernel = err
             .split("kernels ")
@@ -78,9 +78,28 @@ fn xfirst_gemv_matches_the_f64_reference() {
             .and_then(|s| s.split(')').next())
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("no sampled error in: {err}"));
-        assert!(rel <= 1e-5, "N = {n}, K = {k}: relative error {rel}");
+        assert!(rel <= 1e-5, "{tag} N = {n}, K = {k}: relative error {rel}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn xfirst_gemv_matches_the_f64_reference() {
+    // K = 1024: x in vec4 loads; K = 990: the guarded scalar loads past the row's end.
+    switch_matches_f64("xfirst", &["-DXFIRST=1"], &[(1000, 1024), (4104, 990)]);
+}
+
+/// RING (a block's rows in a ring of row slots, each reloaded with the next block's row as
+/// soon as it is used): one block per workgroup, and 2-3 blocks per workgroup (N = 20000 at
+/// K = 1024: 2500 blocks for a wave of 1056), so that slots are reloaded across blocks and
+/// the last block loads nothing.
+#[test]
+fn ring_gemv_matches_the_f64_reference() {
+    switch_matches_f64(
+        "ring",
+        &["-DRING=1"],
+        &[(1000, 1024), (20000, 1024), (4104, 990)],
+    );
 }
 
 #[test]
