@@ -1144,8 +1144,9 @@ pub(super) fn half_gemv_early(slices: usize, local: u32, n: usize) -> bool {
 /// [`HALF_TICKETS_MIN_BLOCKS`] blocks each. On an H100 (docs/performance.md, sessions 46-47)
 /// 2.0-2.7% faster where they walk 13-14 (N = 28672, K = 8192: 55.7 -> 54.2 us, four rounds
 /// in two sessions), 0.1-0.2 us faster at 3.4 (N = 14336, K = 4096), 0.2 us slower at 3.9
-/// on 8192^2 and 0-0.1 on N = 32768, K = 2048; no H200 timing yet. `ETVK_Q4_HALF_TICKETS=1`: wherever
-/// they walk more than two; `=0`: never.
+/// on 8192^2 and 0-0.1 on N = 32768, K = 2048; no H200 timing yet. The DQ forms take the same
+/// rule (session 48, H100: 8da4w N = 28672, K = 8192 55.3-55.4 -> 55.1-55.2 us).
+/// `ETVK_Q4_HALF_TICKETS=1`: wherever they walk more than two; `=0`: never.
 pub(super) fn half_gemv_tickets(slices: usize, local: u32, n: usize) -> bool {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
     let mode = *MODE.get_or_init(|| match std::env::var("ETVK_Q4_HALF_TICKETS").as_deref() {
@@ -1179,7 +1180,9 @@ pub(super) fn half_gemv_sets(slices: usize, local: u32) -> usize {
 /// they do not divide; the launch's time follows its busiest workgroups. Where balancing
 /// would cost more of the wave (265 blocks: 133 workgroups of 2) the whole wave runs: the
 /// walk is bound by its loads in flight, which a smaller launch cuts (docs/performance.md,
-/// session 47). H100 (session 47): 19.1 against 19.3 us at 8192^2.
+/// session 47). H100: 19.1 against 19.3 us at 8192^2 (session 47); with the tickets rule,
+/// 18.8-18.9 against 18.9-19.0 at 8192^2 and 53.6-53.7 against 54.3-54.6 at N = 28672
+/// (session 48, three rounds).
 /// `ETVK_Q4_HALF_BALANCED=0`: the whole wave always.
 pub(super) fn half_gemv_launch_sets(blocks: usize, sets: usize) -> usize {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
