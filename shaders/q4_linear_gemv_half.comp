@@ -70,11 +70,12 @@
 // writes the sum. The norm node launches nothing at M = 1.
 //
 // TICKETS = 1 (`q4_linear_gemv_half_tickets`, and the DQ forms' `_tickets_dq*`: unsliced,
-// not EARLY; taken where workgroups walk >= 8 blocks: H100, sessions 46-47, N = 28672 x
-// K = 8192 55.7 -> 54.2 us, 8192^2 19.3 -> 19.5; no H200 run yet): past the first two rounds (blocks wg and wg + P) a workgroup
-// takes its next block from a ticket counter instead of the fixed stride, so that
-// workgroups that stream faster (an SM's place on the L2, the other workgroup on its SM
-// finishing first) could take more blocks and the launch's last blocks end together.
+// not EARLY; taken where workgroups walk >= 8 blocks: H100, sessions 46-48, N = 28672 x
+// K = 8192 55.7 -> 54.2 us, 8da4w 55.3 -> 55.1, 8192^2 19.3 -> 19.5; no H200 run yet):
+// past the first two rounds (blocks wg and wg + P) a workgroup takes its next block from a
+// ticket counter instead of the fixed stride, so that workgroups that stream faster (an
+// SM's place on the L2, the other workgroup on its SM finishing first) could take more
+// blocks and the launch's last blocks end together.
 // Invocation 0 asks for the block after next at the top of a block and publishes it in the
 // block sums' first barrier (the ticket's latency hidden behind the block's loads); the
 // results do not depend on which workgroup sums a block. Each workgroup asks once per block
