@@ -110,7 +110,6 @@ exp_header() {
 # binary and the loader / validation .debs in .gl/): adds the ops test binary and strips and
 # gzips .gl/bin (the carry stays under 64 MiB). Usage: exp_carry_tests
 exp_carry_tests() {
-    rm -f .gl/bin/*.gz
     exp_test_binary ops
     exp_pack_bins
 }

@@ -75,13 +75,12 @@
 // past the first two rounds (blocks wg and wg + P) a workgroup takes its next block from a
 // ticket counter instead of the fixed stride, so that workgroups that stream faster (an
 // SM's place on the L2, the other workgroup on its SM finishing first) could take more
-// blocks and the launch's last blocks end together.
-// Invocation 0 asks for the block after next at the top of a block and publishes it in the
-// block sums' first barrier (the ticket's latency hidden behind the block's loads); the
-// results do not depend on which workgroup sums a block. Each workgroup asks once per block
-// after its first, so a launch hands out exactly T = blocks - P tickets, and the one that
-// draws ticket T - 1 takes T off the counter: it is zero again for the next launch without
-// a fill or a barrier.
+// blocks and the launch's last blocks end together. Invocation 0 asks for the block after
+// next at the top of a block and publishes it in the block sums' first barrier (the
+// ticket's latency hidden behind the block's loads); the results do not depend on which
+// workgroup sums a block. Each workgroup asks once per block after its first, so a launch
+// hands out exactly T = blocks - P tickets, and the one that draws ticket T - 1 takes T off
+// the counter: it is zero again for the next launch without a fill or a barrier.
 //
 // DQ_MM = 1 (with DQ: `_dq_mm`, `_early_dq_mm`, `_sliced_dq_mm`): the op before x (an RMSNorm,
 // rms_norm.comp's MINMAX forms, or the gated SiLU, silu_mul_rows.comp) wrote the row's
@@ -137,8 +136,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 // in a ring of 8 row slots (the registers of the two batches), each slot reloaded with the
 // next block's row as soon as its row is used, and each scale quad after its 4 rows: ~7
 // rows in flight while a row is used (the batch form: ~4), with as many registers. A plain
-// read of the 8192^2 GEMV's bytes by its launch shape took 19.1 us with one uvec4 in flight
-// per invocation and 17.8 with four (H100, sessions 47-48).
+// read of the 8192^2 GEMV's bytes by its launch shape took 17.8 us with four uvec4 loads in
+// flight per invocation (H100, session 48) and 19.1 with one (another H100, session 47).
 #ifndef RING
 #define RING 0
 #endif
@@ -311,10 +310,13 @@ shared uint next_block;  // invocation 0's ticket, as the block after next (>= b
 // (prepack::q4::Q4_ROW_PAD), so no row is clamped: rows past N are computed from padding and
 // never written. (Per-row clamps and addresses cost 0.3 us at 8192^2 against this form, the
 // four scales as four loads as much again: H200, session 22.)
+// (Index macros rather than functions: the batch form's SPIR-V stays as it was timed.)
+#define ROW_AT(h, n) ((n) * (2u * p.KC) + (h))
+#define QUAD_AT(nb, gc) (((nb) >> 2) * p.G + (gc))
 void load_batch(uint h, uint nb, uint gc, out uvec2 wv[UR], out float sb[UR]) {
   const uint stride = 2u * p.KC, base = nb * stride + h;
   [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w2[base + u * stride];
-  const vec4 sq = s4[(nb >> 2) * p.G + gc];
+  const vec4 sq = s4[QUAD_AT(nb, gc)];
   sb[0] = sq.x;
   sb[1] = sq.y;
   sb[2] = sq.z;
@@ -456,11 +458,8 @@ void main() {
 #if RING
   uvec2 ring[RW];
   vec4 ring_s[RW / UR];
-  {
-    const uint stride = 2u * p.KC;
-    [[unroll]] for (uint u = 0u; u < RW; ++u) ring[u] = w2[(b * RW + u) * stride + h];
-    [[unroll]] for (uint q = 0u; q < RW / UR; ++q) ring_s[q] = s4[((b * RW) >> 2) * p.G + q * p.G + gc];
-  }
+  [[unroll]] for (uint u = 0u; u < RW; ++u) ring[u] = w2[ROW_AT(h, b * RW + u)];
+  [[unroll]] for (uint q = 0u; q < RW / UR; ++q) ring_s[q] = s4[QUAD_AT(b * RW + q * UR, gc)];
 #else
   load_batch(h, b * RW, gc, wv, sb);
 #endif
@@ -619,15 +618,14 @@ void main() {
 #if RING
     {
       const bool more = bn < nblocks;
-      const uint stride = 2u * p.KC;
       [[unroll]] for (uint q = 0u; q < RW / UR; ++q) {
         const vec4 sq = ring_s[q];
         [[unroll]] for (uint u = 0u; u < UR; ++u) {
           const uint r = q * UR + u;
           acc[r] = row_dot(ring[r], le, lo, lsumc, unit) * sq[u];
-          if (more) ring[r] = w2[(bn * RW + r) * stride + h];
+          if (more) ring[r] = w2[ROW_AT(h, bn * RW + r)];
         }
-        if (more) ring_s[q] = s4[((bn * RW) >> 2) * p.G + q * p.G + gc];
+        if (more) ring_s[q] = s4[QUAD_AT(bn * RW + q * UR, gc)];
       }
     }
 #else

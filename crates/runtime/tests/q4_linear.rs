@@ -2248,7 +2248,7 @@ fn half_gemv_tickets_hand_out_every_block() {
 /// The half GEMV's default launch where its workgroups walk >= 8 blocks: the `_tickets`
 /// form in a balanced launch (`select::half_gemv_tickets`, `half_gemv_launch_sets`). Rows of
 /// 2 chunks (workgroups of 32, a wave of 4224), N = 271000: 33875 blocks, so 9 rounds of the
-/// wave, balanced to 3764 workgroups (9 blocks each, the last 3763 blocks fewer); relaunched
+/// wave, balanced to 3764 workgroups (9 blocks each but one, which walks 8); relaunched
 /// at M = 1, 1, 2, 1 on fresh x, with bias (a counter left off zero would skip blocks of the
 /// next launch). Rows this short keep the default rule's path within lavapipe's reach: at
 /// K = 8192 it needs N >= 16896.
