@@ -135,7 +135,7 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 // RING = 1 (an experiment, override only; unsliced fp32 forms, not EARLY): a block's 8 rows
 // in a ring of 8 row slots (the registers of the two batches), each slot reloaded with the
 // next block's row as soon as its row is used, and each scale quad after its 4 rows: ~7
-// rows in flight while a row is used (the batch form: ~4), with as many registers. A plain
+// rows in flight while a row is used (the batch form: ~4), holding no more values. A plain
 // read of the 8192^2 GEMV's bytes by its launch shape took 17.8 us with four uvec4 loads in
 // flight per invocation (H100, session 48) and 19.1 with one (another H100, session 47).
 #ifndef RING

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 48, second run: the half GEMV's RING switch (override: a block's 8 rows in a ring
 # of row slots, each reloaded with the next block's row as soon as it is used: ~7 rows in
-# flight instead of ~4, same registers) against the built kernel, three interleaved rounds
+# flight instead of ~4, no more values held) against the built kernel, three interleaved rounds
 # at M = 1: 8192^2 (q4_linear_gemv_half, balanced launch), N = 28672 x K = 8192
 # (`_tickets`), qcs4w 8192^2. Run 1 (H100): a plain read by the GEMV's launch shape took 19.1
 # us with one uvec4 in flight per invocation, 17.8 with four.
