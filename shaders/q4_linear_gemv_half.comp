@@ -132,18 +132,6 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef XFIRST
 #define XFIRST 0
 #endif
-// RING = 1 (an experiment, override only; unsliced fp32 forms, not EARLY): a block's 8 rows
-// in a ring of 8 row slots (the registers of the two batches), each slot reloaded with the
-// next block's row as soon as its row is used, and each scale quad after its 4 rows: ~7
-// rows in flight while a row is used (the batch form: ~4), holding no more values. A plain
-// read of the 8192^2 GEMV's bytes by its launch shape took 17.8 us with four uvec4 loads in
-// flight per invocation (H100, session 48) and 19.1 with one (another H100, session 47).
-#ifndef RING
-#define RING 0
-#endif
-#if RING && (SLICED || EARLY || DQ || TIMELINE)
-#error "RING: the unsliced fp32 forms, not EARLY"
-#endif
 // TIMELINE = 1 (a timing diagnostic, compiled only by override; unsliced fp32 forms, with
 // ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
@@ -310,8 +298,6 @@ shared uint next_block;  // invocation 0's ticket, as the block after next (>= b
 // (prepack::q4::Q4_ROW_PAD), so no row is clamped: rows past N are computed from padding and
 // never written. (Per-row clamps and addresses cost 0.3 us at 8192^2 against this form, the
 // four scales as four loads as much again: H200, session 22.)
-// (Index macros rather than functions: the batch form's SPIR-V stays as it was timed.)
-#define ROW_AT(h, n) ((n) * (2u * p.KC) + (h))
 #define QUAD_AT(nb, gc) (((nb) >> 2) * p.G + (gc))
 void load_batch(uint h, uint nb, uint gc, out uvec2 wv[UR], out float sb[UR]) {
   const uint stride = 2u * p.KC, base = nb * stride + h;
@@ -455,14 +441,7 @@ void main() {
   // first batch, not queued behind its loads.
   LOAD_X()
 #endif
-#if RING
-  uvec2 ring[RW];
-  vec4 ring_s[RW / UR];
-  [[unroll]] for (uint u = 0u; u < RW; ++u) ring[u] = w2[ROW_AT(h, b * RW + u)];
-  [[unroll]] for (uint q = 0u; q < RW / UR; ++q) ring_s[q] = s4[QUAD_AT(b * RW + q * UR, gc)];
-#else
   load_batch(h, b * RW, gc, wv, sb);
-#endif
 #if EARLY
   // The first block's second batch too, before the activations: its loads then fly while
   // x arrives and the limbs are made.
@@ -615,20 +594,6 @@ void main() {
     const uint bn = b + P;
 #endif
     float acc[RW];
-#if RING
-    {
-      const bool more = bn < nblocks;
-      [[unroll]] for (uint q = 0u; q < RW / UR; ++q) {
-        const vec4 sq = ring_s[q];
-        [[unroll]] for (uint u = 0u; u < UR; ++u) {
-          const uint r = q * UR + u;
-          acc[r] = row_dot(ring[r], le, lo, lsumc, unit) * sq[u];
-          if (more) ring[r] = w2[ROW_AT(h, bn * RW + r)];
-        }
-        if (more) ring_s[q] = s4[QUAD_AT(bn * RW + q * UR, gc)];
-      }
-    }
-#else
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec2 wn[UR];
       float sn[UR];
@@ -660,7 +625,6 @@ void main() {
         TL_AT(11u + r0 / UR, clockRealtime2x32EXT().x);
 #endif
     }
-#endif  // RING
 #if EARLY
     early = false;
 #endif

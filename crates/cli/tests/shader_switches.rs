@@ -1,5 +1,5 @@
 //! The half GEMV's experiment switches that only override builds compile
-//! (`ETVK_SPIRV_OVERRIDE_DIR`): XFIRST and RING against the bench's f64 reference, and the TIMELINE
+//! (`ETVK_SPIRV_OVERRIDE_DIR`): XFIRST against the bench's f64 reference, and the TIMELINE
 //! diagnostic's record layout (what `docs/experiments/timeline.py` reads), both through
 //! `etvk bench` on whatever Vulkan device the tests run on.
 
@@ -87,19 +87,6 @@ fn switch_matches_f64(tag: &str, defines: &[&str], shapes: &[(usize, usize)]) {
 fn xfirst_gemv_matches_the_f64_reference() {
     // K = 1024: x in vec4 loads; K = 990: the guarded scalar loads past the row's end.
     switch_matches_f64("xfirst", &["-DXFIRST=1"], &[(1000, 1024), (4104, 990)]);
-}
-
-/// RING (a block's rows in a ring of row slots, each reloaded with the next block's row as
-/// soon as it is used): one block per workgroup, and 2-3 blocks per workgroup (N = 20000 at
-/// K = 1024: 2500 blocks for a wave of 1056), so that slots are reloaded across blocks and
-/// the last block loads nothing.
-#[test]
-fn ring_gemv_matches_the_f64_reference() {
-    switch_matches_f64(
-        "ring",
-        &["-DRING=1"],
-        &[(1000, 1024), (20000, 1024), (4104, 990)],
-    );
 }
 
 #[test]
