@@ -13,13 +13,22 @@
 //   XNNPACK): the ASYMMETRIC scale; zp from whichever end's rounding error is smaller:
 //     zp = roundEven(clamp(qmin + lo / scale + qmax + hi / scale > 0 ? qmin - lo / scale
 //                                                                 : qmax - hi / scale, qmin, qmax))
-// Divisions get one residual correction (GLSL's `/` may be 2.5 ulp off; the zero point and
-// every later rounding of x / scale follow the quotient).
+// Divisions and the reciprocal are rounded as a CPU rounds them: the zero point and every
+// later rounding of x / scale follow the quotient's last bit. GLSL's division may be 2.5 ulp
+// off; one fma() residual corrects it where fma() rounds once. lavapipe's rounds twice (a
+// multiply, then an add), and there the correction moved its exact 1 / scale an ulp off, so
+// that x * (1 / scale) fell on the other side of a tie on fp16 rows whose values sit at
+// exact half steps of the scale (docs/performance.md, session 49). Where the residual's fma
+// keeps no low part, the exact residuals of exact_fp.glsl decide instead (a few dozen
+// instructions more, on lavapipe or where q * b is exact; the GEMV prologues that every
+// invocation runs cost 1.6% at N = 28672 x K = 8192 with them always on, H100).
 
 #include "f16_round.glsl"
+#include "exact_fp.glsl"
 
-float act_div_fixed(float a, float b) {
+float act_div(float a, float b) {
   precise float q = a / b;
+  if (!fma_kept_low_part(q, b)) return exact_div_from(a, b, q);
   precise float r = fma(-q, b, a);
   precise float qc = q + r / b;
   return qc;
@@ -36,12 +45,12 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
   float zp;
   if (mapping == 0u) {
     precise float range = hi - lo;
-    scale = max(act_div_fixed(range, qmax - qmin), eps);
-    zp = clamp(qmin - roundEven(act_div_fixed(lo, scale)), qmin, qmax);
+    scale = max(act_div(range, qmax - qmin), eps);
+    zp = clamp(qmin - roundEven(act_div(lo, scale)), qmin, qmax);
   } else if (mapping == 3u) {
     precise float range = hi - lo;
-    scale = max(act_div_fixed(range, qmax - qmin), eps);
-    const float dmin = act_div_fixed(lo, scale), dmax = act_div_fixed(hi, scale);
+    scale = max(act_div(range, qmax - qmin), eps);
+    const float dmin = act_div(lo, scale), dmax = act_div(hi, scale);
     precise float err_min = qmin + dmin;
     precise float err_max = qmax + dmax;
     precise float from_min = qmin - dmin;
@@ -50,9 +59,9 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
     zp = roundEven(clamp(both > 0.0 ? from_min : from_max, qmin, qmax));
   } else {
     if (mapping == 1u) {
-      scale = act_div_fixed(max(-lo, hi), (qmax - qmin) / 2.0);
+      scale = act_div(max(-lo, hi), (qmax - qmin) / 2.0);
     } else {
-      const float smin = act_div_fixed(lo, qmin), smax = act_div_fixed(hi, qmax);
+      const float smin = act_div(lo, qmin), smax = act_div(hi, qmax);
       scale = smin > smax ? smin : smax;
     }
     scale = max(scale, eps);
@@ -69,10 +78,11 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
   return vec4(scale, zp, scale_stored, zp_stored);
 }
 
-// 1 / s with one residual correction (the correctly rounded reciprocal in all but rare
-// cases), as q4_act_fakequant.comp computes it.
+// 1 / s rounded to nearest, as PyTorch's 1.0 / scale (q4_act_fakequant.comp's arithmetic):
+// one Newton step where fma() rounds once, else the exact residuals (as act_div).
 float act_inv_scale(float s) {
   precise float inv = 1.0 / s;
+  if (!fma_kept_low_part(inv, s)) return exact_recip_from(s, inv);
   precise float e = fma(-inv, s, 1.0);
   precise float invc = fma(inv, e, inv);
   return invc;

@@ -2,6 +2,8 @@
 // for shaders whose rounding must match PyTorch's bit for bit. Vulkan does not promise that
 // fma() rounds once (lavapipe evaluates it as a multiply then an add), so an fma residual
 // can be off where these are exact. Every step is `precise`: reassociation would undo it.
+#ifndef EXACT_FP_GLSL
+#define EXACT_FP_GLSL
 
 // The hi / lo halves of a (12 significant bits in hi), a = hi + lo exactly.
 vec2 exact_split(float a) {
@@ -25,10 +27,9 @@ float exact_recip_residual(float s, float r) {
   return res;
 }
 
-// 1 / s rounded to nearest: GLSL's division (2.5 ulp), then the neighbour with the smallest
-// exact residual (a few steps cover the division's error).
-float exact_recip(float s) {
-  float r = 1.0 / s;
+// 1 / s rounded to nearest, from r within a few ulp of it: the neighbour with the smallest
+// exact residual (a few steps cover GLSL's division's 2.5 ulp).
+float exact_recip_from(float s, float r) {
   float er = abs(exact_recip_residual(s, r));
   for (int step = 0; step < 3; ++step) {
     const float lo = uintBitsToFloat(floatBitsToUint(r) - 1u);
@@ -47,3 +48,48 @@ float exact_recip(float s) {
   }
   return r;
 }
+
+// 1 / s rounded to nearest: GLSL's division, then exact_recip_from.
+float exact_recip(float s) { return exact_recip_from(s, 1.0 / s); }
+
+// a - b * q, exactly enough to compare neighbours' residuals (q near a / b, so that b * q
+// lies within a factor 2 of a and a - fl(b * q) is exact).
+float exact_div_residual(float a, float b, float q) {
+  precise float p = b * q;
+  precise float res = (a - p) - exact_prod_err(b, q, p);
+  return res;
+}
+
+// a / b rounded to nearest, as a CPU's fp32 division rounds it, from q within a few ulp of
+// it (as exact_recip_from). A zero, infinite or NaN q is returned as it is.
+float exact_div_from(float a, float b, float q) {
+  if (q == 0.0 || isinf(q) || isnan(q)) return q;
+  float er = abs(exact_div_residual(a, b, q));
+  for (int step = 0; step < 3; ++step) {
+    const float lo = uintBitsToFloat(floatBitsToUint(q) - 1u);
+    const float hi = uintBitsToFloat(floatBitsToUint(q) + 1u);
+    const float el = abs(exact_div_residual(a, b, lo));
+    const float eh = abs(exact_div_residual(a, b, hi));
+    if (el < er) {
+      q = lo;
+      er = el;
+    } else if (eh < er) {
+      q = hi;
+      er = eh;
+    } else {
+      break;
+    }
+  }
+  return q;
+}
+
+// Whether fma(x, y, -p) kept the low part of the product p = fl(x * y): true where fma()
+// rounds once and x * y is not exact in fp32; false where it rounds twice (lavapipe: a
+// multiply, then an add), which makes an fma residual wrong. A shader takes an fma-corrected
+// quotient where this holds and the exact residuals (the slower path) where not.
+bool fma_kept_low_part(float x, float y) {
+  precise float p = x * y;
+  precise float low = fma(x, y, -p);
+  return low != 0.0;
+}
+#endif  // EXACT_FP_GLSL

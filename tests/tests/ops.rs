@@ -373,8 +373,7 @@ fn norm_writes_row_range_for_dq_gemv() {
 /// fp16 (a force_fp16 program), the norm computed inside (alone or after the fused add), the
 /// row range the norm wrote (fp32, fp16), the gated SiLU computed inside. Each forced case's
 /// first linear walks more blocks than two rounds of its wave (N = 5000 on rows of 8000: 625
-/// blocks in 264 workgroups; the fp16 norm's N = 70000 on rows of 96: 8750 in 4224); the
-/// norm cases' second linear (N = 24) draws no ticket. The numbers are checked by the
+/// blocks in 264 workgroups); the norm cases' second linear (N = 24) draws no ticket. The numbers are checked by the
 /// quantize family (relaunches at M = 1 after M = 1 and 2: a counter left off zero would
 /// skip blocks).
 #[test]
@@ -424,7 +423,7 @@ fn dq_gemv_takes_its_ticketed_forms() {
             "_tickets_dq_mm",
         ),
         (
-            "float16 add + rms_norm then two linears of N [70000, 24] on y[[2, 96]] M [1, 2, 1] [etvk_q4_gemv = half_tickets] [etvk_row_range = norm]",
+            "float16 add + rms_norm then two linears of N [5000, 24] on y[[2, 8000]] M [1, 2, 1] [etvk_q4_gemv = half_tickets] [etvk_row_range = norm]",
             &[3, 5],
             &[0, 2],
             "_tickets_dq_mm_x16",
