@@ -72,6 +72,7 @@ pub fn cases() -> Vec<OpCase> {
             (true, true),
             4,
         ),
+        choose_on_tied_rows(512, 12, 5),
         // The 8da4w linear behind its choose_qparams node, as the exporter emits it.
         dq8ca(F32, &[3, 64], &[3], 64, 36, 16, true, (F32, I8), 10),
         dq8ca(F32, &[1, 8, 96], &[1], 96, 40, 32, false, (F32, I8), 11),
@@ -519,6 +520,51 @@ fn choose(
         );
     }
     case
+}
+
+/// choose_qparams_affine (ASYMMETRIC, fp32 scale, int8 zero point) on rows whose extremes
+/// are m and -m (m random, the rest inside): min / scale is then -127.5 in real numbers,
+/// and the zero point (0 or -1) follows the quotient's last bit. A division an ulp off
+/// (lavapipe's fma() rounds twice, which once moved act_qparams.glsl's residual
+/// correction) flips some of these rows.
+fn choose_on_tied_rows(rows: usize, k: usize, seed: u64) -> OpCase {
+    let xs = [rows, k];
+    let mut g = CaseGraph::new();
+    let x = g.input(F32, &xs);
+    choose_node(
+        &mut g,
+        x,
+        &xs,
+        "ASYMMETRIC",
+        (F32, I8),
+        (false, false),
+        true,
+    );
+    let name = format!("float32 x{xs:?} ASYMMETRIC rows from -m to m");
+    let mut rng = Rng::new(seed);
+    let mut data = Vec::with_capacity(rows * k);
+    for _ in 0..rows {
+        let m = rng.uniform(0.01, 100.0) as f32 as f64;
+        for c in 0..k {
+            data.push(match c {
+                0 => m,
+                1 => -m,
+                _ => rng.uniform(-m, m),
+            });
+        }
+    }
+    let x = Tensor::new(F32, &xs, data);
+    let (mut sv, mut zv) = (Vec::new(), Vec::new());
+    for row in rows_of(&x, k) {
+        let (s, z) = torchao_qparams(&row, "ASYMMETRIC", (-128, 127), f32::EPSILON);
+        sv.push(s as f64);
+        zv.push(z as f64);
+    }
+    let qs = qparam_sizes(&xs, false);
+    OpCase::new(CHOOSE, name, g).tol(QPARAM_TOL).run(
+        vec![x],
+        vec![Tensor::new(F32, &qs, sv), Tensor::new(I8, &qs, zv)],
+    )
 }
 
 /// x's rows quantized to int8 with their torchao qparams and dequantized, in fp32; the
