@@ -82,7 +82,7 @@ vec4 act_qparams(float lo, float hi, uint mapping, int iqmin, int iqmax, float e
 // one Newton step where fma() rounds once, else the exact residuals (as act_div).
 float act_inv_scale(float s) {
   precise float inv = 1.0 / s;
-  if (!fma_kept_low_part(inv, s)) return exact_recip_from(s, inv);
+  if (!fma_kept_low_part(inv, s)) return exact_div_from(1.0, s, inv);
   precise float e = fma(-inv, s, 1.0);
   precise float invc = fma(inv, e, inv);
   return invc;

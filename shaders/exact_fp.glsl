@@ -20,38 +20,6 @@ float exact_prod_err(float a, float b, float p) {
   return e;
 }
 
-// 1 - s * r, exactly enough to compare neighbours' residuals (r near 1 / s).
-float exact_recip_residual(float s, float r) {
-  precise float p = s * r;
-  precise float res = (1.0 - p) - exact_prod_err(s, r, p);
-  return res;
-}
-
-// 1 / s rounded to nearest, from r within a few ulp of it: the neighbour with the smallest
-// exact residual (a few steps cover GLSL's division's 2.5 ulp).
-float exact_recip_from(float s, float r) {
-  float er = abs(exact_recip_residual(s, r));
-  for (int step = 0; step < 3; ++step) {
-    const float lo = uintBitsToFloat(floatBitsToUint(r) - 1u);
-    const float hi = uintBitsToFloat(floatBitsToUint(r) + 1u);
-    const float el = abs(exact_recip_residual(s, lo));
-    const float eh = abs(exact_recip_residual(s, hi));
-    if (el < er) {
-      r = lo;
-      er = el;
-    } else if (eh < er) {
-      r = hi;
-      er = eh;
-    } else {
-      break;
-    }
-  }
-  return r;
-}
-
-// 1 / s rounded to nearest: GLSL's division, then exact_recip_from.
-float exact_recip(float s) { return exact_recip_from(s, 1.0 / s); }
-
 // a - b * q, exactly enough to compare neighbours' residuals (q near a / b, so that b * q
 // lies within a factor 2 of a and a - fl(b * q) is exact).
 float exact_div_residual(float a, float b, float q) {
@@ -61,7 +29,8 @@ float exact_div_residual(float a, float b, float q) {
 }
 
 // a / b rounded to nearest, as a CPU's fp32 division rounds it, from q within a few ulp of
-// it (as exact_recip_from). A zero, infinite or NaN q is returned as it is.
+// it (GLSL's division is within 2.5): the neighbour with the smallest exact residual. A
+// zero, infinite or NaN q is returned as it is.
 float exact_div_from(float a, float b, float q) {
   if (q == 0.0 || isinf(q) || isnan(q)) return q;
   float er = abs(exact_div_residual(a, b, q));
@@ -82,6 +51,10 @@ float exact_div_from(float a, float b, float q) {
   }
   return q;
 }
+
+// 1 / s rounded to nearest, as PyTorch's fp32 1.0 / scale: GLSL's division, then
+// exact_div_from.
+float exact_recip(float s) { return exact_div_from(1.0, s, 1.0 / s); }
 
 // Whether fma(x, y, -p) kept the low part of the product p = fl(x * y): true where fma()
 // rounds once and x * y is not exact in fp32; false where it rounds twice (lavapipe: a
