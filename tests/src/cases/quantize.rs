@@ -525,8 +525,8 @@ fn choose(
 /// choose_qparams_affine (ASYMMETRIC, fp32 scale, int8 zero point) on rows whose extremes
 /// are m and -m (m random, the rest inside): min / scale is then -127.5 in real numbers,
 /// and the zero point (0 or -1) follows the quotient's last bit. A division an ulp off
-/// (lavapipe's fma() rounds twice, which once moved act_qparams.glsl's residual
-/// correction) flips some of these rows.
+/// flips some of these rows: the fma-residual correction act_qparams.glsl used alone
+/// before session 49 did so on 4 of these 512 on lavapipe, whose fma() rounds twice.
 fn choose_on_tied_rows(rows: usize, k: usize, seed: u64) -> OpCase {
     let xs = [rows, k];
     let mut g = CaseGraph::new();
