@@ -90,9 +90,11 @@ float act_inv_scale(float s) {
 
 // x quantized to int8 with zero point z (invc = act_inv_scale(s)), as the integer q - z in
 // [-255, 255] (exact in float): what the 8da4w linears' integer forms take.
+// clamp(roundEven(t) + z, -128, 127) - z, with the clamp moved past the add (exact: z is an
+// integer in [-128, 127], so both sides are the same integer or the same bound).
 float act_quant_offset(float x, float z, float invc) {
   precise float t = x * invc;
-  return clamp(roundEven(t) + z, -128.0, 127.0) - z;
+  return clamp(roundEven(t), -128.0 - z, 127.0 - z);
 }
 
 // x quantized to int8 with (s, z) and dequantized: q4_act_fakequant.comp's arithmetic, term

@@ -122,6 +122,17 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #if DQ
 #include "act_qparams_spec.glsl"
 #endif
+// QP_ONCE (DQ forms that reduce x's range themselves, EARLY or SLICED by default): one
+// subgroup computes the row's quantization parameters after the range's barrier and shares
+// them through a second one, where every invocation computing them issues ~150 more
+// instructions per warp (dropping them altogether, wrong results: 0.8-1.5 us; H100,
+// docs/performance.md, session 49). H100: `_early_dq` 4096^2 12.1 -> 11.3 us, `_sliced_dq`
+// N = 8192 x K = 28672 59.6 -> 59.3; the plain `_dq` lost with it (8192^2 21.2-21.3 ->
+// 21.6-21.7: the second barrier stands before its first batch's use) and `_tickets_dq` moved
+// by 0.1-0.3 us, so those compute them in every invocation.
+#ifndef QP_ONCE
+#define QP_ONCE (DQ && !DQ_MM && (EARLY || SLICED))
+#endif
 
 #ifndef OUT_F16
 #define OUT_F16 0
@@ -269,6 +280,10 @@ shared float red2[RW * SEGS];
 // The row's min / max partials (up to 128 subgroups: the runtime keeps NT <= 128 x the
 // subgroup size).
 #include "act_row_range.glsl"
+#if QP_ONCE
+// Subgroup 0's (stored scale, stored zero point, 1 / scale, the norm's scale).
+shared vec4 dq_params;
+#endif
 #endif
 #if NORM
 shared float norm_part[128];  // per-subgroup sums of squares
@@ -538,6 +553,28 @@ void main() {
 #endif
     row_range_store(l, u, t);
     barrier();
+#if QP_ONCE
+    // One subgroup folds the partials and computes the row's quantization parameters (and
+    // the norm's scale); the others wait at a second barrier instead of each issuing the
+    // same ~150 instructions (QP_ONCE, above).
+    if (gl_SubgroupID == 0u) {
+      vec2 lu = row_range_fold();
+      float nscale = 1.0;
+#if NORM
+      float total = 0.0;
+      for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
+      nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+      lu *= nscale;
+#endif
+      const vec4 qp = act_qparams_spec(lu.x, lu.y);
+      if (gl_SubgroupInvocationID == 0u) dq_params = vec4(qp.z, qp.w, act_inv_scale(qp.z), nscale);
+    }
+    barrier();
+    const vec4 dqp = dq_params;
+#if NORM
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] *= dqp.w;
+#endif
+#else
     {
       const vec2 lu = row_range_fold();
       l = lu.x;
@@ -553,20 +590,19 @@ void main() {
       [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] *= nscale;
     }
 #endif
+#endif  // QP_ONCE
 #endif  // DQ_MM
+#if DQ_MM || !QP_ONCE
     const vec4 qp = act_qparams_spec(l, u);
-    const float invc = act_inv_scale(qp.z);
+    const vec4 dqp = vec4(qp.z, qp.w, act_inv_scale(qp.z), 1.0);
+#endif
     // The quantized row as integers d = q - z in [-255, 255] (the fake-quantized x is
     // d * scale): two int8 limbs hold d exactly, d = 128 * a0 + a1, and the scale multiplies
-    // each row's integer sum once.
+    // each row's integer sum once. Values past K were loaded as zeros, which quantize to 0.
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        float dv = 0.0;
-        if (k0 + 4u * i + c < p.K) dv = act_quant_offset(xv[i][c], qp.w, invc);
-        xv[i][c] = dv;
-      }
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) xv[i][c] = act_quant_offset(xv[i][c], dqp.y, dqp.z);
     }
-    dq_scale = qp.z;
+    dq_scale = dqp.x;
   }
   uint le[2][2], lo[2][2];
   int lsum[2];
