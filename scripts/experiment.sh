@@ -175,6 +175,38 @@ exp_comp() {
         -o "$d/$v.spv" "$EXP_SHADERS/$src"
 }
 
+# Compiles from a copy of commit REV's shaders/ (the "before" side of an A/B by override).
+# Usage: exp_shaders_at REV
+exp_shaders_at() {
+    EXP_SHADERS=$(mktemp -d)
+    git archive "$1" shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
+}
+
+# The 8da4w GEMVs that quantize x themselves at M = 1 (the half GEMV's `_dq`,
+# `_tickets_dq`, `_early_dq`, `_sliced_dq`) and M = 2..8 (`_dp4_persist_dq`), from
+# EXP_SHADERS into .gl/ovr_DIR. Usage: exp_comp_dq_gemvs DIR
+exp_comp_dq_gemvs() {
+    exp_comp "$1" q4_linear_gemv_half_dq q4_linear_gemv_half.comp -O -DDQ=1
+    exp_comp "$1" q4_linear_gemv_half_tickets_dq q4_linear_gemv_half.comp -O -DTICKETS=1 -DDQ=1
+    exp_comp "$1" q4_linear_gemv_half_early_dq q4_linear_gemv_half.comp -O -DEARLY=1 -DDQ=1
+    exp_comp "$1" q4_linear_gemv_half_sliced_dq q4_linear_gemv_half.comp -O -DSLICED=1 -DDQ=1
+    exp_comp "$1" q4_linear_gemv_wide_dp4_persist_dq q4_linear_gemv_wide.comp -O -DDP4=1 \
+        -DPERSIST=1 -DRW=8 -DDQ=1
+}
+
+# There, after exp_carry_tests: the q4_linear tests, then the ops binary's tests named by
+# FILTERS, only what is not a passing test's line. Usage: exp_device_tests FILTER...
+exp_device_tests() {
+    echo "== q4_linear tests"
+    for t in .gl/bin/q4_linear-*; do
+        timeout 200 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | tail -12 || true
+    done
+    echo "== ops tests: $*"
+    for t in .gl/bin/ops-*; do
+        timeout 200 "$t" --test-threads=2 "$@" 2>&1 | grep -v ' \.\.\. ok$' | tail -12 || true
+    done
+}
+
 # Compiles from a copy of shaders/ (the working tree's, or commit REV's) with DIFF applied:
 # a diff of shaders/ kept in docs/experiments/, the switch of an experiment whose source was
 # not kept. Usage: exp_patched DIFF [REV]

@@ -12,8 +12,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
     exp_pack_bins
-    EXP_SHADERS=$(mktemp -d)
-    git archive 3556734 shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
+    exp_shaders_at 3556734
     exp_comp fma q4_linear_gemv_half_dq q4_linear_gemv_half.comp -O -DDQ=1
     exp_comp fma q4_linear_gemv_half_tickets_dq q4_linear_gemv_half.comp -O -DTICKETS=1 -DDQ=1
     exp_comp fma q4_linear_gemv_wide_dp4_persist_dq q4_linear_gemv_wide.comp -O -DDP4=1 -DPERSIST=1 -DRW=8 -DDQ=1

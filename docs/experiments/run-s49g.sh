@@ -14,13 +14,8 @@ dir=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
     exp_carry_tests
-    EXP_SHADERS=$(mktemp -d)
-    git archive e42e9b3 shaders | tar -x -C "$EXP_SHADERS" --strip-components=1
-    exp_comp old q4_linear_gemv_half_dq q4_linear_gemv_half.comp -O -DDQ=1
-    exp_comp old q4_linear_gemv_half_tickets_dq q4_linear_gemv_half.comp -O -DTICKETS=1 -DDQ=1
-    exp_comp old q4_linear_gemv_half_early_dq q4_linear_gemv_half.comp -O -DEARLY=1 -DDQ=1
-    exp_comp old q4_linear_gemv_half_sliced_dq q4_linear_gemv_half.comp -O -DSLICED=1 -DDQ=1
-    exp_comp old q4_linear_gemv_wide_dp4_persist_dq q4_linear_gemv_wide.comp -O -DDP4=1 -DPERSIST=1 -DRW=8 -DDQ=1
+    exp_shaders_at e42e9b3
+    exp_comp_dq_gemvs old
 }
 exp_begin "$0" "$@"
 old() { ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_old "$@"; }
@@ -34,13 +29,5 @@ old() { ETVK_SPIRV_OVERRIDE_DIR=.gl/ovr_old "$@"; }
             echo -n "old   M=$m N=$n K=$k: "; old exp_row2g linear_dq8ca_q4gsw --m "$m" --n "$n" --k "$k"
         done
     done
-    echo "== q4_linear tests"
-    for t in .gl/bin/q4_linear-*; do
-        timeout 200 "$t" --test-threads=2 2>&1 | grep -v ' \.\.\. ok$' | tail -12 || true
-    done
-    echo "== op families q4_linear, quantize; the DQ GEMV tests"
-    for t in .gl/bin/ops-*; do
-        timeout 200 "$t" --test-threads=2 q4_linear quantize dq_ rms_norm_runs gated_silu act_quant norm_writes 2>&1 |
-            grep -v ' \.\.\. ok$' | tail -12 || true
-    done
+    exp_device_tests q4_linear quantize dq_ rms_norm_runs gated_silu act_quant norm_writes
 } 2>&1 | tee "$OUT/s49g.txt"
