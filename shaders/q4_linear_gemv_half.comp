@@ -128,8 +128,8 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 // instructions per warp (dropping them altogether, wrong results: 0.8-1.5 us; H100,
 // docs/performance.md, session 49). H100: `_early_dq` 4096^2 12.1 -> 11.3 us, `_sliced_dq`
 // N = 8192 x K = 28672 59.6 -> 59.3; the plain `_dq` lost with it (8192^2 21.2-21.3 ->
-// 21.6-21.7: the second barrier stands before its first batch's use) and `_tickets_dq` moved
-// by 0.1-0.3 us, so those compute them in every invocation.
+// 21.6-21.7; why its second barrier costs more than it saves there is unmeasured) and
+// `_tickets_dq` moved by 0.1-0.3 us, so those compute them in every invocation.
 #ifndef QP_ONCE
 #define QP_ONCE (DQ && !DQ_MM && (EARLY || SLICED))
 #endif
