@@ -287,6 +287,13 @@ shared vec4 dq_params;
 #endif
 #if NORM
 shared float norm_part[128];  // per-subgroup sums of squares
+
+// The norm's 1 / rms from the per-subgroup sums of squares (after the range's barrier).
+float norm_inv_rms() {
+  float total = 0.0;
+  for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
+  return inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+}
 #endif
 #if SLICED
 shared uint last_to_finish;  // 1: this workgroup adds its set's slices
@@ -313,11 +320,10 @@ shared uint next_block;  // invocation 0's ticket, as the block after next (>= b
 // (prepack::q4::Q4_ROW_PAD), so no row is clamped: rows past N are computed from padding and
 // never written. (Per-row clamps and addresses cost 0.3 us at 8192^2 against this form, the
 // four scales as four loads as much again: H200, session 22.)
-#define QUAD_AT(nb, gc) (((nb) >> 2) * p.G + (gc))
 void load_batch(uint h, uint nb, uint gc, out uvec2 wv[UR], out float sb[UR]) {
   const uint stride = 2u * p.KC, base = nb * stride + h;
   [[unroll]] for (uint u = 0u; u < UR; ++u) wv[u] = w2[base + u * stride];
-  const vec4 sq = s4[QUAD_AT(nb, gc)];
+  const vec4 sq = s4[(nb >> 2) * p.G + gc];
   sb[0] = sq.x;
   sb[1] = sq.y;
   sb[2] = sq.z;
@@ -561,9 +567,7 @@ void main() {
       vec2 lu = row_range_fold();
       float nscale = 1.0;
 #if NORM
-      float total = 0.0;
-      for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
-      nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+      nscale = norm_inv_rms();
       lu *= nscale;
 #endif
       const vec4 qp = act_qparams_spec(lu.x, lu.y);
@@ -582,9 +586,7 @@ void main() {
     }
 #if NORM
     {
-      float total = 0.0;
-      for (uint i = 0u; i < gl_NumSubgroups; ++i) total += norm_part[i];
-      const float nscale = inversesqrt(total / float(p.K) + uintBitsToFloat(NORM_EPS_BITS));
+      const float nscale = norm_inv_rms();
       l *= nscale;
       u *= nscale;
       [[unroll]] for (uint i = 0u; i < 4u; ++i) xv[i] *= nscale;

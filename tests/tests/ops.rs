@@ -373,9 +373,9 @@ fn norm_writes_row_range_for_dq_gemv() {
 /// fp16 (a force_fp16 program), the norm computed inside (alone or after the fused add), the
 /// row range the norm wrote (fp32, fp16), the gated SiLU computed inside. Each forced case's
 /// first linear walks more blocks than two rounds of its wave (N = 5000 on rows of 8000: 625
-/// blocks in 264 workgroups); the norm cases' second linear (N = 24) draws no ticket. The numbers are checked by the
-/// quantize family (relaunches at M = 1 after M = 1 and 2: a counter left off zero would
-/// skip blocks).
+/// blocks in 264 workgroups); the norm cases' second linear (N = 24) draws no ticket. The
+/// numbers are checked by the quantize family (relaunches at M = 1 after M = 1 and 2: a
+/// counter left off zero would skip blocks).
 #[test]
 fn dq_gemv_takes_its_ticketed_forms() {
     let all = (cases::family("quantize").cases)();
