@@ -20,8 +20,8 @@
 // that x * (1 / scale) fell on the other side of a tie on fp16 rows whose values sit at
 // exact half steps of the scale (docs/performance.md, session 49). Where the residual's fma
 // keeps no low part, the exact residuals of exact_fp.glsl decide instead (a few dozen
-// instructions more, on lavapipe or where q * b is exact; the GEMV prologues that every
-// invocation runs cost 1.6% at N = 28672 x K = 8192 with them always on, H100).
+// instructions more by the source, on lavapipe or where q * b is exact; always on, they cost
+// the GEMV prologues that every invocation runs 1.6% at N = 28672 x K = 8192, H100).
 
 #include "f16_round.glsl"
 #include "exact_fp.glsl"

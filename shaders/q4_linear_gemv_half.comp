@@ -124,12 +124,13 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #endif
 // QP_ONCE (DQ forms that reduce x's range themselves, EARLY or SLICED by default): one
 // subgroup computes the row's quantization parameters after the range's barrier and shares
-// them through a second one, where every invocation computing them issues ~150 more
-// instructions per warp (dropping them altogether, wrong results: 0.8-1.5 us; H100,
-// docs/performance.md, session 49). H100: `_early_dq` 4096^2 12.1 -> 11.3 us, `_sliced_dq`
-// N = 8192 x K = 28672 59.6 -> 59.3; the plain `_dq` lost with it (8192^2 21.2-21.3 ->
-// 21.6-21.7; why its second barrier costs more than it saves there is unmeasured) and
-// `_tickets_dq` moved by 0.1-0.3 us, so those compute them in every invocation.
+// them through a second one, where every invocation computing them issues the same
+// instructions (~150 per warp by a count of the source). Dropping them altogether (wrong
+// results) saved 0.8-1.5 us (H100, docs/performance.md, session 49). H100: `_early_dq`
+// 4096^2 12.1 -> 11.3 us, `_sliced_dq` N = 8192 x K = 28672 59.6 -> 59.3; the plain `_dq`
+// lost with it (8192^2 21.2-21.3 -> 21.6-21.7; why its second barrier costs more than it
+// saves there is unmeasured) and `_tickets_dq` moved by 0.1-0.3 us, so those compute them
+// in every invocation.
 #ifndef QP_ONCE
 #define QP_ONCE (DQ && !DQ_MM && (EARLY || SLICED))
 #endif
@@ -562,7 +563,7 @@ void main() {
 #if QP_ONCE
     // One subgroup folds the partials and computes the row's quantization parameters (and
     // the norm's scale); the others wait at a second barrier instead of each issuing the
-    // same ~150 instructions (QP_ONCE, above).
+    // same instructions (QP_ONCE, above).
     if (gl_SubgroupID == 0u) {
       vec2 lu = row_range_fold();
       float nscale = 1.0;
