@@ -144,14 +144,6 @@ int sdot4x8(uint a, uint b, spirv_literal uint fmt);
 #ifndef XFIRST
 #define XFIRST 0
 #endif
-// PREF (an experiment, override only; session 50): where a batch's loads are issued against
-// the use of the one before. 0 (built): the next batch's loads, then the current batch's
-// rows. 1: the current batch's first row, then the next loads, then its other rows (the
-// driver's wait for the current batch then cannot take in the next one's loads). 2: no load
-// ahead (the next batch's loads after the current batch's rows).
-#ifndef PREF
-#define PREF 0
-#endif
 // TIMELINE = 1 (a timing diagnostic, compiled only by override; unsliced fp32 forms, with
 // ETVK_SHADER_CLOCK=1): no results; invocation 0 of workgroup wg writes the device clock's
 // low 32 bits (ns on NVIDIA) as float bits to out[16 wg ..]: [0] blocks done, [1] start,
@@ -632,11 +624,6 @@ void main() {
 #if TIMELINE
   if (t == 0u) TL_AT(2u, clockRealtime2x32EXT().x);
 #endif
-#if DQ
-#define ROW_DOT(u) (row_dot_int(wv[u], le, lo, lsumc, unit) * sb[u])
-#else
-#define ROW_DOT(u) (row_dot(wv[u], le, lo, lsumc, unit) * sb[u])
-#endif
   for (;;) {
     const uint n0 = b * RW;
 #if TICKETS
@@ -649,13 +636,6 @@ void main() {
     [[unroll]] for (uint r0 = 0u; r0 < RW; r0 += UR) {
       uvec2 wn[UR];
       float sn[UR];
-#if PREF == 1
-      // The batch's first row before the next batch's loads: its wait cannot cover them.
-      acc[r0] = ROW_DOT(0u);
-#elif PREF == 2
-      // No load ahead: the batch's rows first, the next batch's loads after them.
-      [[unroll]] for (uint u = 0u; u < UR; ++u) acc[r0 + u] = ROW_DOT(u);
-#endif
       if (r0 + UR < RW) {
 #if EARLY
         // One register set for this batch whichever way it was loaded (no copy of a load
@@ -669,8 +649,10 @@ void main() {
       } else if (bn < nblocks) {
         load_batch(h, bn * RW, gc, wn, sn);
       }
-#if PREF != 2
-      [[unroll]] for (uint u = PREF == 1 ? 1u : 0u; u < UR; ++u) acc[r0 + u] = ROW_DOT(u);
+#if DQ
+      [[unroll]] for (uint u = 0u; u < UR; ++u) acc[r0 + u] = row_dot_int(wv[u], le, lo, lsumc, unit) * sb[u];
+#else
+      [[unroll]] for (uint u = 0u; u < UR; ++u) acc[r0 + u] = row_dot(wv[u], le, lo, lsumc, unit) * sb[u];
 #endif
       wv = wn;
       sb = sn;

@@ -5,7 +5,8 @@
 # timeline had block 0's first batch used at ~5 us and its second at ~7.5, as if the wait
 # for the first took in the second's loads): p1 = the batch's first row before the next
 # loads, p2 = no load ahead. Three interleaved rounds, M = 1: 8192^2 (plain), 28672 x 8192
-# (tickets), 8192 x 28672 (sliced), qcs4w 8192^2, 8da4w 8192^2 (`_dq`).
+# (tickets), 8192 x 28672 (sliced), qcs4w 8192^2, 8da4w 8192^2 (`_dq`). PREF is not in the
+# shader since (level or slower): `gemv_half-s50-pref.diff` holds it.
 # Here:   rm -rf .gl/bin/* .gl/ovr_* && bash scripts/device-bench.sh prepare && bash docs/experiments/run-s49d.sh prepare && bash docs/experiments/run-s50a.sh prepare
 # There:  (device tool, carry [".gl"])  bash .gl/run-s50a.sh
 set -euo pipefail
@@ -13,6 +14,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/experiment.sh
 if [ -f "$dir/experiment.sh" ]; then . "$dir/experiment.sh"; else . "$dir/../../scripts/experiment.sh"; fi
 exp_prepare() {
+    exp_patched docs/experiments/gemv_half-s50-pref.diff 68badc3
     for v in 1 2; do
         exp_comp "p$v" q4_linear_gemv_half q4_linear_gemv_half.comp -O -DPREF=$v
         exp_comp "p$v" q4_linear_gemv_half_tickets q4_linear_gemv_half.comp -O -DTICKETS=1 -DPREF=$v
