@@ -167,8 +167,56 @@ fn print_ceiling(label: &str, b: &Bandwidth) {
     );
 }
 
+const LINEAR_OPS: [&str; 6] = [
+    "linear_q4gsw",
+    "linear_q4gsw_backward",
+    "linear_qcs4w",
+    "linear",
+    "linear_dq8ca_q4gsw",
+    "linear_q8",
+];
+
+/// The op name, and a linear op's shape arguments, checked before any device work: a bad
+/// argument is reported at once, not after the read ceiling (seconds on a CPU device).
+fn check_bench_args(args: &BenchArgs) -> Result<(), CliError> {
+    let op = args.op.as_str();
+    let known = LINEAR_OPS.contains(&op)
+        || matches!(op, "read" | "adamw_step" | "lora_step" | "coopmat" | "alu");
+    if !known {
+        return Err(CliError(format!(
+            "bench: unknown op {op:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, linear_q8, adamw_step, lora_step, coopmat, alu)"
+        )));
+    }
+    if LINEAR_OPS.contains(&op) {
+        linear_k_padded(args)?;
+    }
+    Ok(())
+}
+
+/// A linear bench's K as its weights store it (q4gsw: padded to 8, qcs4w: to 2), after
+/// checking M, K, N and the group size.
+fn linear_k_padded(args: &BenchArgs) -> Result<usize, CliError> {
+    let (m, k, n, gs) = (args.m, args.k, args.n, args.group_size);
+    if m == 0 || k == 0 || n == 0 {
+        return Err(CliError("bench: --m, --k, --n must be positive".into()));
+    }
+    let kp = match args.op.as_str() {
+        "linear_qcs4w" | "linear" => k.div_ceil(2) * 2,
+        "linear_q8" => k,
+        _ => k.div_ceil(8) * 8,
+    };
+    let grouped = !matches!(args.op.as_str(), "linear_qcs4w" | "linear" | "linear_q8");
+    if grouped && (gs == 0 || kp % gs != 0) {
+        return Err(CliError(format!(
+            "bench: group size {gs} must divide K padded to 8 ({kp})"
+        )));
+    }
+    Ok(kp)
+}
+
 /// Run `etvk bench`.
 pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    check_bench_args(args)?;
     if args.op == "lora_step" {
         return crate::finetune::bench_lora(
             args.m,
@@ -258,14 +306,10 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         return Ok(());
     }
     match args.op.as_str() {
-        "linear_q4gsw" | "linear_q4gsw_backward" | "linear_qcs4w" | "linear"
-        | "linear_dq8ca_q4gsw" | "linear_q8" => {
-            bench_linear(&backend, args, &read)
-        }
+        op if LINEAR_OPS.contains(&op) => bench_linear(&backend, args, &read),
         "adamw_step" => bench_adamw(&backend, args, ceiling_bytes),
-        other => Err(CliError(format!(
-            "bench: unknown op {other:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, linear_q8, adamw_step, lora_step, coopmat, alu)"
-        ))),
+        // check_bench_args lets no other op this far.
+        other => Err(CliError(format!("bench: unknown op {other:?}"))),
     }
 }
 
@@ -275,9 +319,7 @@ fn bench_linear(
     read: &Bandwidth,
 ) -> Result<(), CliError> {
     let (m, k, n, gs) = (args.m, args.k, args.n, args.group_size);
-    if m == 0 || k == 0 || n == 0 {
-        return Err(CliError("bench: --m, --k, --n must be positive".into()));
-    }
+    let kp = linear_k_padded(args)?;
     // int8 weights with a scale per row (aten._weight_int8pack_mm).
     let q8 = args.op == "linear_q8";
     let q4gsw = args.op != "linear_qcs4w" && args.op != "linear" && !q8;
@@ -285,18 +327,6 @@ fn bench_linear(
     // 8da4w: x quantized per row to int8 by a choose_qparams node, then the q4gsw weights.
     let dq8ca = args.op == "linear_dq8ca_q4gsw";
     let fp32 = args.op == "linear";
-    let kp = if q4gsw {
-        k.div_ceil(8) * 8
-    } else if q8 {
-        k
-    } else {
-        k.div_ceil(2) * 2
-    };
-    if q4gsw && (gs == 0 || kp % gs != 0) {
-        return Err(CliError(format!(
-            "bench: group size {gs} must divide K padded to 8 ({kp})"
-        )));
-    }
     let groups = if q4gsw { kp / gs } else { 1 };
     let w_bytes = if fp32 {
         n * k * 4

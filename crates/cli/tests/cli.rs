@@ -256,3 +256,53 @@ fn bench_checks_the_8da4w_linear_against_its_reference() {
         "{text}"
     );
 }
+
+#[test]
+fn bench_rejects_bad_arguments_before_touching_the_device() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["bench", "nope"], "unknown op \"nope\""),
+        (
+            &[
+                "bench",
+                "linear_q4gsw",
+                "--m",
+                "0",
+                "--k",
+                "64",
+                "--n",
+                "32",
+            ],
+            "--m, --k, --n must be positive",
+        ),
+        (
+            &["bench", "linear_q4gsw", "--m", "1", "--k", "7", "--n", "32"],
+            "group size 32 must divide K padded to 8 (8)",
+        ),
+        (
+            &[
+                "bench",
+                "linear_q4gsw_backward",
+                "--m",
+                "1",
+                "--k",
+                "64",
+                "--n",
+                "32",
+                "--group-size",
+                "12",
+            ],
+            "group size 12 must divide K padded to 8 (64)",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = etvk(args);
+        let line = one_line_error(&out);
+        assert!(line.contains(want), "{args:?}: {line}");
+        // Nothing measured first: no device line, no ceiling.
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
