@@ -193,8 +193,14 @@ fn check_bench_args(args: &BenchArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A linear bench's K as its weights store it (q4gsw: padded to 8, qcs4w: to 2), after
-/// checking M, K, N and the group size.
+/// Whether a linear bench's weights are 4-bit with group scales (the q4gsw layout: the
+/// forward, the backward and the 8da4w linear) rather than qcs4w, int8 or fp32.
+fn group_scaled(op: &str) -> bool {
+    !matches!(op, "linear_qcs4w" | "linear" | "linear_q8")
+}
+
+/// A linear bench's K as its weights store it (q4gsw: padded to 8, qcs4w and fp32: to 2,
+/// int8: as it is), after checking M, K, N and the group size.
 fn linear_k_padded(args: &BenchArgs) -> Result<usize, CliError> {
     let (m, k, n, gs) = (args.m, args.k, args.n, args.group_size);
     if m == 0 || k == 0 || n == 0 {
@@ -205,8 +211,7 @@ fn linear_k_padded(args: &BenchArgs) -> Result<usize, CliError> {
         "linear_q8" => k,
         _ => k.div_ceil(8) * 8,
     };
-    let grouped = !matches!(args.op.as_str(), "linear_qcs4w" | "linear" | "linear_q8");
-    if grouped && (gs == 0 || kp % gs != 0) {
+    if group_scaled(&args.op) && (gs == 0 || kp % gs != 0) {
         return Err(CliError(format!(
             "bench: group size {gs} must divide K padded to 8 ({kp})"
         )));
@@ -322,7 +327,7 @@ fn bench_linear(
     let kp = linear_k_padded(args)?;
     // int8 weights with a scale per row (aten._weight_int8pack_mm).
     let q8 = args.op == "linear_q8";
-    let q4gsw = args.op != "linear_qcs4w" && args.op != "linear" && !q8;
+    let q4gsw = group_scaled(&args.op);
     let backward = args.op == "linear_q4gsw_backward";
     // 8da4w: x quantized per row to int8 by a choose_qparams node, then the q4gsw weights.
     let dq8ca = args.op == "linear_dq8ca_q4gsw";
