@@ -176,18 +176,21 @@ const LINEAR_OPS: [&str; 6] = [
     "linear_q8",
 ];
 
+const OTHER_OPS: [&str; 5] = ["read", "adamw_step", "lora_step", "coopmat", "alu"];
+
 /// The op name, and a linear op's shape arguments, checked before any device work: a bad
 /// argument is reported at once, not after the read ceiling (seconds on a CPU device).
 fn check_bench_args(args: &BenchArgs) -> Result<(), CliError> {
     let op = args.op.as_str();
-    let known = LINEAR_OPS.contains(&op)
-        || matches!(op, "read" | "adamw_step" | "lora_step" | "coopmat" | "alu");
-    if !known {
+    let linear = LINEAR_OPS.contains(&op);
+    if !linear && !OTHER_OPS.contains(&op) {
+        let known = [LINEAR_OPS.as_slice(), OTHER_OPS.as_slice()].concat();
         return Err(CliError(format!(
-            "bench: unknown op {op:?} (read, linear_q4gsw, linear_q4gsw_backward, linear_qcs4w, linear_dq8ca_q4gsw, linear, linear_q8, adamw_step, lora_step, coopmat, alu)"
+            "bench: unknown op {op:?} ({})",
+            known.join(", ")
         )));
     }
-    if LINEAR_OPS.contains(&op) {
+    if linear {
         linear_k_padded(args)?;
     }
     Ok(())
