@@ -62,6 +62,22 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The out tensor at `pos` must take a result of `sizes`: checked before the kernel
+    /// computes it, so that sizes a damaged program derives from its arguments fail as an
+    /// error instead of first costing the time and memory of the result.
+    pub(crate) fn check_out(&self, pos: usize, sizes: &[usize]) -> Result<()> {
+        self.tensor(pos)?
+            .check_fits(sizes, &format!("the out tensor (argument {pos})"))
+            .map_err(|e| self.err(e.to_string()))
+    }
+
+    /// As [`Ctx::check_out`] for a result of `numel` elements whose shape is not known yet.
+    pub(crate) fn check_out_elements(&self, pos: usize, numel: usize) -> Result<()> {
+        self.tensor(pos)?
+            .accepts_elements(numel, &format!("the out tensor (argument {pos})"))
+            .map_err(|e| self.err(e.to_string()))
+    }
+
     pub(crate) fn value(&self, pos: usize) -> Result<&'a Value> {
         let idx = *self
             .args
@@ -287,7 +303,7 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
                 let data = broadcast_cast(&c, c.tensor(1)?, &shape, out_dtype)?;
                 Out { sizes: shape, data }
             }
-            Kernel::ExpandCopy => expand_copy(&c, out_dtype)?,
+            Kernel::ExpandCopy => expand_copy(&c, out_pos, out_dtype)?,
             Kernel::MulScalar => mul_scalar(&c, out_dtype)?,
             Kernel::FmodScalar => fmod_scalar(&c, out_dtype)?,
             Kernel::SliceScatter => slice_scatter(&c, out_dtype)?,
@@ -316,7 +332,7 @@ pub fn run_kernel(op: &str, values: &mut [Value], args: &[usize]) -> Result<()> 
                 };
                 any_reduce(&c, src, &dims, keepdim, out_dtype)?
             }
-            Kernel::EmbeddingByte(_) => embedding_byte(&c, out_dtype)?,
+            Kernel::EmbeddingByte(_) => embedding_byte(&c, out_pos, out_dtype)?,
             Kernel::AsStridedCopy => as_strided_copy(&c, out_t, out_dtype)?,
             Kernel::Mean => mean(&c, out_dtype)?,
             Kernel::Convolution => convolution(&c, out_t, out_dtype)?,
@@ -468,7 +484,7 @@ fn broadcast_cast(
 /// (*, ScalarType? dtype,) Tensor(a!) out)`: rows of an 8-bit table, `(w - zp) * scale` with
 /// one scale (and zero point) per row or per group of `D / groups` columns (the exporter's
 /// `--embedding-quantize 8,G`, which the Vulkan partitioner leaves on the CPU).
-fn embedding_byte(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+fn embedding_byte(c: &Ctx<'_>, out_pos: usize, out_dtype: DType) -> Result<Out> {
     let (w, sc, idx) = (c.tensor(0)?, c.tensor(1)?, c.tensor(5)?);
     let zp = match c.value(2)? {
         Value::Null => None,
@@ -497,6 +513,9 @@ fn embedding_byte(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
     }
     let per = d / groups;
     let n = idx.sizes.iter().product::<usize>();
+    let mut sizes = idx.sizes.clone();
+    sizes.push(d);
+    c.check_out(out_pos, &sizes)?;
     let mut data = vec![0u8; n * d * out_dtype.size_bytes()];
     for i in 0..n {
         let t = match read_scalar(idx.dtype, &idx.data, i)? {
@@ -520,8 +539,6 @@ fn embedding_byte(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
             write_scalar(out_dtype, &mut data, i * d + col, Scalar::Float(v))?;
         }
     }
-    let mut sizes = idx.sizes.clone();
-    sizes.push(d);
     Ok(Out { sizes, data })
 }
 
@@ -534,7 +551,7 @@ fn scalar_f64(s: Scalar) -> f64 {
 }
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out)`.
-fn expand_copy(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
+fn expand_copy(c: &Ctx<'_>, out_pos: usize, out_dtype: DType) -> Result<Out> {
     let src = c.tensor(0)?;
     let size = c
         .opt_int_list(1)?
@@ -574,6 +591,7 @@ fn expand_copy(c: &Ctx<'_>, out_dtype: DType) -> Result<Out> {
         };
         out_sizes.push(v);
     }
+    c.check_out(out_pos, &out_sizes)?;
     let data = broadcast_cast(c, src, &out_sizes, out_dtype)?;
     Ok(Out {
         sizes: out_sizes,

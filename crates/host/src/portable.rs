@@ -293,15 +293,20 @@ fn broadcast_shape(c: &Call<'_>, a: &[usize], b: &[usize]) -> Result<Vec<usize>>
         .collect()
 }
 
-/// Operands at `positions` broadcast to one shape: their values at each output element.
+/// Operands broadcast to one shape: their values at each element of it. The out tensor at
+/// `out_pos` must hold at least that many elements (the result has the shape, or, for
+/// `index.Tensor`, the shape times the kept dims), checked before anything is expanded.
 fn broadcast_all(
     c: &Call<'_>,
     ops: &[(Vec<f64>, Vec<usize>)],
+    out_pos: usize,
 ) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
     let mut shape: Vec<usize> = Vec::new();
     for (_, s) in ops {
         shape = broadcast_shape(c, &shape, s)?;
     }
+    let numel = crate::tensor::checked_numel(&shape).map_err(|e| c.err(e.to_string()))?;
+    c.check_out_elements(out_pos, numel)?;
     let mut out = Vec::with_capacity(ops.len());
     for (v, s) in ops {
         let idx = crate::kernels::broadcast_indices(c, s, &shape)?;
@@ -326,8 +331,9 @@ fn binary(c: &Call<'_>) -> Result<Result1> {
             | "aten::rsub.Scalar_out"
     );
     let alpha = if has_alpha { c.number(2)? } else { 1.0 };
-    let (idx, dtype) = c.out(if has_alpha { 3 } else { 2 })?;
-    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?])?;
+    let out_pos = if has_alpha { 3 } else { 2 };
+    let (idx, dtype) = c.out(out_pos)?;
+    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?], out_pos)?;
     let data = vals[0]
         .iter()
         .zip(&vals[1])
@@ -339,7 +345,7 @@ fn binary(c: &Call<'_>) -> Result<Result1> {
 /// `where.self_out(condition, self, other, out)`.
 fn where_self(c: &Call<'_>) -> Result<Result1> {
     let (idx, dtype) = c.out(3)?;
-    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?, operand(c, 2)?])?;
+    let (sizes, vals) = broadcast_all(c, &[operand(c, 0)?, operand(c, 1)?, operand(c, 2)?], 3)?;
     let data = (0..vals[0].len())
         .map(|i| {
             if vals[0][i] != 0.0 {
@@ -368,6 +374,7 @@ fn clamp(c: &Call<'_>) -> Result<Result1> {
             bound(1, f64::NEG_INFINITY)?,
             bound(2, f64::INFINITY)?,
         ],
+        3,
     )?;
     let data = (0..vals[0].len())
         .map(|i| {
@@ -583,7 +590,7 @@ fn index_tensor(c: &Call<'_>) -> Result<Result1> {
     if indexed.is_empty() {
         return Err(c.err("no index tensors"));
     }
-    let (bshape, bvals) = broadcast_all(c, &ops)?;
+    let (bshape, bvals) = broadcast_all(c, &ops, 2)?;
     let adjacent = indexed.windows(2).all(|w| w[1] == w[0] + 1);
     let kept: Vec<usize> = (0..rank).filter(|d| !indexed.contains(d)).collect();
     // Output dims: (source dim or None for a broadcast dim) in order.
@@ -609,6 +616,7 @@ fn index_tensor(c: &Call<'_>) -> Result<Result1> {
             })
             .collect()
     };
+    c.check_out(2, &sizes)?;
     let (idx, dtype) = c.out(2)?;
     let v = floats(c, x)?;
     let x_strides: Vec<usize> = (0..rank)
@@ -1260,6 +1268,9 @@ fn adaptive_avg_pool2d(c: &Call<'_>) -> Result<Result1> {
         )));
     }
     let (oh, ow) = (oh as usize, ow as usize);
+    let mut sizes = x.sizes[..rank - 2].to_vec();
+    sizes.extend([oh, ow]);
+    c.check_out(2, &sizes)?;
     let planes: usize = x.sizes[..rank - 2].iter().product();
     let v = floats(c, x)?;
     let bin = |i: usize, n: usize, o: usize| (i * n / o, ((i + 1) * n).div_ceil(o));
@@ -1279,8 +1290,6 @@ fn adaptive_avg_pool2d(c: &Call<'_>) -> Result<Result1> {
         }
     }
     let (oi, od) = c.out(2)?;
-    let mut sizes = x.sizes[..rank - 2].to_vec();
-    sizes.extend([oh, ow]);
     Ok(Result1::new((oi, od), sizes, out))
 }
 

@@ -4,6 +4,11 @@ use crate::dtype::DType;
 use crate::error::{HostError, Result};
 use crate::tensor::{checked_nbytes, Tensor};
 
+/// The most elements an unbound-dynamic tensor may grow to: the CPU kernels hold a
+/// result in f64 before storing it, so a damaged program's sizes must fail as an error
+/// before those buffers are made.
+pub const MAX_COMPUTED_ELEMENTS: usize = 1 << 30;
+
 /// A tensor value of a loaded method: a buffer of its maximum size plus its current sizes
 /// (dynamic-shape tensors shrink and grow within that buffer).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,11 +52,29 @@ impl TensorSlot {
 
     /// Change the current sizes, as ExecuTorch's `resize_tensor` allows: the rank is fixed,
     /// a static tensor keeps its sizes, a bound-dynamic one stays within its buffer, and an
-    /// unbound one grows its buffer. `what` names the tensor in errors.
+    /// unbound one grows its buffer (up to [`MAX_COMPUTED_ELEMENTS`]). `what` names the
+    /// tensor in errors.
     pub fn resize(&mut self, sizes: &[usize], what: &str) -> Result<()> {
         if sizes == self.sizes.as_slice() {
             return Ok(());
         }
+        self.check_fits(sizes, what)?;
+        let need = checked_nbytes(self.dtype, sizes)?;
+        if need > self.data.len() {
+            let extra = need - self.data.len();
+            self.data
+                .try_reserve_exact(extra)
+                .map_err(|_| HostError::OutOfMemory(format!("{need} bytes for {what}")))?;
+            self.data.resize(need, 0);
+        }
+        self.sizes = sizes.to_vec();
+        Ok(())
+    }
+
+    /// Whether [`TensorSlot::resize`] would take `sizes`, checked before a kernel computes a
+    /// result of that shape (so that a damaged program's sizes fail before the work and the
+    /// memory, not after).
+    pub fn check_fits(&self, sizes: &[usize], what: &str) -> Result<()> {
         if sizes.len() != self.max_sizes.len() {
             return Err(HostError::InvalidProgram(format!(
                 "{what}: cannot change rank from {:?} to {sizes:?}",
@@ -64,22 +87,40 @@ impl TensorSlot {
                 self.max_sizes
             )));
         }
-        let need = checked_nbytes(self.dtype, sizes)?;
-        if need > self.data.len() {
-            if self.dynamism == 2 {
-                let extra = need - self.data.len();
-                self.data
-                    .try_reserve_exact(extra)
-                    .map_err(|_| HostError::OutOfMemory(format!("{need} bytes for {what}")))?;
-                self.data.resize(need, 0);
-            } else {
-                return Err(HostError::InvalidProgram(format!(
-                    "{what}: sizes {sizes:?} exceed the tensor's bound {:?}",
-                    self.max_sizes
-                )));
-            }
+        let numel = crate::tensor::checked_numel(sizes)?;
+        if self.dynamism != 2 && numel > self.capacity() {
+            return Err(HostError::InvalidProgram(format!(
+                "{what}: sizes {sizes:?} exceed the tensor's bound {:?}",
+                self.max_sizes
+            )));
         }
-        self.sizes = sizes.to_vec();
+        self.accepts_elements(numel, what)
+    }
+
+    /// Elements the buffer holds.
+    fn capacity(&self) -> usize {
+        self.data.len() / self.dtype.size_bytes().max(1)
+    }
+
+    /// Whether a result of `numel` elements can be stored here at all: within the buffer, or,
+    /// for an unbound tensor, within [`MAX_COMPUTED_ELEMENTS`].
+    pub fn accepts_elements(&self, numel: usize, what: &str) -> Result<()> {
+        let capacity = self.capacity();
+        if numel <= capacity {
+            return Ok(());
+        }
+        if self.dynamism != 2 {
+            return Err(HostError::InvalidProgram(format!(
+                "{what}: {numel} elements exceed the tensor's bound {:?} ({capacity} elements)",
+                self.max_sizes
+            )));
+        }
+        if numel > MAX_COMPUTED_ELEMENTS {
+            return Err(HostError::OutOfMemory(format!(
+                "{what}: {numel} elements for an unbound tensor, past the host's limit of \
+                 {MAX_COMPUTED_ELEMENTS}"
+            )));
+        }
         Ok(())
     }
 

@@ -1875,3 +1875,78 @@ fn relu_keeps_nan() {
     assert_eq!(&o[..3], &[0.0, 0.0, 2.0]);
     assert!(o[3].is_nan());
 }
+
+/// Results whose sizes come from the arguments are checked against the out tensor before
+/// they are computed: sizes no out tensor holds fail at once with an error naming the op
+/// and the bound, instead of first building a result of billions of elements (the fuzzer's
+/// find: an `index.Tensor` whose index tensors broadcast to [65536, 65536] ran for minutes).
+#[test]
+fn results_larger_than_the_out_tensor_fail_before_they_are_computed() {
+    let n = 1usize << 16;
+    let column: Vec<i64> = vec![0; n];
+    let kernel_err = |op: &str, v: &mut Vec<Value>, args: &[usize]| {
+        let started = std::time::Instant::now();
+        let err = run_kernel(op, v, args).unwrap_err();
+        // Not a timing test: an unchecked [65536, 65536] f64 result would need 32 GiB.
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "{op} took {:?}",
+            started.elapsed()
+        );
+        match &err {
+            HostError::Kernel { op: named, message } => {
+                assert_eq!(named, op);
+                assert!(message.contains("exceed the tensor's bound"), "{message}");
+            }
+            other => panic!("{op}: {other}"),
+        }
+    };
+    // x [4][idx0 [n, 1], idx1 [1, n]]: the indices broadcast to [n, n].
+    let mut ix = vec![
+        slot(
+            Tensor::from_f32(vec![2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap(),
+            0,
+        ),
+        slot(Tensor::from_i64(vec![n, 1], &column).unwrap(), 0),
+        slot(Tensor::from_i64(vec![1, n], &column).unwrap(), 0),
+        Value::OptionalTensorList(vec![Some(1), Some(2)]),
+        out(DType::F32, &[n, 1]),
+    ];
+    kernel_err("aten::index.Tensor_out", &mut ix, &[0, 3, 4]);
+    // [n, 1] + [1, n], and where / clamp with the same operands.
+    let a: Vec<f32> = vec![1.0; n];
+    let mut bin = vec![
+        slot(Tensor::from_f32(vec![n, 1], &a).unwrap(), 0),
+        slot(Tensor::from_f32(vec![1, n], &a).unwrap(), 0),
+        Value::Double(1.0),
+        out(DType::F32, &[n, 1]),
+    ];
+    kernel_err("aten::add.out", &mut bin, &[0, 1, 2, 3]);
+    kernel_err("aten::mul.out", &mut bin, &[0, 1, 3]);
+    kernel_err("aten::where.self_out", &mut bin, &[0, 1, 0, 3]);
+    kernel_err("aten::clamp.Tensor_out", &mut bin, &[0, 1, 0, 3]);
+    // expand_copy to [n, n] of a [1, n] input into a bound [2, n] out.
+    let mut ex = vec![slot(Tensor::from_f32(vec![1, n], &a).unwrap(), 0)];
+    ex.extend(boxed(1, &[n as i64, n as i64]));
+    ex.extend([Value::Bool(false), out(DType::F32, &[2, n])]);
+    kernel_err("aten::expand_copy.out", &mut ex, &[0, 3, 4, 5]);
+    // adaptive_avg_pool2d to n x n bins over a 2 x 2 map.
+    let mut pool = vec![slot(Tensor::from_f32(vec![1, 2, 2], &[1.0; 4]).unwrap(), 0)];
+    pool.extend(boxed(1, &[n as i64, n as i64]));
+    pool.push(out(DType::F32, &[1, 4, 4]));
+    kernel_err("aten::_adaptive_avg_pool2d.out", &mut pool, &[0, 3, 4]);
+    // The same calls with out tensors that hold the result still work (x[idx0, idx1] at a
+    // small n; [2, 1] + [1, 2]).
+    let mut small = vec![
+        slot(
+            Tensor::from_f32(vec![2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap(),
+            0,
+        ),
+        slot(Tensor::from_i64(vec![2, 1], &[0, 1]).unwrap(), 0),
+        slot(Tensor::from_i64(vec![1, 2], &[1, 0]).unwrap(), 0),
+        Value::OptionalTensorList(vec![Some(1), Some(2)]),
+        out(DType::F32, &[2, 2]),
+    ];
+    run_kernel("aten::index.Tensor_out", &mut small, &[0, 3, 4]).unwrap();
+    assert_eq!(f32s(&tensor(&small, 4)), vec![2.0, 1.0, 4.0, 3.0]);
+}
