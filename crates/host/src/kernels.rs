@@ -71,13 +71,6 @@ impl<'a> Ctx<'a> {
             .map_err(|e| self.err(e.to_string()))
     }
 
-    /// As [`Ctx::check_out`] for a result of `numel` elements whose shape is not known yet.
-    pub(crate) fn check_out_elements(&self, pos: usize, numel: usize) -> Result<()> {
-        self.tensor(pos)?
-            .accepts_elements(numel, &format!("the out tensor (argument {pos})"))
-            .map_err(|e| self.err(e.to_string()))
-    }
-
     pub(crate) fn value(&self, pos: usize) -> Result<&'a Value> {
         let idx = *self
             .args

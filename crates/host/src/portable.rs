@@ -293,26 +293,37 @@ fn broadcast_shape(c: &Call<'_>, a: &[usize], b: &[usize]) -> Result<Vec<usize>>
         .collect()
 }
 
-/// Operands broadcast to one shape: their values at each element of it. The out tensor at
-/// `out_pos` must hold at least that many elements (the result has the shape, or, for
-/// `index.Tensor`, the shape times the kept dims), checked before anything is expanded.
+/// The shape operands broadcast to.
+fn broadcast_shape_all(c: &Call<'_>, ops: &[(Vec<f64>, Vec<usize>)]) -> Result<Vec<usize>> {
+    ops.iter()
+        .try_fold(Vec::new(), |shape, (_, s)| broadcast_shape(c, &shape, s))
+}
+
+/// Operands broadcast to one shape: their values at each element of it. The result of
+/// these ops has that shape, so the out tensor at `out_pos` must take it: checked before
+/// anything is expanded.
 fn broadcast_all(
     c: &Call<'_>,
     ops: &[(Vec<f64>, Vec<usize>)],
     out_pos: usize,
 ) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
-    let mut shape: Vec<usize> = Vec::new();
-    for (_, s) in ops {
-        shape = broadcast_shape(c, &shape, s)?;
-    }
-    let numel = crate::tensor::checked_numel(&shape).map_err(|e| c.err(e.to_string()))?;
-    c.check_out_elements(out_pos, numel)?;
+    let shape = broadcast_shape_all(c, ops)?;
+    c.check_out(out_pos, &shape)?;
+    Ok((shape.clone(), expand_all(c, ops, &shape)?))
+}
+
+/// Each operand's values at every element of `shape` (which they broadcast to).
+fn expand_all(
+    c: &Call<'_>,
+    ops: &[(Vec<f64>, Vec<usize>)],
+    shape: &[usize],
+) -> Result<Vec<Vec<f64>>> {
     let mut out = Vec::with_capacity(ops.len());
     for (v, s) in ops {
-        let idx = crate::kernels::broadcast_indices(c, s, &shape)?;
+        let idx = crate::kernels::broadcast_indices(c, s, shape)?;
         out.push(idx.into_iter().map(|i| v[i]).collect());
     }
-    Ok((shape, out))
+    Ok(out)
 }
 
 /// `op(self, other, (alpha,) out)` with broadcasting.
@@ -590,7 +601,7 @@ fn index_tensor(c: &Call<'_>) -> Result<Result1> {
     if indexed.is_empty() {
         return Err(c.err("no index tensors"));
     }
-    let (bshape, bvals) = broadcast_all(c, &ops, 2)?;
+    let bshape = broadcast_shape_all(c, &ops)?;
     let adjacent = indexed.windows(2).all(|w| w[1] == w[0] + 1);
     let kept: Vec<usize> = (0..rank).filter(|d| !indexed.contains(d)).collect();
     // Output dims: (source dim or None for a broadcast dim) in order.
@@ -616,8 +627,14 @@ fn index_tensor(c: &Call<'_>) -> Result<Result1> {
             })
             .collect()
     };
+    // The result's sizes are known before the indices are expanded: checked first, and an
+    // empty result (a kept dim of 0) expands nothing.
     c.check_out(2, &sizes)?;
     let (idx, dtype) = c.out(2)?;
+    if sizes.contains(&0) {
+        return Ok(Result1::new((idx, dtype), sizes, Vec::new()));
+    }
+    let bvals = expand_all(c, &ops, &bshape)?;
     let v = floats(c, x)?;
     let x_strides: Vec<usize> = (0..rank)
         .map(|d| x.sizes[d + 1..].iter().product())

@@ -1949,4 +1949,17 @@ fn results_larger_than_the_out_tensor_fail_before_they_are_computed() {
     ];
     run_kernel("aten::index.Tensor_out", &mut small, &[0, 3, 4]).unwrap();
     assert_eq!(f32s(&tensor(&small, 4)), vec![2.0, 1.0, 4.0, 3.0]);
+    // An empty result (x [0, 2, 2], a kept dim of 0) of the same [n, n] indices: [0, n, n],
+    // stored without expanding the indices.
+    let mut empty = vec![
+        slot(Tensor::from_f32(vec![0, 2, 2], &[]).unwrap(), 0),
+        slot(Tensor::from_i64(vec![n, 1], &column).unwrap(), 0),
+        slot(Tensor::from_i64(vec![1, n], &column).unwrap(), 0),
+        Value::OptionalTensorList(vec![None, Some(1), Some(2)]),
+        out(DType::F32, &[0, n, n]),
+    ];
+    let started = std::time::Instant::now();
+    run_kernel("aten::index.Tensor_out", &mut empty, &[0, 3, 4]).unwrap();
+    assert!(started.elapsed().as_secs() < 60);
+    assert_eq!(tensor(&empty, 4).sizes, vec![0, n, n]);
 }
