@@ -58,6 +58,6 @@ for t in "${targets[@]}"; do
         cargo +nightly fuzz run "$t" "$dir/corpus/$t" -- -max_len=400000 -timeout=20 \
         -rss_limit_mb=12000 -malloc_limit_mb=12000 -max_total_time="$secs" \
         -artifact_prefix="$dir/artifacts/$t/" -dict="$dir/ops.dict" -print_final_stats=1 2>&1 |
-        grep -E '^(#[0-9]+ +DONE|stat::|==[0-9]+==|SUMMARY|thread|artifact)' || true
+        grep -E '^(Done |stat::|==[0-9]+==|SUMMARY|thread|artifact)' || true
 done
 ls -R "$dir/artifacts"

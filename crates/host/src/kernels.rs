@@ -843,13 +843,9 @@ fn as_strided_copy(c: &Ctx<'_>, out_t: &TensorSlot, out_dtype: DType) -> Result<
         .checked_mul(es)
         .ok_or_else(|| c.err(format!("size {size:?} overflows")))?;
     // Refuse before allocating: a stride-0 view can ask for far more than self holds.
-    if out_t.dynamism != 2 && nbytes > out_t.data.len() {
-        return Err(c.err(format!(
-            "size {size:?} needs {nbytes} bytes, the out tensor (sizes at most {:?}) holds {}",
-            out_t.max_sizes,
-            out_t.data.len()
-        )));
-    }
+    out_t
+        .check_fits(&sizes, "the out tensor")
+        .map_err(|e| c.err(e.to_string()))?;
     let mut data = alloc_zeroed(nbytes, &format!("{} output", c.op))?;
     let bytes = src.bytes();
     let rank = sizes.len();

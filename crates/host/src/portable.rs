@@ -309,7 +309,8 @@ fn broadcast_all(
 ) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
     let shape = broadcast_shape_all(c, ops)?;
     c.check_out(out_pos, &shape)?;
-    Ok((shape.clone(), expand_all(c, ops, &shape)?))
+    let values = expand_all(c, ops, &shape)?;
+    Ok((shape, values))
 }
 
 /// Each operand's values at every element of `shape` (which they broadcast to).

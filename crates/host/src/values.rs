@@ -88,30 +88,12 @@ impl TensorSlot {
             )));
         }
         let numel = crate::tensor::checked_numel(sizes)?;
-        if self.dynamism != 2 && numel > self.capacity() {
-            return Err(HostError::InvalidProgram(format!(
-                "{what}: sizes {sizes:?} exceed the tensor's bound {:?}",
-                self.max_sizes
-            )));
-        }
-        self.accepts_elements(numel, what)
-    }
-
-    /// Elements the buffer holds.
-    fn capacity(&self) -> usize {
-        self.data.len() / self.dtype.size_bytes().max(1)
-    }
-
-    /// Whether a result of `numel` elements can be stored here at all: within the buffer, or,
-    /// for an unbound tensor, within [`MAX_COMPUTED_ELEMENTS`].
-    pub fn accepts_elements(&self, numel: usize, what: &str) -> Result<()> {
-        let capacity = self.capacity();
-        if numel <= capacity {
+        if numel <= self.data.len() / self.dtype.size_bytes().max(1) {
             return Ok(());
         }
         if self.dynamism != 2 {
             return Err(HostError::InvalidProgram(format!(
-                "{what}: {numel} elements exceed the tensor's bound {:?} ({capacity} elements)",
+                "{what}: sizes {sizes:?} exceed the tensor's bound {:?}",
                 self.max_sizes
             )));
         }
